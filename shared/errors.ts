@@ -94,6 +94,17 @@ export const ERROR_CODES = {
   UPSTREAM_FAILED: { status: 502, summary: 'The agent could not connect to the upstream target.' },
   AGENT_NOT_CONNECTED: { status: 503, summary: 'The cluster exists but its agent has no live session.' },
 
+  // --- CLIs and the agent's relay client ------------------------------------------------------
+  RELAY_UNREACHABLE: {
+    status: 503,
+    summary: 'The relay could not be reached (refused, DNS, reset or TLS failure); names the URL.',
+  },
+  RELAY_BAD_RESPONSE: { status: 502, summary: 'The relay answered with an unexpected status or body.' },
+  STATE_MISSING: {
+    status: 404,
+    summary: 'The agent state directory has no saved registration; run `tunnel-client join` first.',
+  },
+
   // --- proxies and egress --------------------------------------------------------------------
   PROXY_FAILED: {
     status: 502,
