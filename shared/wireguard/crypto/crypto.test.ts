@@ -1,0 +1,205 @@
+import { randomBytes } from 'node:crypto';
+import { blake2s } from '@noble/hashes/blake2.js';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isTunnelError } from '../../errors.js';
+import {
+  type Aead,
+  hash,
+  hmac,
+  kdf1,
+  kdf2,
+  kdf3,
+  mac,
+  naclX25519,
+  nodeAead,
+  nodeX25519,
+  sodiumAead,
+  writeNonce,
+  xaeadOpen,
+  xaeadSeal,
+} from './index.js';
+
+const hex = (s: string) => Buffer.from(s.replace(/[\s:]/g, ''), 'hex');
+
+// RFC 8439 §2.8.2
+const RFC_KEY = hex('808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f');
+const RFC_NONCE = hex('070000004041424344454647');
+const RFC_AAD = hex('50515253c0c1c2c3c4c5c6c7');
+const RFC_PT = Buffer.from(
+  "Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.",
+);
+const RFC_CT = hex(`d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d6
+  3dbea45e8ca9671282fafb69da92728b1a71de0a9e060b2905d6a5b67ecd3b3692ddbd7f2d778b8c9803aee328091b58
+  fab324e4fad675945585808b4831d7bc3ff4def08e4b7a9de576d26586cec64b6116`);
+const RFC_TAG = hex('1ae10b594f09e26a7e902ecbd0600691');
+
+const sodium = sodiumAead();
+const impls: Aead[] = sodium ? [nodeAead, sodium] : [nodeAead];
+
+describe('AEAD', () => {
+  it('sodium-native loads on this machine', () => {
+    expect(sodium?.name).toBe('sodium-native');
+  });
+
+  for (const a of impls) {
+    it(`${a.name} matches RFC 8439 §2.8.2 and opens it`, () => {
+      const out = Buffer.alloc(RFC_PT.length + 16);
+      expect(a.seal(out, RFC_KEY, RFC_NONCE, RFC_PT, RFC_AAD)).toBe(out.length);
+      expect(out.subarray(0, RFC_PT.length).equals(RFC_CT)).toBe(true);
+      expect(out.subarray(RFC_PT.length).equals(RFC_TAG)).toBe(true);
+      const back = Buffer.alloc(RFC_PT.length);
+      expect(a.open(back, RFC_KEY, RFC_NONCE, out, RFC_AAD)).toBe(RFC_PT.length);
+      expect(back.equals(RFC_PT)).toBe(true);
+    });
+
+    it(`${a.name} rejects a flipped bit, a wrong AAD and a short input`, () => {
+      const out = Buffer.alloc(RFC_PT.length + 16);
+      a.seal(out, RFC_KEY, RFC_NONCE, RFC_PT, RFC_AAD);
+      const back = Buffer.alloc(RFC_PT.length);
+      const bad = Buffer.from(out);
+      bad[5]! ^= 1;
+      expect(a.open(back, RFC_KEY, RFC_NONCE, bad, RFC_AAD)).toBe(-1);
+      expect(a.open(back, RFC_KEY, RFC_NONCE, out, Buffer.from('x'))).toBe(-1);
+      expect(a.open(back, RFC_KEY, RFC_NONCE, out.subarray(0, 10), RFC_AAD)).toBe(-1);
+    });
+  }
+
+  it('node:crypto and sodium-native agree on random inputs (sealed by one, opened by the other)', () => {
+    if (!sodium) throw new Error('sodium-native missing');
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+        fc.uint8Array({ maxLength: 300 }),
+        fc.option(fc.uint8Array({ maxLength: 40 }), { nil: undefined }),
+        (key, counter, pt, aad) => {
+          const nonce = writeNonce(Buffer.alloc(12), counter);
+          const a = Buffer.alloc(pt.length + 16);
+          const b = Buffer.alloc(pt.length + 16);
+          nodeAead.seal(a, key, nonce, pt, aad);
+          sodium.seal(b, key, nonce, pt, aad);
+          expect(a.equals(b)).toBe(true);
+          const back = Buffer.alloc(pt.length);
+          expect(nodeAead.open(back, key, nonce, b, aad)).toBe(pt.length);
+          expect(sodium.open(back, key, nonce, a, aad)).toBe(pt.length);
+          expect(back.equals(Buffer.from(pt))).toBe(true);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('writeNonce puts the counter little-endian after four zero bytes', () => {
+    expect(writeNonce(Buffer.alloc(12, 0xff), 0x0102030405060708n).toString('hex')).toBe(
+      '000000000807060504030201',
+    );
+  });
+});
+
+describe('hash and KDF (reference §1, §2; wireguard-go kdf_test.go)', () => {
+  it('C0 and H0', () => {
+    const c0 = hash(Buffer.from('Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s'));
+    expect(c0.toString('hex')).toBe('60e26daef327efc02ec335e2a025d2d016eb4206f87277f52d38d1988b78cd36');
+    const h0 = hash(c0, Buffer.from('WireGuard v1 zx2c4 Jason@zx2c4.com'));
+    expect(h0.toString('hex')).toBe('2211b361081ac566691243db458ad5322d9c6c662293e8b70ee19c65ba079ef3');
+  });
+
+  const vectors = [
+    [
+      '746573742d6b6579',
+      '746573742d696e707574',
+      '6f0e5ad38daba1bea8a0d213688736f19763239305e0f58aba697f9ffc41c633',
+      'df1194df20802a4fe594cde27e92991c8cae66c366e8106aaa937a55fa371e8a',
+      'fac6e2745a325f5dc5d11a5b165aad08b0ada28e7b4e666b7c077934a4d76c24',
+    ],
+    [
+      '776972656775617264',
+      '776972656775617264',
+      '491d43bbfdaa8750aaf535e334ecbfe5129967cd64635101c566d4caefda96e8',
+      '1e71a379baefd8a79aa4662212fcafe19a23e2b609a3db7d6bcba8f560e3d25f',
+      '31e1ae48bddfbe5de38f295e5452b1909a1b4e38e183926af3780b0c1e1f0160',
+    ],
+    [
+      '',
+      '',
+      '8387b46bf43eccfcf349552a095d8315c4055beb90208fb1be23b894bc2ed5d0',
+      '58a0e5f6faefccf4807bff1f05fa8a9217945762040bcec2f4b4a62bdfe0e86e',
+      '0ce6ea98ec548f8e281e93e32db65621c45eb18dc6f0a7ad94178610a2f7338e',
+    ],
+  ] as const;
+  for (const [k, i, t1, t2, t3] of vectors) {
+    it(`KDF1/2/3 key=${k || '(empty)'}`, () => {
+      const [a, b, c] = kdf3(hex(k), hex(i));
+      expect([a.toString('hex'), b.toString('hex'), c.toString('hex')]).toEqual([t1, t2, t3]);
+      const [d, e] = kdf2(hex(k), hex(i));
+      expect([d.toString('hex'), e.toString('hex')]).toEqual([t1, t2]);
+      expect(kdf1(hex(k), hex(i)).toString('hex')).toBe(t1);
+    });
+  }
+
+  it('MAC is keyed BLAKE2s with the output length in the parameter block (RFC 7693 keyed KAT)', () => {
+    const key = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
+    // blake2s-kat.txt keyed, in = empty: the 32-byte keyed digest
+    expect(Buffer.from(blake2s(new Uint8Array(0), { key })).toString('hex')).toBe(
+      '48a8997da407876b3d79c0d92325ad3b89cbb754d86ab71aee047ad345fd2c49',
+    );
+    const m = mac(key, new Uint8Array(0));
+    expect(m.length).toBe(16);
+    // a 16-byte BLAKE2s is not the truncated 32-byte one (outlen is hashed in), nor an HMAC
+    expect(Buffer.from(m).toString('hex')).not.toBe('48a8997da407876b3d79c0d92325ad3b');
+    expect(Buffer.from(m).equals(hmac(key, new Uint8Array(0)).subarray(0, 16))).toBe(false);
+  });
+
+  it('XAEAD round trip and AAD binding', () => {
+    const key = randomBytes(32);
+    const nonce = randomBytes(24);
+    const ct = xaeadSeal(key, nonce, Buffer.from('cookie-16-bytes!'), Buffer.from('aad'));
+    expect(ct.length).toBe(32);
+    expect(Buffer.from(xaeadOpen(key, nonce, ct, Buffer.from('aad'))!).toString()).toBe('cookie-16-bytes!');
+    expect(xaeadOpen(key, nonce, ct, Buffer.from('other'))).toBeNull();
+  });
+});
+
+describe('X25519', () => {
+  it('node:crypto and tweetnacl agree on public keys and shared secrets', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        (a, b) => {
+          const na = nodeX25519.importPrivate(a);
+          const ta = naclX25519.importPrivate(a);
+          const nb = nodeX25519.importPrivate(b);
+          expect(na.publicKey.equals(ta.publicKey)).toBe(true);
+          const s1 = nodeX25519.dh(na, nodeX25519.importPublic(nb.publicKey));
+          const s2 = naclX25519.dh(ta, naclX25519.importPublic(nb.publicKey));
+          const s3 = nodeX25519.dh(nb, nodeX25519.importPublic(na.publicKey));
+          expect(s1.equals(s2)).toBe(true);
+          expect(s1.equals(s3)).toBe(true);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('generated ephemeral keys work across implementations', () => {
+    const e = nodeX25519.generate();
+    const t = naclX25519.importPrivate(e.raw);
+    expect(t.publicKey.equals(e.publicKey)).toBe(true);
+  });
+
+  it('an all-zero shared secret (low-order point) is a WG_HANDSHAKE_FAILED error in both', () => {
+    const priv = randomBytes(32);
+    for (const x of [nodeX25519, naclX25519]) {
+      const h = x.importPrivate(priv);
+      let err: unknown;
+      try {
+        x.dh(h, x.importPublic(Buffer.alloc(32)));
+      } catch (e) {
+        err = e;
+      }
+      expect(isTunnelError(err, 'WG_HANDSHAKE_FAILED')).toBe(true);
+    }
+  });
+});
