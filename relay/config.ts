@@ -1,0 +1,254 @@
+/**
+ * Relay configuration: defaults < YAML config file < TUNNEL_RELAY_* environment < command-line flags.
+ * Config-file keys mirror the flags (`public-url` or `publicUrl`); unknown keys are refused so a
+ * typo cannot silently fall back to a default. Every invalid value fails fast with BAD_CONFIG naming
+ * the key, where it came from, and what would be valid.
+ */
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { TunnelError } from '../shared/errors.js';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+
+export interface RelayConfig {
+  /** Address the TLS port binds to. Port 0 picks a free port (tests). */
+  listen: { host: string; port: number };
+  /** URL agents and tools use to reach the relay; null = derived from the bound address at start. */
+  publicUrl: string | null;
+  dataDir: string;
+  store: StoreConfig;
+  /** Given certificate and key files (PEM); null = self-signed certificate in the data dir. */
+  tlsCert: string | null;
+  tlsKey: string | null;
+  /** Direct WireGuard UDP port; null = off. */
+  udpPort: number | null;
+  /** STUN responder port; null = off. */
+  stunPort: number | null;
+  logLevel: LogLevel;
+  /** Lease duration handed to agents (they renew this often, with jitter). */
+  leaseDurationSeconds: number;
+}
+
+/** Flag / file keys in their camelCase form, with the kebab-case spelling used by flags and YAML. */
+const KEYS = {
+  listen: 'listen',
+  publicUrl: 'public-url',
+  dataDir: 'data-dir',
+  store: 'store',
+  tlsCert: 'tls-cert',
+  tlsKey: 'tls-key',
+  udpPort: 'udp-port',
+  stunPort: 'stun-port',
+  logLevel: 'log-level',
+  leaseDuration: 'lease-duration',
+} as const;
+type Key = keyof typeof KEYS;
+type Raw = Partial<Record<Key, unknown>>;
+
+export interface ResolveInput {
+  /** Parsed command-line flags (camelCase, as commander gives them). Unknown keys are ignored. */
+  flags?: Record<string, unknown>;
+  /** Environment; defaults to none (pass process.env explicitly). */
+  env?: Record<string, string | undefined>;
+  /** Path of a YAML config file (the `--config` flag); absent = none. */
+  configFile?: string | null;
+  /** Base for relative paths; defaults to process.cwd(). */
+  cwd?: string;
+}
+
+function bad(key: string, source: string, reason: string): never {
+  throw new TunnelError('BAD_CONFIG', `${key} (${source}): ${reason}`);
+}
+
+function envName(key: Key): string {
+  return `TUNNEL_RELAY_${KEYS[key].replace(/-/g, '_').toUpperCase()}`;
+}
+
+function readConfigFile(path: string): Raw {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'read error';
+    bad('config', path, `cannot read the file (${code})`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    bad('config', path, `not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) bad('config', path, 'the file must hold a YAML mapping');
+  const out: Raw = {};
+  const byName = new Map<string, Key>();
+  for (const k of Object.keys(KEYS) as Key[]) {
+    byName.set(k, k);
+    byName.set(KEYS[k], k);
+  }
+  for (const [name, value] of Object.entries(doc as Record<string, unknown>)) {
+    const key = byName.get(name);
+    if (!key) {
+      bad(name, path, `unknown key; valid keys: ${Object.values(KEYS).join(', ')}`);
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+function parsePort(value: unknown, key: string, source: string, allowOff: boolean): number | null {
+  if (allowOff && (value === 'off' || value === false)) return null;
+  const n =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\d{1,5}$/.test(value)
+        ? Number(value)
+        : NaN;
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    bad(
+      key,
+      source,
+      `expected a port number 0-65535${allowOff ? " or 'off'" : ''}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return n;
+}
+
+export function parseListen(value: unknown, source = 'flag'): { host: string; port: number } {
+  if (typeof value !== 'string') bad('listen', source, 'expected HOST:PORT');
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(value);
+  if (!m) bad('listen', source, `expected HOST:PORT (IPv6 as [::1]:8443), got ${JSON.stringify(value)}`);
+  const host = (m[1] ?? m[2])!;
+  const port = parsePort(m[3], 'listen', source, false)!;
+  return { host, port };
+}
+
+function parseUrl(value: unknown, source: string): string {
+  if (typeof value !== 'string') bad('public-url', source, 'expected an https:// URL');
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    bad('public-url', source, `not a URL: ${JSON.stringify(value)}`);
+  }
+  if (u.protocol !== 'https:') bad('public-url', source, `must start with https://, got ${u.protocol}`);
+  if (u.username || u.password || u.search || u.hash) {
+    bad('public-url', source, 'must not carry credentials, a query or a fragment');
+  }
+  return u.origin + u.pathname.replace(/\/+$/, '');
+}
+
+function parseStore(value: unknown, source: string, cwd: string): StoreConfig {
+  if (typeof value !== 'string' || value.length === 0) {
+    bad('store', source, 'expected sqlite:PATH, sqlite::memory: or postgres://...');
+  }
+  if (value.startsWith('sqlite:')) {
+    const p = value.slice('sqlite:'.length);
+    if (p.length === 0) bad('store', source, 'sqlite: needs a path, e.g. sqlite:relay.db');
+    if (p === ':memory:') return { kind: 'sqlite', path: p };
+    return { kind: 'sqlite', path: isAbsolute(p) ? p : resolve(cwd, p) };
+  }
+  if (value.startsWith('postgres://') || value.startsWith('postgresql://'))
+    return { kind: 'postgres', url: value };
+  bad(
+    'store',
+    source,
+    `unknown store ${JSON.stringify(value.split(':')[0])}; expected sqlite:PATH or postgres://...`,
+  );
+}
+
+function pathValue(value: unknown, key: string, source: string, cwd: string): string {
+  if (typeof value !== 'string' || value.length === 0) bad(key, source, 'expected a file or directory path');
+  return isAbsolute(value) ? value : resolve(cwd, value);
+}
+
+/** Resolves the relay's configuration. Throws TunnelError('BAD_CONFIG') naming the bad key. */
+export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
+  const cwd = input.cwd ?? process.cwd();
+  const env = input.env ?? {};
+  const flags = input.flags ?? {};
+  const configPath = input.configFile ?? (typeof flags.config === 'string' ? flags.config : null);
+  const file = configPath ? readConfigFile(pathValue(configPath, 'config', 'flag', cwd)) : {};
+
+  const layers: Array<[string, Raw]> = [[configPath ?? 'file', file]];
+  const fromEnv: Raw = {};
+  for (const key of Object.keys(KEYS) as Key[]) {
+    const v = env[envName(key)];
+    if (v !== undefined && v !== '') fromEnv[key] = v;
+  }
+  layers.push(['env', fromEnv]);
+  const fromFlags: Raw = {};
+  for (const key of Object.keys(KEYS) as Key[]) {
+    if (flags[key] !== undefined) fromFlags[key] = flags[key];
+  }
+  layers.push(['flag', fromFlags]);
+
+  /** The winning value for `key` and where it came from. */
+  const pick = (key: Key): [unknown, string] | undefined => {
+    for (let i = layers.length - 1; i >= 0; i--) {
+      const [source, raw] = layers[i]!;
+      if (raw[key] !== undefined && raw[key] !== null) {
+        return [raw[key], source === 'env' ? envName(key) : source === 'flag' ? `--${KEYS[key]}` : source];
+      }
+    }
+    return undefined;
+  };
+
+  const listenV = pick('listen');
+  const listen = listenV ? parseListen(listenV[0], listenV[1]) : { host: '127.0.0.1', port: 8443 };
+  const publicV = pick('publicUrl');
+  const publicUrl = publicV ? parseUrl(publicV[0], publicV[1]) : null;
+  const dataV = pick('dataDir');
+  const dataDir = dataV ? pathValue(dataV[0], 'data-dir', dataV[1], cwd) : join(homedir(), '.tunnel-relay');
+  const storeV = pick('store');
+  const store = storeV
+    ? parseStore(storeV[0], storeV[1], cwd)
+    : { kind: 'sqlite' as const, path: join(dataDir, 'relay.db') };
+  const certV = pick('tlsCert');
+  const keyV = pick('tlsKey');
+  const tlsCert = certV ? pathValue(certV[0], 'tls-cert', certV[1], cwd) : null;
+  const tlsKey = keyV ? pathValue(keyV[0], 'tls-key', keyV[1], cwd) : null;
+  if ((tlsCert === null) !== (tlsKey === null)) {
+    const [k, s] = certV ? ['tls-key', certV[1]] : ['tls-cert', keyV![1]];
+    bad(k, s, 'tls-cert and tls-key must be given together');
+  }
+  const udpV = pick('udpPort');
+  const udpPort = udpV ? parsePort(udpV[0], 'udp-port', udpV[1], true) : 51820;
+  const stunV = pick('stunPort');
+  const stunPort = stunV ? parsePort(stunV[0], 'stun-port', stunV[1], true) : 3478;
+  const levelV = pick('logLevel');
+  const logLevel = (levelV ? levelV[0] : 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    bad(
+      'log-level',
+      levelV![1],
+      `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(levelV![0])}`,
+    );
+  }
+  const leaseV = pick('leaseDuration');
+  let leaseDurationSeconds = 60;
+  if (leaseV) {
+    const n = typeof leaseV[0] === 'number' ? leaseV[0] : Number(leaseV[0]);
+    if (!Number.isInteger(n) || n < 10 || n > 3600) {
+      bad('lease-duration', leaseV[1], `expected whole seconds 10-3600, got ${JSON.stringify(leaseV[0])}`);
+    }
+    leaseDurationSeconds = n;
+  }
+  return {
+    listen,
+    publicUrl,
+    dataDir,
+    store,
+    tlsCert,
+    tlsKey,
+    udpPort,
+    stunPort,
+    logLevel,
+    leaseDurationSeconds,
+  };
+}
