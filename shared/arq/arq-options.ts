@@ -1,0 +1,137 @@
+/** Options, defaults and counters of an ArqSession. Every cap and timer is listed in docs/_drafts/streams.md. */
+import type { Clock } from '../clock.js';
+import { TunnelError } from '../errors.js';
+import { MAX_MTU, MIN_MTU } from './segment.js';
+
+export interface ArqOptions {
+  /** Session id carried in every segment (u32). */
+  conv: number;
+  /** Largest datagram handed to `output`, header included. Changeable later with setMtu(). */
+  mtu: number;
+  clock: Clock;
+  /** Sends one datagram. The session does not touch the buffer afterwards. Must not throw. */
+  output(datagram: Buffer): void;
+  /** Send window in segments (default 2048). */
+  sendWindow?: number;
+  /** Receive window in segments (default 2048). */
+  recvWindow?: number;
+  /** Cap on bytes held by the receiver: out-of-order segments plus undelivered in-order ones (default 32 MiB). */
+  recvBufferBytes?: number;
+  /** write() returns false once queued + unacknowledged bytes exceed this (default 8 MiB). */
+  sendHighWater?: number;
+  /** Longest delay before a pending ACK is sent (default 10 ms). */
+  ackDelayMs?: number;
+  /** Send ACKs at once when this many are pending (default 2, like TCP's every-second-segment rule). */
+  ackEvery?: number;
+  initialRtoMs?: number;
+  minRtoMs?: number;
+  maxRtoMs?: number;
+  /** Duplicate-ack count (later segments acknowledged) that triggers a fast retransmit (default 2). */
+  fastResend?: number;
+  /** A segment is fast-retransmitted at most while its transmissions are below this (default 5). */
+  fastLimit?: number;
+  /** TCP-like congestion control (default true). false = window limited only by the windows (KCP nc=1). */
+  congestionControl?: boolean;
+  /** Initial congestion window in segments (default 16). */
+  initialCwnd?: number;
+  /** Close with TIMEOUT when data is unacknowledged and nothing valid arrived for this long (default 30 s). */
+  deadLinkMs?: number;
+  /** First zero-window probe delay, grown x1.5 per probe up to probeMaxMs (defaults 500 ms, 10 s). */
+  probeMinMs?: number;
+  probeMaxMs?: number;
+  /** Cap on partially reassembled PUSHF segments (default 64). */
+  maxReassembly?: number;
+}
+
+export type ArqConfig = Required<Omit<ArqOptions, 'clock' | 'output' | 'conv' | 'mtu'>>;
+
+export const ARQ_DEFAULTS: ArqConfig = {
+  sendWindow: 2048,
+  recvWindow: 2048,
+  recvBufferBytes: 32 * 1024 * 1024,
+  sendHighWater: 8 * 1024 * 1024,
+  ackDelayMs: 10,
+  ackEvery: 2,
+  initialRtoMs: 300,
+  minRtoMs: 50,
+  maxRtoMs: 5_000,
+  fastResend: 2,
+  fastLimit: 5,
+  congestionControl: true,
+  initialCwnd: 16,
+  deadLinkMs: 30_000,
+  probeMinMs: 500,
+  probeMaxMs: 10_000,
+  maxReassembly: 64,
+};
+
+/** Hard bounds on the window options (a u16 wnd field carries the receive window). */
+export const MAX_WINDOW = 65_535;
+
+export function resolveArqConfig(opts: ArqOptions): ArqConfig {
+  const cfg = { ...ARQ_DEFAULTS };
+  for (const k of Object.keys(ARQ_DEFAULTS) as (keyof ArqConfig)[]) {
+    const v = opts[k];
+    if (v !== undefined) (cfg as Record<string, unknown>)[k] = v;
+  }
+  for (const [k, v] of Object.entries(cfg)) {
+    if (typeof v === 'number' && (!Number.isFinite(v) || v < 0)) {
+      throw new TunnelError('BAD_CONFIG', `arq ${k}: ${v} is not a non-negative number`);
+    }
+  }
+  checkRange('sendWindow', cfg.sendWindow, 1, MAX_WINDOW);
+  checkRange('recvWindow', cfg.recvWindow, 1, MAX_WINDOW);
+  checkRange('ackEvery', cfg.ackEvery, 1, 1024);
+  checkRange('fastResend', cfg.fastResend, 1, 1000);
+  checkRange('initialCwnd', cfg.initialCwnd, 1, MAX_WINDOW);
+  checkRange('minRtoMs', cfg.minRtoMs, 1, cfg.maxRtoMs);
+  checkRange('probeMinMs', cfg.probeMinMs, 1, cfg.probeMaxMs);
+  checkRange('deadLinkMs', cfg.deadLinkMs, 1, Number.MAX_SAFE_INTEGER);
+  checkRange('maxReassembly', cfg.maxReassembly, 1, 4096);
+  checkMtu(opts.mtu);
+  if (!Number.isInteger(opts.conv) || opts.conv < 0 || opts.conv > 0xffffffff) {
+    throw new TunnelError('BAD_CONFIG', `arq conv: ${opts.conv} is not a u32`);
+  }
+  return cfg;
+}
+
+export function checkMtu(mtu: number): void {
+  checkRange('mtu', mtu, MIN_MTU, MAX_MTU);
+}
+
+function checkRange(name: string, v: number, min: number, max: number): void {
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new TunnelError('BAD_CONFIG', `arq ${name}: ${v} is not an integer in [${min}, ${max}]`);
+  }
+}
+
+/** Counters exposed as `session.stats` (for metrics and tests). */
+export interface ArqStats {
+  datagramsOut: number;
+  datagramsIn: number;
+  bytesOut: number;
+  bytesIn: number;
+  segmentsSent: number;
+  retransmitsTimeout: number;
+  retransmitsFast: number;
+  /** Garbage dropped by input(), by reason. */
+  garbage: { short: number; conv: number; cmd: number; length: number; fragment: number };
+  /** Valid segments dropped by the receiver, by reason. */
+  dropped: { duplicate: number; window: number; bytes: number; reassembly: number };
+  probesSent: number;
+}
+
+export function newArqStats(): ArqStats {
+  return {
+    datagramsOut: 0,
+    datagramsIn: 0,
+    bytesOut: 0,
+    bytesIn: 0,
+    segmentsSent: 0,
+    retransmitsTimeout: 0,
+    retransmitsFast: 0,
+    garbage: { short: 0, conv: 0, cmd: 0, length: 0, fragment: 0 },
+    dropped: { duplicate: 0, window: 0, bytes: 0, reassembly: 0 },
+    probesSent: 0,
+  };
+}

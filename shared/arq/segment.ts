@@ -1,0 +1,80 @@
+/**
+ * ARQ segment codec (no I/O). Several segments are packed into one datagram, back to back.
+ *
+ * Segment header, 24 bytes, all fields LITTLE-endian (the KCP layout, with frg replaced by a reserved byte):
+ *
+ *   off len field
+ *    0   4  conv  u32  session id; a segment whose conv differs is dropped (counted as garbage)
+ *    4   1  cmd   u8   81 PUSH, 82 ACK, 83 WASK (window probe), 84 WINS (window tell), 85 PUSHF (PUSH fragment)
+ *    5   1  rsv   u8   0 on send, ignored on receive
+ *    6   2  wnd   u16  sender's free receive window, in segments
+ *    8   4  ts    u32  PUSH/PUSHF: send time (ms, sender's clock); ACK: the ts of the segment acknowledged
+ *   12   4  sn    u32  PUSH/PUSHF: sequence number; ACK: the sn acknowledged; WASK/WINS: 0
+ *   16   4  una   u32  every sn < una has been received (cumulative ack)
+ *   20   4  len   u32  bytes of data that follow (0 for ACK/WASK/WINS)
+ *   24 len  data
+ *
+ * PUSHF carries part of one segment (sent when the MTU shrank below a segment already in flight). Its data starts
+ * with a 4-byte fragment header, also little-endian:
+ *
+ *   off len field
+ *    0   2  off    u16  offset of this piece inside the segment
+ *    2   2  total  u16  length of the whole segment (1..65535)
+ *    4   *  piece  len - 4 bytes
+ */
+
+export const SEG_HEADER = 24;
+export const FRAG_HEADER = 4;
+
+export const CMD_PUSH = 81;
+export const CMD_ACK = 82;
+export const CMD_WASK = 83;
+export const CMD_WINS = 84;
+export const CMD_PUSHF = 85;
+
+/** Largest data length accepted in one segment (a reassembled PUSHF is bounded by its u16 total too). */
+export const MAX_SEGMENT_DATA = 65_535;
+/** Datagram size bounds accepted by setMtu(): below MIN_MTU a fragment piece would be too small to be useful. */
+export const MIN_MTU = 128;
+export const MAX_MTU = 65_535;
+
+export interface SegmentHeader {
+  conv: number;
+  cmd: number;
+  wnd: number;
+  ts: number;
+  sn: number;
+  una: number;
+  len: number;
+}
+
+export function writeHeader(buf: Buffer, off: number, h: SegmentHeader): void {
+  buf.writeUInt32LE(h.conv >>> 0, off);
+  buf[off + 4] = h.cmd;
+  buf[off + 5] = 0;
+  buf.writeUInt16LE(h.wnd, off + 6);
+  buf.writeUInt32LE(h.ts >>> 0, off + 8);
+  buf.writeUInt32LE(h.sn >>> 0, off + 12);
+  buf.writeUInt32LE(h.una >>> 0, off + 16);
+  buf.writeUInt32LE(h.len >>> 0, off + 20);
+}
+
+/** Reads a header at `off` into `out`. The caller checks `off + SEG_HEADER <= buf.length` first. */
+export function readHeader(buf: Buffer, off: number, out: SegmentHeader): void {
+  out.conv = buf.readUInt32LE(off);
+  out.cmd = buf[off + 4]!;
+  out.wnd = buf.readUInt16LE(off + 6);
+  out.ts = buf.readUInt32LE(off + 8);
+  out.sn = buf.readUInt32LE(off + 12);
+  out.una = buf.readUInt32LE(off + 16);
+  out.len = buf.readUInt32LE(off + 20);
+}
+
+export function isKnownCmd(cmd: number): boolean {
+  return cmd >= CMD_PUSH && cmd <= CMD_PUSHF;
+}
+
+/** Signed distance a - b between two u32 sequence numbers or timestamps (wrap-around safe). */
+export function seqDiff(a: number, b: number): number {
+  return (a - b) | 0;
+}
