@@ -1,0 +1,290 @@
+/**
+ * The running agent: from saved state, waits while the registration is Pending, then keeps a lease,
+ * keeps the effective values current (refetched when the lease reports a new valuesVersion) and writes
+ * status.json on every change. It never gives up: every failure is retried with backoff.
+ *
+ * The data plane plugs in through `dataPlane`: it is started once the cluster is Accepted and its
+ * stats() feed the status file. Until one is given, the agent reports "not connected, path none".
+ */
+import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
+import { isTunnelError } from '../../shared/errors.js';
+import type { AgentApi } from './api.js';
+import { Backoff, jittered } from './backoff.js';
+import type { Values } from './deep-merge.js';
+import { LeaseLoop } from './lease-loop.js';
+import type { StateDir } from './state-dir.js';
+import {
+  type AgentState,
+  type AgentStatusFile,
+  type ConnectionStats,
+  DISCONNECTED,
+  type LeaseResponse,
+  type RegistrationStatus,
+  type Tunnel,
+} from './types.js';
+import { effectiveValues } from './values.js';
+
+/** How often a Pending agent asks whether it was accepted. */
+export const PENDING_POLL_MS = 2_000;
+
+export interface DataPlane {
+  stats(): ConnectionStats;
+  close(): Promise<void>;
+}
+
+export type DataPlaneFactory = (ctx: {
+  readonly state: AgentState;
+  readonly tunnel: Tunnel;
+  readonly privateKey: string;
+}) => Promise<DataPlane>;
+
+export interface AgentOptions {
+  readonly stateDir: StateDir;
+  readonly api: AgentApi;
+  /** Parsed --values files, in order. */
+  readonly valuesFiles: readonly Values[];
+  readonly clock?: Clock;
+  /** Progress and notes for people (stderr). */
+  readonly log?: (line: string) => void;
+  readonly dataPlane?: DataPlaneFactory;
+  readonly random?: () => number;
+}
+
+type Waiter = { resolve: () => void; reject: (err: unknown) => void };
+
+export class Agent {
+  readonly #o: AgentOptions;
+  readonly #clock: Clock;
+  readonly #log: (line: string) => void;
+  #state: AgentState;
+  #status: RegistrationStatus;
+  #running = false;
+  #pollTimer: TimerHandle | undefined;
+  readonly #pollBackoff: Backoff;
+  #lease: LeaseLoop | undefined;
+  #dataPlane: DataPlane | undefined;
+  #relayValues: Values = {};
+  #values: Values;
+  #valuesVersion: string | null = null;
+  #leaseRenewedAt: string | null = null;
+  #failures = 0;
+  #lastError: string | null = null;
+  readonly #waiters: Waiter[] = [];
+  #pendingSince: number | undefined;
+
+  constructor(opts: AgentOptions) {
+    this.#o = opts;
+    this.#clock = opts.clock ?? realClock;
+    this.#log = opts.log ?? (() => {});
+    this.#state = opts.stateDir.readState();
+    this.#status = this.#state.status;
+    this.#values = effectiveValues({}, opts.valuesFiles);
+    this.#pollBackoff = new Backoff({ random: opts.random ?? Math.random });
+  }
+
+  get registrationStatus(): RegistrationStatus {
+    return this.#status;
+  }
+
+  get values(): Values {
+    return this.#values;
+  }
+
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#writeStatus();
+    if (this.#status === 'Accepted') this.#onAccepted();
+    else {
+      this.#pendingSince = this.#clock.now();
+      void this.#poll();
+    }
+  }
+
+  /**
+   * Resolves once the registration is Accepted. With `failOnDenied`, rejects with CLUSTER_DENIED when
+   * an administrator denies it (`join --wait`); otherwise a denied agent keeps asking.
+   */
+  whenAccepted(failOnDenied: boolean): Promise<void> {
+    if (this.#status === 'Accepted') return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.#waiters.push({
+        resolve,
+        reject: failOnDenied ? reject : () => {},
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#running = false;
+    this.#clock.clearTimer(this.#pollTimer);
+    this.#lease?.stop();
+    const dp = this.#dataPlane;
+    this.#dataPlane = undefined;
+    if (dp) await dp.close();
+    this.#writeStatus();
+  }
+
+  async #poll(): Promise<void> {
+    if (!this.#running) return;
+    let delay = jittered(PENDING_POLL_MS, 0.1);
+    try {
+      const info = await this.#o.api.info();
+      this.#ok();
+      this.#pollBackoff.reset();
+      if (info.status === 'Accepted') {
+        this.#saveRegistration('Accepted', info.tunnel);
+        this.#onAccepted();
+        return;
+      }
+      this.#setStatus(info.status);
+      this.#progress();
+    } catch (err) {
+      if (isTunnelError(err, 'CLUSTER_DENIED')) {
+        this.#ok();
+        this.#saveRegistration('Denied', null);
+        for (const w of this.#waiters) w.reject(err);
+        this.#waiters.length = 0;
+        delay = this.#pollBackoff.next();
+      } else {
+        delay = this.#pollBackoff.next();
+        this.#fail(err, delay);
+      }
+    }
+    if (this.#running) this.#pollTimer = this.#clock.setTimer(delay, () => void this.#poll());
+  }
+
+  #progress(): void {
+    const waited = Math.round((this.#clock.now() - (this.#pendingSince ?? this.#clock.now())) / 1000);
+    const c = this.#state.cluster;
+    this.#log(
+      `cluster ${c} is ${this.#status}: waiting for an administrator to run 'tunnel-relay cluster accept ${c}' (${waited}s)`,
+    );
+  }
+
+  #onAccepted(): void {
+    this.#setStatus('Accepted');
+    this.#log(`cluster ${this.#state.cluster} is Accepted`);
+    for (const w of this.#waiters) w.resolve();
+    this.#waiters.length = 0;
+    void this.#refreshValues();
+    void this.#startDataPlane();
+    this.#lease = new LeaseLoop({
+      clock: this.#clock,
+      ...(this.#o.random ? { random: this.#o.random } : {}),
+      renew: () =>
+        this.#o.api.lease({ claims: { ...this.#state.claims }, agentVersion: this.#state.agentVersion }),
+      onRenewed: (res) => this.#onLease(res),
+      onFailed: (err, failures, retryInMs) => {
+        if (isTunnelError(err, 'CLUSTER_DENIED') && this.#status !== 'Denied') {
+          this.#saveRegistration('Denied', this.#state.tunnel);
+        }
+        this.#failures = failures - 1;
+        this.#fail(err, retryInMs);
+      },
+    });
+    this.#lease.start();
+  }
+
+  #onLease(res: LeaseResponse): void {
+    const recovered = this.#failures > 0;
+    this.#leaseRenewedAt = new Date(this.#clock.wallNow()).toISOString();
+    if (this.#status !== 'Accepted') this.#saveRegistration('Accepted', this.#state.tunnel);
+    this.#ok();
+    if (recovered) this.#log(`lease renewed again after the relay came back`);
+    if (res.valuesVersion !== this.#valuesVersion) {
+      this.#valuesVersion = res.valuesVersion;
+      void this.#refreshValues();
+    } else {
+      this.#writeStatus();
+    }
+  }
+
+  async #refreshValues(): Promise<void> {
+    try {
+      this.#relayValues = await this.#o.api.values(this.#state.cluster);
+      this.#values = effectiveValues(this.#relayValues, this.#o.valuesFiles);
+      this.#writeStatus();
+    } catch (err) {
+      // Keep the last good values; the next lease with a new version tries again.
+      this.#valuesVersion = null;
+      this.#lastError = describe(err);
+      this.#writeStatus();
+    }
+  }
+
+  async #startDataPlane(): Promise<void> {
+    const factory = this.#o.dataPlane;
+    const tunnel = this.#state.tunnel;
+    if (!factory || !tunnel || this.#dataPlane) return;
+    try {
+      this.#dataPlane = await factory({
+        state: this.#state,
+        tunnel,
+        privateKey: this.#o.stateDir.readPrivateKey(),
+      });
+    } catch (err) {
+      this.#lastError = describe(err);
+      this.#log(`data plane failed to start: ${this.#lastError}`);
+    }
+    this.#writeStatus();
+  }
+
+  #saveRegistration(status: RegistrationStatus, tunnel: Tunnel | null): void {
+    this.#state = { ...this.#state, status, tunnel: tunnel ?? this.#state.tunnel };
+    this.#o.stateDir.saveState(this.#state);
+    this.#setStatus(status);
+  }
+
+  #setStatus(status: RegistrationStatus): void {
+    const changed = status !== this.#status;
+    this.#status = status;
+    if (changed) {
+      this.#log(`cluster ${this.#state.cluster} is now ${status}`);
+      this.#writeStatus();
+    }
+  }
+
+  #ok(): void {
+    this.#failures = 0;
+    this.#lastError = null;
+  }
+
+  #fail(err: unknown, retryInMs: number): void {
+    this.#failures++;
+    this.#lastError = describe(err);
+    this.#log(
+      `${this.#lastError}; retrying in ${(retryInMs / 1000).toFixed(1)}s (attempt ${this.#failures})`,
+    );
+    this.#writeStatus();
+  }
+
+  statusFile(): AgentStatusFile {
+    const conn = this.#dataPlane?.stats() ?? DISCONNECTED;
+    return {
+      pid: process.pid,
+      updatedAt: new Date(this.#clock.wallNow()).toISOString(),
+      cluster: this.#state.cluster,
+      status: this.#status,
+      ...conn,
+      leaseRenewedAt: this.#leaseRenewedAt,
+      failures: this.#failures,
+      lastError: this.#lastError,
+      valuesVersion: this.#valuesVersion,
+      values: this.#values,
+    };
+  }
+
+  #writeStatus(): void {
+    try {
+      this.#o.stateDir.writeStatus(this.statusFile());
+    } catch (err) {
+      this.#log(`cannot write status file: ${describe(err)}`);
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  if (isTunnelError(err)) return `${err.code}: ${err.message}`;
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../shared/clock.js';
+import { TunnelError } from '../../shared/errors.js';
+import { LeaseLoop } from './lease-loop.js';
+import type { LeaseResponse } from './types.js';
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+function harness(script: Array<'ok' | 'fail'>, renewAfterSeconds = 60) {
+  const clock = new FakeClock();
+  const calls: number[] = [];
+  const failures: Array<[number, number]> = [];
+  let renewed = 0;
+  let i = 0;
+  const loop = new LeaseLoop({
+    clock,
+    random: () => 0.5, // no jitter: exact delays
+    renew: async (): Promise<LeaseResponse> => {
+      calls.push(clock.now());
+      const step = script[Math.min(i++, script.length - 1)];
+      if (step === 'fail') throw new TunnelError('RELAY_UNREACHABLE', 'down');
+      return { leaseDurationSeconds: 60, renewAfterSeconds, valuesVersion: 'v1' };
+    },
+    onRenewed: () => {
+      renewed++;
+    },
+    onFailed: (_e, n, ms) => {
+      failures.push([n, ms]);
+    },
+  });
+  return { clock, loop, calls, failures, renewed: () => renewed };
+}
+
+async function advance(clock: FakeClock, ms: number) {
+  clock.advance(ms);
+  await flush();
+}
+
+describe('LeaseLoop', () => {
+  it('renews at once, then every renewAfterSeconds', async () => {
+    const h = harness(['ok'], 20);
+    h.loop.start();
+    await flush();
+    expect(h.calls.length).toBe(1);
+    await advance(h.clock, 19_999);
+    expect(h.calls.length).toBe(1);
+    await advance(h.clock, 1);
+    expect(h.calls.length).toBe(2);
+    await advance(h.clock, 20_000);
+    expect(h.calls.length).toBe(3);
+    expect(h.renewed()).toBe(3);
+    h.loop.stop();
+    await advance(h.clock, 100_000);
+    expect(h.calls.length).toBe(3);
+  });
+
+  it('backs off 1, 2, 4, 8, 16, 30, 30 s while failing and resumes the schedule after a success', async () => {
+    const h = harness(['fail', 'fail', 'fail', 'fail', 'fail', 'fail', 'fail', 'ok'], 60);
+    h.loop.start();
+    await flush();
+    for (const ms of [1000, 2000, 4000, 8000, 16000, 30000, 30000]) await advance(h.clock, ms);
+    expect(h.failures).toEqual([
+      [1, 1000],
+      [2, 2000],
+      [3, 4000],
+      [4, 8000],
+      [5, 16000],
+      [6, 30000],
+      [7, 30000],
+    ]);
+    expect(h.renewed()).toBe(1);
+    const n = h.calls.length;
+    await advance(h.clock, 59_999);
+    expect(h.calls.length).toBe(n);
+    await advance(h.clock, 1);
+    expect(h.calls.length).toBe(n + 1);
+    h.loop.stop();
+  });
+
+  it('clamps an absurd renewAfterSeconds from the relay', async () => {
+    const h = harness(['ok'], 0);
+    h.loop.start();
+    await flush();
+    await advance(h.clock, 999);
+    expect(h.calls.length).toBe(1);
+    await advance(h.clock, 1);
+    expect(h.calls.length).toBe(2);
+    h.loop.stop();
+  });
+});

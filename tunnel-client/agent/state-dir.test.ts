@@ -1,0 +1,76 @@
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isTunnelError } from '../../shared/errors.js';
+import { defaultStateDir, StateDir } from './state-dir.js';
+import type { AgentState } from './types.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tmp(): string {
+  const d = mkdtempSync(join(tmpdir(), 'state-'));
+  dirs.push(d);
+  return d;
+}
+
+const state: AgentState = {
+  version: 1,
+  relay: 'https://127.0.0.1:8443',
+  cluster: 'edge-1',
+  caPin: `sha256:${'ab'.repeat(32)}`,
+  caFile: null,
+  publicKey: 'x',
+  agentVersion: '0.1.0',
+  upstream: null,
+  allow: [],
+  claims: { a: 'b' },
+  valuesFiles: [],
+  status: 'Pending',
+  tunnel: null,
+  registeredAt: '2026-01-01T00:00:00.000Z',
+};
+
+describe('StateDir', () => {
+  it('writes every file 0600 in a 0700 directory and reads them back', () => {
+    const s = new StateDir(join(tmp(), 'nested', 'agent'));
+    s.saveKeyAndCredential('KEY', 'tac_cred');
+    s.saveState(state);
+    expect(statSync(s.dir).mode & 0o777).toBe(0o700);
+    for (const f of ['private.key', 'credential', 'state.json']) {
+      expect(statSync(join(s.dir, f)).mode & 0o777, f).toBe(0o600);
+    }
+    expect(s.readPrivateKey()).toBe('KEY');
+    expect(s.readCredential()).toBe('tac_cred');
+    expect(s.readState()).toEqual(state);
+    expect(readdirSync(s.dir).some((f) => f.endsWith('.tmp'))).toBe(false);
+  });
+
+  it('reports a missing registration as STATE_MISSING naming the directory', () => {
+    const s = new StateDir(tmp());
+    expect(s.hasRegistration()).toBe(false);
+    try {
+      s.readState();
+      expect.unreachable();
+    } catch (err) {
+      expect(isTunnelError(err, 'STATE_MISSING')).toBe(true);
+      expect((err as Error).message).toContain(s.dir);
+    }
+  });
+
+  it('remove() deletes the files and the directory', () => {
+    const s = new StateDir(join(tmp(), 'agent'));
+    s.saveKeyAndCredential('KEY', 'tac_cred');
+    s.saveState(state);
+    s.remove();
+    expect(() => statSync(s.dir)).toThrow();
+  });
+
+  it('defaults to $TUNNEL_CLIENT_STATE_DIR, else ~/.tunnel-client', () => {
+    expect(defaultStateDir({ TUNNEL_CLIENT_STATE_DIR: '/x/y' })).toBe('/x/y');
+    expect(defaultStateDir({})).toMatch(/\.tunnel-client$/);
+  });
+});

@@ -1,0 +1,154 @@
+/**
+ * The agent's state directory (default ~/.tunnel-client, or $TUNNEL_CLIENT_STATE_DIR):
+ *
+ *   private.key   WireGuard private key, base64, 0600 (never leaves the host)
+ *   credential    the agent credential `tac_...` issued at registration, 0600
+ *   state.json    registration: relay URL, cluster, CA pin, public key, status, tunnel, flags, 0600
+ *   status.json   written by the running agent: lease, connection and effective values, 0600
+ *
+ * The directory is 0700. Every file is written to a temporary name with mode 0600 and renamed, so a
+ * crash never leaves a half-written file and the secret is never readable by others, even briefly.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { TunnelError } from '../../shared/errors.js';
+import type { AgentState, AgentStatusFile } from './types.js';
+
+export const STATE_FILES = {
+  privateKey: 'private.key',
+  credential: 'credential',
+  state: 'state.json',
+  status: 'status.json',
+} as const;
+
+/** Largest state file read back. */
+const MAX_STATE_BYTES = 4 * 1024 * 1024;
+
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  const fromEnv = env.TUNNEL_CLIENT_STATE_DIR;
+  return resolve(fromEnv && fromEnv.length > 0 ? fromEnv : join(homedir(), '.tunnel-client'));
+}
+
+export class StateDir {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = resolve(dir);
+  }
+
+  path(name: keyof typeof STATE_FILES): string {
+    return join(this.dir, STATE_FILES[name]);
+  }
+
+  /** True when a registration is saved here. */
+  hasRegistration(): boolean {
+    return existsSync(this.path('state'));
+  }
+
+  ensure(): void {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    chmodSync(this.dir, 0o700);
+  }
+
+  #write(name: keyof typeof STATE_FILES, data: string): void {
+    this.ensure();
+    const target = this.path(name);
+    const tmp = `${target}.${randomBytes(4).toString('hex')}.tmp`;
+    writeFileSync(tmp, data, { mode: 0o600 });
+    chmodSync(tmp, 0o600);
+    renameSync(tmp, target);
+  }
+
+  #read(name: keyof typeof STATE_FILES): string {
+    const p = this.path(name);
+    let size: number;
+    try {
+      size = statSync(p).size;
+    } catch {
+      throw new TunnelError(
+        'STATE_MISSING',
+        `no ${STATE_FILES[name]} in state directory ${this.dir}; run tunnel-client join first (or pass --state-dir)`,
+      );
+    }
+    if (size > MAX_STATE_BYTES) {
+      throw new TunnelError('BAD_INPUT', `${p} is ${size} bytes; at most ${MAX_STATE_BYTES}`);
+    }
+    return readFileSync(p, 'utf8');
+  }
+
+  saveKeyAndCredential(privateKeyBase64: string, credential: string): void {
+    this.#write('privateKey', `${privateKeyBase64}\n`);
+    this.#write('credential', `${credential}\n`);
+  }
+
+  readPrivateKey(): string {
+    return this.#read('privateKey').trim();
+  }
+
+  readCredential(): string {
+    return this.#read('credential').trim();
+  }
+
+  saveState(state: AgentState): void {
+    this.#write('state', `${JSON.stringify(state, null, 2)}\n`);
+  }
+
+  readState(): AgentState {
+    const text = this.#read('state');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new TunnelError(
+        'BAD_INPUT',
+        `${this.path('state')} is not valid JSON; run unjoin and join again`,
+      );
+    }
+    const s = parsed as Partial<AgentState> | null;
+    if (s?.version !== 1 || typeof s.relay !== 'string' || typeof s.cluster !== 'string') {
+      throw new TunnelError(
+        'BAD_INPUT',
+        `${this.path('state')} is not a tunnel-client state file (version 1)`,
+      );
+    }
+    return s as AgentState;
+  }
+
+  writeStatus(status: AgentStatusFile): void {
+    this.#write('status', `${JSON.stringify(status, null, 2)}\n`);
+  }
+
+  /** The running agent's last status, or undefined when none was written. */
+  readStatus(): AgentStatusFile | undefined {
+    if (!existsSync(this.path('status'))) return undefined;
+    try {
+      return JSON.parse(this.#read('status')) as AgentStatusFile;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Deletes every state file, then the directory if it is left empty. */
+  remove(): void {
+    for (const name of Object.keys(STATE_FILES) as (keyof typeof STATE_FILES)[]) {
+      rmSync(this.path(name), { force: true });
+    }
+    try {
+      rmdirSync(this.dir);
+    } catch {
+      // Not empty (user files) or already gone: leave it.
+    }
+  }
+}

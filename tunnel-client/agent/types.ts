@@ -1,0 +1,94 @@
+/** Shapes the agent shares with the relay API (docs/API.md) and with its own state files. */
+
+export type RegistrationStatus = 'Pending' | 'Accepted' | 'Denied';
+export type PathKind = 'direct' | 'relayed' | 'none';
+
+/** What the data plane needs, from the register and GET /api/v1/agent answers. */
+export interface Tunnel {
+  readonly hubPublicKey: string;
+  readonly presharedKey: string;
+  readonly address: string;
+  readonly hubAddress: string;
+  readonly relayUrl: string;
+  readonly derpUrl: string;
+  readonly udpEndpoint: string | null;
+}
+
+export interface RegisterRequest {
+  readonly cluster: string;
+  readonly publicKey: string;
+  readonly agentVersion: string;
+  readonly claims?: Record<string, string>;
+}
+
+export interface RegisterResponse {
+  readonly cluster: string;
+  readonly status: RegistrationStatus;
+  readonly agentCredential: string;
+  readonly tunnel: Tunnel | null;
+}
+
+export interface AgentInfo {
+  readonly cluster: string;
+  readonly status: RegistrationStatus;
+  readonly tunnel: Tunnel | null;
+  readonly valuesVersion?: string | null;
+}
+
+export interface LeaseResponse {
+  readonly leaseDurationSeconds: number;
+  readonly renewAfterSeconds: number;
+  readonly valuesVersion: string;
+}
+
+/** state.json (version 1). Holds no secret: the key and credential have their own files. */
+export interface AgentState {
+  readonly version: 1;
+  readonly relay: string;
+  readonly cluster: string;
+  readonly caPin: string | null;
+  readonly caFile: string | null;
+  readonly publicKey: string;
+  readonly agentVersion: string;
+  readonly upstream: string | null;
+  readonly allow: readonly string[];
+  readonly claims: Readonly<Record<string, string>>;
+  /** Absolute paths of --values files, layered in this order over the relay's values. */
+  readonly valuesFiles: readonly string[];
+  readonly status: RegistrationStatus;
+  readonly tunnel: Tunnel | null;
+  readonly registeredAt: string;
+}
+
+/** Connection figures the data plane reports (all "not connected" until it exists). */
+export interface ConnectionStats {
+  readonly connected: boolean;
+  readonly path: PathKind;
+  readonly rttMs: number | null;
+  readonly lastHandshake: string | null;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+}
+
+/** status.json, rewritten by the running agent on every change. */
+export interface AgentStatusFile extends ConnectionStats {
+  readonly pid: number;
+  readonly updatedAt: string;
+  readonly cluster: string;
+  readonly status: RegistrationStatus;
+  readonly leaseRenewedAt: string | null;
+  /** Consecutive failed lease (or status) calls; 0 after a success. */
+  readonly failures: number;
+  readonly lastError: string | null;
+  readonly valuesVersion: string | null;
+  readonly values: Record<string, unknown>;
+}
+
+export const DISCONNECTED: ConnectionStats = {
+  connected: false,
+  path: 'none',
+  rttMs: null,
+  lastHandshake: null,
+  bytesIn: 0,
+  bytesOut: 0,
+};
