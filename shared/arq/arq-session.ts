@@ -143,6 +143,10 @@ export class ArqSession extends EventEmitter {
   get cwnd(): number {
     return this.#cwnd;
   }
+  /** Bytes held by the receive side: out-of-order, undelivered and partially reassembled segments. */
+  get recvHeldBytes(): number {
+    return this.#oooBytes + this.#deliverBytes + this.#reasm.bytes;
+  }
   get inFlight(): number {
     return this.#sb.length - this.#sbHead;
   }
