@@ -1,0 +1,147 @@
+/**
+ * `tunnel-client join`: register with a bootstrap PSK (or an org-wide bootstrap token), save the state
+ * dir, then keep running (or, with --wait, return once the cluster is Accepted).
+ */
+import { resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
+import {
+  collect,
+  collectClaims,
+  oneOf,
+  parseClusterName,
+  parseHostPort,
+  parseHttpUrl,
+  parseRelayUrl,
+} from '../../shared/cli/parsers.js';
+import { untilSignal } from '../../shared/cli/signals.js';
+import { packageVersion } from '../../shared/cli/version.js';
+import { TunnelError } from '../../shared/errors.js';
+import { RelayClient } from '../../shared/http/client.js';
+import { parseCaPin } from '../../shared/http/pin.js';
+import { trustFromFlags } from '../../shared/http/trust.js';
+import { Agent } from '../agent/agent.js';
+import { AgentApi } from '../agent/api.js';
+import { register } from '../agent/registration.js';
+import { readValuesFiles } from '../agent/values.js';
+import { openStateDir, stateDirOption, stderrLog } from './context.js';
+
+interface JoinFlags {
+  relay: string;
+  cluster: string;
+  psk?: string;
+  caPin?: string;
+  caFile?: string;
+  stateDir?: string;
+  upstream?: string;
+  allow?: string[];
+  egress: string;
+  claim?: string[];
+  values?: string[];
+  wait?: boolean;
+  output: OutputFormat;
+}
+
+export function joinCommand(): Command {
+  return new Command('join')
+    .description('register this agent with a relay and keep it connected')
+    .requiredOption('--relay <url>', 'relay URL, https://HOST[:PORT]', (v: string) => parseRelayUrl(v))
+    .requiredOption('--cluster <name>', 'cluster name (DNS-1123 label)', (v: string) =>
+      parseClusterName(v, '--cluster'),
+    )
+    .addOption(
+      new Option('--psk <psk>', 'bootstrap PSK from the join command, or an org-wide bootstrap token').env(
+        'TUNNEL_CLIENT_PSK',
+      ),
+    )
+    .option(
+      '--ca-pin <pin>',
+      "sha256:<hex> of the relay's certificate (from the join command)",
+      (v: string) => parseCaPin(v),
+    )
+    .option('--ca-file <file>', 'PEM CA certificate(s) to verify the relay with, instead of a pin')
+    .addOption(stateDirOption())
+    .option(
+      '--upstream <url>',
+      'default upstream the hub may reach (e.g. https://kubernetes.default:443)',
+      (v: string) => parseHttpUrl(v, '--upstream'),
+    )
+    .option(
+      '--allow <host:port>',
+      'another upstream the hub may reach (repeatable)',
+      (v: string, prev?: string[]) => {
+        const hp = parseHostPort(v, '--allow');
+        return collect(hp.host.includes(':') ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`, prev);
+      },
+    )
+    .option(
+      '--egress <mode>',
+      'outbound mode: 443-only or auto',
+      oneOf('--egress', ['443-only', 'auto']),
+      'auto',
+    )
+    .option('--claim <key=value>', 'a claim reported to the relay (repeatable)', collect)
+    .option('--values <file>', 'YAML values layered over the relay values, in order (repeatable)', collect)
+    .option('--wait', 'return once the cluster is Accepted (exit 0), or fail with the reason')
+    .addOption(outputOption())
+    .action(async (flags: JoinFlags) => join(flags));
+}
+
+async function join(flags: JoinFlags): Promise<void> {
+  const psk = flags.psk;
+  if (!psk) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      'missing --psk: give the PSK from the join command (or set TUNNEL_CLIENT_PSK)',
+    );
+  }
+  const claims = collectClaims(flags.claim ?? []);
+  const valuesFiles = (flags.values ?? []).map((p) => resolve(p));
+  const fileValues = readValuesFiles(valuesFiles);
+  const caFile = flags.caFile ? resolve(flags.caFile) : undefined;
+  const trust = trustFromFlags({ caPin: flags.caPin, caFile });
+  const stateDir = openStateDir(flags.stateDir);
+  const out = streamPrinter();
+
+  const client = new RelayClient({ baseUrl: flags.relay, trust });
+  let agent: Agent | undefined;
+  try {
+    const bootstrapApi = new AgentApi(client);
+    const state = await register(stateDir, bootstrapApi, psk, {
+      relay: flags.relay,
+      cluster: flags.cluster,
+      caPin: flags.caPin ?? null,
+      caFile: caFile ?? null,
+      agentVersion: packageVersion(),
+      upstream: flags.upstream ?? null,
+      allow: flags.allow ?? [],
+      claims,
+      valuesFiles,
+    });
+    stderrLog(
+      `registered cluster ${state.cluster} with ${state.relay}: ${state.status}; state in ${stateDir.dir}`,
+    );
+    agent = new Agent({
+      stateDir,
+      api: bootstrapApi.withCredential(stateDir.readCredential()),
+      valuesFiles: fileValues,
+      log: stderrLog,
+    });
+    agent.start();
+    if (flags.wait) {
+      await agent.whenAccepted(true);
+      const result = { cluster: state.cluster, status: 'Accepted', stateDir: stateDir.dir };
+      if (flags.output === 'json') out.json(result);
+      else
+        out.line(
+          `cluster ${state.cluster} is Accepted; run 'tunnel-client run --state-dir ${stateDir.dir}' to keep it connected`,
+        );
+      return;
+    }
+    const sig = await untilSignal();
+    stderrLog(`${sig}: stopping`);
+  } finally {
+    await agent?.close();
+    await client.close();
+  }
+}

@@ -1,0 +1,28 @@
+/** `tunnel-client run`: the agent from saved state, until SIGINT/SIGTERM. */
+import { Command } from 'commander';
+import { untilSignal } from '../../shared/cli/signals.js';
+import { Agent } from '../agent/agent.js';
+import { readValuesFiles } from '../agent/values.js';
+import { apiFromState, openStateDir, stateDirOption, stderrLog } from './context.js';
+
+export function runCommand(): Command {
+  return new Command('run')
+    .description('run the agent from its saved state (after join)')
+    .addOption(stateDirOption())
+    .action(async (flags: { stateDir?: string }) => {
+      const stateDir = openStateDir(flags.stateDir);
+      const state = stateDir.readState();
+      const valuesFiles = readValuesFiles(state.valuesFiles);
+      const { client, api } = apiFromState(stateDir, state);
+      const agent = new Agent({ stateDir, api, valuesFiles, log: stderrLog });
+      try {
+        stderrLog(`running cluster ${state.cluster} against ${state.relay} (${state.status})`);
+        agent.start();
+        const sig = await untilSignal();
+        stderrLog(`${sig}: stopping`);
+      } finally {
+        await agent.close();
+        await client.close();
+      }
+    });
+}

@@ -1,0 +1,115 @@
+/**
+ * `tunnel-client status`: the saved registration plus what the running agent last wrote to status.json.
+ * `--refresh` also asks the relay for the registration status.
+ */
+import { Command } from 'commander';
+import { stringify as toYaml } from 'yaml';
+import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
+import { isTunnelError } from '../../shared/errors.js';
+import type { StateDir } from '../agent/state-dir.js';
+import {
+  type AgentState,
+  type AgentStatusFile,
+  DISCONNECTED,
+  type RegistrationStatus,
+} from '../agent/types.js';
+import { apiFromState, openStateDir, stateDirOption } from './context.js';
+
+export interface StatusReport {
+  readonly cluster: string;
+  readonly status: RegistrationStatus;
+  readonly connected: boolean;
+  readonly path: 'direct' | 'relayed' | 'none';
+  readonly rttMs: number | null;
+  readonly lastHandshake: string | null;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly values: Record<string, unknown>;
+  readonly relay: string;
+  readonly stateDir: string;
+  /** Whether an agent process is running from this state dir. */
+  readonly agentRunning: boolean;
+  readonly leaseRenewedAt: string | null;
+  readonly failures: number;
+  readonly lastError: string | null;
+  readonly updatedAt: string | null;
+}
+
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export function buildReport(
+  stateDir: StateDir,
+  state: AgentState,
+  file: AgentStatusFile | undefined,
+): StatusReport {
+  const running = file !== undefined && file.pid !== process.pid && alive(file.pid);
+  const conn = running && file ? file : DISCONNECTED;
+  return {
+    cluster: state.cluster,
+    status: file && running ? file.status : state.status,
+    connected: conn.connected,
+    path: conn.path,
+    rttMs: conn.rttMs,
+    lastHandshake: conn.lastHandshake,
+    bytesIn: conn.bytesIn,
+    bytesOut: conn.bytesOut,
+    values: file?.values ?? {},
+    relay: state.relay,
+    stateDir: stateDir.dir,
+    agentRunning: running,
+    leaseRenewedAt: file?.leaseRenewedAt ?? null,
+    failures: running && file ? file.failures : 0,
+    lastError: running && file ? file.lastError : null,
+    updatedAt: file?.updatedAt ?? null,
+  };
+}
+
+export function statusCommand(): Command {
+  return new Command('status')
+    .description('show the registration, the connection and the effective values')
+    .addOption(stateDirOption())
+    .option('--refresh', 'also ask the relay for the registration status')
+    .addOption(outputOption())
+    .action(async (flags: { stateDir?: string; refresh?: boolean; output: OutputFormat }) => {
+      const stateDir = openStateDir(flags.stateDir);
+      const state = stateDir.readState();
+      let report = buildReport(stateDir, state, stateDir.readStatus());
+      if (flags.refresh) {
+        const { client, api } = apiFromState(stateDir, state);
+        try {
+          const info = await api.info();
+          report = { ...report, status: info.status };
+        } catch (err) {
+          if (!isTunnelError(err, 'CLUSTER_DENIED')) throw err;
+          report = { ...report, status: 'Denied' };
+        } finally {
+          await client.close();
+        }
+      }
+      const out = streamPrinter();
+      if (flags.output === 'json') {
+        out.json(report);
+        return;
+      }
+      out.line(`cluster:        ${report.cluster}`);
+      out.line(`relay:          ${report.relay}`);
+      out.line(`status:         ${report.status}`);
+      out.line(`agent running:  ${report.agentRunning ? 'yes' : 'no'}`);
+      out.line(`connected:      ${report.connected ? 'yes' : 'no'} (path ${report.path})`);
+      out.line(`rtt:            ${report.rttMs === null ? '-' : `${report.rttMs} ms`}`);
+      out.line(`last handshake: ${report.lastHandshake ?? '-'}`);
+      out.line(`bytes in/out:   ${report.bytesIn} / ${report.bytesOut}`);
+      out.line(`lease renewed:  ${report.leaseRenewedAt ?? '-'}`);
+      if (report.lastError) out.line(`last error:     ${report.lastError} (${report.failures} failures)`);
+      const yaml = toYaml(report.values).trimEnd();
+      out.line(`values:${yaml === '{}' ? ' {}' : `\n${yaml.replace(/^/gm, '  ')}`}`);
+    });
+}
