@@ -60,7 +60,8 @@ class NodeX25519 implements X25519 {
 
   importPrivate(raw: Uint8Array): PrivateKeyHandle {
     check32(raw, 'private key');
-    const clamped = clampPrivateKey(Buffer.from(raw));
+    const clamped = Buffer.from(raw);
+    clampPrivateKey(clamped);
     const der = Buffer.concat([Buffer.from('302e020100300506032b656e04220420', 'hex'), clamped]);
     const obj = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
     const x = createPublicKey(obj).export({ format: 'jwk' }).x;
@@ -104,7 +105,8 @@ class NaclX25519 implements X25519 {
 
   importPrivate(raw: Uint8Array): PrivateKeyHandle {
     check32(raw, 'private key');
-    const clamped = clampPrivateKey(Buffer.from(raw));
+    const clamped = Buffer.from(raw);
+    clampPrivateKey(clamped);
     return { raw: clamped, publicKey: Buffer.from(nacl.scalarMult.base(clamped)) };
   }
 

@@ -1,0 +1,340 @@
+/**
+ * The WireGuard device: one static identity, its peers, the index table, AllowedIPs and the
+ * receive dispatcher. This is the seam the rest of the product uses; datagram I/O is injected
+ * (`send`), so the same Device runs over a UDP socket (udp-bind.ts) or a relay.
+ *
+ * receive() never throws: garbage is counted in `stats.drops` and dropped. receive() decrypts in
+ * place, so the datagram buffer is overwritten and onPacket gets a view into it (copy to keep it).
+ */
+import { type Clock, realClock } from '../clock.js';
+import { type ErrorCode, isTunnelError, TunnelError } from '../errors.js';
+import { KEY_LEN, parseKey } from '../keys.js';
+import { AllowedIps, parseCidr } from './allowed-ips.js';
+import {
+  DEFAULT_MAX_PEERS,
+  DEFAULT_MAX_STAGED,
+  DEFAULT_MTU,
+  DEFAULT_TIMERS,
+  INDICES_PER_PEER,
+  MAX_MTU,
+  UNDER_LOAD_AFTER_TIME,
+  UNDER_LOAD_HANDSHAKES_PER_SECOND,
+  type WireGuardTimers,
+} from './constants.js';
+import { CookieChecker } from './cookie.js';
+import { type CryptoSuite, defaultCrypto } from './crypto/index.js';
+import { IndexTable } from './index-table.js';
+import {
+  MSG_COOKIE_REPLY,
+  MSG_INITIATION,
+  MSG_RESPONSE,
+  messageType,
+  parseCookieReply,
+  parseInitiation,
+  parseResponse,
+  parseTransport,
+} from './messages.js';
+import { consumeInitiation, consumeResponse, type NoiseIdentity } from './noise.js';
+import { type Endpoint, Peer, type PeerHost } from './peer.js';
+import { RateLimiter } from './rate-limiter.js';
+
+export type { Endpoint } from './peer.js';
+export { Peer } from './peer.js';
+
+export interface DeviceOptions {
+  privateKey: Uint8Array;
+  clock?: Clock;
+  /** Largest inner packet; default 1420. Relay paths may use up to 65535. */
+  mtu?: number;
+  send(datagram: Buffer, endpoint: Endpoint): void;
+  onPacket(packet: Buffer, peer: Peer): void;
+  timers?: Partial<WireGuardTimers>;
+  maxPeers?: number;
+  maxStagedPerPeer?: number;
+  /** Overrides the built-in under-load detection (mac2/cookies are enforced while it returns true). */
+  underLoad?: () => boolean;
+  crypto?: CryptoSuite;
+  logger?: { debug(...args: unknown[]): void };
+}
+
+export interface PeerConfig {
+  publicKey: Uint8Array | string;
+  presharedKey?: Uint8Array | string;
+  endpoint?: Endpoint;
+  /** CIDRs, IPv4 or IPv6. */
+  allowedIps: string[];
+  /** Seconds; 0 or absent = off. */
+  persistentKeepalive?: number;
+}
+
+export type DeviceDropReason =
+  | 'malformed'
+  | 'bad-type'
+  | 'mac1'
+  | 'cookie-sent'
+  | 'rate-limited'
+  | 'unknown-index'
+  | 'unknown-peer'
+  | 'handshake'
+  | 'replay'
+  | 'cookie-ignored'
+  | 'no-route'
+  | 'closed'
+  | 'internal';
+
+export interface DeviceStats {
+  peers: number;
+  indices: number;
+  rxDatagrams: number;
+  txDatagrams: number;
+  drops: Record<DeviceDropReason, number>;
+}
+
+const CODE_TO_DROP: Partial<Record<ErrorCode, DeviceDropReason>> = {
+  WIRE_TRUNCATED: 'malformed',
+  WIRE_MALFORMED: 'malformed',
+  WIRE_TOO_LARGE: 'malformed',
+  WIRE_BAD_TYPE: 'bad-type',
+  WG_UNKNOWN_PEER: 'unknown-peer',
+  WG_HANDSHAKE_FAILED: 'handshake',
+  WG_REPLAY: 'replay',
+  LIMIT_EXCEEDED: 'handshake',
+};
+
+function toKey(k: Uint8Array | string, what: string): Buffer {
+  if (typeof k === 'string') return parseKey(k, what);
+  if (k.length !== KEY_LEN) throw new TunnelError('KEY_INVALID', `${what} must be 32 bytes, got ${k.length}`);
+  return Buffer.from(k);
+}
+
+export class Device {
+  readonly timers: WireGuardTimers;
+  readonly mtu: number;
+  readonly publicKey: Buffer;
+  readonly #o: DeviceOptions;
+  readonly #clock: Clock;
+  readonly #identity: NoiseIdentity;
+  readonly #peers = new Map<string, Peer>();
+  readonly #allowed = new AllowedIps<Peer>();
+  readonly #indices: IndexTable<Peer>;
+  readonly #cookies: CookieChecker;
+  readonly #limiter: RateLimiter;
+  readonly #host: PeerHost;
+  readonly #maxPeers: number;
+  readonly #stats: DeviceStats = {
+    peers: 0,
+    indices: 0,
+    rxDatagrams: 0,
+    txDatagrams: 0,
+    drops: {
+      malformed: 0,
+      'bad-type': 0,
+      mac1: 0,
+      'cookie-sent': 0,
+      'rate-limited': 0,
+      'unknown-index': 0,
+      'unknown-peer': 0,
+      handshake: 0,
+      replay: 0,
+      'cookie-ignored': 0,
+      'no-route': 0,
+      closed: 0,
+      internal: 0,
+    },
+  };
+  #handshakeWindowStart = 0;
+  #handshakesInWindow = 0;
+  #underLoadUntil = Number.NEGATIVE_INFINITY;
+  #closed = false;
+
+  constructor(opts: DeviceOptions) {
+    this.#o = opts;
+    this.#clock = opts.clock ?? realClock;
+    this.timers = { ...DEFAULT_TIMERS, ...opts.timers };
+    this.mtu = opts.mtu ?? DEFAULT_MTU;
+    if (!Number.isInteger(this.mtu) || this.mtu < 576 || this.mtu > MAX_MTU) {
+      throw new TunnelError('BAD_CONFIG', `mtu ${this.mtu} is out of range 576..${MAX_MTU}`);
+    }
+    this.#maxPeers = opts.maxPeers ?? DEFAULT_MAX_PEERS;
+    const c = opts.crypto ?? defaultCrypto();
+    const staticKey = c.x25519.importPrivate(toKey(opts.privateKey, 'private key'));
+    this.publicKey = staticKey.publicKey;
+    this.#identity = { staticKey, aead: c.aead, x25519: c.x25519 };
+    this.#indices = new IndexTable<Peer>(this.#maxPeers * INDICES_PER_PEER);
+    this.#cookies = new CookieChecker(staticKey.publicKey, this.timers.cookieRefreshTime);
+    this.#limiter = new RateLimiter(this.#clock);
+    const log = opts.logger;
+    this.#host = {
+      identity: this.#identity,
+      clock: this.#clock,
+      timers: this.timers,
+      mtu: this.mtu,
+      maxStaged: opts.maxStagedPerPeer ?? DEFAULT_MAX_STAGED,
+      indices: this.#indices,
+      sendDatagram: (d, e) => {
+        try {
+          opts.send(d, e);
+          this.#stats.txDatagrams++;
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      deliver: (p, peer) => opts.onPacket(p, peer),
+      allowedSource: (src, peer) => this.#allowed.lookup(src) === peer,
+      debug: (m) => log?.debug(m),
+    };
+  }
+
+  get stats(): DeviceStats {
+    return {
+      ...this.#stats,
+      peers: this.#peers.size,
+      indices: this.#indices.size,
+      drops: { ...this.#stats.drops },
+    };
+  }
+
+  get peers(): Peer[] {
+    return [...this.#peers.values()];
+  }
+
+  addPeer(cfg: PeerConfig): Peer {
+    if (this.#closed) throw new TunnelError('CLOSED', 'device is closed');
+    const pk = toKey(cfg.publicKey, 'peer public key');
+    const id = pk.toString('hex');
+    if (this.#peers.has(id))
+      throw new TunnelError('CONFLICT', 'a peer with this public key is already configured');
+    if (pk.equals(this.publicKey))
+      throw new TunnelError('BAD_INPUT', "peer public key is the device's own key");
+    if (this.#peers.size >= this.#maxPeers) {
+      throw new TunnelError('WG_PEER_LIMIT', `device already holds ${this.#maxPeers} peers`);
+    }
+    const cidrs = cfg.allowedIps.map((s) => parseCidr(s));
+    const psk =
+      cfg.presharedKey === undefined ? Buffer.alloc(KEY_LEN) : toKey(cfg.presharedKey, 'preshared key');
+    const ka = cfg.persistentKeepalive ?? 0;
+    if (!Number.isInteger(ka) || ka < 0 || ka > 65535) {
+      throw new TunnelError('BAD_INPUT', `persistentKeepalive ${ka} must be an integer 0..65535 seconds`);
+    }
+    const remote = this.#identity.x25519.importPublic(pk);
+    let peer: Peer;
+    try {
+      peer = new Peer(this.#host, remote, psk, cfg.endpoint, ka);
+    } catch (err) {
+      throw new TunnelError('KEY_INVALID', 'peer public key is not usable (low-order point)', { cause: err });
+    }
+    this.#peers.set(id, peer);
+    for (const c of cidrs) this.#allowed.insert(c, peer);
+    if (ka > 0 && cfg.endpoint) peer.sendKeepalive();
+    return peer;
+  }
+
+  getPeer(publicKey: Uint8Array | string): Peer | undefined {
+    return this.#peers.get(toKey(publicKey, 'peer public key').toString('hex'));
+  }
+
+  removePeer(publicKey: Uint8Array | string): boolean {
+    const id = toKey(publicKey, 'peer public key').toString('hex');
+    const peer = this.#peers.get(id);
+    if (!peer) return false;
+    this.#allowed.removeValue(peer);
+    peer.close();
+    this.#peers.delete(id);
+    return true;
+  }
+
+  /** Routes an inner IP packet by destination address through AllowedIPs. */
+  send(packet: Buffer): void {
+    const v = packet.length > 0 ? packet[0]! >> 4 : 0;
+    const dst =
+      v === 4 && packet.length >= 20
+        ? packet.subarray(16, 20)
+        : v === 6 && packet.length >= 40
+          ? packet.subarray(24, 40)
+          : null;
+    const peer = dst ? this.#allowed.lookup(dst) : undefined;
+    if (!peer) return void this.#stats.drops['no-route']++;
+    peer.send(packet);
+  }
+
+  /** Handles one datagram from `from`. Never throws. */
+  receive(datagram: Buffer, from: Endpoint): void {
+    this.#stats.rxDatagrams++;
+    if (this.#closed) return void this.#stats.drops.closed++;
+    try {
+      this.#receive(datagram, from);
+    } catch (err) {
+      const reason = isTunnelError(err) ? (CODE_TO_DROP[err.code] ?? 'internal') : 'internal';
+      this.#stats.drops[reason]++;
+      this.#o.logger?.debug(
+        `dropped datagram from ${from.key}: ${isTunnelError(err) ? err.message : 'error'}`,
+      );
+    }
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const p of this.#peers.values()) p.close();
+  }
+
+  #receive(d: Buffer, from: Endpoint): void {
+    const type = messageType(d);
+    if (type === MSG_INITIATION || type === MSG_RESPONSE) {
+      const msg = type === MSG_INITIATION ? parseInitiation(d) : parseResponse(d);
+      if (!this.#cookies.checkMac1(d)) return void this.#stats.drops.mac1++;
+      if (this.#isUnderLoad()) {
+        const source = Buffer.from(from.key);
+        if (!this.#cookies.checkMac2(d, source, this.#clock.now())) {
+          this.#host.sendDatagram(
+            this.#cookies.createReply(d, msg.senderIndex, source, this.#clock.now()),
+            from,
+          );
+          return void this.#stats.drops['cookie-sent']++;
+        }
+        if (!this.#limiter.allow(from.key)) return void this.#stats.drops['rate-limited']++;
+      }
+      if (type === MSG_INITIATION) {
+        const peer = consumeInitiation(
+          this.#identity,
+          parseInitiation(d),
+          (pk) => this.#peers.get(pk.toString('hex')),
+          this.#clock.now(),
+          this.timers.handshakeInitiationRate,
+        );
+        peer.onInitiationConsumed(from);
+      } else {
+        const r = parseResponse(d);
+        const e = this.#indices.get(r.receiverIndex);
+        if (!e || e.keypair) return void this.#stats.drops['unknown-index']++;
+        consumeResponse(this.#identity, r, e.peer);
+        e.peer.onResponseConsumed(from);
+      }
+      return;
+    }
+    if (type === MSG_COOKIE_REPLY) {
+      const r = parseCookieReply(d);
+      const e = this.#indices.get(r.receiverIndex);
+      if (!e?.peer.cookies.consumeReply(r, this.#clock.now())) this.#stats.drops['cookie-ignored']++;
+      return;
+    }
+    const t = parseTransport(d);
+    const e = this.#indices.get(t.receiverIndex);
+    if (!e?.keypair) return void this.#stats.drops['unknown-index']++;
+    e.peer.receiveTransport(e.keypair, t, d, from);
+  }
+
+  #isUnderLoad(): boolean {
+    const now = this.#clock.now();
+    if (now - this.#handshakeWindowStart >= 1000) {
+      this.#handshakeWindowStart = now;
+      this.#handshakesInWindow = 0;
+    }
+    if (++this.#handshakesInWindow >= UNDER_LOAD_HANDSHAKES_PER_SECOND) {
+      this.#underLoadUntil = now + UNDER_LOAD_AFTER_TIME;
+    }
+    if (this.#o.underLoad) return this.#o.underLoad();
+    return now < this.#underLoadUntil;
+  }
+}

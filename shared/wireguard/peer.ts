@@ -1,0 +1,473 @@
+/**
+ * One WireGuard peer: handshake initiation/response bookkeeping, keypair slots, the staged packet
+ * queue and the timer state machine of wireguard-go's timers.go (reference §9). All time goes through
+ * the device's injected Clock; every threshold comes from the device's WireGuardTimers.
+ */
+import { EventEmitter } from 'node:events';
+import type { Clock, TimerHandle } from '../clock.js';
+import { isTunnelError } from '../errors.js';
+import type { WireGuardTimers } from './constants.js';
+import { CookieGenerator } from './cookie.js';
+import type { PublicKeyHandle } from './crypto/x25519.js';
+import type { IndexTable } from './index-table.js';
+import { Keypair, Keypairs } from './keypair.js';
+import type { Transport } from './messages.js';
+import { createInitiation, createResponse, deriveSession, Handshake, type NoiseIdentity } from './noise.js';
+import { TimestampGenerator } from './tai64n.js';
+import { openTransport, sealTransport } from './transport.js';
+
+export interface Endpoint {
+  readonly key: string;
+}
+
+/** What a Peer needs from its Device. */
+export interface PeerHost {
+  readonly identity: NoiseIdentity;
+  readonly clock: Clock;
+  readonly timers: WireGuardTimers;
+  readonly mtu: number;
+  readonly maxStaged: number;
+  readonly indices: IndexTable<Peer>;
+  sendDatagram(datagram: Buffer, endpoint: Endpoint): boolean;
+  deliver(packet: Buffer, peer: Peer): void;
+  /** True when `source` (an inner source address) routes to `peer` in AllowedIPs. */
+  allowedSource(source: Uint8Array, peer: Peer): boolean;
+  debug(msg: string): void;
+}
+
+export type PeerDropReason =
+  | 'staged-overflow'
+  | 'handshake-timeout'
+  | 'oversize'
+  | 'closed'
+  | 'no-endpoint'
+  | 'send-failed'
+  | 'expired-keypair'
+  | 'decrypt'
+  | 'replay'
+  | 'bad-ip'
+  | 'allowed-ips';
+
+type TimerName = 'retransmit' | 'sendKeepalive' | 'newHandshake' | 'zeroKeyMaterial' | 'persistentKeepalive';
+
+export interface PeerEvents {
+  /** A handshake completed; `initiator` tells our role. */
+  handshake: [{ initiator: boolean }];
+  /** A new keypair became current (data can flow). */
+  session: [];
+  /** Gave up after MaxTimerHandshakes retries; staged packets were dropped. */
+  'handshake-timeout': [];
+}
+
+const EMPTY = Buffer.alloc(0);
+
+export class Peer extends EventEmitter<PeerEvents> {
+  readonly handshake = new Handshake();
+  readonly timestamps = new TimestampGenerator();
+  readonly cookies: CookieGenerator;
+  readonly keypairs = new Keypairs();
+  readonly staticStatic: Buffer;
+  readonly drops: Record<PeerDropReason, number> = {
+    'staged-overflow': 0,
+    'handshake-timeout': 0,
+    oversize: 0,
+    closed: 0,
+    'no-endpoint': 0,
+    'send-failed': 0,
+    'expired-keypair': 0,
+    decrypt: 0,
+    replay: 0,
+    'bad-ip': 0,
+    'allowed-ips': 0,
+  };
+  endpoint: Endpoint | undefined;
+  persistentKeepalive: number;
+  rxBytes = 0;
+  txBytes = 0;
+  /** Wall-clock ms of the last completed handshake, or null. */
+  lastHandshakeAt: number | null = null;
+  handshakeAttempts = 0;
+
+  readonly #host: PeerHost;
+  readonly #staged: Buffer[] = [];
+  readonly #timers = new Map<TimerName, TimerHandle>();
+  readonly #nonce = Buffer.alloc(12);
+  #handshakeIndex: number | null = null;
+  #lastSentHandshake = Number.NEGATIVE_INFINITY;
+  #needAnotherKeepalive = false;
+  #sentLastMinuteHandshake = false;
+  #closed = false;
+
+  constructor(
+    host: PeerHost,
+    readonly remoteStatic: PublicKeyHandle,
+    readonly presharedKey: Buffer,
+    endpoint: Endpoint | undefined,
+    persistentKeepalive: number,
+  ) {
+    super();
+    this.#host = host;
+    this.staticStatic = host.identity.x25519.dh(host.identity.staticKey, remoteStatic);
+    this.cookies = new CookieGenerator(remoteStatic.raw, host.timers.cookieRefreshTime);
+    this.endpoint = endpoint;
+    this.persistentKeepalive = persistentKeepalive;
+  }
+
+  get publicKey(): Buffer {
+    return this.remoteStatic.raw;
+  }
+
+  get stagedCount(): number {
+    return this.#staged.length;
+  }
+
+  /** True when the current keypair may be used to send. */
+  get isSessionUp(): boolean {
+    return this.#usable(this.keypairs.current);
+  }
+
+  setEndpoint(e: Endpoint): void {
+    this.endpoint = e;
+  }
+
+  /** Sends an inner IP packet: at once under a usable keypair, else staged and a handshake is started. */
+  send(packet: Buffer): void {
+    if (this.#closed) return void this.drops.closed++;
+    if (packet.length > this.#host.mtu || packet.length === 0) return void this.drops.oversize++;
+    const kp = this.keypairs.current;
+    if (this.#staged.length === 0 && this.endpoint && this.#usable(kp) && kp) {
+      this.#sendUnder(kp, packet);
+      this.timersDataSent();
+      this.timersAnyAuthenticatedPacketTraversal();
+      this.timersAnyAuthenticatedPacketSent();
+      this.#keepKeyFreshSending(kp);
+      return;
+    }
+    this.#stage(Buffer.from(packet));
+    this.sendStagedPackets();
+  }
+
+  /** Sends a keepalive (or whatever is staged). */
+  sendKeepalive(): void {
+    if (this.#staged.length === 0) this.#staged.push(EMPTY);
+    this.sendStagedPackets();
+  }
+
+  sendStagedPackets(): void {
+    if (this.#closed || this.#staged.length === 0) return;
+    const kp = this.keypairs.current;
+    if (!kp || !this.#usable(kp)) {
+      this.sendHandshakeInitiation(false);
+      return;
+    }
+    if (!this.endpoint) return;
+    let data = false;
+    while (this.#staged.length > 0) {
+      if (kp.sendCounter >= this.#host.timers.rejectAfterMessages) break;
+      const p = this.#staged.shift()!;
+      if (p.length > 0) data = true;
+      this.#sendUnder(kp, p);
+    }
+    if (data) this.timersDataSent();
+    this.timersAnyAuthenticatedPacketTraversal();
+    this.timersAnyAuthenticatedPacketSent();
+    this.#keepKeyFreshSending(kp);
+  }
+
+  sendHandshakeInitiation(isRetry: boolean): void {
+    if (this.#closed) return;
+    const now = this.#host.clock.now();
+    if (!isRetry) this.handshakeAttempts = 0;
+    if (now - this.#lastSentHandshake < this.#host.timers.rekeyTimeout) return;
+    this.#lastSentHandshake = now;
+    let msg: Buffer;
+    try {
+      const idx = this.#newHandshakeIndex();
+      msg = createInitiation(this.#host.identity, this, idx, this.#host.clock.wallNow());
+    } catch (err) {
+      this.#host.debug(`initiation not created: ${isTunnelError(err) ? err.code : 'error'}`);
+      return;
+    }
+    this.cookies.addMacs(msg, now);
+    this.timersAnyAuthenticatedPacketTraversal();
+    this.timersAnyAuthenticatedPacketSent();
+    this.#sendRaw(msg);
+    this.timersHandshakeInitiated();
+  }
+
+  // --- called by the device after it authenticated a message ---------------------------------
+
+  /** The device consumed an initiation from this peer: answer it and stage the new keypair as `next`. */
+  onInitiationConsumed(from: Endpoint): void {
+    this.endpoint = from;
+    this.timersAnyAuthenticatedPacketTraversal();
+    this.timersAnyAuthenticatedPacketReceived();
+    const now = this.#host.clock.now();
+    this.#lastSentHandshake = now;
+    const msg = createResponse(this.#host.identity, this, this.#newHandshakeIndex());
+    this.cookies.addMacs(msg, now);
+    this.#installSession();
+    this.timersSessionDerived();
+    this.timersAnyAuthenticatedPacketTraversal();
+    this.timersAnyAuthenticatedPacketSent();
+    this.#sendRaw(msg);
+    this.emit('handshake', { initiator: false });
+  }
+
+  /** The device consumed a response to our initiation: the new keypair is current; confirm it. */
+  onResponseConsumed(from: Endpoint): void {
+    this.endpoint = from;
+    this.timersAnyAuthenticatedPacketTraversal();
+    this.timersAnyAuthenticatedPacketReceived();
+    this.#installSession();
+    this.timersSessionDerived();
+    this.timersHandshakeComplete();
+    this.emit('handshake', { initiator: true });
+    this.emit('session');
+    this.sendKeepalive();
+  }
+
+  /** A transport message whose receiver index maps to `kp` (one of ours). */
+  receiveTransport(kp: Keypair, msg: Transport, datagram: Buffer, from: Endpoint): void {
+    const t = this.#host.timers;
+    if (this.#host.clock.now() - kp.createdAt >= t.rejectAfterTime)
+      return void this.drops['expired-keypair']++;
+    const plain = openTransport(this.#host.identity.aead, kp, datagram, this.#nonce);
+    if (!plain) return void this.drops.decrypt++;
+    if (!kp.replay.validate(msg.counter, t.rejectAfterMessages)) return void this.drops.replay++;
+    this.endpoint = from;
+    const { promoted, dropped } = this.keypairs.receivedWith(kp);
+    if (promoted) {
+      if (dropped) this.#host.indices.delete(dropped.localIndex);
+      this.timersHandshakeComplete();
+      this.emit('session');
+      this.sendStagedPackets();
+    }
+    this.#keepKeyFreshReceiving();
+    this.timersAnyAuthenticatedPacketTraversal();
+    this.timersAnyAuthenticatedPacketReceived();
+    this.rxBytes += datagram.length;
+    if (plain.length === 0) return; // keepalive
+    this.timersDataReceived();
+    const packet = this.#checkInner(plain);
+    if (packet) this.#host.deliver(packet, this);
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const h of this.#timers.values()) this.#host.clock.clearTimer(h);
+    this.#timers.clear();
+    this.drops.closed += this.#staged.length;
+    this.#staged.length = 0;
+    this.#host.indices.deletePeer(this);
+    this.keypairs.clear();
+    this.handshake.clear();
+  }
+
+  // --- timers (wireguard-go timers.go) ----------------------------------------------------------
+
+  timersDataSent(): void {
+    if (!this.#timers.has('newHandshake')) {
+      const t = this.#host.timers;
+      this.#arm('newHandshake', t.keepaliveTimeout + t.rekeyTimeout + this.#jitter(), () => {
+        this.#host.debug('retrying handshake: stopped hearing back');
+        this.sendHandshakeInitiation(false);
+      });
+    }
+  }
+
+  timersDataReceived(): void {
+    if (!this.#timers.has('sendKeepalive')) {
+      this.#arm('sendKeepalive', this.#host.timers.keepaliveTimeout, () => this.#expiredSendKeepalive());
+    } else {
+      this.#needAnotherKeepalive = true;
+    }
+  }
+
+  timersAnyAuthenticatedPacketSent(): void {
+    this.#disarm('sendKeepalive');
+  }
+
+  timersAnyAuthenticatedPacketReceived(): void {
+    this.#disarm('newHandshake');
+  }
+
+  timersHandshakeInitiated(): void {
+    this.#arm('retransmit', this.#host.timers.rekeyTimeout + this.#jitter(), () => this.#expiredRetransmit());
+  }
+
+  timersHandshakeComplete(): void {
+    this.#disarm('retransmit');
+    this.handshakeAttempts = 0;
+    this.#sentLastMinuteHandshake = false;
+    this.lastHandshakeAt = this.#host.clock.wallNow();
+  }
+
+  timersSessionDerived(): void {
+    this.#arm('zeroKeyMaterial', this.#host.timers.rejectAfterTime * 3, () => {
+      this.#host.debug('zeroing key material');
+      for (const kp of this.keypairs.clear()) this.#host.indices.delete(kp.localIndex);
+      this.#dropHandshakeIndex();
+      this.handshake.clear();
+    });
+  }
+
+  timersAnyAuthenticatedPacketTraversal(): void {
+    if (this.persistentKeepalive > 0) {
+      this.#arm('persistentKeepalive', this.persistentKeepalive * 1000, () => this.sendKeepalive());
+    }
+  }
+
+  #expiredRetransmit(): void {
+    const t = this.#host.timers;
+    if (this.handshakeAttempts > t.maxTimerHandshakes) {
+      this.#host.debug(`handshake did not complete after ${this.handshakeAttempts + 1} attempts, giving up`);
+      this.#disarm('sendKeepalive');
+      this.drops['handshake-timeout'] += this.#staged.length;
+      this.#staged.length = 0;
+      if (!this.#timers.has('zeroKeyMaterial')) this.timersSessionDerived();
+      this.emit('handshake-timeout');
+      return;
+    }
+    this.handshakeAttempts++;
+    this.sendHandshakeInitiation(true);
+  }
+
+  #expiredSendKeepalive(): void {
+    this.sendKeepalive();
+    if (this.#needAnotherKeepalive) {
+      this.#needAnotherKeepalive = false;
+      this.#arm('sendKeepalive', this.#host.timers.keepaliveTimeout, () => this.#expiredSendKeepalive());
+    }
+  }
+
+  // --- internals --------------------------------------------------------------------------------
+
+  #usable(kp: Keypair | null): boolean {
+    if (!kp) return false;
+    const t = this.#host.timers;
+    return (
+      kp.sendCounter < t.rejectAfterMessages && this.#host.clock.now() - kp.createdAt < t.rejectAfterTime
+    );
+  }
+
+  #keepKeyFreshSending(kp: Keypair): void {
+    const t = this.#host.timers;
+    const age = this.#host.clock.now() - kp.createdAt;
+    if (kp.sendCounter > t.rekeyAfterMessages || (kp.isInitiator && age > t.rekeyAfterTime)) {
+      this.sendHandshakeInitiation(false);
+    }
+  }
+
+  #keepKeyFreshReceiving(): void {
+    if (this.#sentLastMinuteHandshake) return;
+    const kp = this.keypairs.current;
+    const t = this.#host.timers;
+    if (
+      kp?.isInitiator &&
+      this.#host.clock.now() - kp.createdAt > t.rejectAfterTime - t.keepaliveTimeout - t.rekeyTimeout
+    ) {
+      this.#sentLastMinuteHandshake = true;
+      this.sendHandshakeInitiation(false);
+    }
+  }
+
+  #sendUnder(kp: Keypair, packet: Buffer): void {
+    const dg = sealTransport(this.#host.identity.aead, kp, packet, this.#host.mtu, this.#nonce);
+    this.#sendRaw(dg);
+  }
+
+  #sendRaw(dg: Buffer): void {
+    if (!this.endpoint) return void this.drops['no-endpoint']++;
+    if (this.#host.sendDatagram(dg, this.endpoint)) this.txBytes += dg.length;
+    else this.drops['send-failed']++;
+  }
+
+  #stage(p: Buffer): void {
+    if (this.#staged.length >= this.#host.maxStaged) {
+      this.#staged.shift();
+      this.drops['staged-overflow']++;
+    }
+    this.#staged.push(p);
+  }
+
+  #newHandshakeIndex(): number {
+    this.#dropHandshakeIndex();
+    const idx = this.#host.indices.allocate(this);
+    this.#handshakeIndex = idx;
+    return idx;
+  }
+
+  #dropHandshakeIndex(): void {
+    if (this.#handshakeIndex !== null) this.#host.indices.delete(this.#handshakeIndex);
+    this.#handshakeIndex = null;
+  }
+
+  #installSession(): void {
+    const s = deriveSession(this.handshake);
+    this.#handshakeIndex = null; // the handshake's index now names the keypair
+    const kp = new Keypair(
+      s.sendKey,
+      s.recvKey,
+      s.localIndex,
+      s.remoteIndex,
+      s.isInitiator,
+      this.#host.clock.now(),
+    );
+    this.#host.indices.setKeypair(s.localIndex, kp);
+    for (const old of this.keypairs.install(kp)) this.#host.indices.delete(old.localIndex);
+  }
+
+  /** IPv4/IPv6 length check, padding strip and AllowedIPs source check (reference §7 step 8). */
+  #checkInner(p: Buffer): Buffer | null {
+    const version = p[0]! >> 4;
+    let packet: Buffer;
+    let src: Buffer;
+    if (version === 4) {
+      if (p.length < 20) return this.#badIp();
+      const total = p.readUInt16BE(2);
+      if (total < 20 || total > p.length) return this.#badIp();
+      packet = p.subarray(0, total);
+      src = packet.subarray(12, 16);
+    } else if (version === 6) {
+      if (p.length < 40) return this.#badIp();
+      const total = p.readUInt16BE(4) + 40;
+      if (total > p.length) return this.#badIp();
+      packet = p.subarray(0, total);
+      src = packet.subarray(8, 24);
+    } else {
+      return this.#badIp();
+    }
+    if (!this.#host.allowedSource(src, this)) {
+      this.drops['allowed-ips']++;
+      return null;
+    }
+    return packet;
+  }
+
+  #badIp(): null {
+    this.drops['bad-ip']++;
+    return null;
+  }
+
+  #jitter(): number {
+    return Math.floor(Math.random() * this.#host.timers.rekeyTimeoutJitterMax);
+  }
+
+  #arm(name: TimerName, ms: number, fn: () => void): void {
+    this.#host.clock.clearTimer(this.#timers.get(name));
+    const h = this.#host.clock.setTimer(ms, () => {
+      if (this.#timers.get(name) === h) this.#timers.delete(name);
+      if (!this.#closed) fn();
+    });
+    this.#timers.set(name, h);
+  }
+
+  #disarm(name: TimerName): void {
+    const h = this.#timers.get(name);
+    if (h) {
+      this.#host.clock.clearTimer(h);
+      this.#timers.delete(name);
+    }
+  }
+}

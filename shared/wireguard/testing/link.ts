@@ -1,0 +1,111 @@
+/**
+ * Test helper: two Devices joined by an in-memory "network" that queues datagrams until pump()ed,
+ * so tests can inspect, drop, duplicate or reorder them. Used by the unit tests only.
+ */
+import { FakeClock } from '../../clock.js';
+import { parseIpv4Address } from '../../ip/address.js';
+import { buildUdpPacket } from '../../ip/udp.js';
+import { generateKeyPair, type KeyPair } from '../../keys.js';
+import type { WireGuardTimers } from '../constants.js';
+import { Device, type Endpoint, type Peer } from '../device.js';
+
+export interface Wire {
+  from: 'a' | 'b';
+  data: Buffer;
+}
+
+export interface LinkOptions {
+  timers?: Partial<WireGuardTimers>;
+  pskA?: Buffer;
+  pskB?: Buffer;
+  underLoadB?: () => boolean;
+  clock?: FakeClock;
+}
+
+export const A_ADDR = '10.9.0.1';
+export const B_ADDR = '10.9.0.2';
+
+export function udpFrom(src: string, dst: string, payload: string | Buffer, srcPort = 1000): Buffer {
+  return buildUdpPacket(
+    { src: parseIpv4Address(src), dst: parseIpv4Address(dst), srcPort, dstPort: 2000 },
+    typeof payload === 'string' ? Buffer.from(payload) : payload,
+  );
+}
+
+export class Link {
+  readonly clock: FakeClock;
+  readonly keysA: KeyPair = generateKeyPair();
+  readonly keysB: KeyPair = generateKeyPair();
+  readonly a: Device;
+  readonly b: Device;
+  readonly peerOfA: Peer; // A's view of B
+  readonly peerOfB: Peer; // B's view of A
+  readonly queue: Wire[] = [];
+  /** Every datagram ever sent, in order. */
+  readonly log: Wire[] = [];
+  readonly gotA: Buffer[] = [];
+  readonly gotB: Buffer[] = [];
+  endpointA: Endpoint = { key: 'mem:a' };
+  endpointB: Endpoint = { key: 'mem:b' };
+  /** Return false to drop a datagram on the wire. */
+  filter: (w: Wire) => boolean = () => true;
+
+  constructor(o: LinkOptions = {}) {
+    this.clock = o.clock ?? new FakeClock();
+    const mk = (priv: Buffer, side: 'a' | 'b', got: Buffer[], underLoad?: () => boolean) =>
+      new Device({
+        privateKey: priv,
+        clock: this.clock,
+        timers: o.timers,
+        underLoad,
+        send: (d) => {
+          const w = { from: side, data: Buffer.from(d) };
+          this.log.push(w);
+          if (this.filter(w)) this.queue.push(w);
+        },
+        onPacket: (p) => got.push(Buffer.from(p)),
+      });
+    this.a = mk(this.keysA.privateKey, 'a', this.gotA);
+    this.b = mk(this.keysB.privateKey, 'b', this.gotB, o.underLoadB);
+    this.peerOfA = this.a.addPeer({
+      publicKey: this.keysB.publicKey,
+      presharedKey: o.pskA,
+      endpoint: this.endpointB,
+      allowedIps: [`${B_ADDR}/32`],
+    });
+    this.peerOfB = this.b.addPeer({
+      publicKey: this.keysA.publicKey,
+      presharedKey: o.pskB,
+      endpoint: this.endpointA,
+      allowedIps: [`${A_ADDR}/32`],
+    });
+  }
+
+  /** Delivers one queued datagram; returns it. */
+  step(): Wire | undefined {
+    const w = this.queue.shift();
+    if (!w) return undefined;
+    if (w.from === 'a') this.b.receive(Buffer.from(w.data), this.endpointA);
+    else this.a.receive(Buffer.from(w.data), this.endpointB);
+    return w;
+  }
+
+  /** Delivers until the wire is empty (bounded). */
+  pump(max = 1000): number {
+    let n = 0;
+    while (this.queue.length > 0 && n < max) {
+      this.step();
+      n++;
+    }
+    return n;
+  }
+
+  sentBy(side: 'a' | 'b', type?: number): Wire[] {
+    return this.log.filter((w) => w.from === side && (type === undefined || w.data[0] === type));
+  }
+
+  close(): void {
+    this.a.close();
+    this.b.close();
+  }
+}

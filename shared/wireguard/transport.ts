@@ -1,0 +1,59 @@
+/**
+ * Transport data (reference §6, §7): one datagram per inner packet, padded with zeros to a multiple of
+ * 16 but never past the MTU, sealed in place (header, then ciphertext || tag) with the keypair's send
+ * key and counter as the nonce; opened in place on receive. No AAD.
+ */
+
+import { PADDING_MULTIPLE } from './constants.js';
+import { AEAD_TAG_LEN, type Aead } from './crypto/aead.js';
+import type { Keypair } from './keypair.js';
+import { DATA_COUNTER, DATA_HEADER_LEN, writeTransportHeader } from './messages.js';
+
+/** wireguard-go calculatePaddingSize: the padded plaintext length for an inner packet of `len` bytes. */
+export function paddedLength(len: number, mtu: number): number {
+  let last = len;
+  if (mtu === 0) return (last + PADDING_MULTIPLE - 1) & ~(PADDING_MULTIPLE - 1);
+  if (last > mtu) last %= mtu;
+  let padded = (last + PADDING_MULTIPLE - 1) & ~(PADDING_MULTIPLE - 1);
+  if (padded > mtu) padded = mtu;
+  return len - last + padded;
+}
+
+/**
+ * Builds the transport datagram for `packet` (empty = keepalive) under `kp` and advances its send counter.
+ * `nonce` is a 12-byte scratch buffer whose first 4 bytes are zero.
+ */
+export function sealTransport(
+  aead: Aead,
+  kp: Keypair,
+  packet: Uint8Array,
+  mtu: number,
+  nonce: Buffer,
+): Buffer {
+  const padded = paddedLength(packet.length, mtu);
+  const out = Buffer.allocUnsafe(DATA_HEADER_LEN + padded + AEAD_TAG_LEN);
+  const counter = kp.sendCounter;
+  writeTransportHeader(out, kp.remoteIndex, counter);
+  out.set(packet, DATA_HEADER_LEN);
+  out.fill(0, DATA_HEADER_LEN + packet.length, DATA_HEADER_LEN + padded);
+  out.copy(nonce, 4, DATA_COUNTER, DATA_COUNTER + 8);
+  aead.seal(
+    out.subarray(DATA_HEADER_LEN),
+    kp.sendKey,
+    nonce,
+    out.subarray(DATA_HEADER_LEN, DATA_HEADER_LEN + padded),
+  );
+  kp.sendCounter = counter + 1n;
+  return out;
+}
+
+/**
+ * Opens a transport datagram in place. Returns the plaintext as a view into `datagram`
+ * (bytes 16..), or null when it does not authenticate. Does not touch the replay filter.
+ */
+export function openTransport(aead: Aead, kp: Keypair, datagram: Buffer, nonce: Buffer): Buffer | null {
+  datagram.copy(nonce, 4, DATA_COUNTER, DATA_COUNTER + 8);
+  const ct = datagram.subarray(DATA_HEADER_LEN);
+  const n = aead.open(ct.subarray(0, ct.length - AEAD_TAG_LEN), kp.recvKey, nonce, ct);
+  return n < 0 ? null : datagram.subarray(DATA_HEADER_LEN, DATA_HEADER_LEN + n);
+}
