@@ -1,0 +1,95 @@
+/**
+ * Who is calling: access keys (roles), agent credentials, and the role checks the routes use
+ * (the table in docs/API.md). Credentials come from `Authorization: Bearer`, or for the agent-values
+ * route only, the `token` query parameter. Unknown, expired and revoked credentials all answer
+ * 401 UNAUTHENTICATED with the same message.
+ */
+import type { FastifyRequest } from 'fastify';
+import { TunnelError } from '../shared/errors.js';
+import { isDns1123Label } from './names.js';
+import { hashSecret, secretKind } from './secrets.js';
+import type { Store } from './store/types.js';
+
+export type Role = 'admin' | 'viewer' | 'bootstrap' | `group-editor:${string}`;
+
+export type Principal =
+  | { kind: 'key'; id: string; role: Role; group: string | null }
+  | { kind: 'agent'; cluster: string; credentialId: string };
+
+export function parseRole(text: unknown): Role | null {
+  if (text === 'admin' || text === 'viewer' || text === 'bootstrap') return text;
+  if (typeof text === 'string' && text.startsWith('group-editor:') && isDns1123Label(text.slice(13))) {
+    return text as Role;
+  }
+  return null;
+}
+
+/** The bearer token of the request (header first, then `?token=` when allowed), or null. */
+export function bearerToken(req: FastifyRequest, allowQuery = false): string | null {
+  const h = req.headers.authorization;
+  if (typeof h === 'string') {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+    return m ? m[1]! : null;
+  }
+  if (allowQuery) {
+    const q = (req.query as Record<string, unknown> | undefined)?.token;
+    if (typeof q === 'string' && q.length > 0) return q;
+  }
+  return null;
+}
+
+const UNAUTH = 'missing, unknown, expired or revoked credential';
+
+/** Resolves an access key or agent credential; PSKs are not valid here (only on /register). */
+export async function authenticate(store: Store, token: string | null, nowWall: number): Promise<Principal> {
+  if (token === null)
+    throw new TunnelError('UNAUTHENTICATED', 'no credential: send Authorization: Bearer <key>');
+  const kind = secretKind(token);
+  if (kind === 'accessKey') {
+    const k = await store.findAccessKey(hashSecret(token));
+    if (!k || k.revokedAt !== null || (k.expiresAt !== null && k.expiresAt <= nowWall)) {
+      throw new TunnelError('UNAUTHENTICATED', UNAUTH);
+    }
+    const role = parseRole(k.role);
+    if (!role) throw new TunnelError('UNAUTHENTICATED', UNAUTH);
+    const group = role.startsWith('group-editor:') ? role.slice(13) : null;
+    return { kind: 'key', id: k.id, role, group };
+  }
+  if (kind === 'agent') {
+    const a = await store.findAgent(hashSecret(token));
+    if (!a) throw new TunnelError('UNAUTHENTICATED', UNAUTH);
+    return { kind: 'agent', cluster: a.cluster, credentialId: a.credentialId };
+  }
+  throw new TunnelError('UNAUTHENTICATED', UNAUTH);
+}
+
+export function actorOf(p: Principal): string {
+  return p.kind === 'key' ? p.id : `agent:${p.cluster}`;
+}
+
+function forbid(p: Principal, what: string): never {
+  const who = p.kind === 'key' ? `role ${p.role}` : 'an agent credential';
+  throw new TunnelError('FORBIDDEN', `${who} may not ${what}`);
+}
+
+export function requireAdmin(p: Principal, what: string): void {
+  if (!(p.kind === 'key' && p.role === 'admin')) forbid(p, what);
+}
+
+/** admin or viewer (audit, platform values read). */
+export function requireReader(p: Principal, what: string): void {
+  if (!(p.kind === 'key' && (p.role === 'admin' || p.role === 'viewer'))) forbid(p, what);
+}
+
+/** May read clusters of `group` (null = may list at all; the caller filters by group). */
+export function requireClusterRead(p: Principal, group: string | null, what: string): void {
+  if (p.kind === 'key' && (p.role === 'admin' || p.role === 'viewer')) return;
+  if (p.kind === 'key' && p.group !== null && (group === null || group === p.group)) return;
+  forbid(p, what);
+}
+
+export function requireClusterWrite(p: Principal, group: string, what: string): void {
+  if (p.kind === 'key' && p.role === 'admin') return;
+  if (p.kind === 'key' && p.group !== null && group === p.group) return;
+  forbid(p, what);
+}

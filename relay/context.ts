@@ -1,0 +1,125 @@
+/** What every route plugin is given: the store, clock, config, hooks and helpers. */
+import type { FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { Clock } from '../shared/clock.js';
+import { keyToBase64 } from '../shared/keys.js';
+import { HUB_ADDRESS } from './addresses.js';
+import { authenticate, bearerToken, type Principal } from './auth.js';
+import { availableCondition, type Condition, joinedCondition } from './conditions.js';
+import type { RelayConfig } from './config.js';
+import type { RelayHooks } from './hooks.js';
+import type { Metrics } from './metrics.js';
+import type { FailureLimiter } from './rate-limit.js';
+import type { AuditEntry, ClusterRecord, Store } from './store/types.js';
+
+export interface RelayContext {
+  store: Store;
+  clock: Clock;
+  config: RelayConfig;
+  hooks: RelayHooks;
+  log: Logger;
+  metrics: Metrics;
+  limiter: { bySource: FailureLimiter; byCluster: FailureLimiter };
+  hubPublicKey: Buffer;
+  caPin: string;
+  caPem: string;
+  /** The URL agents use; fixed once the server listens. */
+  publicUrl(): string;
+}
+
+export function principalOf(ctx: RelayContext, req: FastifyRequest, allowQuery = false): Promise<Principal> {
+  return authenticate(ctx.store, bearerToken(req, allowQuery), ctx.clock.wallNow());
+}
+
+/** An audit row for this request, also written as a structured log line. */
+export function auditEntry(
+  ctx: RelayContext,
+  req: FastifyRequest,
+  actor: string,
+  action: string,
+  target: string,
+  detail: Record<string, unknown> = {},
+  log = true,
+): AuditEntry {
+  const e: AuditEntry = { at: ctx.clock.wallNow(), actor, action, target, source: req.ip, detail };
+  if (log) logAudit(ctx, e);
+  return e;
+}
+
+/** The structured log line of an audit entry (who, what, when, from where). */
+export function logAudit(ctx: RelayContext, e: AuditEntry): void {
+  ctx.log.info({ audit: { ...e, at: new Date(e.at).toISOString() } }, `audit ${e.action} ${e.target}`);
+}
+
+export interface ClusterView {
+  name: string;
+  group: string;
+  displayName: string;
+  status: string;
+  conditions: Condition[];
+  connected: boolean;
+  path: string;
+  agentVersion: string | null;
+  publicKey: string | null;
+  address: string | null;
+  claims: Record<string, string>;
+  leaseRenewTime: string | null;
+  lastHandshake: string | null;
+  rttMs: number | null;
+  bytesIn: number;
+  bytesOut: number;
+  createdAt: string;
+}
+
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export function clusterView(ctx: RelayContext, c: ClusterRecord): ClusterView {
+  const live = ctx.hooks.connection(c.name);
+  return {
+    name: c.name,
+    group: c.group,
+    displayName: c.displayName,
+    status: c.status,
+    conditions: [
+      joinedCondition(c),
+      availableCondition(c, ctx.clock.wallNow(), ctx.config.leaseDurationSeconds),
+    ],
+    connected: live.connected,
+    path: live.path,
+    agentVersion: c.agentVersion,
+    publicKey: c.publicKey,
+    address: c.address,
+    claims: c.claims,
+    leaseRenewTime: isoOrNull(c.leaseRenewAt),
+    lastHandshake: isoOrNull(live.lastHandshake),
+    rttMs: live.rttMs,
+    bytesIn: live.bytesIn,
+    bytesOut: live.bytesOut,
+    createdAt: new Date(c.createdAt).toISOString(),
+  };
+}
+
+export interface TunnelView {
+  hubPublicKey: string;
+  presharedKey: string;
+  address: string;
+  hubAddress: string;
+  relayUrl: string;
+  derpUrl: string;
+  udpEndpoint: string | null;
+}
+
+/** The data-plane parameters for an accepted, registered cluster; null otherwise. */
+export function tunnelView(ctx: RelayContext, c: ClusterRecord): TunnelView | null {
+  if (c.status !== 'Accepted' || c.address === null || c.presharedKey === null) return null;
+  const url = new URL(ctx.publicUrl());
+  return {
+    hubPublicKey: keyToBase64(ctx.hubPublicKey),
+    presharedKey: c.presharedKey,
+    address: `${c.address}/32`,
+    hubAddress: HUB_ADDRESS,
+    relayUrl: ctx.publicUrl(),
+    derpUrl: `wss://${url.host}${url.pathname.replace(/\/$/, '')}/derp`,
+    udpEndpoint: ctx.config.udpPort === null ? null : `${url.hostname}:${ctx.config.udpPort}`,
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * Every cap and timer of the DERP server, with its default. docs/_drafts/derp.md lists them for LIMITS.md.
+ */
+import { MAX_FRAME_LEN } from '../../shared/derp/frames.js';
+
+export interface DerpLimits {
+  /** Registered (handshaken) clients at once. Upgrades over the cap get HTTP 503. */
+  readonly maxClients: number;
+  /** Connections still in the handshake at once (counted on top of maxClients). */
+  readonly maxHandshaking: number;
+  /** A connection must send a valid ClientInfo within this many ms or it is closed (4005). */
+  readonly handshakeTimeoutMs: number;
+  /** Packets queued per client once its socket is backed up; the oldest is dropped (queue_head). */
+  readonly queueDepth: number;
+  /** Bytes the WebSocket/TLS socket may hold unsent before packets go to the queue instead. */
+  readonly writeHighWaterBytes: number;
+  /** A client whose socket makes no write progress for this long while packets wait is closed (4006). */
+  readonly writeTimeoutMs: number;
+  /** WebSocket ping (and KeepAlive frame) interval; a client that did not answer the previous ping is dropped. */
+  readonly pingIntervalMs: number;
+  /** Largest frame body accepted (the parser's limit). */
+  readonly maxFrameLen: number;
+  /** Largest WebSocket message accepted (a message may hold several frames). */
+  readonly maxMessageBytes: number;
+  /** Frames that arrive while admission is being checked are held, up to this many; the rest are dropped. */
+  readonly maxPendingFrames: number;
+  /** Clients remembered per source key for PeerGone notices. */
+  readonly maxWatchersPerPeer: number;
+  /** PeerGone(NotHere) replies for unknown destinations: burst, then one per second, per sender. */
+  readonly notHereBurst: number;
+  /** Restarting frame sent by shutdown(). */
+  readonly restartReconnectInMs: number;
+  readonly restartTryForMs: number;
+  /** shutdown() terminates sockets whose close handshake has not finished after this long. */
+  readonly closeGraceMs: number;
+}
+
+export const DEFAULT_DERP_LIMITS: DerpLimits = {
+  maxClients: 10_000,
+  maxHandshaking: 4_096,
+  handshakeTimeoutMs: 5_000,
+  queueDepth: 32,
+  writeHighWaterBytes: 256 * 1024,
+  writeTimeoutMs: 10_000,
+  pingIntervalMs: 20_000,
+  maxFrameLen: MAX_FRAME_LEN,
+  maxMessageBytes: 4 * (MAX_FRAME_LEN + 5),
+  maxPendingFrames: 32,
+  maxWatchersPerPeer: 10_000,
+  notHereBurst: 3,
+  restartReconnectInMs: 1_000,
+  restartTryForMs: 5_000,
+  closeGraceMs: 2_000,
+};
+
+/** WebSocket close codes the server uses (4000-4999 is the application range). */
+export const DerpCloseCode = {
+  GoingAway: 1001,
+  NotAdmitted: 4001,
+  Protocol: 4002,
+  Replaced: 4003,
+  ClosedByServer: 4004,
+  HandshakeTimeout: 4005,
+  WriteTimeout: 4006,
+  PingTimeout: 4007,
+} as const;

@@ -1,0 +1,88 @@
+/**
+ * An in-process relay client (the hub node): the same routing, policy and counters as a WebSocket client,
+ * with no socket, no handshake and no frame encoding. Packets for it are handed to onPacket synchronously
+ * (the payload is a view into the sender's frame, valid only during the call).
+ */
+
+import { MAX_PACKET_LEN } from '../../shared/derp/frames.js';
+import type { DerpClientLike, DerpPacketHandler, DerpPeerGoneHandler } from '../../shared/derp/types.js';
+import { TunnelError } from '../../shared/errors.js';
+import { KEY_LEN } from '../../shared/keys.js';
+import type { DerpRouter, RoutedPeer } from './peer.js';
+
+export interface LocalClientHandlers {
+  onPacket?: DerpPacketHandler;
+  onPeerGone?: DerpPeerGoneHandler;
+}
+
+export class LocalPeer implements RoutedPeer, DerpClientLike {
+  readonly key: Buffer;
+  readonly id: string;
+  readonly watchers = new Set<RoutedPeer>();
+  notHereTokens: number;
+  notHereAt = 0;
+  #open = true;
+  readonly #router: DerpRouter;
+  readonly #handlers: LocalClientHandlers;
+  readonly #onClose: (peer: LocalPeer) => void;
+
+  constructor(
+    publicKey: Buffer,
+    router: DerpRouter,
+    handlers: LocalClientHandlers,
+    onClose: (peer: LocalPeer) => void,
+  ) {
+    this.key = Buffer.from(publicKey);
+    this.id = this.key.toString('base64');
+    this.#router = router;
+    this.#handlers = handlers;
+    this.#onClose = onClose;
+    this.notHereTokens = router.limits.notHereBurst;
+  }
+
+  get publicKey(): Buffer {
+    return this.key;
+  }
+
+  get connected(): boolean {
+    return this.#open;
+  }
+
+  send(dst: Uint8Array, payload: Uint8Array): boolean {
+    if (!this.#open) return false;
+    if (dst.length !== KEY_LEN)
+      throw new TunnelError('KEY_INVALID', `destination key is ${dst.length} bytes`);
+    if (payload.length > MAX_PACKET_LEN) {
+      throw new TunnelError('WIRE_TOO_LARGE', `packet is ${payload.length} bytes, limit ${MAX_PACKET_LEN}`);
+    }
+    const stats = this.#router.stats;
+    stats.packetsIn++;
+    stats.bytesIn += payload.length;
+    const d = Buffer.from(dst.buffer, dst.byteOffset, dst.byteLength);
+    const p = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+    this.#router.route(this, d, p, null);
+    return true;
+  }
+
+  deliver(src: RoutedPeer, payload: Buffer): void {
+    if (!this.#open) {
+      this.#router.drop('gone_disconnected', payload.length);
+      return;
+    }
+    const stats = this.#router.stats;
+    stats.packetsOut++;
+    stats.bytesOut += payload.length;
+    this.#handlers.onPacket?.(src.key, payload);
+  }
+
+  peerGone(peer: Buffer, reason: number): void {
+    if (this.#open) this.#handlers.onPeerGone?.(peer, reason);
+  }
+
+  close(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    this.#router.unregister(this);
+    this.#onClose(this);
+  }
+}

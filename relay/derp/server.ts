@@ -1,0 +1,351 @@
+/**
+ * The DERP-like packet relay server: WebSocket (subprotocol `derp`) on any Node http/https server's
+ * 'upgrade' event, admission and policy injected, routing by 32-byte key. The relay never decrypts
+ * payloads: it sees WireGuard ciphertext and forwards it byte for byte.
+ *
+ * Routing rules (route()): the policy is asked first (a refused pair is dropped and counted as `policy`,
+ * the sender is never told), then the destination key is looked up among registered clients (missing:
+ * `unknown_dest`, with a rate-limited PeerGone(NotHere) back to the sender). A second connection with a key
+ * already registered replaces the first (the old one is closed with 4003).
+ */
+
+import type { Server as HttpServer, IncomingMessage } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
+import { encodeRestarting, PeerGoneReason } from '../../shared/derp/frames.js';
+import type { DerpClientLike } from '../../shared/derp/types.js';
+import { TunnelError } from '../../shared/errors.js';
+import type { KeyPair } from '../../shared/keys.js';
+import { DEFAULT_DERP_LIMITS, DerpCloseCode, type DerpLimits } from './limits.js';
+import { type LocalClientHandlers, LocalPeer } from './local-peer.js';
+import { type DerpStats, type DropReason, newStats, type RoutedPeer } from './peer.js';
+import { WsPeer, type WsRouter } from './ws-peer.js';
+
+export interface DerpAdmission {
+  /** Checked once per connection, after the client proved its key. */
+  isAdmitted(pubKey: Buffer): boolean | Promise<boolean>;
+}
+
+export interface DerpPolicy {
+  /** Checked for every packet; must be fast and must not keep the Buffers (views into frames). */
+  canSend(src: Buffer, dst: Buffer): boolean;
+}
+
+/** The subset of pino's logger the server uses. */
+export interface DerpLogger {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface DerpServerOptions {
+  /** The relay's Curve25519 key pair (ServerKey frame, ClientInfo sealing). */
+  keyPair: KeyPair;
+  admission: DerpAdmission;
+  policy: DerpPolicy;
+  clock?: Clock;
+  limits?: Partial<DerpLimits>;
+  logger?: DerpLogger;
+  /** Test hook: every packet handed to a destination, before delivery (views: copy to keep). */
+  onPacket?: (src: Buffer, dst: Buffer, payload: Buffer) => void;
+  /** Require ClientInfo to echo the ServerKey challenge (default true; false admits plain DERP clients). */
+  requireChallenge?: boolean;
+  /** Upgrade path that attach() handles (default `/derp`). */
+  path?: string;
+}
+
+export interface DerpServer {
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Handles upgrades on `path` from this server; returns a function that detaches again. */
+  attach(server: HttpServer | HttpsServer): () => void;
+  /** Closes the connection registered for this key (4004). Returns whether one was connected. */
+  closeClient(pubKey: Buffer, reason: string): boolean;
+  isConnected(pubKey: Buffer): boolean;
+  /** An in-process client (trusted: no admission check; the policy still applies). */
+  connectLocal(keyPair: Pick<KeyPair, 'publicKey'>, handlers?: LocalClientHandlers): DerpClientLike;
+  /** Sends Restarting to every client, closes them all, refuses new upgrades. Resolves when sockets closed. */
+  shutdown(): Promise<void>;
+  /** Live counters (the same object keeps updating). */
+  readonly stats: Readonly<DerpStats>;
+}
+
+const NOOP = (): void => {};
+const NOOP_LOGGER: DerpLogger = { debug: NOOP, info: NOOP, warn: NOOP, error: NOOP };
+
+function refuseUpgrade(socket: Duplex, status: number, message: string): void {
+  const body = `${message}\n`;
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\n` +
+      `Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+class DerpServerImpl implements WsRouter, DerpServer {
+  readonly keyPair: KeyPair;
+  readonly limits: DerpLimits;
+  readonly clock: Clock;
+  readonly stats: DerpStats = newStats();
+  readonly requireChallenge: boolean;
+  readonly #admission: DerpAdmission;
+  readonly #policy: DerpPolicy;
+  readonly #logger: DerpLogger;
+  readonly #onPacket: DerpServerOptions['onPacket'];
+  readonly #path: string;
+  readonly #wss: WebSocketServer;
+  readonly #clients = new Map<string, RoutedPeer>();
+  readonly #conns = new Set<WsPeer>();
+  readonly #detachers = new Set<() => void>();
+  #openSockets = 0;
+  #closing = false;
+  #allClosed: (() => void) | null = null;
+  #sweepTimer: TimerHandle | undefined;
+
+  constructor(opts: DerpServerOptions) {
+    this.keyPair = opts.keyPair;
+    this.limits = { ...DEFAULT_DERP_LIMITS, ...opts.limits };
+    this.clock = opts.clock ?? realClock;
+    this.requireChallenge = opts.requireChallenge ?? true;
+    this.#admission = opts.admission;
+    this.#policy = opts.policy;
+    this.#logger = opts.logger ?? NOOP_LOGGER;
+    this.#onPacket = opts.onPacket;
+    this.#path = opts.path ?? '/derp';
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      clientTracking: false,
+      perMessageDeflate: false,
+      maxPayload: this.limits.maxMessageBytes,
+      skipUTF8Validation: true,
+      handleProtocols: (protocols) => (protocols.has('derp') ? 'derp' : false),
+    });
+    this.#armSweep();
+  }
+
+  // --- upgrade and connections ---------------------------------------------------------------
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (this.#closing) {
+      this.#refuse(socket, 503, 'relay is shutting down');
+      return;
+    }
+    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
+      refuseUpgrade(socket, 426, 'DERP is served over WebSocket (Upgrade: websocket, subprotocol derp)');
+      return;
+    }
+    const protos = req.headers['sec-websocket-protocol'] ?? '';
+    if (!protos.split(',').some((p) => p.trim() === 'derp')) {
+      refuseUpgrade(socket, 400, 'WebSocket subprotocol "derp" is required');
+      return;
+    }
+    const { maxHandshaking, maxClients } = this.limits;
+    if (this.stats.handshaking >= maxHandshaking || this.#clients.size >= maxClients) {
+      this.#refuse(socket, 503, 'relay is at its connection limit');
+      return;
+    }
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#onConnection(ws));
+  }
+
+  #refuse(socket: Duplex, status: number, message: string): void {
+    this.stats.refusedFull++;
+    refuseUpgrade(socket, status, message);
+  }
+
+  #onConnection(ws: WebSocket): void {
+    this.stats.accepts++;
+    this.#openSockets++;
+    ws.once('close', () => {
+      this.#openSockets--;
+      if (this.#openSockets === 0 && this.#allClosed) this.#allClosed();
+    });
+    this.#conns.add(new WsPeer(ws, this));
+  }
+
+  attach(server: HttpServer | HttpsServer): () => void {
+    const listener = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+      const path = (req.url ?? '').split('?', 1)[0];
+      if (path === this.#path) this.handleUpgrade(req, socket, head);
+      else if (server.listenerCount('upgrade') === 1)
+        refuseUpgrade(socket, 404, 'no WebSocket endpoint here');
+    };
+    server.on('upgrade', listener);
+    const detach = (): void => {
+      server.off('upgrade', listener);
+      this.#detachers.delete(detach);
+    };
+    this.#detachers.add(detach);
+    return detach;
+  }
+
+  // --- admission and registry ----------------------------------------------------------------
+
+  admit(peer: WsPeer): void {
+    const finish = (ok: boolean): void => {
+      if (peer.state !== 'verifying') return;
+      if (this.#closing) {
+        peer.close(DerpCloseCode.GoingAway, 'relay is shutting down');
+        return;
+      }
+      if (!ok) {
+        this.stats.refusedNotAdmitted++;
+        this.#logger.info({ key: peer.id }, 'derp: key not admitted');
+        peer.close(DerpCloseCode.NotAdmitted, 'key not admitted');
+        return;
+      }
+      if (!this.#register(peer)) return;
+      peer.activate();
+    };
+    let r: boolean | Promise<boolean>;
+    try {
+      r = this.#admission.isAdmitted(peer.key);
+    } catch (err) {
+      this.onError(peer, err);
+      finish(false);
+      return;
+    }
+    if (typeof r === 'boolean') {
+      finish(r);
+      return;
+    }
+    r.then(finish, (err: unknown) => {
+      this.onError(peer, err);
+      finish(false);
+    });
+  }
+
+  #register(peer: RoutedPeer): boolean {
+    const existing = this.#clients.get(peer.id);
+    if (!existing && this.#clients.size >= this.limits.maxClients) {
+      this.stats.refusedFull++;
+      peer.close(DerpCloseCode.ClosedByServer, 'relay is at its client limit');
+      return false;
+    }
+    this.#clients.set(peer.id, peer);
+    this.stats.clients = this.#clients.size;
+    if (existing) {
+      this.stats.replaced++;
+      this.#logger.info({ key: peer.id }, 'derp: newer connection replaces the old one');
+      existing.close(DerpCloseCode.Replaced, 'replaced by a newer connection for this key');
+    }
+    return true;
+  }
+
+  unregister(peer: RoutedPeer): void {
+    if (peer instanceof WsPeer) this.#conns.delete(peer);
+    if (!peer.id) return;
+    const registered = this.#clients.get(peer.id) === peer;
+    if (registered) {
+      this.#clients.delete(peer.id);
+      this.stats.clients = this.#clients.size;
+    }
+    for (const w of peer.watchers) {
+      w.watchers.delete(peer);
+      if (registered) w.peerGone(peer.key, PeerGoneReason.Disconnected);
+    }
+    peer.watchers.clear();
+  }
+
+  closeClient(pubKey: Buffer, reason: string): boolean {
+    const peer = this.#clients.get(pubKey.toString('base64'));
+    if (!peer) return false;
+    peer.close(DerpCloseCode.ClosedByServer, reason.slice(0, 120));
+    return true;
+  }
+
+  isConnected(pubKey: Buffer): boolean {
+    return this.#clients.has(pubKey.toString('base64'));
+  }
+
+  connectLocal(keyPair: Pick<KeyPair, 'publicKey'>, handlers: LocalClientHandlers = {}): DerpClientLike {
+    if (this.#closing) throw new TunnelError('CLOSED', 'the DERP server is shut down');
+    const peer = new LocalPeer(keyPair.publicKey, this, handlers, NOOP);
+    this.#register(peer);
+    return peer;
+  }
+
+  // --- routing -------------------------------------------------------------------------------
+
+  drop(reason: DropReason, bytes: number): void {
+    this.stats.dropped[reason]++;
+    this.stats.droppedBytes += bytes;
+  }
+
+  route(src: RoutedPeer, dst: Buffer, payload: Buffer, frame: Buffer | null): void {
+    if (!this.#policy.canSend(src.key, dst)) {
+      this.drop('policy', payload.length);
+      return;
+    }
+    const target = this.#clients.get(dst.toString('base64'));
+    if (!target) {
+      this.drop('unknown_dest', payload.length);
+      this.#notHere(src, dst);
+      return;
+    }
+    this.#onPacket?.(src.key, dst, payload);
+    if (target !== src && src.watchers.size < this.limits.maxWatchersPerPeer) src.watchers.add(target);
+    target.deliver(src, payload, frame);
+  }
+
+  #notHere(src: RoutedPeer, dst: Buffer): void {
+    const now = this.clock.now();
+    const burst = this.limits.notHereBurst;
+    src.notHereTokens = Math.min(burst, src.notHereTokens + (now - src.notHereAt) / 1000);
+    src.notHereAt = now;
+    if (src.notHereTokens < 1) return;
+    src.notHereTokens -= 1;
+    src.peerGone(dst, PeerGoneReason.NotHere);
+  }
+
+  // --- liveness and shutdown -----------------------------------------------------------------
+
+  #armSweep(): void {
+    this.#sweepTimer = this.clock.setTimer(this.limits.pingIntervalMs, () => {
+      for (const peer of this.#conns) {
+        if (!peer.sweep()) {
+          this.stats.pingTimeouts++;
+          peer.terminate();
+        }
+      }
+      if (!this.#closing) this.#armSweep();
+    });
+  }
+
+  onError(peer: WsPeer, err: unknown): void {
+    this.#logger.error(
+      { key: peer.id, err: err instanceof Error ? err.message : String(err) },
+      'derp: internal error',
+    );
+  }
+
+  shutdown(): Promise<void> {
+    if (!this.#closing) {
+      this.#closing = true;
+      this.clock.clearTimer(this.#sweepTimer);
+      for (const detach of [...this.#detachers]) detach();
+      const restarting = encodeRestarting({
+        reconnectInMs: this.limits.restartReconnectInMs,
+        tryForMs: this.limits.restartTryForMs,
+      });
+      for (const peer of [...this.#conns]) {
+        if (peer.state === 'active') peer.sendFrame(restarting);
+        peer.close(DerpCloseCode.GoingAway, 'relay restarting');
+      }
+      for (const peer of [...this.#clients.values()]) peer.close(DerpCloseCode.GoingAway, 'relay restarting');
+    }
+    if (this.#openSockets === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const prev = this.#allClosed;
+      this.#allClosed = () => {
+        prev?.();
+        resolve();
+      };
+    });
+  }
+}
+
+export function createDerpServer(opts: DerpServerOptions): DerpServer {
+  return new DerpServerImpl(opts);
+}

@@ -1,0 +1,352 @@
+/**
+ * One WebSocket client of the DERP server: handshake, frame dispatch and a bounded send queue.
+ *
+ * Lifecycle: handshake (ServerKey sent, waiting for ClientInfo) -> verifying (admission check running;
+ * frames that arrive meanwhile are held, up to maxPendingFrames) -> active -> closed.
+ *
+ * Sending: a packet goes straight to the socket while the socket holds fewer than writeHighWaterBytes
+ * unsent; otherwise it waits in a ring of queueDepth packets, and when the ring is full the oldest is
+ * dropped (queue_head). Every write completion moves the ring along. A client whose socket makes no write
+ * progress for writeTimeoutMs while packets wait is terminated. Nothing here ever blocks the sender.
+ */
+import { randomBytes } from 'node:crypto';
+import type { WebSocket } from 'ws';
+import type { TimerHandle } from '../../shared/clock.js';
+import { FrameParser } from '../../shared/derp/frame-parser.js';
+import {
+  CHALLENGE_LEN,
+  decodePing,
+  encodePeerGone,
+  encodePing,
+  encodeRecvPacket,
+  encodeServerKey,
+  FRAME_HEADER_LEN,
+  FrameType,
+  KEEPALIVE_FRAME,
+  MAX_PACKET_LEN,
+} from '../../shared/derp/frames.js';
+import { decodeClientInfo, encodeServerInfo } from '../../shared/derp/handshake.js';
+import { isTunnelError, TunnelError } from '../../shared/errors.js';
+import { KEY_LEN, type KeyPair } from '../../shared/keys.js';
+import { DerpCloseCode } from './limits.js';
+import type { DerpRouter, RoutedPeer } from './peer.js';
+
+export interface WsRouter extends DerpRouter {
+  readonly keyPair: KeyPair;
+  /** Refuse ClientInfo without the ServerKey challenge echoed (replay protection). */
+  readonly requireChallenge: boolean;
+  /** Called once the ClientInfo opened; the router checks admission, then calls activate() or close(). */
+  admit(peer: WsPeer): void;
+  onError(peer: WsPeer, err: unknown): void;
+}
+
+export type WsPeerState = 'handshake' | 'verifying' | 'active' | 'closed';
+
+const SEND_OPTS = { binary: true, compress: false, fin: true } as const;
+const NO_KEY = Buffer.alloc(0);
+
+export class WsPeer implements RoutedPeer {
+  key: Buffer = NO_KEY;
+  id = '';
+  readonly watchers = new Set<RoutedPeer>();
+  notHereTokens: number;
+  notHereAt = 0;
+  /** Cleared by each ping sweep, set by a pong or any message. */
+  alive = true;
+  #state: WsPeerState = 'handshake';
+  readonly #ws: WebSocket;
+  readonly #router: WsRouter;
+  readonly #parser: FrameParser;
+  readonly #challenge: Buffer;
+  #sharedKey: Uint8Array | null = null;
+  #hsTimer: TimerHandle | undefined;
+  #pending: Buffer[] | null = null;
+  readonly #queue: Array<Buffer | undefined>;
+  #qHead = 0;
+  #qLen = 0;
+  #stallTimer: TimerHandle | undefined;
+  #lastProgress = 0;
+  #closeTimer: TimerHandle | undefined;
+
+  /** One bound callback for every write (no per-packet closure). */
+  readonly #onWritten = (err?: Error | null): void => {
+    if (err || this.#state === 'closed') return;
+    this.#lastProgress = this.#router.clock.now();
+    this.#flush();
+  };
+
+  constructor(ws: WebSocket, router: WsRouter) {
+    this.#ws = ws;
+    this.#router = router;
+    this.notHereTokens = router.limits.notHereBurst;
+    this.#queue = new Array(router.limits.queueDepth);
+    this.#parser = new FrameParser((type, frame) => this.#onFrame(type, frame), router.limits.maxFrameLen);
+    this.#challenge = randomBytes(CHALLENGE_LEN);
+    router.stats.handshaking++;
+    ws.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary));
+    ws.on('pong', () => {
+      this.alive = true;
+    });
+    ws.on('error', () => {}); // 'close' follows every error
+    ws.on('close', () => this.#onClose());
+    this.#hsTimer = router.clock.setTimer(router.limits.handshakeTimeoutMs, () => {
+      this.#hsTimer = undefined;
+      if (this.#state === 'handshake' || this.#state === 'verifying') {
+        router.stats.handshakeTimeouts++;
+        this.close(DerpCloseCode.HandshakeTimeout, 'handshake timeout');
+      }
+    });
+    ws.send(encodeServerKey(router.keyPair.publicKey, this.#challenge), SEND_OPTS);
+  }
+
+  get state(): WsPeerState {
+    return this.#state;
+  }
+
+  /** Bytes waiting in the ring (for tests and stats). */
+  get queuedPackets(): number {
+    return this.#qLen;
+  }
+
+  #onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.#state === 'closed') return;
+    this.alive = true;
+    this.#router.stats.bytesIn += data.length;
+    if (!isBinary) {
+      this.#fail(new TunnelError('DERP_PROTOCOL', 'text WebSocket message; DERP frames are binary'));
+      return;
+    }
+    try {
+      this.#parser.push(data);
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  #fail(err: unknown): void {
+    const stats = this.#router.stats;
+    if (isTunnelError(err, 'DERP_AUTH_FAILED')) {
+      stats.authFailures++;
+      this.close(DerpCloseCode.NotAdmitted, 'authentication failed');
+    } else if (isTunnelError(err)) {
+      stats.protocolErrors++;
+      this.close(DerpCloseCode.Protocol, err.message.slice(0, 120));
+    } else {
+      this.#router.onError(this, err);
+      this.close(1011, 'internal error');
+    }
+  }
+
+  #onFrame(type: number, frame: Buffer): void {
+    switch (this.#state) {
+      case 'active':
+        this.#handleFrame(type, frame);
+        return;
+      case 'handshake':
+        this.#onClientInfo(type, frame);
+        return;
+      case 'verifying':
+        if (this.#pending!.length < this.#router.limits.maxPendingFrames)
+          this.#pending!.push(Buffer.from(frame));
+        else this.#router.drop('handshake_pending', frame.length);
+        return;
+      default:
+        return;
+    }
+  }
+
+  #onClientInfo(type: number, frame: Buffer): void {
+    if (type !== FrameType.ClientInfo) {
+      throw new TunnelError('DERP_PROTOCOL', `expected ClientInfo (0x02) first, got frame type ${type}`);
+    }
+    const opened = decodeClientInfo(frame.subarray(FRAME_HEADER_LEN), this.#router.keyPair.privateKey);
+    const echoed = opened.info.challenge;
+    if (echoed !== undefined || this.#router.requireChallenge) {
+      if (echoed !== this.#challenge.toString('hex')) {
+        throw new TunnelError('DERP_AUTH_FAILED', 'client info does not echo this connection challenge');
+      }
+    }
+    this.key = opened.clientKey;
+    this.id = opened.clientKey.toString('base64');
+    this.#sharedKey = opened.key;
+    this.#state = 'verifying';
+    this.#pending = [];
+    this.#router.admit(this);
+  }
+
+  /** Admission passed and the peer is registered: finish the handshake and replay held frames. */
+  activate(): void {
+    if (this.#state !== 'verifying') return;
+    this.#endHandshake();
+    this.#state = 'active';
+    this.#ws.send(encodeServerInfo(this.#sharedKey!), SEND_OPTS, this.#onWritten);
+    this.#sharedKey = null;
+    const pending = this.#pending!;
+    this.#pending = null;
+    try {
+      for (const f of pending) this.#handleFrame(f[0]!, f);
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  #endHandshake(): void {
+    if (this.#hsTimer) this.#router.clock.clearTimer(this.#hsTimer);
+    this.#hsTimer = undefined;
+    if (this.#state === 'handshake' || this.#state === 'verifying') this.#router.stats.handshaking--;
+  }
+
+  #handleFrame(type: number, frame: Buffer): void {
+    if (this.#state !== 'active') return;
+    if (type === FrameType.SendPacket) {
+      const bodyLen = frame.length - FRAME_HEADER_LEN;
+      if (bodyLen < KEY_LEN || bodyLen - KEY_LEN > MAX_PACKET_LEN) {
+        throw new TunnelError(
+          'DERP_PROTOCOL',
+          `send packet body is ${bodyLen} bytes, expected 32..${32 + MAX_PACKET_LEN}`,
+        );
+      }
+      this.#router.stats.packetsIn++;
+      const dst = frame.subarray(FRAME_HEADER_LEN, FRAME_HEADER_LEN + KEY_LEN);
+      this.#router.route(this, dst, frame.subarray(FRAME_HEADER_LEN + KEY_LEN), frame);
+    } else if (type === FrameType.Ping) {
+      this.#sendControl(encodePing(FrameType.Pong, decodePing(frame.subarray(FRAME_HEADER_LEN))));
+    } else if (type === FrameType.ClientInfo) {
+      throw new TunnelError('DERP_PROTOCOL', 'second ClientInfo on one connection');
+    }
+    // NotePreferred, Pong, KeepAlive and unknown types are skipped.
+  }
+
+  deliver(src: RoutedPeer, payload: Buffer, frame: Buffer | null): void {
+    if (this.#state !== 'active') {
+      this.#router.drop('gone_disconnected', payload.length);
+      return;
+    }
+    let f: Buffer;
+    if (frame) {
+      // SendPacket(dst, payload) -> RecvPacket(src, payload): same length, rewritten in place.
+      f = frame;
+      f[0] = FrameType.RecvPacket;
+      src.key.copy(f, FRAME_HEADER_LEN);
+    } else {
+      f = encodeRecvPacket(src.key, payload);
+    }
+    if (this.#qLen === 0 && this.#ws.bufferedAmount < this.#router.limits.writeHighWaterBytes) {
+      this.#write(f);
+      return;
+    }
+    const depth = this.#queue.length;
+    if (this.#qLen === depth) {
+      const old = this.#queue[this.#qHead]!;
+      this.#queue[this.#qHead] = undefined;
+      this.#qHead = (this.#qHead + 1) % depth;
+      this.#qLen--;
+      this.#router.drop('queue_head', old.length - FRAME_HEADER_LEN - KEY_LEN);
+    }
+    this.#queue[(this.#qHead + this.#qLen) % depth] = f;
+    this.#qLen++;
+    if (!this.#stallTimer) {
+      this.#lastProgress = this.#router.clock.now();
+      this.#armStallTimer(this.#router.limits.writeTimeoutMs);
+    }
+  }
+
+  #write(f: Buffer): void {
+    const stats = this.#router.stats;
+    stats.packetsOut++;
+    stats.bytesOut += f.length;
+    this.#ws.send(f, SEND_OPTS, this.#onWritten);
+  }
+
+  #flush(): void {
+    const high = this.#router.limits.writeHighWaterBytes;
+    const depth = this.#queue.length;
+    while (this.#qLen > 0 && this.#ws.bufferedAmount < high) {
+      const f = this.#queue[this.#qHead]!;
+      this.#queue[this.#qHead] = undefined;
+      this.#qHead = (this.#qHead + 1) % depth;
+      this.#qLen--;
+      this.#write(f);
+    }
+  }
+
+  #armStallTimer(ms: number): void {
+    const clock = this.#router.clock;
+    this.#stallTimer = clock.setTimer(ms, () => {
+      this.#stallTimer = undefined;
+      if (this.#state === 'closed' || this.#qLen === 0) return;
+      const idle = clock.now() - this.#lastProgress;
+      const limit = this.#router.limits.writeTimeoutMs;
+      if (idle >= limit) {
+        this.#router.stats.writeTimeouts++;
+        this.#state = 'closed';
+        this.#router.unregister(this);
+        this.#ws.terminate();
+      } else {
+        this.#armStallTimer(limit - idle);
+      }
+    });
+  }
+
+  /** Small frames (pong, PeerGone, KeepAlive) skip the packet ring; a stuck socket just loses them. */
+  #sendControl(f: Buffer): void {
+    if (this.#state === 'closed' || this.#ws.bufferedAmount > 4 * this.#router.limits.writeHighWaterBytes)
+      return;
+    this.#ws.send(f, SEND_OPTS, this.#onWritten);
+  }
+
+  peerGone(peer: Buffer, reason: number): void {
+    this.#sendControl(encodePeerGone(peer, reason));
+  }
+
+  /** Called by the server's ping sweep. Returns false when the peer missed the previous ping. */
+  sweep(): boolean {
+    if (this.#state !== 'active') return true;
+    if (!this.alive) return false;
+    this.alive = false;
+    this.#ws.ping();
+    this.#sendControl(KEEPALIVE_FRAME);
+    return true;
+  }
+
+  /** Sends a frame outside the packet path (Restarting, Health). */
+  sendFrame(f: Buffer): void {
+    this.#sendControl(f);
+  }
+
+  close(code: number, reason: string): void {
+    if (this.#state === 'closed') return;
+    this.#endHandshake();
+    this.#state = 'closed';
+    this.#router.unregister(this);
+    this.#ws.close(code, reason);
+    this.#closeTimer = this.#router.clock.setTimer(this.#router.limits.closeGraceMs, () =>
+      this.#ws.terminate(),
+    );
+  }
+
+  terminate(): void {
+    this.#endHandshake();
+    this.#state = 'closed';
+    this.#router.unregister(this);
+    this.#ws.terminate();
+  }
+
+  #onClose(): void {
+    this.#endHandshake();
+    this.#state = 'closed';
+    const clock = this.#router.clock;
+    clock.clearTimer(this.#closeTimer);
+    clock.clearTimer(this.#stallTimer);
+    this.#stallTimer = undefined;
+    while (this.#qLen > 0) {
+      const f = this.#queue[this.#qHead]!;
+      this.#queue[this.#qHead] = undefined;
+      this.#qHead = (this.#qHead + 1) % this.#queue.length;
+      this.#qLen--;
+      this.#router.drop('gone_disconnected', f.length - FRAME_HEADER_LEN - KEY_LEN);
+    }
+    this.#pending = null;
+    this.#router.unregister(this);
+  }
+}

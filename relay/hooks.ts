@@ -1,0 +1,91 @@
+/**
+ * What the data plane (DERP server, hub node) needs from the control plane: events when a key
+ * stops being allowed, an admission check for a public key, and a place to report each cluster's
+ * live connection status, which the cluster object shows. Live status is kept in memory (it
+ * describes this process's sessions); it is bounded by the number of clusters.
+ */
+import { EventEmitter } from 'node:events';
+import type { Store } from './store/types.js';
+
+export interface KeyEvent {
+  cluster: string;
+  /** Base64 WireGuard public key of the agent that lost access. */
+  publicKey: string;
+}
+
+export interface RelayEvents {
+  'cluster-deleted': [KeyEvent];
+  'cluster-denied': [KeyEvent];
+  'agent-unjoined': [KeyEvent];
+}
+
+export interface ConnectionStatus {
+  connected: boolean;
+  path: 'direct' | 'relayed' | 'none';
+  /** Wall-clock ms of the last WireGuard handshake. */
+  lastHandshake: number | null;
+  rttMs: number | null;
+  bytesIn: number;
+  bytesOut: number;
+}
+
+export const NO_CONNECTION: ConnectionStatus = {
+  connected: false,
+  path: 'none',
+  lastHandshake: null,
+  rttMs: null,
+  bytesIn: 0,
+  bytesOut: 0,
+};
+
+export interface AdmittedPeer {
+  cluster: string;
+  publicKey: string;
+  /** 100.64.x.y */
+  address: string;
+  /** Base64 per-pair WireGuard preshared key. */
+  presharedKey: string;
+}
+
+export class RelayHooks extends EventEmitter<RelayEvents> {
+  readonly #store: Store;
+  readonly #live = new Map<string, ConnectionStatus>();
+
+  constructor(store: Store) {
+    super();
+    this.#store = store;
+  }
+
+  /** The peer if `publicKey` (base64) is registered to a cluster that is Accepted, else null. */
+  async admittedPeer(publicKey: string): Promise<AdmittedPeer | null> {
+    const c = await this.#store.findClusterByKey(publicKey);
+    if (c === null || c.status !== 'Accepted' || c.address === null || c.presharedKey === null) return null;
+    return { cluster: c.name, publicKey, address: c.address, presharedKey: c.presharedKey };
+  }
+
+  async isAdmitted(publicKey: string): Promise<boolean> {
+    return (await this.admittedPeer(publicKey)) !== null;
+  }
+
+  /** Merges `status` into the cluster's live status (by cluster name). */
+  updateConnection(cluster: string, status: Partial<ConnectionStatus>): void {
+    const prev = this.#live.get(cluster) ?? NO_CONNECTION;
+    this.#live.set(cluster, { ...prev, ...status });
+  }
+
+  /** Same, addressed by the agent's public key; false if no cluster holds that key. */
+  async updateConnectionByKey(publicKey: string, status: Partial<ConnectionStatus>): Promise<boolean> {
+    const c = await this.#store.findClusterByKey(publicKey);
+    if (!c) return false;
+    this.updateConnection(c.name, status);
+    return true;
+  }
+
+  connection(cluster: string): ConnectionStatus {
+    return this.#live.get(cluster) ?? NO_CONNECTION;
+  }
+
+  forget(cluster: string): void {
+    this.#live.delete(cluster);
+  }
+}

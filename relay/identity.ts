@@ -1,0 +1,140 @@
+/**
+ * The relay's identity on disk, created on first start in an empty data dir:
+ *   <dataDir>/tls/cert.pem, key.pem   self-signed ECDSA P-256 certificate (unless --tls-cert/--tls-key)
+ *   <dataDir>/hub.key                 the hub node's WireGuard private key, base64, mode 0600
+ * and, in the store, the first admin access key (only its hash; the key itself is returned once).
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { TunnelError } from '../shared/errors.js';
+import {
+  generateKeyPair,
+  type KeyPair,
+  keyToBase64,
+  parseKey,
+  publicKeyFromPrivate,
+} from '../shared/keys.js';
+import type { RelayConfig } from './config.js';
+import { hashSecret, newId, newSecret } from './secrets.js';
+import type { Store } from './store/types.js';
+import { caPinOf, createSelfSignedCert, keyMatchesCert, pemDecodeFirst } from './tls/self-signed.js';
+
+export interface TlsIdentity {
+  certPem: string;
+  keyPem: string;
+  certDer: Buffer;
+  caPin: string;
+}
+
+function writeSecretFile(path: string, data: string): void {
+  writeFileSync(path, data, { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+}
+
+function readOrFail(path: string, key: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new TunnelError(
+      'BAD_CONFIG',
+      `${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code})`,
+    );
+  }
+}
+
+export function ensureDataDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+}
+
+/** Host names and addresses the self-signed certificate covers. */
+export function certAltNames(config: RelayConfig): string[] {
+  const names = ['localhost', '127.0.0.1', '::1'];
+  if (config.publicUrl) names.push(new URL(config.publicUrl).hostname.replace(/^\[|\]$/g, ''));
+  const h = config.listen.host;
+  if (h !== '0.0.0.0' && h !== '::' && (isIP(h) || /^[a-z0-9.-]+$/i.test(h))) names.push(h);
+  return [...new Set(names)];
+}
+
+export function loadOrCreateTls(config: RelayConfig, nowWall: number): TlsIdentity {
+  let certPem: string;
+  let keyPem: string;
+  if (config.tlsCert && config.tlsKey) {
+    certPem = readOrFail(config.tlsCert, 'tls-cert');
+    keyPem = readOrFail(config.tlsKey, 'tls-key');
+  } else {
+    const dir = join(config.dataDir, 'tls');
+    const certPath = join(dir, 'cert.pem');
+    const keyPath = join(dir, 'key.pem');
+    if (!existsSync(certPath)) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const c = createSelfSignedCert({
+        commonName: 'tunnel-relay',
+        altNames: certAltNames(config),
+        now: nowWall,
+      });
+      writeSecretFile(keyPath, c.keyPem);
+      writeFileSync(certPath, c.certPem, { mode: 0o644 });
+    }
+    certPem = readFileSync(certPath, 'utf8');
+    keyPem = readFileSync(keyPath, 'utf8');
+  }
+  let certDer: Buffer;
+  try {
+    certDer = pemDecodeFirst(certPem);
+  } catch {
+    throw new TunnelError('BAD_CONFIG', 'tls-cert: the file holds no PEM CERTIFICATE block');
+  }
+  let matches = false;
+  try {
+    matches = keyMatchesCert(keyPem, certDer);
+  } catch {
+    throw new TunnelError('BAD_CONFIG', 'tls-key: the file holds no readable PEM private key');
+  }
+  if (!matches) throw new TunnelError('BAD_CONFIG', 'tls-key: the private key does not belong to tls-cert');
+  return { certPem, keyPem, certDer, caPin: caPinOf(certDer) };
+}
+
+export function loadOrCreateHubKey(dataDir: string): KeyPair {
+  const path = join(dataDir, 'hub.key');
+  if (!existsSync(path)) {
+    const kp = generateKeyPair();
+    writeSecretFile(path, `${keyToBase64(kp.privateKey)}\n`);
+    return kp;
+  }
+  const privateKey = parseKey(readFileSync(path, 'utf8'), `hub private key (${path})`);
+  return { privateKey, publicKey: publicKeyFromPrivate(privateKey) };
+}
+
+/**
+ * Issues the first admin access key if this store has never issued one. Returns the key (to print
+ * once) or null on every later start.
+ */
+export async function ensureAdminKey(store: Store, nowWall: number): Promise<string | null> {
+  if ((await store.getMeta('initial-admin-key')) !== null) return null;
+  // Key first, marker second: a crash in between yields a second admin key on the next start
+  // rather than none.
+  const id = newId('k_');
+  const token = newSecret('accessKey');
+  await store.createAccessKey(
+    {
+      id,
+      role: 'admin',
+      description: 'initial admin key (first start)',
+      createdAt: nowWall,
+      expiresAt: null,
+      revokedAt: null,
+    },
+    hashSecret(token),
+    {
+      at: nowWall,
+      actor: 'system',
+      action: 'token.create',
+      target: id,
+      source: 'local',
+      detail: { role: 'admin' },
+    },
+  );
+  await store.initMeta('initial-admin-key', id);
+  return token;
+}

@@ -1,0 +1,186 @@
+/** Cluster routes: create, list, get, accept, deny, rotate-psk, delete, kubeconfig. */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { stringify as toYaml } from 'yaml';
+import { TunnelError } from '../../shared/errors.js';
+import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
+import { actorOf, bearerToken, requireClusterRead, requireClusterWrite } from '../auth.js';
+import { auditEntry, clusterView, principalOf, type RelayContext } from '../context.js';
+import { parseDuration } from '../duration.js';
+import { checkName } from '../names.js';
+import {
+  ClusterList,
+  Cluster as ClusterSchema,
+  ClusterWithBootstrap,
+  CreateClusterBody,
+  Deleted,
+  ErrorBody,
+  NameParams,
+  RotatePskBody,
+} from '../schemas.js';
+import { hashSecret, newId, newSecret } from '../secrets.js';
+import type { ClusterRecord, NewSecret } from '../store/types.js';
+
+const DEFAULT_PSK_TTL = '24h';
+
+export function joinCommand(publicUrl: string, cluster: string, psk: string, caPin: string): string {
+  return `tunnel-client join --relay ${publicUrl} --cluster ${cluster} --psk ${psk} --ca-pin ${caPin}`;
+}
+
+function issuePsk(ctx: RelayContext, ttlText: string | undefined): { psk: string; record: NewSecret } {
+  const ttl = parseDuration(ttlText ?? DEFAULT_PSK_TTL, 'pskTtl');
+  const psk = newSecret('psk');
+  return { psk, record: { id: newId('p_'), hash: hashSecret(psk), expiresAt: ctx.clock.wallNow() + ttl } };
+}
+
+function bootstrapView(ctx: RelayContext, cluster: string, psk: string, expiresAt: number) {
+  return {
+    psk,
+    expiresAt: new Date(expiresAt).toISOString(),
+    joinCommand: joinCommand(ctx.publicUrl(), cluster, psk, ctx.caPin),
+  };
+}
+
+async function mustGet(ctx: RelayContext, name: string): Promise<ClusterRecord> {
+  const c = await ctx.store.getCluster(checkName(name, 'cluster name'));
+  if (!c) throw new TunnelError('NOT_FOUND', `cluster "${name}" does not exist`);
+  return c;
+}
+
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  429: ErrorBody,
+};
+
+export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
+  app.post(
+    '/api/v1/clusters',
+    { schema: { body: CreateClusterBody, response: { 201: ClusterWithBootstrap, ...errors } } },
+    async (req, reply) => {
+      const p = await principalOf(ctx, req);
+      const group = checkName(req.body.group ?? 'default', 'group');
+      requireClusterWrite(p, group, `create clusters in group ${group}`);
+      const name = checkName(req.body.name, 'cluster name');
+      const { psk, record } = issuePsk(ctx, req.body.pskTtl);
+      const c = await ctx.store.createCluster(
+        { name, group, displayName: req.body.displayName ?? name, createdAt: ctx.clock.wallNow() },
+        record,
+        auditEntry(ctx, req, actorOf(p), 'cluster.create', name, { group, pskId: record.id }),
+      );
+      reply.code(201);
+      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, name, psk, record.expiresAt!) };
+    },
+  );
+
+  app.get('/api/v1/clusters', { schema: { response: { 200: ClusterList, ...errors } } }, async (req) => {
+    const p = await principalOf(ctx, req);
+    requireClusterRead(p, null, 'list clusters');
+    const group = p.kind === 'key' && p.group !== null ? p.group : undefined;
+    const items = await ctx.store.listClusters(group === undefined ? {} : { group });
+    return { items: items.map((c) => clusterView(ctx, c)) };
+  });
+
+  app.get(
+    '/api/v1/clusters/:name',
+    { schema: { params: NameParams, response: { 200: ClusterSchema, ...errors } } },
+    async (req) => {
+      const p = await principalOf(ctx, req);
+      const c = await mustGet(ctx, req.params.name);
+      requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
+      return clusterView(ctx, c);
+    },
+  );
+
+  for (const action of ['accept', 'deny'] as const) {
+    app.post(
+      `/api/v1/clusters/:name/${action}`,
+      { schema: { params: NameParams, response: { 200: ClusterSchema, ...errors } } },
+      async (req) => {
+        const p = await principalOf(ctx, req);
+        const before = await mustGet(ctx, req.params.name);
+        requireClusterWrite(p, before.group, `${action} clusters in group ${before.group}`);
+        const status = action === 'accept' ? 'Accepted' : 'Denied';
+        const c = await ctx.store.setClusterStatus(
+          before.name,
+          status,
+          ctx.clock.wallNow(),
+          keyToBase64(generatePresharedKey()),
+          auditEntry(ctx, req, actorOf(p), `cluster.${action}`, before.name, { from: before.status }),
+        );
+        if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+        if (action === 'deny' && before.publicKey !== null) {
+          ctx.hooks.emit('cluster-denied', { cluster: c.name, publicKey: before.publicKey });
+        }
+        return clusterView(ctx, c);
+      },
+    );
+  }
+
+  app.post(
+    '/api/v1/clusters/:name/rotate-psk',
+    {
+      schema: { params: NameParams, body: RotatePskBody, response: { 200: ClusterWithBootstrap, ...errors } },
+    },
+    async (req) => {
+      const p = await principalOf(ctx, req);
+      const before = await mustGet(ctx, req.params.name);
+      requireClusterWrite(p, before.group, `rotate PSKs in group ${before.group}`);
+      const { psk, record } = issuePsk(ctx, req.body.pskTtl);
+      const c = await ctx.store.rotatePsk(
+        before.name,
+        record,
+        auditEntry(ctx, req, actorOf(p), 'cluster.rotate-psk', before.name, { pskId: record.id }),
+      );
+      if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, c.name, psk, record.expiresAt!) };
+    },
+  );
+
+  app.delete(
+    '/api/v1/clusters/:name',
+    { schema: { params: NameParams, response: { 200: Deleted, ...errors } } },
+    async (req) => {
+      const p = await principalOf(ctx, req);
+      const before = await mustGet(ctx, req.params.name);
+      requireClusterWrite(p, before.group, `delete clusters in group ${before.group}`);
+      const c = await ctx.store.deleteCluster(
+        before.name,
+        auditEntry(ctx, req, actorOf(p), 'cluster.delete', before.name),
+      );
+      if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+      ctx.hooks.forget(c.name);
+      if (c.publicKey !== null)
+        ctx.hooks.emit('cluster-deleted', { cluster: c.name, publicKey: c.publicKey });
+      return { deleted: c.name };
+    },
+  );
+
+  app.get('/api/v1/clusters/:name/kubeconfig', { schema: { params: NameParams } }, async (req, reply) => {
+    const p = await principalOf(ctx, req);
+    const c = await mustGet(ctx, req.params.name);
+    requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
+    const ctxName = `${c.name}-via-relay`;
+    const doc = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: ctxName,
+          cluster: {
+            server: `${ctx.publicUrl()}/api/v1/clusters/${c.name}/proxy`,
+            'certificate-authority-data': Buffer.from(ctx.caPem).toString('base64'),
+          },
+        },
+      ],
+      // The caller's own access key: the relay's proxy authenticates it (and does not forward it).
+      users: [{ name: ctxName, user: { token: bearerToken(req) ?? '' } }],
+      contexts: [{ name: ctxName, context: { cluster: ctxName, user: ctxName } }],
+      'current-context': ctxName,
+    };
+    reply.type('text/yaml; charset=utf-8');
+    return toYaml(doc);
+  });
+};

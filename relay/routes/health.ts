@@ -1,0 +1,60 @@
+/** /healthz (process up), /readyz (store answers), /metrics (Prometheus text). No credentials. */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { TunnelError } from '../../shared/errors.js';
+import type { RelayContext } from '../context.js';
+
+export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
+  app.get('/healthz', async (_req, reply) => {
+    reply.type('text/plain; charset=utf-8');
+    return 'ok\n';
+  });
+
+  app.get('/readyz', async (_req, reply) => {
+    try {
+      await ctx.store.ping();
+    } catch {
+      throw new TunnelError('CLOSED', 'the store does not answer');
+    }
+    reply.type('text/plain; charset=utf-8');
+    return 'ready\n';
+  });
+
+  app.get('/metrics', async (_req, reply) => {
+    const byStatus = await ctx.store.countClustersByStatus();
+    const clusters = await ctx.store.listClusters();
+    const now = ctx.clock.wallNow();
+    const graceMs = 3 * ctx.config.leaseDurationSeconds * 1000;
+    let fresh = 0;
+    let connected = 0;
+    for (const c of clusters) {
+      if (c.leaseRenewAt !== null && now < c.leaseRenewAt + graceMs) fresh++;
+      if (ctx.hooks.connection(c.name).connected) connected++;
+    }
+    reply.type('text/plain; version=0.0.4; charset=utf-8');
+    return ctx.metrics.render([
+      {
+        name: 'tunnel_relay_clusters',
+        help: 'Clusters by registration status.',
+        samples: Object.entries(byStatus).map(([status, n]) => [{ status }, n]),
+      },
+      {
+        name: 'tunnel_relay_leases_fresh',
+        help: 'Clusters whose lease is fresh (Available=True).',
+        samples: [[{}, fresh]],
+      },
+      {
+        name: 'tunnel_relay_agents_connected',
+        help: 'Clusters with a live agent session.',
+        samples: [[{}, connected]],
+      },
+      {
+        name: 'tunnel_relay_registration_limiter_entries',
+        help: 'Sources and cluster names being counted for failed registrations.',
+        samples: [
+          [{ by: 'source' }, ctx.limiter.bySource.size],
+          [{ by: 'cluster' }, ctx.limiter.byCluster.size],
+        ],
+      },
+    ]);
+  });
+};

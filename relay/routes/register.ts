@@ -1,0 +1,184 @@
+/**
+ * Registration and the agent's own calls: POST /register (cluster PSK or bootstrap key),
+ * GET /agent, POST /agent/lease, DELETE /agent.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { TunnelError } from '../../shared/errors.js';
+import { generatePresharedKey, keyToBase64, parseKey } from '../../shared/keys.js';
+import { bearerToken, type Principal, parseRole } from '../auth.js';
+import { graceMs } from '../conditions.js';
+import { auditEntry, logAudit, principalOf, type RelayContext, tunnelView } from '../context.js';
+import { checkName } from '../names.js';
+import {
+  AgentReply,
+  ErrorBody,
+  LeaseBody,
+  LeaseReply,
+  RegisterBody,
+  RegisterReply,
+  Unjoined,
+} from '../schemas.js';
+import { hashSecret, newId, newSecret, secretKind } from '../secrets.js';
+import type { ClusterRecord } from '../store/types.js';
+import { deepMerge, valuesVersion } from '../values.js';
+
+const REJECTED = 'bootstrap credential refused';
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  429: ErrorBody,
+};
+
+async function agentOf(
+  ctx: RelayContext,
+  req: FastifyRequest,
+): Promise<{ p: Principal & { kind: 'agent' }; c: ClusterRecord }> {
+  const p = await principalOf(ctx, req);
+  if (p.kind !== 'agent') throw new TunnelError('FORBIDDEN', 'this route takes an agent credential');
+  const c = await ctx.store.getCluster(p.cluster);
+  if (!c) throw new TunnelError('UNAUTHENTICATED', 'missing, unknown, expired or revoked credential');
+  if (c.status === 'Denied')
+    throw new TunnelError('CLUSTER_DENIED', `cluster "${c.name}" was denied by an administrator`);
+  return { p, c };
+}
+
+export async function clusterValuesVersion(ctx: RelayContext, name: string): Promise<string> {
+  const [platform, own] = await Promise.all([
+    ctx.store.getPlatformValues(),
+    ctx.store.getClusterValues(name),
+  ]);
+  return valuesVersion(deepMerge(platform, own ?? {}));
+}
+
+export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
+  app.post(
+    '/api/v1/register',
+    { schema: { body: RegisterBody, response: { 201: RegisterReply, ...errors } } },
+    async (req, reply) => {
+      const source = req.ip;
+      const name = checkName(req.body.cluster, 'cluster');
+      if (ctx.limiter.bySource.blocked(source) || ctx.limiter.byCluster.blocked(name)) {
+        ctx.metrics.registrations.inc({ result: 'rate_limited' });
+        throw new TunnelError('RATE_LIMITED', 'too many failed registrations; retry in a few minutes');
+      }
+      const fail = (): never => {
+        ctx.limiter.bySource.fail(source);
+        ctx.limiter.byCluster.fail(name);
+        ctx.metrics.registrations.inc({ result: 'rejected' });
+        ctx.log.warn({ cluster: name, source }, 'registration refused');
+        throw new TunnelError('BOOTSTRAP_REJECTED', REJECTED);
+      };
+      const token = bearerToken(req);
+      const kind = token === null ? null : secretKind(token);
+      let via: { kind: 'psk'; pskHash: string } | { kind: 'bootstrap'; keyId: string; group: string };
+      let actor: string;
+      if (token !== null && kind === 'psk') {
+        via = { kind: 'psk', pskHash: hashSecret(token) };
+        actor = `psk:${name}`;
+      } else if (token !== null && kind === 'accessKey') {
+        const k = await ctx.store.findAccessKey(hashSecret(token));
+        const now = ctx.clock.wallNow();
+        if (
+          !k ||
+          k.revokedAt !== null ||
+          (k.expiresAt !== null && k.expiresAt <= now) ||
+          parseRole(k.role) !== 'bootstrap'
+        ) {
+          return fail();
+        }
+        via = { kind: 'bootstrap', keyId: k.id, group: 'default' };
+        actor = `bootstrap:${k.id}`;
+      } else {
+        return fail();
+      }
+      const publicKey = keyToBase64(parseKey(req.body.publicKey, 'publicKey'));
+      const now = ctx.clock.wallNow();
+      const credential = newSecret('agent');
+      const audit = auditEntry(
+        ctx,
+        req,
+        actor,
+        'cluster.register',
+        name,
+        { publicKey, via: via.kind },
+        false,
+      );
+      const result = await ctx.store.register(
+        {
+          cluster: name,
+          publicKey,
+          agentVersion: req.body.agentVersion,
+          claims: req.body.claims ?? {},
+          now,
+          credential: { id: newId('a_'), hash: hashSecret(credential), expiresAt: null },
+          presharedKey: keyToBase64(generatePresharedKey()),
+          via,
+        },
+        audit,
+      );
+      if (!result.ok) {
+        if (result.reason === 'rejected') return fail();
+        ctx.metrics.registrations.inc({ result: 'conflict' });
+        throw new TunnelError(
+          'CONFLICT',
+          result.reason === 'key-in-use'
+            ? 'publicKey is already registered to another cluster'
+            : `cluster "${name}" exists and is not a Pending registration of this publicKey`,
+        );
+      }
+      logAudit(ctx, audit);
+      const c = result.cluster;
+      ctx.metrics.registrations.inc({ result: c.status === 'Accepted' ? 'accepted' : 'pending' });
+      reply.code(201);
+      return { cluster: c.name, status: c.status, agentCredential: credential, tunnel: tunnelView(ctx, c) };
+    },
+  );
+
+  app.get('/api/v1/agent', { schema: { response: { 200: AgentReply, ...errors } } }, async (req) => {
+    const { c } = await agentOf(ctx, req);
+    return {
+      cluster: c.name,
+      status: c.status,
+      tunnel: tunnelView(ctx, c),
+      valuesVersion: await clusterValuesVersion(ctx, c.name),
+    };
+  });
+
+  app.post(
+    '/api/v1/agent/lease',
+    { schema: { body: LeaseBody, response: { 200: LeaseReply, ...errors } } },
+    async (req) => {
+      const { c } = await agentOf(ctx, req);
+      const lease = ctx.config.leaseDurationSeconds;
+      const renewed = await ctx.store.renewLease(c.name, {
+        now: ctx.clock.wallNow(),
+        graceMs: graceMs(lease),
+        ...(req.body.claims ? { claims: req.body.claims } : {}),
+        ...(req.body.agentVersion ? { agentVersion: req.body.agentVersion } : {}),
+      });
+      if (!renewed) throw new TunnelError('CONFLICT', `cluster "${c.name}" has no registered agent`);
+      ctx.metrics.leaseRenewals.inc();
+      return {
+        leaseDurationSeconds: lease,
+        renewAfterSeconds: lease,
+        valuesVersion: await clusterValuesVersion(ctx, c.name),
+      };
+    },
+  );
+
+  app.delete('/api/v1/agent', { schema: { response: { 200: Unjoined, ...errors } } }, async (req) => {
+    const { p, c } = await agentOf(ctx, req);
+    const before = await ctx.store.unjoin(
+      c.name,
+      ctx.clock.wallNow(),
+      auditEntry(ctx, req, `agent:${p.cluster}`, 'cluster.unjoin', c.name),
+    );
+    if (before?.publicKey) ctx.hooks.emit('agent-unjoined', { cluster: c.name, publicKey: before.publicKey });
+    ctx.hooks.forget(c.name);
+    return { unjoined: c.name };
+  });
+};

@@ -1,0 +1,76 @@
+/** Access keys (admin only): create (shown once), list, revoke. */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { TunnelError } from '../../shared/errors.js';
+import { actorOf, parseRole, requireAdmin } from '../auth.js';
+import { auditEntry, principalOf, type RelayContext } from '../context.js';
+import { parseDuration } from '../duration.js';
+import { CreatedToken, CreateTokenBody, ErrorBody, IdParams, Revoked, TokenList } from '../schemas.js';
+import { hashSecret, newId, newSecret } from '../secrets.js';
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
+  app.post(
+    '/api/v1/tokens',
+    { schema: { body: CreateTokenBody, response: { 201: CreatedToken, ...errors } } },
+    async (req, reply) => {
+      const p = await principalOf(ctx, req);
+      requireAdmin(p, 'create access keys');
+      const role = parseRole(req.body.role);
+      if (!role) {
+        throw new TunnelError(
+          'BAD_INPUT',
+          `role ${JSON.stringify(req.body.role.slice(0, 80))} is not valid: expected admin, viewer, bootstrap or group-editor:<group>`,
+        );
+      }
+      const now = ctx.clock.wallNow();
+      const expiresAt = req.body.expiresIn ? now + parseDuration(req.body.expiresIn, 'expiresIn') : null;
+      const id = newId('k_');
+      const token = newSecret('accessKey');
+      await ctx.store.createAccessKey(
+        { id, role, description: req.body.description ?? '', createdAt: now, expiresAt, revokedAt: null },
+        hashSecret(token),
+        auditEntry(ctx, req, actorOf(p), 'token.create', id, { role }),
+      );
+      reply.code(201);
+      return { id, role, token, expiresAt: isoOrNull(expiresAt) };
+    },
+  );
+
+  app.get('/api/v1/tokens', { schema: { response: { 200: TokenList, ...errors } } }, async (req) => {
+    const p = await principalOf(ctx, req);
+    requireAdmin(p, 'list access keys');
+    const keys = await ctx.store.listAccessKeys();
+    return {
+      items: keys.map((k) => ({
+        id: k.id,
+        role: k.role,
+        description: k.description,
+        createdAt: new Date(k.createdAt).toISOString(),
+        expiresAt: isoOrNull(k.expiresAt),
+        revokedAt: isoOrNull(k.revokedAt),
+      })),
+    };
+  });
+
+  app.delete(
+    '/api/v1/tokens/:id',
+    { schema: { params: IdParams, response: { 200: Revoked, ...errors } } },
+    async (req) => {
+      const p = await principalOf(ctx, req);
+      requireAdmin(p, 'revoke access keys');
+      const ok = await ctx.store.revokeAccessKey(
+        req.params.id,
+        ctx.clock.wallNow(),
+        auditEntry(ctx, req, actorOf(p), 'token.revoke', req.params.id, {}, false),
+      );
+      if (!ok)
+        throw new TunnelError(
+          'NOT_FOUND',
+          `access key "${req.params.id.slice(0, 64)}" does not exist or is already revoked`,
+        );
+      return { revoked: req.params.id };
+    },
+  );
+};

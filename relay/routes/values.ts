@@ -1,0 +1,107 @@
+/**
+ * Agent values: platform `agentValues` (GET|PUT /api/v1/values), per-cluster annotation values
+ * (GET|PUT /api/v1/clusters/:name/values), and the agent-facing YAML at GET /clusters/:name
+ * (`?token=` or Bearer; `?source=platform-config|cluster-annotation`, merged when absent).
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { stringify as toYaml } from 'yaml';
+import { TunnelError } from '../../shared/errors.js';
+import {
+  actorOf,
+  type Principal,
+  requireAdmin,
+  requireClusterRead,
+  requireClusterWrite,
+  requireReader,
+} from '../auth.js';
+import { auditEntry, principalOf, type RelayContext } from '../context.js';
+import { checkName } from '../names.js';
+import { ErrorBody, NameParams, ValuesObject, ValuesQuery } from '../schemas.js';
+import type { ClusterRecord } from '../store/types.js';
+import { deepMerge } from '../values.js';
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
+
+async function clusterFor(ctx: RelayContext, name: string): Promise<ClusterRecord> {
+  const c = await ctx.store.getCluster(checkName(name, 'cluster name'));
+  if (!c) throw new TunnelError('NOT_FOUND', `cluster "${name}" does not exist`);
+  return c;
+}
+
+/** Readers of a cluster's values: admin, viewer, its group's editor, and its own agent. */
+function requireValuesRead(p: Principal, c: ClusterRecord): void {
+  if (p.kind === 'agent') {
+    if (p.cluster !== c.name)
+      throw new TunnelError('FORBIDDEN', "an agent may read only its own cluster's values");
+    return;
+  }
+  requireClusterRead(p, c.group, `read values of clusters in group ${c.group}`);
+}
+
+export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
+  app.get('/api/v1/values', { schema: { response: { 200: ValuesObject, ...errors } } }, async (req) => {
+    const p = await principalOf(ctx, req);
+    requireReader(p, 'read platform values');
+    return ctx.store.getPlatformValues();
+  });
+
+  app.put(
+    '/api/v1/values',
+    { schema: { body: ValuesObject, response: { 200: ValuesObject, ...errors } } },
+    async (req) => {
+      const p = await principalOf(ctx, req);
+      requireAdmin(p, 'set platform values');
+      await ctx.store.setPlatformValues(req.body, auditEntry(ctx, req, actorOf(p), 'values.set', 'platform'));
+      return req.body;
+    },
+  );
+
+  app.get(
+    '/api/v1/clusters/:name/values',
+    { schema: { params: NameParams, response: { 200: ValuesObject, ...errors } } },
+    async (req) => {
+      const p = await principalOf(ctx, req);
+      const c = await clusterFor(ctx, req.params.name);
+      requireValuesRead(p, c);
+      return (await ctx.store.getClusterValues(c.name)) ?? {};
+    },
+  );
+
+  app.put(
+    '/api/v1/clusters/:name/values',
+    { schema: { params: NameParams, body: ValuesObject, response: { 200: ValuesObject, ...errors } } },
+    async (req) => {
+      const p = await principalOf(ctx, req);
+      const c = await clusterFor(ctx, req.params.name);
+      requireClusterWrite(p, c.group, `set values of clusters in group ${c.group}`);
+      const ok = await ctx.store.setClusterValues(
+        c.name,
+        req.body,
+        auditEntry(ctx, req, actorOf(p), 'values.set', c.name, {}, false),
+      );
+      if (!ok) throw new TunnelError('NOT_FOUND', `cluster "${c.name}" does not exist`);
+      return req.body;
+    },
+  );
+
+  app.get(
+    '/clusters/:name',
+    { schema: { params: NameParams, querystring: ValuesQuery } },
+    async (req, reply) => {
+      const p = await principalOf(ctx, req, true);
+      const c = await clusterFor(ctx, req.params.name);
+      requireValuesRead(p, c);
+      const platform = await ctx.store.getPlatformValues();
+      const own = (await ctx.store.getClusterValues(c.name)) ?? {};
+      const source = req.query.source;
+      const doc =
+        source === 'platform-config'
+          ? platform
+          : source === 'cluster-annotation'
+            ? own
+            : deepMerge(platform, own);
+      reply.type('text/yaml; charset=utf-8');
+      return toYaml(doc);
+    },
+  );
+};

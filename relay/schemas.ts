@@ -1,0 +1,209 @@
+/**
+ * TypeBox schemas for every request and response. Objects are closed (additionalProperties: false):
+ * requests with unknown fields are refused, and responses serialise only the listed fields, so a
+ * secret added to a record can never leak through a route that does not name it.
+ */
+import { type TSchema, Type } from '@sinclair/typebox';
+
+const closed = { additionalProperties: false } as const;
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+export const LIMITS = {
+  nameMax: 63,
+  displayNameMax: 128,
+  descriptionMax: 256,
+  claimsMax: 20,
+  claimKeyMax: 64,
+  claimValueMax: 1024,
+  agentVersionMax: 64,
+  durationTextMax: 32,
+} as const;
+
+export const ErrorBody = Type.Object(
+  { error: Type.Object({ code: Type.String(), message: Type.String() }, closed) },
+  closed,
+);
+
+export const Condition = Type.Object(
+  {
+    type: Type.String(),
+    status: Type.String(),
+    reason: Type.String(),
+    message: Type.String(),
+    lastTransitionTime: Type.String(),
+  },
+  closed,
+);
+
+export const Claims = Type.Record(
+  Type.String({
+    minLength: 1,
+    maxLength: LIMITS.claimKeyMax,
+    pattern: '^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$',
+  }),
+  Type.String({ minLength: 1, maxLength: LIMITS.claimValueMax }),
+  { maxProperties: LIMITS.claimsMax },
+);
+
+export const Cluster = Type.Object(
+  {
+    name: Type.String(),
+    group: Type.String(),
+    displayName: Type.String(),
+    status: Type.String(),
+    conditions: Type.Array(Condition),
+    connected: Type.Boolean(),
+    path: Type.String(),
+    agentVersion: Nullable(Type.String()),
+    publicKey: Nullable(Type.String()),
+    address: Nullable(Type.String()),
+    claims: Type.Record(Type.String(), Type.String()),
+    leaseRenewTime: Nullable(Type.String()),
+    lastHandshake: Nullable(Type.String()),
+    rttMs: Nullable(Type.Number()),
+    bytesIn: Type.Number(),
+    bytesOut: Type.Number(),
+    createdAt: Type.String(),
+  },
+  closed,
+);
+
+export const Bootstrap = Type.Object(
+  { psk: Type.String(), expiresAt: Type.String(), joinCommand: Type.String() },
+  closed,
+);
+
+export const Tunnel = Type.Object(
+  {
+    hubPublicKey: Type.String(),
+    presharedKey: Type.String(),
+    address: Type.String(),
+    hubAddress: Type.String(),
+    relayUrl: Type.String(),
+    derpUrl: Type.String(),
+    udpEndpoint: Nullable(Type.String()),
+  },
+  closed,
+);
+
+export const NameParams = Type.Object({ name: Type.String({ maxLength: 253 }) }, closed);
+export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) }, closed);
+
+const DurationText = Type.String({ minLength: 1, maxLength: LIMITS.durationTextMax });
+
+export const CreateClusterBody = Type.Object(
+  {
+    name: Type.String({ maxLength: 253 }),
+    group: Type.Optional(Type.String({ maxLength: 253 })),
+    displayName: Type.Optional(Type.String({ maxLength: LIMITS.displayNameMax })),
+    pskTtl: Type.Optional(DurationText),
+  },
+  closed,
+);
+export const RotatePskBody = Type.Object({ pskTtl: Type.Optional(DurationText) }, closed);
+export const ClusterWithBootstrap = Type.Object({ cluster: Cluster, bootstrap: Bootstrap }, closed);
+export const ClusterList = Type.Object({ items: Type.Array(Cluster) }, closed);
+
+export const CreateTokenBody = Type.Object(
+  {
+    role: Type.String({ maxLength: 80 }),
+    description: Type.Optional(Type.String({ maxLength: LIMITS.descriptionMax })),
+    expiresIn: Type.Optional(DurationText),
+  },
+  closed,
+);
+export const CreatedToken = Type.Object(
+  { id: Type.String(), role: Type.String(), token: Type.String(), expiresAt: Nullable(Type.String()) },
+  closed,
+);
+export const TokenList = Type.Object(
+  {
+    items: Type.Array(
+      Type.Object(
+        {
+          id: Type.String(),
+          role: Type.String(),
+          description: Type.String(),
+          createdAt: Type.String(),
+          expiresAt: Nullable(Type.String()),
+          revokedAt: Nullable(Type.String()),
+        },
+        closed,
+      ),
+    ),
+  },
+  closed,
+);
+
+export const RegisterBody = Type.Object(
+  {
+    cluster: Type.String({ maxLength: 253 }),
+    publicKey: Type.String({ maxLength: 128 }),
+    agentVersion: Type.String({ minLength: 1, maxLength: LIMITS.agentVersionMax }),
+    claims: Type.Optional(Claims),
+  },
+  closed,
+);
+export const RegisterReply = Type.Object(
+  {
+    cluster: Type.String(),
+    status: Type.String(),
+    agentCredential: Type.String(),
+    tunnel: Nullable(Tunnel),
+  },
+  closed,
+);
+export const AgentReply = Type.Object(
+  { cluster: Type.String(), status: Type.String(), tunnel: Nullable(Tunnel), valuesVersion: Type.String() },
+  closed,
+);
+export const LeaseBody = Type.Object(
+  {
+    claims: Type.Optional(Claims),
+    agentVersion: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.agentVersionMax })),
+  },
+  closed,
+);
+export const LeaseReply = Type.Object(
+  { leaseDurationSeconds: Type.Number(), renewAfterSeconds: Type.Number(), valuesVersion: Type.String() },
+  closed,
+);
+
+/** Values are free-form JSON objects (bounded by the 64 KiB body limit). */
+export const ValuesObject = Type.Record(Type.String(), Type.Unknown());
+
+export const AuditQuery = Type.Object(
+  { limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })) },
+  closed,
+);
+export const AuditList = Type.Object(
+  {
+    items: Type.Array(
+      Type.Object(
+        {
+          id: Type.Number(),
+          at: Type.String(),
+          actor: Type.String(),
+          action: Type.String(),
+          target: Type.String(),
+          source: Type.String(),
+          detail: Type.Record(Type.String(), Type.Unknown()),
+        },
+        closed,
+      ),
+    ),
+  },
+  closed,
+);
+
+export const ValuesQuery = Type.Object(
+  {
+    token: Type.Optional(Type.String({ maxLength: 128 })),
+    source: Type.Optional(Type.Union([Type.Literal('platform-config'), Type.Literal('cluster-annotation')])),
+  },
+  closed,
+);
+
+export const Unjoined = Type.Object({ unjoined: Type.String() }, closed);
+export const Deleted = Type.Object({ deleted: Type.String() }, closed);
+export const Revoked = Type.Object({ revoked: Type.String() }, closed);

@@ -1,0 +1,236 @@
+/**
+ * startRelay: one Fastify server on one TLS port, each concern an encapsulated plugin. On first
+ * start in an empty data dir it creates the TLS certificate, the hub node's WireGuard key pair and
+ * the first admin access key (returned once as `adminKey`).
+ */
+import type { Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import type { DestinationStream, Logger } from 'pino';
+import { type Clock, realClock } from '../shared/clock.js';
+import { type ErrorCode, isTunnelError, TunnelError } from '../shared/errors.js';
+import { keyToBase64 } from '../shared/keys.js';
+import type { RelayConfig } from './config.js';
+import type { RelayContext } from './context.js';
+import { RelayHooks } from './hooks.js';
+import { ensureAdminKey, ensureDataDir, loadOrCreateHubKey, loadOrCreateTls } from './identity.js';
+import { createLogger, redactUrl } from './logger.js';
+import { Metrics } from './metrics.js';
+import { FailureLimiter } from './rate-limit.js';
+import { auditRoutes } from './routes/audit.js';
+import { clusterRoutes } from './routes/clusters.js';
+import { healthRoutes } from './routes/health.js';
+import { registerRoutes } from './routes/register.js';
+import { tokenRoutes } from './routes/tokens.js';
+import { valuesRoutes } from './routes/values.js';
+import { redactSecrets } from './secrets.js';
+import { SqliteStore } from './store/sqlite.js';
+import type { Store } from './store/types.js';
+
+/** Request bodies over this get 413 PAYLOAD_TOO_LARGE. */
+export const BODY_LIMIT = 64 * 1024;
+/** Failed registrations: 10 per source address or per cluster name within 5 minutes. */
+export const REGISTER_FAILURES = { max: 10, windowMs: 5 * 60_000, maxEntries: 10_000 } as const;
+
+export interface StartOptions {
+  clock?: Clock;
+  /** Where log lines go (default stdout). */
+  logStream?: DestinationStream;
+  /** A store to use instead of the one the config names (tests). */
+  store?: Store;
+  /** Extra plugins (data plane: /derp, proxies) registered before the server listens. */
+  plugins?: Array<(app: FastifyInstance, relay: RelayContext) => Promise<void>>;
+}
+
+export interface RunningRelay {
+  /** https://host:port the server is bound to. */
+  url: string;
+  /** URL given to agents (config publicUrl, or `url`). */
+  publicUrl: string;
+  caPin: string;
+  caPem: string;
+  /** The first admin access key: only on the start that created it. */
+  adminKey?: string;
+  /** Base64 WireGuard public key of the hub node. */
+  hubPublicKey: string;
+  /** The hub node's WireGuard private key (32 bytes), for the data plane. */
+  hubPrivateKey: Buffer;
+  fastify: FastifyInstance;
+  httpsServer: HttpsServer;
+  store: Store;
+  hooks: RelayHooks;
+  log: Logger;
+  context: RelayContext;
+  close(): Promise<void>;
+}
+
+export function openStore(config: RelayConfig): Store {
+  if (config.store.kind === 'postgres') {
+    throw new TunnelError(
+      'BAD_CONFIG',
+      'store: postgres:// is not supported by this build yet; use sqlite:PATH',
+    );
+  }
+  return new SqliteStore(config.store.path);
+}
+
+function urlHost(host: string): string {
+  const h = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  return h.includes(':') ? `[${h}]` : h;
+}
+
+/** Maps Fastify's own errors (validation, body limit, media type) to the project's codes. */
+function mapError(err: FastifyError): TunnelError {
+  if (isTunnelError(err)) return err;
+  if (err.validation && err.validation.length > 0) {
+    const v = err.validation[0]!;
+    const where = `${err.validationContext ?? 'body'}${v.instancePath ? v.instancePath.replace(/\//g, '.') : ''}`;
+    const params = v.params as Record<string, unknown>;
+    if (typeof params.additionalProperty === 'string') {
+      return new TunnelError('BAD_INPUT', `${where}.${params.additionalProperty}: unknown field`);
+    }
+    if (typeof params.missingProperty === 'string') {
+      return new TunnelError('BAD_INPUT', `${where}.${params.missingProperty}: required`);
+    }
+    return new TunnelError('BAD_INPUT', `${where}: ${v.message ?? 'invalid'}`);
+  }
+  const byCode: Record<string, [ErrorCode, string]> = {
+    FST_ERR_CTP_BODY_TOO_LARGE: ['PAYLOAD_TOO_LARGE', `request body is over the ${BODY_LIMIT}-byte limit`],
+    FST_ERR_CTP_INVALID_MEDIA_TYPE: ['UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json'],
+    FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['BAD_INPUT', 'Content-Length does not match the body'],
+  };
+  const mapped = err.code ? byCode[err.code] : undefined;
+  if (mapped) return new TunnelError(mapped[0], mapped[1]);
+  if (err.statusCode === 413)
+    return new TunnelError('PAYLOAD_TOO_LARGE', `request body is over the ${BODY_LIMIT}-byte limit`);
+  if (err.statusCode === 415)
+    return new TunnelError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+  if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+    return new TunnelError('BAD_INPUT', `body: ${redactSecrets(err.message)}`);
+  }
+  return new TunnelError('INTERNAL', 'internal error');
+}
+
+export async function startRelay(config: RelayConfig, opts: StartOptions = {}): Promise<RunningRelay> {
+  const clock = opts.clock ?? realClock;
+  const log = createLogger(config.logLevel, opts.logStream);
+  ensureDataDir(config.dataDir);
+  const tls = loadOrCreateTls(config, clock.wallNow());
+  const hub = loadOrCreateHubKey(config.dataDir);
+  const store = opts.store ?? openStore(config);
+  let adminKey: string | null;
+  try {
+    adminKey = await ensureAdminKey(store, clock.wallNow());
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const hooks = new RelayHooks(store);
+  let boundUrl = '';
+  const ctx: RelayContext = {
+    store,
+    clock,
+    config,
+    hooks,
+    log,
+    metrics: new Metrics(),
+    limiter: {
+      bySource: new FailureLimiter(clock, REGISTER_FAILURES),
+      byCluster: new FailureLimiter(clock, REGISTER_FAILURES),
+    },
+    hubPublicKey: hub.publicKey,
+    caPin: tls.caPin,
+    caPem: tls.certPem,
+    publicUrl: () => config.publicUrl ?? boundUrl,
+  };
+
+  const app = Fastify({
+    https: { cert: tls.certPem, key: tls.keyPem },
+    loggerInstance: log,
+    bodyLimit: BODY_LIMIT,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Empty JSON bodies count as {} so body-less POSTs (accept, deny) work with or without a Content-Type.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, {});
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new TunnelError('BAD_INPUT', 'body: not valid JSON'), undefined);
+    }
+  });
+
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    const e = mapError(err);
+    if (e.code === 'INTERNAL') req.log.error({ err }, 'request failed');
+    else if (e.code === 'UNAUTHENTICATED' || e.code === 'BOOTSTRAP_REJECTED') ctx.metrics.authFailures.inc();
+    reply.code(e.status).send(e.toJSON());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = new TunnelError('NOT_FOUND', `no route ${req.method} ${redactUrl(req.url).split('?')[0]}`);
+    reply.code(404).send(e.toJSON());
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    ctx.metrics.requests.inc({ route: req.routeOptions.url ?? 'unmatched', code: String(reply.statusCode) });
+  });
+
+  await app.register(healthRoutes, { ctx });
+  await app.register(clusterRoutes, { ctx });
+  await app.register(registerRoutes, { ctx });
+  await app.register(tokenRoutes, { ctx });
+  await app.register(valuesRoutes, { ctx });
+  await app.register(auditRoutes, { ctx });
+  for (const plugin of opts.plugins ?? []) await plugin(app as unknown as FastifyInstance, ctx);
+
+  try {
+    await app.listen({ host: config.listen.host, port: config.listen.port });
+  } catch (err) {
+    await app.close();
+    await store.close();
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new TunnelError(
+      'BAD_CONFIG',
+      `listen: cannot bind ${config.listen.host}:${config.listen.port} (${code})`,
+    );
+  }
+  const addr = app.server.address() as AddressInfo;
+  boundUrl = `https://${urlHost(config.listen.host)}:${addr.port}`;
+  log.info({ url: boundUrl, publicUrl: ctx.publicUrl(), caPin: tls.caPin }, 'relay listening');
+
+  let closing: Promise<void> | null = null;
+  const relay: RunningRelay = {
+    url: boundUrl,
+    publicUrl: ctx.publicUrl(),
+    caPin: tls.caPin,
+    caPem: tls.certPem,
+    hubPublicKey: keyToBase64(hub.publicKey),
+    hubPrivateKey: hub.privateKey,
+    fastify: app as unknown as FastifyInstance,
+    httpsServer: app.server as HttpsServer,
+    store,
+    hooks,
+    log,
+    context: ctx,
+    close() {
+      closing ??= (async () => {
+        await app.close(); // stops accepting, waits for in-flight requests
+        await store.close();
+        hooks.removeAllListeners();
+      })();
+      return closing;
+    },
+  };
+  if (adminKey !== null) relay.adminKey = adminKey;
+  return relay;
+}

@@ -1,0 +1,63 @@
+/**
+ * Schema migrations, applied in order on start inside one transaction each. Plain SQL that
+ * PostgreSQL also accepts (TEXT, BIGINT, no SQLite-only types), so a pg store can reuse the list.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: initial schema
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  CREATE TABLE clusters (
+    name TEXT PRIMARY KEY,
+    grp TEXT NOT NULL,
+    display_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    status_changed_at BIGINT NOT NULL,
+    public_key TEXT UNIQUE,
+    addr_index BIGINT UNIQUE,
+    preshared_key TEXT,
+    agent_version TEXT,
+    claims TEXT NOT NULL DEFAULT '{}',
+    registered_at BIGINT,
+    lease_renew_at BIGINT,
+    available_since BIGINT,
+    values_json TEXT NOT NULL DEFAULT '{}'
+  );
+  CREATE INDEX clusters_grp ON clusters (grp);
+  CREATE TABLE psks (
+    id TEXT PRIMARY KEY,
+    cluster TEXT NOT NULL REFERENCES clusters (name) ON DELETE CASCADE,
+    hash TEXT NOT NULL UNIQUE,
+    expires_at BIGINT NOT NULL,
+    used_at BIGINT,
+    revoked_at BIGINT
+  );
+  CREATE INDEX psks_cluster ON psks (cluster);
+  CREATE TABLE agent_credentials (
+    id TEXT PRIMARY KEY,
+    cluster TEXT NOT NULL REFERENCES clusters (name) ON DELETE CASCADE,
+    hash TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL,
+    revoked_at BIGINT
+  );
+  CREATE INDEX agent_credentials_cluster ON agent_credentials (cluster);
+  CREATE TABLE access_keys (
+    id TEXT PRIMARY KEY,
+    role TEXT NOT NULL,
+    description TEXT NOT NULL,
+    hash TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT,
+    revoked_at BIGINT
+  );
+  CREATE TABLE audit (
+    id INTEGER PRIMARY KEY,
+    at BIGINT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    source TEXT NOT NULL,
+    detail TEXT NOT NULL
+  );
+  `,
+];

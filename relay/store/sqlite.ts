@@ -1,0 +1,565 @@
+/**
+ * SQLite store (better-sqlite3): WAL journal, foreign keys on, migrations on open, every multi-row
+ * change in one transaction together with its audit row. `:memory:` gives a private in-memory
+ * database for unit tests.
+ */
+import Database from 'better-sqlite3';
+import { TunnelError } from '../../shared/errors.js';
+import { FIRST_AGENT_INDEX, indexToAddress, LAST_AGENT_INDEX } from '../addresses.js';
+import { MIGRATIONS } from './migrations.js';
+import type {
+  AccessKeyRecord,
+  AgentIdentity,
+  AuditEntry,
+  AuditRecord,
+  ClusterRecord,
+  ClusterStatus,
+  LeaseInput,
+  NewCluster,
+  NewSecret,
+  RegisterInput,
+  RegisterResult,
+  Store,
+  StoreLimits,
+} from './types.js';
+
+export const DEFAULT_STORE_LIMITS: StoreLimits = {
+  maxClusters: 100_000,
+  maxAccessKeys: 10_000,
+  maxAuditRows: 100_000,
+};
+
+interface ClusterRow {
+  name: string;
+  grp: string;
+  display_name: string;
+  status: string;
+  created_at: number;
+  status_changed_at: number;
+  public_key: string | null;
+  addr_index: number | null;
+  preshared_key: string | null;
+  agent_version: string | null;
+  claims: string;
+  registered_at: number | null;
+  lease_renew_at: number | null;
+  available_since: number | null;
+}
+
+interface KeyRow {
+  id: string;
+  role: string;
+  description: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+function toCluster(r: ClusterRow): ClusterRecord {
+  return {
+    name: r.name,
+    group: r.grp,
+    displayName: r.display_name,
+    status: r.status as ClusterStatus,
+    createdAt: r.created_at,
+    statusChangedAt: r.status_changed_at,
+    publicKey: r.public_key,
+    address: r.addr_index === null ? null : indexToAddress(r.addr_index),
+    presharedKey: r.preshared_key,
+    agentVersion: r.agent_version,
+    claims: JSON.parse(r.claims) as Record<string, string>,
+    registeredAt: r.registered_at,
+    leaseRenewAt: r.lease_renew_at,
+    availableSince: r.available_since,
+  };
+}
+
+function toKey(r: KeyRow): AccessKeyRecord {
+  return {
+    id: r.id,
+    role: r.role,
+    description: r.description,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    revokedAt: r.revoked_at,
+  };
+}
+
+const CLUSTER_COLS =
+  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since';
+
+export class SqliteStore implements Store {
+  readonly #db: Database.Database;
+  readonly #limits: StoreLimits;
+  readonly #q;
+  #closed = false;
+
+  constructor(path: string, limits: Partial<StoreLimits> = {}) {
+    this.#limits = { ...DEFAULT_STORE_LIMITS, ...limits };
+    this.#db = new Database(path);
+    if (path !== ':memory:') this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('foreign_keys = ON');
+    this.#db.pragma('synchronous = NORMAL');
+    this.#db.pragma('busy_timeout = 5000');
+    this.#migrate();
+    const db = this.#db;
+    this.#q = {
+      getCluster: db.prepare<[string], ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters WHERE name = ?`),
+      clusterByKey: db.prepare<[string], ClusterRow>(
+        `SELECT ${CLUSTER_COLS} FROM clusters WHERE public_key = ?`,
+      ),
+      countClusters: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM clusters'),
+      insertAudit: db.prepare(
+        'INSERT INTO audit (at, actor, action, target, source, detail) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      pruneAudit: db.prepare('DELETE FROM audit WHERE id <= ?'),
+      findAgent: db.prepare<[string], { id: string; cluster: string }>(
+        'SELECT id, cluster FROM agent_credentials WHERE hash = ? AND revoked_at IS NULL',
+      ),
+      renew: db.prepare(
+        `UPDATE clusters SET lease_renew_at = @now,
+           available_since = CASE WHEN lease_renew_at IS NULL OR available_since IS NULL
+             OR @now >= lease_renew_at + @grace THEN @now ELSE available_since END,
+           claims = COALESCE(@claims, claims), agent_version = COALESCE(@agentVersion, agent_version)
+         WHERE name = @name AND public_key IS NOT NULL`,
+      ),
+      // Lowest free host number: FIRST if free, else the smallest n+1 whose successor is free.
+      freeIndex: db.prepare<[{ first: number; last: number }], { i: number | null }>(
+        `SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM clusters WHERE addr_index = @first) THEN @first ELSE
+           (SELECT MIN(a.addr_index + 1) FROM clusters a WHERE a.addr_index >= @first AND a.addr_index < @last
+              AND NOT EXISTS (SELECT 1 FROM clusters b WHERE b.addr_index = a.addr_index + 1)) END AS i`,
+      ),
+      findKey: db.prepare<[string], KeyRow>(
+        'SELECT id, role, description, created_at, expires_at, revoked_at FROM access_keys WHERE hash = ?',
+      ),
+      getMeta: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
+    };
+  }
+
+  #migrate(): void {
+    this.#db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT)',
+    );
+    const row = this.#db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as {
+      v: number | null;
+    };
+    const have = row.v ?? 0;
+    if (have > MIGRATIONS.length) {
+      throw new TunnelError(
+        'BAD_CONFIG',
+        `store: the database has schema version ${have}, newer than this relay (${MIGRATIONS.length}); upgrade the relay`,
+      );
+    }
+    for (let v = have + 1; v <= MIGRATIONS.length; v++) {
+      this.#db.transaction(() => {
+        this.#db.exec(MIGRATIONS[v - 1]!);
+        this.#db
+          .prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)')
+          .run(v, Date.now());
+      })();
+    }
+  }
+
+  #audit(e: AuditEntry): void {
+    const info = this.#q.insertAudit.run(
+      e.at,
+      e.actor,
+      e.action,
+      e.target,
+      e.source,
+      JSON.stringify(e.detail),
+    );
+    const id = Number(info.lastInsertRowid);
+    if (id > this.#limits.maxAuditRows && id % 1000 === 0)
+      this.#q.pruneAudit.run(id - this.#limits.maxAuditRows);
+  }
+
+  #cluster(name: string): ClusterRecord | null {
+    const r = this.#q.getCluster.get(name);
+    return r ? toCluster(r) : null;
+  }
+
+  #allocate(name: string, presharedKey: string): void {
+    const i = this.#q.freeIndex.get({ first: FIRST_AGENT_INDEX, last: LAST_AGENT_INDEX })?.i ?? null;
+    if (i === null || i > LAST_AGENT_INDEX) {
+      throw new TunnelError('LIMIT_EXCEEDED', 'tunnel addresses: all of 100.64.0.0/10 is allocated');
+    }
+    this.#db
+      .prepare('UPDATE clusters SET addr_index = ?, preshared_key = ? WHERE name = ?')
+      .run(i, presharedKey, name);
+  }
+
+  #tx<T>(fn: () => T): Promise<T> {
+    if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'store is closed'));
+    try {
+      return Promise.resolve(this.#db.transaction(fn)());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#db.close();
+  }
+
+  async ping(): Promise<void> {
+    await this.#tx(() => this.#db.prepare('SELECT 1').get());
+  }
+
+  getMeta(key: string): Promise<string | null> {
+    return this.#tx(() => this.#q.getMeta.get(key)?.value ?? null);
+  }
+
+  initMeta(key: string, value: string): Promise<boolean> {
+    return this.#tx(
+      () =>
+        this.#db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, value)
+          .changes === 1,
+    );
+  }
+
+  createCluster(c: NewCluster, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord> {
+    return this.#tx(() => {
+      if (this.#q.getCluster.get(c.name))
+        throw new TunnelError('CONFLICT', `cluster "${c.name}" already exists`);
+      if (this.#q.countClusters.get()!.n >= this.#limits.maxClusters) {
+        throw new TunnelError(
+          'LIMIT_EXCEEDED',
+          `clusters: the relay already holds ${this.#limits.maxClusters}`,
+        );
+      }
+      this.#db
+        .prepare(
+          `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
+           VALUES (?, ?, ?, 'Pending', ?, ?)`,
+        )
+        .run(c.name, c.group, c.displayName, c.createdAt, c.createdAt);
+      this.#db
+        .prepare('INSERT INTO psks (id, cluster, hash, expires_at) VALUES (?, ?, ?, ?)')
+        .run(psk.id, c.name, psk.hash, psk.expiresAt);
+      this.#audit(audit);
+      return this.#cluster(c.name)!;
+    });
+  }
+
+  getCluster(name: string): Promise<ClusterRecord | null> {
+    return this.#tx(() => this.#cluster(name));
+  }
+
+  listClusters(filter: { group?: string } = {}): Promise<ClusterRecord[]> {
+    return this.#tx(() => {
+      const rows =
+        filter.group === undefined
+          ? this.#db.prepare<[], ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters ORDER BY name`).all()
+          : this.#db
+              .prepare<[string], ClusterRow>(
+                `SELECT ${CLUSTER_COLS} FROM clusters WHERE grp = ? ORDER BY name`,
+              )
+              .all(filter.group);
+      return rows.map(toCluster);
+    });
+  }
+
+  countClustersByStatus(): Promise<Record<string, number>> {
+    return this.#tx(() => {
+      const out: Record<string, number> = { Pending: 0, Accepted: 0, Denied: 0 };
+      const rows = this.#db
+        .prepare<[], { status: string; n: number }>(
+          'SELECT status, COUNT(*) AS n FROM clusters GROUP BY status',
+        )
+        .all();
+      for (const r of rows) out[r.status] = r.n;
+      return out;
+    });
+  }
+
+  setClusterStatus(
+    name: string,
+    status: 'Accepted' | 'Denied',
+    now: number,
+    presharedKey: string,
+    audit: AuditEntry,
+  ): Promise<ClusterRecord | null> {
+    return this.#tx(() => {
+      const c = this.#cluster(name);
+      if (!c) return null;
+      if (c.status !== status) {
+        this.#db
+          .prepare('UPDATE clusters SET status = ?, status_changed_at = ? WHERE name = ?')
+          .run(status, now, name);
+      }
+      if (status === 'Accepted' && c.publicKey !== null && c.address === null)
+        this.#allocate(name, presharedKey);
+      this.#audit(audit);
+      return this.#cluster(name);
+    });
+  }
+
+  rotatePsk(name: string, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord | null> {
+    return this.#tx(() => {
+      const c = this.#cluster(name);
+      if (!c) return null;
+      this.#db
+        .prepare(
+          'UPDATE psks SET revoked_at = ? WHERE cluster = ? AND used_at IS NULL AND revoked_at IS NULL',
+        )
+        .run(audit.at, name);
+      this.#db
+        .prepare('INSERT INTO psks (id, cluster, hash, expires_at) VALUES (?, ?, ?, ?)')
+        .run(psk.id, name, psk.hash, psk.expiresAt);
+      this.#audit(audit);
+      return c;
+    });
+  }
+
+  deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null> {
+    return this.#tx(() => {
+      const c = this.#cluster(name);
+      if (!c) return null;
+      // Child rows go by ON DELETE CASCADE; the address is a column of the deleted row.
+      this.#db.prepare('DELETE FROM clusters WHERE name = ?').run(name);
+      this.#audit(audit);
+      return c;
+    });
+  }
+
+  register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult> {
+    return this.#tx((): RegisterResult => {
+      const owner = this.#q.clusterByKey.get(input.publicKey);
+      if (owner && owner.name !== input.cluster) return { ok: false, reason: 'key-in-use' };
+      let status: ClusterStatus;
+      if (input.via.kind === 'psk') {
+        const psk = this.#db
+          .prepare<
+            [string],
+            {
+              id: string;
+              cluster: string;
+              expires_at: number;
+              used_at: number | null;
+              revoked_at: number | null;
+            }
+          >('SELECT id, cluster, expires_at, used_at, revoked_at FROM psks WHERE hash = ?')
+          .get(input.via.pskHash);
+        if (
+          !psk ||
+          psk.cluster !== input.cluster ||
+          psk.used_at !== null ||
+          psk.revoked_at !== null ||
+          psk.expires_at <= input.now
+        ) {
+          return { ok: false, reason: 'rejected' };
+        }
+        this.#db.prepare('UPDATE psks SET used_at = ? WHERE id = ?').run(input.now, psk.id);
+        status = 'Accepted';
+      } else {
+        const c = this.#cluster(input.cluster);
+        if (c && !(c.status === 'Pending' && c.publicKey === input.publicKey))
+          return { ok: false, reason: 'conflict' };
+        if (!c) {
+          if (this.#q.countClusters.get()!.n >= this.#limits.maxClusters) {
+            throw new TunnelError(
+              'LIMIT_EXCEEDED',
+              `clusters: the relay already holds ${this.#limits.maxClusters}`,
+            );
+          }
+          this.#db
+            .prepare(
+              `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
+               VALUES (?, ?, ?, 'Pending', ?, ?)`,
+            )
+            .run(input.cluster, input.via.group, input.cluster, input.now, input.now);
+        }
+        status = 'Pending';
+      }
+      const before = this.#cluster(input.cluster)!;
+      const keyChanged = before.publicKey !== input.publicKey;
+      this.#db
+        .prepare(
+          `UPDATE clusters SET public_key = ?, agent_version = ?, claims = ?, registered_at = ?,
+             status = ?, status_changed_at = CASE WHEN status = ? THEN status_changed_at ELSE ? END,
+             lease_renew_at = NULL, available_since = NULL
+             ${keyChanged ? ', addr_index = NULL, preshared_key = NULL' : ''}
+           WHERE name = ?`,
+        )
+        .run(
+          input.publicKey,
+          input.agentVersion,
+          JSON.stringify(input.claims),
+          input.now,
+          status,
+          status,
+          input.now,
+          input.cluster,
+        );
+      this.#db
+        .prepare('UPDATE agent_credentials SET revoked_at = ? WHERE cluster = ? AND revoked_at IS NULL')
+        .run(input.now, input.cluster);
+      this.#db
+        .prepare('INSERT INTO agent_credentials (id, cluster, hash, created_at) VALUES (?, ?, ?, ?)')
+        .run(input.credential.id, input.cluster, input.credential.hash, input.now);
+      const after = this.#cluster(input.cluster)!;
+      if (status === 'Accepted' && after.address === null) this.#allocate(input.cluster, input.presharedKey);
+      this.#audit(audit);
+      return { ok: true, cluster: this.#cluster(input.cluster)! };
+    });
+  }
+
+  findAgent(credentialHash: string): Promise<AgentIdentity | null> {
+    return this.#tx(() => {
+      const r = this.#q.findAgent.get(credentialHash);
+      return r ? { credentialId: r.id, cluster: r.cluster } : null;
+    });
+  }
+
+  renewLease(cluster: string, lease: LeaseInput): Promise<ClusterRecord | null> {
+    return this.#tx(() => {
+      const changes = this.#q.renew.run({
+        name: cluster,
+        now: lease.now,
+        grace: lease.graceMs,
+        claims: lease.claims ? JSON.stringify(lease.claims) : null,
+        agentVersion: lease.agentVersion ?? null,
+      }).changes;
+      return changes === 1 ? this.#cluster(cluster) : null;
+    });
+  }
+
+  unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null> {
+    return this.#tx(() => {
+      const c = this.#cluster(cluster);
+      if (!c) return null;
+      this.#db
+        .prepare('UPDATE agent_credentials SET revoked_at = ? WHERE cluster = ? AND revoked_at IS NULL')
+        .run(now, cluster);
+      this.#db
+        .prepare(
+          `UPDATE clusters SET public_key = NULL, addr_index = NULL, preshared_key = NULL, agent_version = NULL,
+             claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, status = 'Pending',
+             status_changed_at = CASE WHEN status = 'Pending' THEN status_changed_at ELSE ? END
+           WHERE name = ?`,
+        )
+        .run(now, cluster);
+      this.#audit(audit);
+      return c;
+    });
+  }
+
+  findClusterByKey(publicKey: string): Promise<ClusterRecord | null> {
+    return this.#tx(() => {
+      const r = this.#q.clusterByKey.get(publicKey);
+      return r ? toCluster(r) : null;
+    });
+  }
+
+  createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void> {
+    return this.#tx(() => {
+      const n = this.#db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM access_keys').get()!.n;
+      if (n >= this.#limits.maxAccessKeys) {
+        throw new TunnelError(
+          'LIMIT_EXCEEDED',
+          `access keys: the relay already holds ${this.#limits.maxAccessKeys}`,
+        );
+      }
+      this.#db
+        .prepare(
+          'INSERT INTO access_keys (id, role, description, hash, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run(key.id, key.role, key.description, hash, key.createdAt, key.expiresAt, key.revokedAt);
+      this.#audit(audit);
+    });
+  }
+
+  findAccessKey(hash: string): Promise<AccessKeyRecord | null> {
+    return this.#tx(() => {
+      const r = this.#q.findKey.get(hash);
+      return r ? toKey(r) : null;
+    });
+  }
+
+  listAccessKeys(): Promise<AccessKeyRecord[]> {
+    return this.#tx(() =>
+      this.#db
+        .prepare<[], KeyRow>(
+          'SELECT id, role, description, created_at, expires_at, revoked_at FROM access_keys ORDER BY created_at, id',
+        )
+        .all()
+        .map(toKey),
+    );
+  }
+
+  revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<boolean> {
+    return this.#tx(() => {
+      const changes = this.#db
+        .prepare('UPDATE access_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
+        .run(now, id).changes;
+      if (changes === 1) this.#audit(audit);
+      return changes === 1;
+    });
+  }
+
+  getPlatformValues(): Promise<Record<string, unknown>> {
+    return this.#tx(() => JSON.parse(this.#q.getMeta.get('platform-values')?.value ?? '{}'));
+  }
+
+  setPlatformValues(values: Record<string, unknown>, audit: AuditEntry): Promise<void> {
+    return this.#tx(() => {
+      this.#db
+        .prepare(
+          'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+        )
+        .run('platform-values', JSON.stringify(values));
+      this.#audit(audit);
+    });
+  }
+
+  getClusterValues(name: string): Promise<Record<string, unknown> | null> {
+    return this.#tx(() => {
+      const r = this.#db
+        .prepare<[string], { values_json: string }>('SELECT values_json FROM clusters WHERE name = ?')
+        .get(name);
+      return r ? (JSON.parse(r.values_json) as Record<string, unknown>) : null;
+    });
+  }
+
+  setClusterValues(name: string, values: Record<string, unknown>, audit: AuditEntry): Promise<boolean> {
+    return this.#tx(() => {
+      const changes = this.#db
+        .prepare('UPDATE clusters SET values_json = ? WHERE name = ?')
+        .run(JSON.stringify(values), name).changes;
+      if (changes === 1) this.#audit(audit);
+      return changes === 1;
+    });
+  }
+
+  appendAudit(entry: AuditEntry): Promise<void> {
+    return this.#tx(() => this.#audit(entry));
+  }
+
+  listAudit(limit: number): Promise<AuditRecord[]> {
+    return this.#tx(() =>
+      this.#db
+        .prepare<
+          [number],
+          {
+            id: number;
+            at: number;
+            actor: string;
+            action: string;
+            target: string;
+            source: string;
+            detail: string;
+          }
+        >('SELECT id, at, actor, action, target, source, detail FROM audit ORDER BY id DESC LIMIT ?')
+        .all(limit)
+        .map((r) => ({ ...r, detail: JSON.parse(r.detail) as Record<string, unknown> })),
+    );
+  }
+}
+
+/** Opens the store named by the config. PostgreSQL is not built yet: BAD_CONFIG says so. */
+export function openSqliteStore(path: string, limits?: Partial<StoreLimits>): SqliteStore {
+  return new SqliteStore(path, limits);
+}

@@ -1,0 +1,165 @@
+/**
+ * The one store interface every route uses. Methods are domain operations, each atomic on its own
+ * (one transaction for every multi-row change, with its audit row in the same transaction), and
+ * asynchronous, so a PostgreSQL implementation can follow without touching the routes. Times are
+ * wall-clock milliseconds since the epoch, given by the caller (the injected clock); no method
+ * reads the time itself.
+ */
+
+export type ClusterStatus = 'Pending' | 'Accepted' | 'Denied';
+
+export interface ClusterRecord {
+  name: string;
+  group: string;
+  displayName: string;
+  status: ClusterStatus;
+  createdAt: number;
+  /** When `status` last changed. */
+  statusChangedAt: number;
+  /** Agent's WireGuard public key (base64) once registered. */
+  publicKey: string | null;
+  /** Agent's tunnel address (100.64.x.y) once accepted and registered. */
+  address: string | null;
+  /** Per-pair WireGuard preshared key (base64), issued with the address. Secret. */
+  presharedKey: string | null;
+  agentVersion: string | null;
+  claims: Record<string, string>;
+  registeredAt: number | null;
+  leaseRenewAt: number | null;
+  /** Start of the current unbroken run of fresh leases (Available=True's lastTransitionTime). */
+  availableSince: number | null;
+}
+
+export interface NewCluster {
+  name: string;
+  group: string;
+  displayName: string;
+  createdAt: number;
+}
+
+export interface NewSecret {
+  /** Random public id (not secret). */
+  id: string;
+  /** SHA-256 hex of the secret. */
+  hash: string;
+  expiresAt: number | null;
+}
+
+export interface AccessKeyRecord {
+  id: string;
+  role: string;
+  description: string;
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+}
+
+export interface AuditEntry {
+  at: number;
+  /** Key id, `agent:<cluster>`, `bootstrap:<key id>` or `system`. */
+  actor: string;
+  action: string;
+  target: string;
+  /** Source address of the request. */
+  source: string;
+  detail: Record<string, unknown>;
+}
+
+export interface AuditRecord extends AuditEntry {
+  id: number;
+}
+
+export interface RegisterInput {
+  cluster: string;
+  publicKey: string;
+  agentVersion: string;
+  claims: Record<string, string>;
+  now: number;
+  /** The agent credential issued by this registration (any earlier one is revoked). */
+  credential: NewSecret;
+  /** Preshared key to issue if the registration is accepted now (or later, on accept). */
+  presharedKey: string;
+  via: { kind: 'psk'; pskHash: string } | { kind: 'bootstrap'; keyId: string; group: string };
+}
+
+export type RegisterResult =
+  | { ok: true; cluster: ClusterRecord }
+  /** PSK wrong/used/expired/revoked or for another cluster. */
+  | { ok: false; reason: 'rejected' }
+  /** Bootstrap registration for a name that is taken (by another key, or not Pending). */
+  | { ok: false; reason: 'conflict' }
+  | { ok: false; reason: 'key-in-use' };
+
+export interface AgentIdentity {
+  credentialId: string;
+  cluster: string;
+}
+
+export interface LeaseInput {
+  now: number;
+  /** A renewal later than renew + grace starts a new Available run. */
+  graceMs: number;
+  claims?: Record<string, string>;
+  agentVersion?: string;
+}
+
+export interface StoreLimits {
+  maxClusters: number;
+  maxAccessKeys: number;
+  maxAuditRows: number;
+}
+
+export interface Store {
+  close(): Promise<void>;
+  /** Throws if the store cannot answer (readiness). */
+  ping(): Promise<void>;
+
+  getMeta(key: string): Promise<string | null>;
+  /** Sets `key` only if absent; returns true if it was set. */
+  initMeta(key: string, value: string): Promise<boolean>;
+
+  /** CONFLICT if the name is taken; LIMIT_EXCEEDED over maxClusters. */
+  createCluster(c: NewCluster, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord>;
+  getCluster(name: string): Promise<ClusterRecord | null>;
+  listClusters(filter?: { group?: string }): Promise<ClusterRecord[]>;
+  countClustersByStatus(): Promise<Record<string, number>>;
+  /**
+   * Accept or deny. On accept of a cluster with a registered key and no address, allocates the
+   * address and stores `presharedKey`. Returns null if absent.
+   */
+  setClusterStatus(
+    name: string,
+    status: 'Accepted' | 'Denied',
+    now: number,
+    presharedKey: string,
+    audit: AuditEntry,
+  ): Promise<ClusterRecord | null>;
+  /** Revokes every unused PSK of the cluster and adds `psk`. Null if the cluster is absent. */
+  rotatePsk(name: string, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord | null>;
+  /** Deletes the cluster with its PSKs, credentials, values and address. Returns what was deleted. */
+  deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null>;
+
+  /** Consumes the PSK (or checks the bootstrap key's cluster) and registers, atomically. */
+  register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult>;
+  findAgent(credentialHash: string): Promise<AgentIdentity | null>;
+  renewLease(cluster: string, lease: LeaseInput): Promise<ClusterRecord | null>;
+  /** Revokes the credential, frees the address, clears the key; status back to Pending. */
+  unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null>;
+  /** Cluster whose registered key is `publicKey` (base64). */
+  findClusterByKey(publicKey: string): Promise<ClusterRecord | null>;
+
+  /** LIMIT_EXCEEDED over maxAccessKeys. */
+  createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void>;
+  findAccessKey(hash: string): Promise<AccessKeyRecord | null>;
+  listAccessKeys(): Promise<AccessKeyRecord[]>;
+  revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<boolean>;
+
+  getPlatformValues(): Promise<Record<string, unknown>>;
+  setPlatformValues(values: Record<string, unknown>, audit: AuditEntry): Promise<void>;
+  /** Null if the cluster is absent. */
+  getClusterValues(name: string): Promise<Record<string, unknown> | null>;
+  setClusterValues(name: string, values: Record<string, unknown>, audit: AuditEntry): Promise<boolean>;
+
+  appendAudit(entry: AuditEntry): Promise<void>;
+  listAudit(limit: number): Promise<AuditRecord[]>;
+}
