@@ -1,0 +1,379 @@
+/**
+ * The relay client over WebSocket (`wss://host:port/derp`, subprotocol `derp`): TLS with an optional CA pin,
+ * the DERP handshake, packets, liveness and endless reconnects.
+ *
+ * Per connection: TLS (pin checked on the upgrade response, before anything is sent over it) -> ServerKey
+ * (magic, optional expected server key) -> ClientInfo sealed to the server key, echoing the challenge ->
+ * ServerInfo -> connected. Any frame, or a WebSocket ping, counts as a sign of life; after pingIntervalMs of
+ * silence the client sends a DERP Ping, after deadAfterMs it drops the connection. Reconnects use
+ * exponential backoff with jitter (backoff.ts, capped at 30 s) and never stop until close(). A Restarting
+ * frame replaces the backoff: the next attempt comes within reconnectInMs, then retries at most 1 s apart
+ * for tryForMs.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Agent } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import { WebSocket } from 'ws';
+import { type Clock, realClock, type TimerHandle } from '../clock.js';
+import { isTunnelError, TunnelError } from '../errors.js';
+import { checkPin, parseCaPin } from '../http/pin.js';
+import type { KeyPair } from '../keys.js';
+import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from './backoff.js';
+import { FrameParser } from './frame-parser.js';
+import {
+  decodePacket,
+  decodePeerGone,
+  decodePing,
+  decodeRestarting,
+  decodeServerKey,
+  encodePing,
+  encodeSendPacket,
+  FRAME_HEADER_LEN,
+  FrameType,
+  MAX_FRAME_LEN,
+  PING_LEN,
+  type RestartingBody,
+} from './frames.js';
+import { decodeServerInfo, encodeClientInfo, sharedKey } from './handshake.js';
+import type { DerpClientLike, DerpPacketHandler, DerpPeerGoneHandler } from './types.js';
+
+export type DerpClientState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
+
+export interface DerpStateEvent {
+  readonly state: DerpClientState;
+  /** Failed attempts since the last successful connection. */
+  readonly attempt: number;
+  /** For 'reconnecting': the wait before the next attempt. */
+  readonly delayMs?: number;
+  /** Why the last connection ended or failed (CA_PIN_MISMATCH, DERP_AUTH_FAILED, TIMEOUT, CLOSED, ...). */
+  readonly error?: TunnelError;
+  /** WebSocket close code from the relay (4001 not admitted, 4003 replaced, 1001 restarting, ...). */
+  readonly closeCode?: number;
+  /** A Health frame's text ('' clears a previous problem). */
+  readonly health?: string;
+}
+
+export interface DerpClientOptions {
+  url: string;
+  keyPair: KeyPair;
+  /** Refuse relays whose ServerKey is a different key. */
+  serverPublicKey?: Buffer;
+  /** `sha256:<hex>` of the relay's leaf certificate (DER). Without `ca`, replaces CA verification. */
+  caPin?: string;
+  ca?: string | Buffer | Array<string | Buffer>;
+  /** HTTP agent, e.g. one that tunnels through an HTTP CONNECT proxy. */
+  agent?: Agent;
+  clock?: Clock;
+  random?: () => number;
+  onPacket: DerpPacketHandler;
+  onPeerGone?: DerpPeerGoneHandler;
+  onState?: (e: DerpStateEvent) => void;
+  /** Send a Ping after this much silence (default 5 s). */
+  pingIntervalMs?: number;
+  /** Drop the connection after this much silence (default 12 s; detection within deadAfterMs + 2.5 s). */
+  deadAfterMs?: number;
+  /** TLS + upgrade + ServerKey + ServerInfo must finish within this (default 10 s). */
+  handshakeTimeoutMs?: number;
+  /** send() returns false while the socket holds more than this many unsent bytes (default 1 MiB). */
+  writeHighWaterBytes?: number;
+  backoff?: BackoffOptions;
+}
+
+export interface DerpClientStats {
+  packetsIn: number;
+  bytesIn: number;
+  packetsOut: number;
+  bytesOut: number;
+  /** send() calls that returned false. */
+  dropped: number;
+  /** Connections that reached 'connected'. */
+  connects: number;
+}
+
+export interface DerpClient extends DerpClientLike {
+  readonly state: DerpClientState;
+  readonly stats: Readonly<DerpClientStats>;
+  /** Resolves at the next (or current) 'connected'; rejects with CLOSED on close() or TIMEOUT. */
+  whenConnected(timeoutMs?: number): Promise<void>;
+}
+
+const SEND_OPTS = { binary: true, compress: false, fin: true } as const;
+
+class WsDerpClient implements DerpClient {
+  readonly publicKey: Buffer;
+  readonly stats: DerpClientStats = {
+    packetsIn: 0,
+    bytesIn: 0,
+    packetsOut: 0,
+    bytesOut: 0,
+    dropped: 0,
+    connects: 0,
+  };
+  #state: DerpClientState = 'connecting';
+  readonly #o: DerpClientOptions;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #pin: string | undefined;
+  readonly #pingMs: number;
+  readonly #deadMs: number;
+  readonly #highWater: number;
+  #ws: WebSocket | null = null;
+  #phase: 'serverKey' | 'serverInfo' | 'up' = 'serverKey';
+  #key: Uint8Array | null = null;
+  #attempt = 0;
+  #lastRx = 0;
+  #lastError: TunnelError | undefined;
+  #restart: (RestartingBody & { at: number }) | null = null;
+  #timer: TimerHandle | undefined;
+  #hsTimer: TimerHandle | undefined;
+  #waiters: Array<() => void> = [];
+  #closeWaiters: Array<(e: TunnelError) => void> = [];
+
+  constructor(o: DerpClientOptions) {
+    this.#o = o;
+    this.publicKey = o.keyPair.publicKey;
+    this.#clock = o.clock ?? realClock;
+    this.#random = o.random ?? Math.random;
+    this.#pin = o.caPin === undefined ? undefined : parseCaPin(o.caPin);
+    this.#pingMs = o.pingIntervalMs ?? 5_000;
+    this.#deadMs = o.deadAfterMs ?? 12_000;
+    this.#highWater = o.writeHighWaterBytes ?? 1024 * 1024;
+    this.#connect();
+  }
+
+  get state(): DerpClientState {
+    return this.#state;
+  }
+
+  get connected(): boolean {
+    return this.#state === 'connected';
+  }
+
+  #emit(e: Omit<DerpStateEvent, 'attempt'>): void {
+    this.#o.onState?.({ ...e, attempt: this.#attempt });
+  }
+
+  #connect(): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'connecting';
+    this.#phase = 'serverKey';
+    this.#lastError = undefined;
+    this.#emit({ state: 'connecting' });
+    const o = this.#o;
+    const ws = new WebSocket(o.url, 'derp', {
+      agent: o.agent,
+      ca: o.ca,
+      // With only a pin, the pin is the trust anchor (checked on the upgrade response below).
+      rejectUnauthorized: this.#pin === undefined || o.ca !== undefined,
+      perMessageDeflate: false,
+      maxPayload: 4 * (MAX_FRAME_LEN + FRAME_HEADER_LEN),
+      skipUTF8Validation: true,
+      handshakeTimeout: o.handshakeTimeoutMs ?? 10_000,
+    });
+    this.#ws = ws;
+    const parser = new FrameParser((type, frame) => this.#onFrame(ws, type, frame));
+    ws.on('upgrade', (res) => {
+      if (this.#pin === undefined) return;
+      try {
+        checkPin(this.#pin, (res.socket as TLSSocket).getPeerCertificate?.()?.raw, 'relay');
+      } catch (err) {
+        this.#lastError = err as TunnelError;
+        ws.terminate();
+      }
+    });
+    ws.on('open', () => {
+      this.#lastRx = this.#clock.now();
+      this.#hsTimer = this.#clock.setTimer(o.handshakeTimeoutMs ?? 10_000, () => {
+        this.#lastError = new TunnelError('TIMEOUT', 'relay did not finish the DERP handshake in time');
+        ws.terminate();
+      });
+      this.#armTick(ws);
+    });
+    ws.on('message', (data: Buffer) => {
+      this.#lastRx = this.#clock.now();
+      try {
+        parser.push(data);
+      } catch (err) {
+        this.#lastError = isTunnelError(err) ? err : new TunnelError('INTERNAL', 'relay client failure');
+        ws.terminate();
+      }
+    });
+    ws.on('ping', () => {
+      this.#lastRx = this.#clock.now();
+    });
+    ws.on('error', (err: Error) => {
+      this.#lastError ??= isTunnelError(err)
+        ? err
+        : new TunnelError('CLOSED', `relay connection failed: ${err.message}`);
+    });
+    ws.on('close', (code: number, reason: Buffer) => this.#onClose(ws, code, reason.toString()));
+  }
+
+  #onFrame(ws: WebSocket, type: number, frame: Buffer): void {
+    const body = frame.subarray(FRAME_HEADER_LEN);
+    if (this.#phase === 'up') {
+      switch (type) {
+        case FrameType.RecvPacket: {
+          const p = decodePacket(body);
+          this.stats.packetsIn++;
+          this.stats.bytesIn += p.payload.length;
+          this.#o.onPacket(p.key, p.payload);
+          return;
+        }
+        case FrameType.Ping:
+          ws.send(encodePing(FrameType.Pong, decodePing(body)), SEND_OPTS);
+          return;
+        case FrameType.PeerGone: {
+          const g = decodePeerGone(body);
+          this.#o.onPeerGone?.(g.peer, g.reason);
+          return;
+        }
+        case FrameType.Health:
+          this.#emit({ state: this.#state, health: body.toString('utf8') });
+          return;
+        case FrameType.Restarting:
+          this.#restart = { ...decodeRestarting(body), at: this.#clock.now() };
+          return;
+        default:
+          return; // KeepAlive, Pong, unknown
+      }
+    }
+    if (this.#phase === 'serverKey') {
+      if (type !== FrameType.ServerKey)
+        throw new TunnelError('DERP_PROTOCOL', `expected ServerKey, got type ${type}`);
+      const sk = decodeServerKey(body);
+      if (this.#o.serverPublicKey && !sk.serverKey.equals(this.#o.serverPublicKey)) {
+        throw new TunnelError(
+          'DERP_AUTH_FAILED',
+          'relay presented a different DERP server key than expected',
+        );
+      }
+      this.#key = sharedKey(sk.serverKey, this.#o.keyPair.privateKey);
+      ws.send(encodeClientInfo(this.publicKey, this.#key, sk.challenge), SEND_OPTS);
+      this.#phase = 'serverInfo';
+      return;
+    }
+    if (type !== FrameType.ServerInfo) return;
+    decodeServerInfo(body, this.#key!);
+    this.#key = null;
+    this.#phase = 'up';
+    this.#clock.clearTimer(this.#hsTimer);
+    this.#attempt = 0;
+    this.#restart = null;
+    this.stats.connects++;
+    this.#state = 'connected';
+    this.#emit({ state: 'connected' });
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    this.#closeWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  #armTick(ws: WebSocket): void {
+    const tick = Math.max(100, Math.min(this.#pingMs, this.#deadMs) / 2);
+    this.#timer = this.#clock.setTimer(tick, () => {
+      if (this.#ws !== ws) return;
+      const idle = this.#clock.now() - this.#lastRx;
+      if (idle >= this.#deadMs) {
+        this.#lastError = new TunnelError(
+          'TIMEOUT',
+          `no frame from the relay for ${Math.round(idle / 1000)} s`,
+        );
+        ws.terminate();
+        return;
+      }
+      if (idle >= this.#pingMs && this.#phase === 'up')
+        ws.send(encodePing(FrameType.Ping, randomBytes(PING_LEN)), SEND_OPTS);
+      this.#armTick(ws);
+    });
+  }
+
+  #onClose(ws: WebSocket, code: number, reason: string): void {
+    if (this.#ws !== ws) return;
+    this.#ws = null;
+    this.#clock.clearTimer(this.#timer);
+    this.#clock.clearTimer(this.#hsTimer);
+    if (this.#state === 'closed') return;
+    let error = this.#lastError;
+    if (!error) {
+      const why = reason ? `: ${reason}` : '';
+      error =
+        code === 4001
+          ? new TunnelError('DERP_AUTH_FAILED', `relay refused this key${why}`)
+          : new TunnelError('CLOSED', `relay closed the connection (code ${code})${why}`);
+    }
+    this.#attempt++;
+    const delayMs = this.#nextDelay();
+    this.#state = 'reconnecting';
+    this.#emit({ state: 'reconnecting', delayMs, error, closeCode: code });
+    this.#timer = this.#clock.setTimer(delayMs, () => this.#connect());
+  }
+
+  #nextDelay(): number {
+    const r = this.#restart;
+    if (r) {
+      const since = this.#clock.now() - r.at;
+      if (since < r.reconnectInMs) return Math.round(this.#random() * (r.reconnectInMs - since));
+      if (since < r.reconnectInMs + r.tryForMs)
+        return Math.min(1000, backoffDelay(this.#attempt, this.#backoff(), this.#random));
+      this.#restart = null;
+    }
+    return backoffDelay(this.#attempt, this.#backoff(), this.#random);
+  }
+
+  #backoff(): BackoffOptions {
+    return this.#o.backoff ?? DEFAULT_BACKOFF;
+  }
+
+  send(dst: Uint8Array, payload: Uint8Array): boolean {
+    const ws = this.#ws;
+    if (this.#phase !== 'up' || !ws || this.#state !== 'connected' || ws.bufferedAmount > this.#highWater) {
+      this.stats.dropped++;
+      return false;
+    }
+    const f = encodeSendPacket(dst, payload);
+    this.stats.packetsOut++;
+    this.stats.bytesOut += payload.length;
+    ws.send(f, SEND_OPTS);
+    return true;
+  }
+
+  whenConnected(timeoutMs = 30_000): Promise<void> {
+    if (this.#state === 'connected') return Promise.resolve();
+    if (this.#state === 'closed') return Promise.reject(new TunnelError('CLOSED', 'relay client is closed'));
+    return new Promise((resolve, reject) => {
+      const t = this.#clock.setTimer(timeoutMs, () =>
+        reject(new TunnelError('TIMEOUT', 'relay not connected in time')),
+      );
+      this.#waiters.push(() => {
+        this.#clock.clearTimer(t);
+        resolve();
+      });
+      this.#closeWaiters.push((e) => {
+        this.#clock.clearTimer(t);
+        reject(e);
+      });
+    });
+  }
+
+  close(): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    this.#clock.clearTimer(this.#timer);
+    this.#clock.clearTimer(this.#hsTimer);
+    const ws = this.#ws;
+    this.#ws = null;
+    ws?.close(1000, 'client closing');
+    if (ws) this.#clock.setTimer(1000, () => ws.terminate());
+    this.#emit({ state: 'closed' });
+    const err = new TunnelError('CLOSED', 'relay client is closed');
+    for (const w of this.#closeWaiters) w(err);
+    this.#closeWaiters = [];
+    this.#waiters = [];
+  }
+}
+
+/** Starts a relay client; it connects at once and keeps reconnecting until close(). */
+export function connectDerp(opts: DerpClientOptions): DerpClient {
+  return new WsDerpClient(opts);
+}
