@@ -327,8 +327,11 @@ export class SqliteStore implements Store {
 
   register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult> {
     return this.#tx((): RegisterResult => {
-      const owner = this.#q.clusterByKey.get(input.publicKey);
-      if (owner && owner.name !== input.cluster) return { ok: false, reason: 'key-in-use' };
+      // The credential is checked before anything else, so an unauthenticated caller learns nothing.
+      const keyInUse = (): boolean => {
+        const owner = this.#q.clusterByKey.get(input.publicKey);
+        return owner !== undefined && owner.name !== input.cluster;
+      };
       let status: ClusterStatus;
       if (input.via.kind === 'psk') {
         const psk = this.#db
@@ -352,9 +355,11 @@ export class SqliteStore implements Store {
         ) {
           return { ok: false, reason: 'rejected' };
         }
+        if (keyInUse()) return { ok: false, reason: 'key-in-use' };
         this.#db.prepare('UPDATE psks SET used_at = ? WHERE id = ?').run(input.now, psk.id);
         status = 'Accepted';
       } else {
+        if (keyInUse()) return { ok: false, reason: 'key-in-use' };
         const c = this.#cluster(input.cluster);
         if (c && !(c.status === 'Pending' && c.publicKey === input.publicKey))
           return { ok: false, reason: 'conflict' };

@@ -1,0 +1,122 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isTunnelError } from '../shared/errors.js';
+import { parseListen, resolveRelayConfig } from './config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'relay-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+function badConfig(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
+    return (err as Error).message;
+  }
+  throw new Error('expected BAD_CONFIG');
+}
+
+describe('resolveRelayConfig', () => {
+  it('has embedded defaults', () => {
+    const c = resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd' } });
+    expect(c.listen).toEqual({ host: '127.0.0.1', port: 8443 });
+    expect(c.dataDir).toBe(join(dir, 'd'));
+    expect(c.store).toEqual({ kind: 'sqlite', path: join(dir, 'd', 'relay.db') });
+    expect(c.udpPort).toBe(51820);
+    expect(c.stunPort).toBe(3478);
+    expect(c.publicUrl).toBeNull();
+    expect(c.leaseDurationSeconds).toBe(60);
+  });
+
+  it('layers file < env < flags', () => {
+    const cfg = file(
+      'a.yaml',
+      'listen: 0.0.0.0:9000\npublic-url: https://file.example\nudpPort: 5000\nlog-level: debug\n',
+    );
+    const env = { TUNNEL_RELAY_PUBLIC_URL: 'https://env.example:8443/', TUNNEL_RELAY_UDP_PORT: 'off' };
+    const c1 = resolveRelayConfig({ configFile: cfg, cwd: dir });
+    expect(c1.listen).toEqual({ host: '0.0.0.0', port: 9000 });
+    expect(c1.publicUrl).toBe('https://file.example');
+    expect(c1.udpPort).toBe(5000);
+    expect(c1.logLevel).toBe('debug');
+    const c2 = resolveRelayConfig({ configFile: cfg, env, cwd: dir });
+    expect(c2.publicUrl).toBe('https://env.example:8443');
+    expect(c2.udpPort).toBeNull();
+    const c3 = resolveRelayConfig({
+      configFile: cfg,
+      env,
+      cwd: dir,
+      flags: { publicUrl: 'https://flag.example', udpPort: '7' },
+    });
+    expect(c3.publicUrl).toBe('https://flag.example');
+    expect(c3.udpPort).toBe(7);
+    expect(c3.listen.port).toBe(9000);
+    // --config given as a flag works the same
+    expect(resolveRelayConfig({ flags: { config: cfg }, cwd: dir }).listen.port).toBe(9000);
+  });
+
+  it('fails fast naming the key, the source and the reason', () => {
+    expect(badConfig(() => resolveRelayConfig({ flags: { listen: 'nope' } }))).toMatch(
+      /^listen \(--listen\): expected HOST:PORT/,
+    );
+    expect(badConfig(() => resolveRelayConfig({ env: { TUNNEL_RELAY_STUN_PORT: '70000' } }))).toMatch(
+      /^stun-port \(TUNNEL_RELAY_STUN_PORT\)/,
+    );
+    expect(badConfig(() => resolveRelayConfig({ flags: { publicUrl: 'http://x' } }))).toMatch(
+      /public-url.*https/,
+    );
+    expect(badConfig(() => resolveRelayConfig({ flags: { store: 'mysql://x' } }))).toMatch(/^store/);
+    expect(badConfig(() => resolveRelayConfig({ flags: { tlsCert: '/x.pem' } }))).toMatch(/^tls-key/);
+    expect(badConfig(() => resolveRelayConfig({ flags: { logLevel: 'loud' } }))).toMatch(/^log-level/);
+    expect(badConfig(() => resolveRelayConfig({ flags: { leaseDuration: '5' } }))).toMatch(/^lease-duration/);
+    const typo = file('typo.yaml', 'listn: 1.2.3.4:5\n');
+    expect(badConfig(() => resolveRelayConfig({ configFile: typo }))).toMatch(/^listn .*unknown key/);
+    const notMap = file('list.yaml', '- a\n- b\n');
+    expect(badConfig(() => resolveRelayConfig({ configFile: notMap }))).toMatch(/mapping/);
+    const broken = file('broken.yaml', 'listen: [\n');
+    expect(badConfig(() => resolveRelayConfig({ configFile: broken }))).toMatch(/not valid YAML/);
+    expect(badConfig(() => resolveRelayConfig({ configFile: join(dir, 'missing.yaml') }))).toMatch(/ENOENT/);
+  });
+
+  it('parses sqlite paths and postgres URLs', () => {
+    expect(resolveRelayConfig({ cwd: dir, flags: { store: 'sqlite::memory:' } }).store).toEqual({
+      kind: 'sqlite',
+      path: ':memory:',
+    });
+    expect(resolveRelayConfig({ cwd: dir, flags: { store: 'sqlite:x.db' } }).store).toEqual({
+      kind: 'sqlite',
+      path: join(dir, 'x.db'),
+    });
+    expect(resolveRelayConfig({ flags: { store: 'postgres://u@h/db' } }).store.kind).toBe('postgres');
+  });
+
+  it('property: parseListen round-trips host:port and refuses everything else with BAD_CONFIG', () => {
+    const host = fc.oneof(fc.ipV4(), fc.domain(), fc.constant('localhost'));
+    fc.assert(
+      fc.property(host, fc.integer({ min: 0, max: 65535 }), (h, p) => {
+        expect(parseListen(`${h}:${p}`)).toEqual({ host: h, port: p });
+      }),
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 30 }), (s) => {
+        try {
+          const r = parseListen(s);
+          expect(s.endsWith(`:${r.port}`)).toBe(true);
+          expect(r.port).toBeLessThanOrEqual(65535);
+        } catch (err) {
+          expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
+        }
+      }),
+    );
+    expect(parseListen('[::1]:8443')).toEqual({ host: '::1', port: 8443 });
+  });
+});

@@ -1,0 +1,274 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { isTunnelError } from '../../shared/errors.js';
+import { SqliteStore } from './sqlite.js';
+import type { AuditEntry, RegisterInput } from './types.js';
+
+const audit = (action: string, target = 't'): AuditEntry => ({
+  at: 1,
+  actor: 'k_test',
+  action,
+  target,
+  source: '127.0.0.1',
+  detail: {},
+});
+const secret = (id: string, expiresAt: number | null = 10_000) => ({ id, hash: `h-${id}`, expiresAt });
+const key = (n: number) => `${String(n).padStart(3, '0')}${'A'.repeat(40)}=`;
+
+function regInput(cluster: string, over: Partial<RegisterInput> = {}): RegisterInput {
+  return {
+    cluster,
+    publicKey: key(1),
+    agentVersion: '0.1.0',
+    claims: { a: 'b' },
+    now: 100,
+    credential: { id: `a-${cluster}`, hash: `cred-${cluster}`, expiresAt: null },
+    presharedKey: 'psk-pair',
+    via: { kind: 'psk', pskHash: `h-p-${cluster}` },
+    ...over,
+  };
+}
+
+let s: SqliteStore;
+beforeEach(() => {
+  s = new SqliteStore(':memory:');
+});
+
+describe('SqliteStore', () => {
+  it('creates clusters, refuses duplicates, enforces the cluster cap', async () => {
+    const small = new SqliteStore(':memory:', { maxClusters: 2 });
+    await small.createCluster(
+      { name: 'a', group: 'g', displayName: 'A', createdAt: 1 },
+      secret('p1'),
+      audit('c'),
+    );
+    await expect(
+      small.createCluster(
+        { name: 'a', group: 'g', displayName: 'A', createdAt: 1 },
+        secret('p2'),
+        audit('c'),
+      ),
+    ).rejects.toSatisfy((e) => isTunnelError(e, 'CONFLICT'));
+    await small.createCluster(
+      { name: 'b', group: 'h', displayName: 'B', createdAt: 1 },
+      secret('p3'),
+      audit('c'),
+    );
+    await expect(
+      small.createCluster(
+        { name: 'c', group: 'g', displayName: 'C', createdAt: 1 },
+        secret('p4'),
+        audit('c'),
+      ),
+    ).rejects.toSatisfy((e) => isTunnelError(e, 'LIMIT_EXCEEDED'));
+    expect((await small.listClusters({ group: 'g' })).map((c) => c.name)).toEqual(['a']);
+    expect(await small.countClustersByStatus()).toEqual({ Pending: 2, Accepted: 0, Denied: 0 });
+    // the failed inserts wrote no audit rows (one transaction each)
+    expect((await small.listAudit(10)).length).toBe(2);
+    await small.close();
+  });
+
+  it('consumes a PSK once; refuses expired, revoked, wrong-cluster PSKs', async () => {
+    await s.createCluster(
+      { name: 'e1', group: 'default', displayName: 'e1', createdAt: 1 },
+      secret('p-e1'),
+      audit('c'),
+    );
+    await s.createCluster(
+      { name: 'e2', group: 'default', displayName: 'e2', createdAt: 1 },
+      secret('p-e2', 50),
+      audit('c'),
+    );
+    // wrong cluster
+    expect(await s.register(regInput('e2', { via: { kind: 'psk', pskHash: 'h-p-e1' } }), audit('r'))).toEqual(
+      {
+        ok: false,
+        reason: 'rejected',
+      },
+    );
+    // expired (expiresAt 50, now 100)
+    expect((await s.register(regInput('e2'), audit('r'))).ok).toBe(false);
+    const ok = await s.register(regInput('e1'), audit('r'));
+    expect(ok.ok && ok.cluster.status).toBe('Accepted');
+    expect(ok.ok && ok.cluster.address).toBe('100.64.0.2');
+    expect(ok.ok && ok.cluster.presharedKey).toBe('psk-pair');
+    expect(await s.findAgent('cred-e1')).toEqual({ credentialId: 'a-e1', cluster: 'e1' });
+    // reuse
+    expect((await s.register(regInput('e1', { publicKey: key(2) }), audit('r'))).ok).toBe(false);
+    // rotate revokes the unused one and the new one works; the new credential replaces the old
+    await s.createCluster(
+      { name: 'e3', group: 'default', displayName: 'e3', createdAt: 1 },
+      secret('p-e3'),
+      audit('c'),
+    );
+    await s.rotatePsk('e3', { id: 'p-e3b', hash: 'h-new', expiresAt: 10_000 }, audit('rot'));
+    expect((await s.register(regInput('e3', { publicKey: key(3) }), audit('r'))).ok).toBe(false);
+    const r3 = await s.register(
+      regInput('e3', { publicKey: key(3), via: { kind: 'psk', pskHash: 'h-new' } }),
+      audit('r'),
+    );
+    expect(r3.ok && r3.cluster.address).toBe('100.64.0.3');
+  });
+
+  it('refuses a public key already held by another cluster', async () => {
+    await s.createCluster(
+      { name: 'x', group: 'default', displayName: 'x', createdAt: 1 },
+      secret('p-x'),
+      audit('c'),
+    );
+    await s.createCluster(
+      { name: 'y', group: 'default', displayName: 'y', createdAt: 1 },
+      secret('p-y'),
+      audit('c'),
+    );
+    expect((await s.register(regInput('x'), audit('r'))).ok).toBe(true);
+    expect(await s.register(regInput('y'), audit('r'))).toEqual({ ok: false, reason: 'key-in-use' });
+    // the refused attempt did not consume y's PSK
+    expect((await s.register(regInput('y', { publicKey: key(9) }), audit('r'))).ok).toBe(true);
+  });
+
+  it('bootstrap registrations stay Pending; accept allocates, deny keeps the address, unjoin frees it', async () => {
+    const via = { kind: 'bootstrap' as const, keyId: 'k_b', group: 'default' };
+    const r = await s.register(regInput('boot', { via }), audit('r'));
+    expect(r.ok && r.cluster.status).toBe('Pending');
+    expect(r.ok && r.cluster.address).toBeNull();
+    // same key again: reused; another key: conflict
+    expect(
+      (
+        await s.register(
+          regInput('boot', { via, credential: { id: 'a2', hash: 'c2', expiresAt: null } }),
+          audit('r'),
+        )
+      ).ok,
+    ).toBe(true);
+    expect(await s.findAgent('cred-boot')).toBeNull(); // the first credential was revoked
+    expect(await s.register(regInput('boot', { via, publicKey: key(5) }), audit('r'))).toEqual({
+      ok: false,
+      reason: 'conflict',
+    });
+    const acc = await s.setClusterStatus('boot', 'Accepted', 200, 'pp', audit('accept'));
+    expect(acc?.address).toBe('100.64.0.2');
+    expect(acc?.presharedKey).toBe('pp');
+    const den = await s.setClusterStatus('boot', 'Denied', 300, 'other', audit('deny'));
+    expect(den?.status).toBe('Denied');
+    expect(den?.address).toBe('100.64.0.2');
+    const acc2 = await s.setClusterStatus('boot', 'Accepted', 400, 'other', audit('accept'));
+    expect(acc2?.presharedKey).toBe('pp'); // not re-issued
+    await s.unjoin('boot', 500, audit('unjoin'));
+    const after = await s.getCluster('boot');
+    expect(after).toMatchObject({ status: 'Pending', publicKey: null, address: null, presharedKey: null });
+    expect(await s.findAgent('c2')).toBeNull();
+  });
+
+  it('allocates the lowest free address and never one still allocated', async () => {
+    for (const n of [1, 2, 3, 4]) {
+      await s.createCluster(
+        { name: `c${n}`, group: 'default', displayName: 'c', createdAt: 1 },
+        secret(`p-c${n}`),
+        audit('c'),
+      );
+      const r = await s.register(regInput(`c${n}`, { publicKey: key(n) }), audit('r'));
+      expect(r.ok && r.cluster.address).toBe(`100.64.0.${n + 1}`);
+    }
+    await s.deleteCluster('c2', audit('d')); // frees .3
+    await s.createCluster(
+      { name: 'c5', group: 'default', displayName: 'c', createdAt: 1 },
+      secret('p-c5'),
+      audit('c'),
+    );
+    const r5 = await s.register(regInput('c5', { publicKey: key(5) }), audit('r'));
+    expect(r5.ok && r5.cluster.address).toBe('100.64.0.3');
+    await s.createCluster(
+      { name: 'c6', group: 'default', displayName: 'c', createdAt: 1 },
+      secret('p-c6'),
+      audit('c'),
+    );
+    const r6 = await s.register(regInput('c6', { publicKey: key(6) }), audit('r'));
+    expect(r6.ok && r6.cluster.address).toBe('100.64.0.6');
+    const addrs = (await s.listClusters()).map((c) => c.address);
+    expect(new Set(addrs).size).toBe(addrs.length);
+  });
+
+  it('deleting a cluster removes its PSKs and credentials', async () => {
+    await s.createCluster(
+      { name: 'd', group: 'default', displayName: 'd', createdAt: 1 },
+      secret('p-d'),
+      audit('c'),
+    );
+    await s.register(regInput('d'), audit('r'));
+    const del = await s.deleteCluster('d', audit('d'));
+    expect(del?.publicKey).toBe(key(1));
+    expect(await s.findAgent('cred-d')).toBeNull();
+    expect(await s.findClusterByKey(key(1))).toBeNull();
+    expect(await s.deleteCluster('d', audit('d'))).toBeNull();
+  });
+
+  it('renews leases: availableSince starts a new run only after a gap longer than grace', async () => {
+    await s.createCluster(
+      { name: 'l', group: 'default', displayName: 'l', createdAt: 1 },
+      secret('p-l'),
+      audit('c'),
+    );
+    expect(await s.renewLease('l', { now: 1, graceMs: 100 })).toBeNull(); // no agent yet
+    await s.register(regInput('l'), audit('r'));
+    let c = await s.renewLease('l', { now: 1000, graceMs: 100, claims: { x: 'y' }, agentVersion: '0.2.0' });
+    expect(c).toMatchObject({
+      leaseRenewAt: 1000,
+      availableSince: 1000,
+      claims: { x: 'y' },
+      agentVersion: '0.2.0',
+    });
+    c = await s.renewLease('l', { now: 1050, graceMs: 100 });
+    expect(c).toMatchObject({ leaseRenewAt: 1050, availableSince: 1000, claims: { x: 'y' } });
+    c = await s.renewLease('l', { now: 1200, graceMs: 100 });
+    expect(c).toMatchObject({ leaseRenewAt: 1200, availableSince: 1200 });
+  });
+
+  it('access keys, values and audit round-trip; audit is capped', async () => {
+    const k = { id: 'k1', role: 'viewer', description: 'd', createdAt: 1, expiresAt: null, revokedAt: null };
+    await s.createAccessKey(k, 'hk1', audit('t'));
+    expect(await s.findAccessKey('hk1')).toEqual(k);
+    expect(await s.revokeAccessKey('k1', 5, audit('rv'))).toBe(true);
+    expect(await s.revokeAccessKey('k1', 6, audit('rv'))).toBe(false);
+    expect((await s.findAccessKey('hk1'))?.revokedAt).toBe(5);
+    await s.setPlatformValues({ a: { b: 1 } }, audit('v'));
+    expect(await s.getPlatformValues()).toEqual({ a: { b: 1 } });
+    expect(await s.getClusterValues('none')).toBeNull();
+    expect(await s.setClusterValues('none', {}, audit('v'))).toBe(false);
+    const capped = new SqliteStore(':memory:', { maxAuditRows: 1000 });
+    for (let i = 0; i < 2500; i++) await capped.appendAudit(audit('x', String(i)));
+    const rows = await capped.listAudit(5000);
+    expect(rows.length).toBeLessThanOrEqual(1500);
+    expect(rows[0]!.target).toBe('2499');
+    await capped.close();
+  });
+
+  it('initMeta sets once; closed stores reject with CLOSED', async () => {
+    expect(await s.initMeta('m', '1')).toBe(true);
+    expect(await s.initMeta('m', '2')).toBe(false);
+    expect(await s.getMeta('m')).toBe('1');
+    await s.close();
+    await expect(s.ping()).rejects.toSatisfy((e) => isTunnelError(e, 'CLOSED'));
+  });
+});
+
+describe('SqliteStore on disk', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'relay-store-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps state across reopen and does not re-run migrations', async () => {
+    const path = join(dir, 'relay.db');
+    const a = new SqliteStore(path);
+    await a.createCluster(
+      { name: 'keep', group: 'default', displayName: 'k', createdAt: 1 },
+      secret('p'),
+      audit('c'),
+    );
+    await a.close();
+    const b = new SqliteStore(path);
+    expect((await b.getCluster('keep'))?.name).toBe('keep');
+    await b.close();
+  });
+});
