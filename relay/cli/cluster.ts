@@ -1,0 +1,221 @@
+/** `tunnel-relay cluster create|list|get|accept|deny|delete|rotate-psk`. */
+import { Command } from 'commander';
+import { streamPrinter, table } from '../../shared/cli/output.js';
+import { parseClusterName } from '../../shared/cli/parsers.js';
+import { TunnelError } from '../../shared/errors.js';
+import { parseDuration } from '../duration.js';
+import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
+
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+export interface Cluster {
+  name: string;
+  group: string;
+  displayName?: string | null;
+  status: string;
+  conditions?: Condition[];
+  connected?: boolean;
+  path?: string;
+  agentVersion?: string | null;
+  publicKey?: string | null;
+  address?: string | null;
+  claims?: Record<string, string>;
+  leaseRenewTime?: string | null;
+  lastHandshake?: string | null;
+  rttMs?: number | null;
+  createdAt?: string;
+}
+
+interface Bootstrap {
+  psk: string;
+  expiresAt: string;
+  joinCommand: string;
+}
+
+interface CreateResult {
+  cluster: Cluster;
+  bootstrap: Bootstrap;
+}
+
+const nameArg = (v: string) => parseClusterName(v, 'cluster name');
+
+function pskTtl(v: string): string {
+  parseDuration(v, '--psk-ttl');
+  return v;
+}
+
+function cond(c: Cluster, type: string): string {
+  return c.conditions?.find((x) => x.type === type)?.status ?? 'Unknown';
+}
+
+export function clusterRows(items: readonly Cluster[]): string {
+  return table(
+    ['NAME', 'GROUP', 'STATUS', 'JOINED', 'AVAILABLE', 'PATH', 'ADDRESS', 'LEASE RENEWED'],
+    items.map((c) => [
+      c.name,
+      c.group,
+      c.status,
+      cond(c, 'Joined'),
+      cond(c, 'Available'),
+      c.path ?? 'none',
+      c.address ?? '-',
+      c.leaseRenewTime ?? '-',
+    ]),
+  );
+}
+
+function clusterDetail(c: Cluster): string {
+  const lines = [
+    `name:          ${c.name}`,
+    `group:         ${c.group}`,
+    ...(c.displayName ? [`display name:  ${c.displayName}`] : []),
+    `status:        ${c.status}`,
+    `connected:     ${c.connected ? 'yes' : 'no'} (path ${c.path ?? 'none'})`,
+    `address:       ${c.address ?? '-'}`,
+    `public key:    ${c.publicKey ?? '-'}`,
+    `agent version: ${c.agentVersion ?? '-'}`,
+    `lease renewed: ${c.leaseRenewTime ?? '-'}`,
+    `rtt:           ${c.rttMs == null ? '-' : `${c.rttMs} ms`}`,
+    `created:       ${c.createdAt ?? '-'}`,
+    'conditions:',
+    ...(c.conditions ?? []).map(
+      (x) =>
+        `  ${x.type}=${x.status}${x.reason ? ` (${x.reason})` : ''}${x.lastTransitionTime ? ` since ${x.lastTransitionTime}` : ''}`,
+    ),
+  ];
+  const claims = Object.entries(c.claims ?? {});
+  if (claims.length > 0) lines.push('claims:', ...claims.map(([k, v]) => `  ${k}=${v}`));
+  return lines.join('\n');
+}
+
+function printBootstrap(flags: AdminFlags, res: CreateResult, verb: string): void {
+  const out = streamPrinter();
+  if (flags.output === 'json') {
+    out.json(res);
+    return;
+  }
+  out.line(
+    `cluster ${res.cluster.name} ${verb} in group ${res.cluster.group} (status ${res.cluster.status})`,
+  );
+  out.line(
+    `the PSK is shown only now and expires at ${res.bootstrap.expiresAt}; run this on the agent's host:`,
+  );
+  out.line('');
+  out.line(`  ${res.bootstrap.joinCommand}`);
+}
+
+const enc = encodeURIComponent;
+
+export function clusterCommand(): Command {
+  const cluster = new Command('cluster').description('create, inspect and decide on clusters');
+
+  cluster.addCommand(
+    withAdminFlags(
+      new Command('create')
+        .description('create a cluster and print its one-time join command')
+        .argument('<name>', 'cluster name (DNS-1123 label)', nameArg)
+        .option('--group <group>', 'group the cluster belongs to (default "default")', (v: string) =>
+          parseClusterName(v, '--group'),
+        )
+        .option('--display-name <text>', 'human-readable name', (v: string) => {
+          if (v.length > 200)
+            throw new TunnelError('BAD_INPUT', `--display-name is ${v.length} characters; at most 200`);
+          return v;
+        })
+        .option(
+          '--psk-ttl <duration>',
+          'how long the PSK stays valid, e.g. 30m, 24h, 7d (default 24h)',
+          pskTtl,
+        ),
+    ).action(
+      async (name: string, flags: AdminFlags & { group?: string; displayName?: string; pskTtl?: string }) => {
+        const body = {
+          name,
+          ...(flags.group ? { group: flags.group } : {}),
+          ...(flags.displayName ? { displayName: flags.displayName } : {}),
+          ...(flags.pskTtl ? { pskTtl: flags.pskTtl } : {}),
+        };
+        const res = await withClient(flags, (c) =>
+          c.json<CreateResult>('POST', '/api/v1/clusters', { body }),
+        );
+        printBootstrap(flags, res, 'created');
+      },
+    ),
+  );
+
+  cluster.addCommand(
+    withAdminFlags(new Command('list').description('list clusters')).action(async (flags: AdminFlags) => {
+      const res = await withClient(flags, (c) => c.json<{ items: Cluster[] }>('GET', '/api/v1/clusters'));
+      const out = streamPrinter();
+      if (flags.output === 'json') out.json(res);
+      else out.line(res.items.length === 0 ? 'no clusters' : clusterRows(res.items));
+    }),
+  );
+
+  cluster.addCommand(
+    withAdminFlags(
+      new Command('get').description('show one cluster').argument('<name>', 'cluster name', nameArg),
+    ).action(async (name: string, flags: AdminFlags) => {
+      const res = await withClient(flags, (c) => c.json<Cluster>('GET', `/api/v1/clusters/${enc(name)}`));
+      const out = streamPrinter();
+      if (flags.output === 'json') out.json(res);
+      else out.line(clusterDetail(res));
+    }),
+  );
+
+  for (const [verb, help] of [
+    ['accept', 'accept a Pending (or Denied) registration'],
+    ['deny', "deny a registration; the agent's sessions close"],
+  ] as const) {
+    cluster.addCommand(
+      withAdminFlags(new Command(verb).description(help).argument('<name>', 'cluster name', nameArg)).action(
+        async (name: string, flags: AdminFlags) => {
+          const res = await withClient(flags, (c) =>
+            c.json<Cluster>('POST', `/api/v1/clusters/${enc(name)}/${verb}`),
+          );
+          const out = streamPrinter();
+          if (flags.output === 'json') out.json(res);
+          else out.line(`cluster ${res.name} is ${res.status}`);
+        },
+      ),
+    );
+  }
+
+  cluster.addCommand(
+    withAdminFlags(
+      new Command('delete')
+        .description('delete a cluster and revoke its agent')
+        .argument('<name>', 'cluster name', nameArg),
+    ).action(async (name: string, flags: AdminFlags) => {
+      const res = await withClient(flags, (c) =>
+        c.json<{ deleted: string }>('DELETE', `/api/v1/clusters/${enc(name)}`),
+      );
+      const out = streamPrinter();
+      if (flags.output === 'json') out.json(res);
+      else out.line(`deleted cluster ${res.deleted}`);
+    }),
+  );
+
+  cluster.addCommand(
+    withAdminFlags(
+      new Command('rotate-psk')
+        .description('issue a new bootstrap PSK (the old one stops working) and print the join command')
+        .argument('<name>', 'cluster name', nameArg)
+        .option('--psk-ttl <duration>', 'how long the new PSK stays valid (default 24h)', pskTtl),
+    ).action(async (name: string, flags: AdminFlags & { pskTtl?: string }) => {
+      const body = flags.pskTtl ? { pskTtl: flags.pskTtl } : {};
+      const res = await withClient(flags, (c) =>
+        c.json<CreateResult>('POST', `/api/v1/clusters/${enc(name)}/rotate-psk`, { body }),
+      );
+      printBootstrap(flags, res, 'has a new PSK');
+    }),
+  );
+
+  return cluster;
+}

@@ -1,0 +1,81 @@
+/**
+ * `tunnel-relay serve`: resolve the configuration (file < TUNNEL_RELAY_* env < flags), start the relay,
+ * print where it listens, its CA pin and (on first start only) the admin access key; on SIGINT/SIGTERM
+ * close gracefully and exit 0. Logs go to stderr so stdout carries only what this command prints; with
+ * `--output json` that is one JSON object per line, the first `{"event":"ready",...}`.
+ */
+import { Command, Option } from 'commander';
+import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
+import { untilSignal } from '../../shared/cli/signals.js';
+import { resolveRelayConfig } from '../config.js';
+import { startRelay } from '../server.js';
+
+interface ServeFlags {
+  listen?: string;
+  publicUrl?: string;
+  dataDir?: string;
+  store?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  udpPort?: string;
+  stunPort?: string;
+  config?: string;
+  logLevel?: string;
+  leaseDuration?: string;
+  output: OutputFormat;
+}
+
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('run the relay (control-plane API, packet relay, hub node) on one TLS port')
+    .option('--listen <host:port>', 'address of the TLS port (default 127.0.0.1:8443; port 0 picks one)')
+    .option('--public-url <url>', 'URL agents and tools use to reach this relay (default: the bound address)')
+    .option('--data-dir <dir>', 'where the certificate, keys and SQLite store live (default ~/.tunnel-relay)')
+    .option('--store <url>', 'sqlite:PATH (default DATA_DIR/relay.db) or postgres://...')
+    .option('--tls-cert <file>', 'PEM certificate to serve instead of the self-signed one (with --tls-key)')
+    .option('--tls-key <file>', 'PEM private key for --tls-cert')
+    .option('--udp-port <port|off>', 'direct WireGuard UDP port (default 51820)')
+    .option('--stun-port <port|off>', 'STUN responder port (default 3478)')
+    .option('--config <file>', 'YAML config file; keys mirror the flags')
+    .addOption(
+      new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default info)'),
+    )
+    .option('--lease-duration <seconds>', 'lease duration handed to agents, 10-3600 (default 60)')
+    .addOption(outputOption())
+    .action(async (flags: ServeFlags) => serve(flags));
+}
+
+async function serve(flags: ServeFlags): Promise<void> {
+  const { output, config: configFile, ...rest } = flags;
+  const config = resolveRelayConfig({
+    flags: rest as Record<string, unknown>,
+    env: process.env,
+    configFile: configFile ?? null,
+  });
+  const out = streamPrinter();
+  const relay = await startRelay(config, { logStream: process.stderr });
+  if (output === 'json') {
+    out.jsonLine({
+      event: 'ready',
+      url: relay.url,
+      publicUrl: relay.publicUrl,
+      caPin: relay.caPin,
+      ...(relay.adminKey ? { adminKey: relay.adminKey } : {}),
+    });
+  } else {
+    out.line(
+      `relay listening on ${relay.url}${relay.publicUrl !== relay.url ? ` (public URL ${relay.publicUrl})` : ''}`,
+    );
+    out.line(`CA pin: ${relay.caPin}`);
+    if (relay.adminKey) {
+      out.line(`admin access key (shown only now; store it safely): ${relay.adminKey}`);
+      out.line('next: export TUNNEL_RELAY_URL and TUNNEL_ACCESS_KEY, then');
+      out.line(`  tunnel-relay cluster create NAME --server ${relay.publicUrl} --ca-pin ${relay.caPin}`);
+    }
+  }
+  const signal = await untilSignal();
+  if (output === 'json') out.jsonLine({ event: 'stopping', signal });
+  else out.line(`${signal}: closing`);
+  await relay.close();
+  if (output === 'json') out.jsonLine({ event: 'stopped' });
+}

@@ -1,0 +1,118 @@
+/** `tunnel-relay token create|list|revoke`: access keys (admin only). */
+import { Command } from 'commander';
+import { streamPrinter, table } from '../../shared/cli/output.js';
+import { parseRole, shown } from '../../shared/cli/parsers.js';
+import { TunnelError } from '../../shared/errors.js';
+import { parseDuration } from '../duration.js';
+import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
+
+interface CreatedToken {
+  id: string;
+  role: string;
+  token: string;
+  expiresAt: string | null;
+}
+
+interface TokenInfo {
+  id: string;
+  role: string;
+  description?: string | null;
+  createdAt: string;
+  expiresAt: string | null;
+  revokedAt: string | null;
+}
+
+export function tokenCommand(): Command {
+  const token = new Command('token').description('access keys for people and tools');
+
+  token.addCommand(
+    withAdminFlags(
+      new Command('create')
+        .description('create an access key and print it (shown once)')
+        .requiredOption(
+          '--role <role>',
+          'admin, viewer, group-editor:GROUP, or bootstrap (org-wide join token)',
+          parseRole,
+        )
+        .option('--description <text>', 'what the key is for')
+        .option('--expires-in <duration>', 'lifetime, e.g. 30d (default: no expiry)', (v: string) => {
+          parseDuration(v, '--expires-in');
+          return v;
+        }),
+    ).action(async (flags: AdminFlags & { role: string; description?: string; expiresIn?: string }) => {
+      if (flags.description !== undefined && flags.description.length > 200) {
+        throw new TunnelError(
+          'BAD_INPUT',
+          `--description is ${flags.description.length} characters; at most 200`,
+        );
+      }
+      const body = {
+        role: flags.role,
+        ...(flags.description ? { description: flags.description } : {}),
+        ...(flags.expiresIn ? { expiresIn: flags.expiresIn } : {}),
+      };
+      const res = await withClient(flags, (c) => c.json<CreatedToken>('POST', '/api/v1/tokens', { body }));
+      const out = streamPrinter();
+      if (flags.output === 'json') {
+        out.json(res);
+        return;
+      }
+      out.line(res.token);
+      out.note(
+        `access key ${res.id} (role ${res.role}, expires ${res.expiresAt ?? 'never'}); it is shown only now`,
+      );
+      if (res.role === 'bootstrap') {
+        out.note(
+          'agents join with: tunnel-client join --relay URL --cluster NAME --psk <this key> --ca-pin sha256:...',
+        );
+      }
+    }),
+  );
+
+  token.addCommand(
+    withAdminFlags(new Command('list').description('list access keys (never their secrets)')).action(
+      async (flags: AdminFlags) => {
+        const res = await withClient(flags, (c) => c.json<{ items: TokenInfo[] }>('GET', '/api/v1/tokens'));
+        const out = streamPrinter();
+        if (flags.output === 'json') {
+          out.json(res);
+          return;
+        }
+        out.line(
+          table(
+            ['ID', 'ROLE', 'CREATED', 'EXPIRES', 'REVOKED', 'DESCRIPTION'],
+            res.items.map((t) => [
+              t.id,
+              t.role,
+              t.createdAt,
+              t.expiresAt ?? '-',
+              t.revokedAt ?? '-',
+              t.description ?? '',
+            ]),
+          ),
+        );
+      },
+    ),
+  );
+
+  token.addCommand(
+    withAdminFlags(
+      new Command('revoke')
+        .description('revoke an access key')
+        .argument('<id>', 'key id (from token list)', (v: string) => {
+          if (!/^[A-Za-z0-9_-]{1,64}$/.test(v))
+            throw new TunnelError('BAD_INPUT', `token id ${shown(v)} is not valid`);
+          return v;
+        }),
+    ).action(async (id: string, flags: AdminFlags) => {
+      const res = await withClient(flags, (c) =>
+        c.json<{ revoked: string }>('DELETE', `/api/v1/tokens/${encodeURIComponent(id)}`),
+      );
+      const out = streamPrinter();
+      if (flags.output === 'json') out.json(res);
+      else out.line(`revoked access key ${res.revoked}`);
+    }),
+  );
+
+  return token;
+}
