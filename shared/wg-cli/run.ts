@@ -25,15 +25,14 @@ const STDERR_QUOTE_MAX = 500;
 const NETNS_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
- * Replaces base64 (44 chars) and hex (64 chars) key-shaped tokens and any of `secrets` with
+ * Replaces key-shaped tokens (base64 or hex, any run of 40+ base64-alphabet characters) and any of `secrets` with
  * "<redacted>", so stderr can be quoted in an error without leaking a key.
  */
 export function redactKeys(text: string, secrets: readonly string[] = []): string {
   let out = text;
   for (const s of secrets) if (s.length >= 8) out = out.split(s).join('<redacted>');
-  return out
-    .replace(/[A-Za-z0-9+/]{42}[A-Za-z0-9+/=]{2}/g, '<redacted>')
-    .replace(/[0-9a-fA-F]{64}/g, '<redacted>');
+  // Any run of 40+ base64-alphabet characters covers base64 (44) and hex (64) keys alike.
+  return out.replace(/[A-Za-z0-9+/]{40,}={0,2}/g, '<redacted>');
 }
 
 export interface WgRunResult {
