@@ -171,6 +171,11 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     }
   });
 
+  // A POST without a body (accept, deny, rotate-psk without options) is validated as {}.
+  app.addHook('preValidation', async (req) => {
+    if (req.method === 'POST' && req.body === undefined) req.body = {};
+  });
+
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     const e = mapError(err);
     if (e.code === 'INTERNAL') req.log.error({ err }, 'request failed');

@@ -1,0 +1,223 @@
+/**
+ * Every role against every route family (docs/API.md's table), on a real relay over TLS.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestRelay, type TestRelay } from '../relay/test-support.js';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+
+let t: TestRelay;
+const tok: Record<string, string> = {};
+let agentCred = '';
+let otherAgentCred = '';
+
+async function makeKey(role: string): Promise<string> {
+  const r = await t.call('POST', '/api/v1/tokens', { token: tok.admin, body: { role } });
+  expect(r.status).toBe(201);
+  return r.body.token;
+}
+
+async function makeAgent(name: string, group: string): Promise<string> {
+  const c = await t.call('POST', '/api/v1/clusters', { token: tok.admin, body: { name, group } });
+  expect(c.status).toBe(201);
+  const r = await t.call('POST', '/api/v1/register', {
+    token: c.body.bootstrap.psk,
+    body: { cluster: name, publicKey: keyToBase64(generateKeyPair().publicKey), agentVersion: '0.1.0' },
+  });
+  expect(r.status).toBe(201);
+  return r.body.agentCredential;
+}
+
+beforeAll(async () => {
+  t = await startTestRelay();
+  tok.admin = t.relay.adminKey!;
+  tok.viewer = await makeKey('viewer');
+  tok.editorA = await makeKey('group-editor:team-a');
+  tok.bootstrap = await makeKey('bootstrap');
+  agentCred = await makeAgent('in-a', 'team-a');
+  otherAgentCred = await makeAgent('in-b', 'team-b');
+  tok.agent = agentCred;
+});
+afterAll(async () => {
+  await t?.cleanup();
+});
+
+type Who = 'admin' | 'viewer' | 'editorA' | 'bootstrap' | 'agent' | 'none';
+const everyone: Who[] = ['admin', 'viewer', 'editorA', 'bootstrap', 'agent', 'none'];
+
+async function as(who: Who, method: string, path: string, body?: unknown) {
+  return t.call(method, path, {
+    ...(who === 'none' ? {} : { token: tok[who]! }),
+    ...(body !== undefined ? { body } : {}),
+  });
+}
+
+function expectCode(
+  r: { status: number; body: { error?: { code: string } } },
+  status: number,
+  code?: string,
+) {
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  if (code) expect(r.body.error?.code).toBe(code);
+}
+
+describe('role table', () => {
+  it('cluster create: admin anywhere, group-editor only in its group, others forbidden', async () => {
+    const allowed: Record<Who, number> = {
+      admin: 201,
+      editorA: 201,
+      viewer: 403,
+      bootstrap: 403,
+      agent: 403,
+      none: 401,
+    };
+    for (const who of everyone) {
+      const r = await as(who, 'POST', '/api/v1/clusters', {
+        name: `new-${who.toLowerCase()}`,
+        group: 'team-a',
+      });
+      expectCode(
+        r,
+        allowed[who],
+        r.status === 403 ? 'FORBIDDEN' : r.status === 401 ? 'UNAUTHENTICATED' : undefined,
+      );
+    }
+    expectCode(
+      await as('editorA', 'POST', '/api/v1/clusters', { name: 'sneaky', group: 'team-b' }),
+      403,
+      'FORBIDDEN',
+    );
+    // default group is not team-a either
+    expectCode(await as('editorA', 'POST', '/api/v1/clusters', { name: 'sneaky2' }), 403, 'FORBIDDEN');
+  });
+
+  it('cluster list/get: admin and viewer see all, group-editor only its group', async () => {
+    const all = await as('admin', 'GET', '/api/v1/clusters');
+    expect(all.body.items.map((c: { name: string }) => c.name)).toEqual(
+      expect.arrayContaining(['in-a', 'in-b']),
+    );
+    const viewer = await as('viewer', 'GET', '/api/v1/clusters');
+    expect(viewer.body.items.length).toBe(all.body.items.length);
+    const ed = await as('editorA', 'GET', '/api/v1/clusters');
+    expect(ed.body.items.every((c: { group: string }) => c.group === 'team-a')).toBe(true);
+    expect(ed.body.items.length).toBeGreaterThan(0);
+    for (const who of ['bootstrap', 'agent'] as const)
+      expectCode(await as(who, 'GET', '/api/v1/clusters'), 403, 'FORBIDDEN');
+    expectCode(await as('none', 'GET', '/api/v1/clusters'), 401, 'UNAUTHENTICATED');
+    expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-a'), 200);
+    expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-b'), 403, 'FORBIDDEN');
+    expectCode(await as('viewer', 'GET', '/api/v1/clusters/in-b'), 200);
+    expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-b/kubeconfig'), 403, 'FORBIDDEN');
+    const kc = await as('viewer', 'GET', '/api/v1/clusters/in-b/kubeconfig');
+    expect(kc.status).toBe(200);
+    expect(kc.text).toContain('/api/v1/clusters/in-b/proxy');
+  });
+
+  it('accept/deny/rotate-psk/delete: admin, and group-editor in its group only', async () => {
+    for (const action of ['accept', 'deny', 'rotate-psk']) {
+      for (const who of ['viewer', 'bootstrap', 'agent'] as const) {
+        expectCode(await as(who, 'POST', `/api/v1/clusters/in-a/${action}`), 403, 'FORBIDDEN');
+      }
+      expectCode(await as('editorA', 'POST', `/api/v1/clusters/in-b/${action}`), 403, 'FORBIDDEN');
+    }
+    expectCode(await as('editorA', 'POST', '/api/v1/clusters/in-a/rotate-psk', {}), 200);
+    expectCode(await as('viewer', 'DELETE', '/api/v1/clusters/in-a'), 403, 'FORBIDDEN');
+    expectCode(await as('editorA', 'DELETE', '/api/v1/clusters/in-b'), 403, 'FORBIDDEN');
+    expectCode(await as('editorA', 'POST', '/api/v1/clusters', { name: 'tmp-a', group: 'team-a' }), 201);
+    expectCode(await as('editorA', 'DELETE', '/api/v1/clusters/tmp-a'), 200);
+  });
+
+  it('tokens: admin only', async () => {
+    for (const who of ['viewer', 'editorA', 'bootstrap', 'agent'] as const) {
+      expectCode(await as(who, 'POST', '/api/v1/tokens', { role: 'admin' }), 403, 'FORBIDDEN');
+      expectCode(await as(who, 'GET', '/api/v1/tokens'), 403, 'FORBIDDEN');
+      expectCode(await as(who, 'DELETE', '/api/v1/tokens/k_0000000000000000'), 403, 'FORBIDDEN');
+    }
+    const list = await as('admin', 'GET', '/api/v1/tokens');
+    expect(list.body.items.length).toBeGreaterThanOrEqual(4);
+    expect(JSON.stringify(list.body)).not.toMatch(/trk_/);
+  });
+
+  it('platform values: admin sets, admin and viewer get', async () => {
+    expectCode(await as('admin', 'PUT', '/api/v1/values', { image: { tag: '1' } }), 200);
+    for (const who of ['viewer', 'editorA', 'bootstrap', 'agent'] as const) {
+      expectCode(await as(who, 'PUT', '/api/v1/values', { a: 1 }), 403, 'FORBIDDEN');
+    }
+    expect((await as('viewer', 'GET', '/api/v1/values')).body).toEqual({ image: { tag: '1' } });
+    for (const who of ['editorA', 'bootstrap', 'agent'] as const)
+      expectCode(await as(who, 'GET', '/api/v1/values'), 403);
+  });
+
+  it('cluster values: admin and group editor set; viewer, editor and own agent get', async () => {
+    expectCode(await as('editorA', 'PUT', '/api/v1/clusters/in-a/values', { image: { repo: 'r' } }), 200);
+    expectCode(await as('editorA', 'PUT', '/api/v1/clusters/in-b/values', { x: 1 }), 403, 'FORBIDDEN');
+    expectCode(await as('viewer', 'PUT', '/api/v1/clusters/in-a/values', { x: 1 }), 403, 'FORBIDDEN');
+    expectCode(await as('agent', 'PUT', '/api/v1/clusters/in-a/values', { x: 1 }), 403, 'FORBIDDEN');
+    expect((await as('agent', 'GET', '/api/v1/clusters/in-a/values')).body).toEqual({ image: { repo: 'r' } });
+    expectCode(await as('agent', 'GET', '/api/v1/clusters/in-b/values'), 403, 'FORBIDDEN');
+    expectCode(await as('bootstrap', 'GET', '/api/v1/clusters/in-a/values'), 403, 'FORBIDDEN');
+    // agent-facing YAML: merged, by source, with ?token= or Bearer
+    const merged = await t.call('GET', `/clusters/in-a?token=${encodeURIComponent(agentCred)}`);
+    expect(merged.status).toBe(200);
+    expect(merged.headers['content-type']).toMatch(/^text\/yaml/);
+    expect(merged.text).toBe('image:\n  tag: "1"\n  repo: r\n');
+    const platform = await t.call('GET', '/clusters/in-a?source=platform-config', { token: tok.viewer });
+    expect(platform.text).toBe('image:\n  tag: "1"\n');
+    const own = await t.call('GET', `/clusters/in-a?source=cluster-annotation&token=${tok.editorA}`);
+    expect(own.text).toBe('image:\n  repo: r\n');
+    expectCode(await t.call('GET', `/clusters/in-a?token=${otherAgentCred}`), 403, 'FORBIDDEN');
+    expectCode(await t.call('GET', '/clusters/in-a?source=nope', { token: tok.admin }), 400, 'BAD_INPUT');
+  });
+
+  it('audit: admin and viewer', async () => {
+    const a = await as('viewer', 'GET', '/api/v1/audit?limit=5');
+    expect(a.status).toBe(200);
+    expect(a.body.items.length).toBe(5);
+    expect(a.body.items[0]).toMatchObject({ source: '127.0.0.1' });
+    for (const who of ['editorA', 'bootstrap', 'agent'] as const)
+      expectCode(await as(who, 'GET', '/api/v1/audit'), 403);
+  });
+
+  it('agent routes take only an agent credential', async () => {
+    for (const who of ['admin', 'viewer', 'editorA', 'bootstrap'] as const) {
+      expectCode(await as(who, 'GET', '/api/v1/agent'), 403, 'FORBIDDEN');
+      expectCode(await as(who, 'POST', '/api/v1/agent/lease', {}), 403, 'FORBIDDEN');
+      expectCode(await as(who, 'DELETE', '/api/v1/agent'), 403, 'FORBIDDEN');
+    }
+    expectCode(await as('none', 'GET', '/api/v1/agent'), 401, 'UNAUTHENTICATED');
+    const me = await as('agent', 'GET', '/api/v1/agent');
+    expect(me.body).toMatchObject({ cluster: 'in-a', status: 'Accepted' });
+    expect(me.body.valuesVersion).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('register takes a PSK or a bootstrap key, nothing else', async () => {
+    const body = {
+      cluster: 'reg-x',
+      publicKey: keyToBase64(generateKeyPair().publicKey),
+      agentVersion: '0.1.0',
+    };
+    for (const who of ['admin', 'viewer', 'editorA', 'agent', 'none'] as const) {
+      expectCode(await as(who, 'POST', '/api/v1/register', body), 401, 'BOOTSTRAP_REJECTED');
+    }
+    const r = await as('bootstrap', 'POST', '/api/v1/register', body);
+    expectCode(r, 201);
+    expect(r.body).toMatchObject({ cluster: 'reg-x', status: 'Pending', tunnel: null });
+  });
+
+  it('a PSK is not an access key', async () => {
+    const c = await as('admin', 'POST', '/api/v1/clusters', { name: 'psk-only' });
+    const psk = c.body.bootstrap.psk;
+    expectCode(await t.call('GET', '/api/v1/clusters', { token: psk }), 401, 'UNAUTHENTICATED');
+    expectCode(await t.call('GET', '/api/v1/agent', { token: psk }), 401, 'UNAUTHENTICATED');
+  });
+
+  it('revoked and expired access keys stop working', async () => {
+    const r = await t.call('POST', '/api/v1/tokens', {
+      token: tok.admin,
+      body: { role: 'viewer', description: 'short' },
+    });
+    expectCode(await t.call('GET', '/api/v1/clusters', { token: r.body.token }), 200);
+    expectCode(await t.call('DELETE', `/api/v1/tokens/${r.body.id}`, { token: tok.admin }), 200);
+    expectCode(await t.call('GET', '/api/v1/clusters', { token: r.body.token }), 401, 'UNAUTHENTICATED');
+    expectCode(await t.call('DELETE', `/api/v1/tokens/${r.body.id}`, { token: tok.admin }), 404, 'NOT_FOUND');
+  });
+});
