@@ -12,6 +12,8 @@ import { Device, type Endpoint, type Peer } from '../device.js';
 export interface Wire {
   from: 'a' | 'b';
   data: Buffer;
+  /** Clock time when sent. */
+  at: number;
 }
 
 export interface LinkOptions {
@@ -59,7 +61,7 @@ export class Link {
         timers: o.timers,
         underLoad,
         send: (d) => {
-          const w = { from: side, data: Buffer.from(d) };
+          const w: Wire = { from: side, data: Buffer.from(d), at: this.clock.now() };
           this.log.push(w);
           if (this.filter(w)) this.queue.push(w);
         },
