@@ -35,14 +35,19 @@ export const Condition = Type.Object(
   closed,
 );
 
+/** Claim keys: 1-64 characters, letters/digits with . _ / - inside (TypeBox records ignore key limits, so propertyNames). */
 export const Claims = Type.Record(
-  Type.String({
-    minLength: 1,
-    maxLength: LIMITS.claimKeyMax,
-    pattern: '^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$',
-  }),
+  Type.String(),
   Type.String({ minLength: 1, maxLength: LIMITS.claimValueMax }),
-  { maxProperties: LIMITS.claimsMax },
+  {
+    maxProperties: LIMITS.claimsMax,
+    propertyNames: {
+      type: 'string',
+      minLength: 1,
+      maxLength: LIMITS.claimKeyMax,
+      pattern: '^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$',
+    },
+  },
 );
 
 export const Cluster = Type.Object(
