@@ -12,7 +12,14 @@
  */
 import { needBytes, TunnelError } from '../errors.js';
 import { internetChecksum } from './checksum.js';
-import { IP_PROTO_ICMP, IPV4_HEADER_LEN, IPV4_MAX_PACKET, type Ipv4View, writeIpv4Header } from './ipv4.js';
+import {
+  IP_PROTO_ICMP,
+  IPV4_HEADER_LEN,
+  IPV4_MAX_PACKET,
+  type Ipv4View,
+  rejectFragment,
+  writeIpv4Header,
+} from './ipv4.js';
 
 export const ICMP_TYPE = 0;
 export const ICMP_CODE = 1;
@@ -85,6 +92,7 @@ export function parseIcmpEcho(ip: Ipv4View): IcmpEchoView {
   if (ip.protocol !== IP_PROTO_ICMP) {
     throw new TunnelError('WIRE_BAD_TYPE', `IP protocol ${ip.protocol}, expected ICMP (1)`);
   }
+  rejectFragment(ip);
   const b = ip.payload;
   needBytes(b, ICMP_ECHO_HEADER_LEN, 'ICMP echo header');
   const type = b[ICMP_TYPE]!;

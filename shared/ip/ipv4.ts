@@ -168,6 +168,16 @@ export function parseIpv4Packet(buf: Buffer): Ipv4View {
   };
 }
 
+/**
+ * Throws WIRE_MALFORMED for a fragment (MF set or a non-zero offset): we never fragment inner
+ * packets and do not reassemble, so a fragment's payload is not a whole UDP/ICMP message.
+ */
+export function rejectFragment(v: Ipv4View): void {
+  if (v.moreFragments || v.fragmentOffset !== 0) {
+    throw new TunnelError('WIRE_MALFORMED', `IPv4 fragment (offset ${v.fragmentOffset}) is not supported`);
+  }
+}
+
 export function ipv4HeaderChecksumOk(v: Ipv4View): boolean {
   return internetChecksum(v.packet, 0, v.headerLength) === 0;
 }

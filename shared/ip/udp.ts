@@ -21,6 +21,7 @@ import {
   IPV4_MAX_PACKET,
   type Ipv4Fields,
   type Ipv4View,
+  rejectFragment,
   writeIpv4Header,
 } from './ipv4.js';
 
@@ -114,6 +115,7 @@ export function parseUdp(ip: Ipv4View): UdpView {
   if (ip.protocol !== IP_PROTO_UDP) {
     throw new TunnelError('WIRE_BAD_TYPE', `IP protocol ${ip.protocol}, expected UDP (17)`);
   }
+  rejectFragment(ip);
   const b = ip.payload;
   needBytes(b, UDP_HEADER_LEN, 'UDP header');
   const length = b.readUInt16BE(UDP_LENGTH);
