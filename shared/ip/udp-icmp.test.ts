@@ -201,6 +201,11 @@ describe('UDP', () => {
     expect(() => parseUdp(parseIpv4Packet(KERNEL_PING_12))).toThrow(
       expect.objectContaining({ code: 'WIRE_BAD_TYPE' }),
     );
+    const frag = buildUdpPacket({ src: 1, dst: 2, srcPort: 3, dstPort: 4 }, Buffer.from('abcd'));
+    frag.writeUInt16BE(0x2000, 6); // MF
+    expect(() => parseUdp(parseIpv4Packet(frag))).toThrow(/fragment/);
+    frag.writeUInt16BE(0x0001, 6); // offset 8
+    expect(() => parseUdp(parseIpv4Packet(frag))).toThrow(/fragment/);
   });
 
   it('parsers only ever throw wire TunnelErrors on random or truncated bytes', () => {
