@@ -1,0 +1,147 @@
+/**
+ * Relay liveness over real sockets: shutdown sends Restarting and clients come back; a silent (black-holed)
+ * connection is noticed by both ends; slow (async) admission holds early packets instead of losing them.
+ */
+
+import type { AddressInfo } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeSendPacket, FrameType } from '../shared/derp/frames.js';
+import { generateKeyPair } from '../shared/keys.js';
+import {
+  rawClient,
+  startClient,
+  startRelay,
+  type TestClient,
+  type TestRelay,
+  waitFor,
+} from './derp-fixtures.js';
+
+let relay: TestRelay | undefined;
+const clients: TestClient[] = [];
+let proxy: Server | undefined;
+const proxySockets = new Set<Socket>();
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.client.close();
+  for (const s of proxySockets) s.destroy();
+  proxySockets.clear();
+  if (proxy) await new Promise<void>((r) => proxy!.close(() => r()));
+  proxy = undefined;
+  await relay?.close();
+  relay = undefined;
+});
+
+/** A TCP forwarder that can silently stop forwarding (a black hole: no FIN, no RST). */
+async function blackholeProxy(
+  targetPort: number,
+): Promise<{ port: number; setBlackhole(on: boolean): void }> {
+  let blackhole = false;
+  proxy = createServer((down) => {
+    const up = connect(targetPort, '127.0.0.1');
+    proxySockets.add(down);
+    proxySockets.add(up);
+    down.on('data', (d) => {
+      if (!blackhole) up.write(d);
+    });
+    up.on('data', (d) => {
+      if (!blackhole) down.write(d);
+    });
+    const end = () => {
+      if (blackhole) return; // a black hole passes on nothing, closes included
+      up.destroy();
+      down.destroy();
+    };
+    down.on('close', end);
+    up.on('close', end);
+    down.on('error', end);
+    up.on('error', end);
+  });
+  await new Promise<void>((r) => proxy!.listen(0, '127.0.0.1', r));
+  return {
+    port: (proxy.address() as AddressInfo).port,
+    setBlackhole(on) {
+      blackhole = on;
+    },
+  };
+}
+
+describe('DERP relay liveness', () => {
+  it('shutdown sends Restarting; the client waits about reconnectInMs and reconnects to the new server', async () => {
+    relay = await startRelay({ limits: { restartReconnectInMs: 300, restartTryForMs: 3000 } });
+    const peer = startClient(relay);
+    const c = startClient(relay, { backoff: { baseMs: 60_000, maxMs: 60_000 } }); // plain backoff would wait >= 30 s
+    clients.push(peer, c);
+    await Promise.all([c.client.whenConnected(5000), peer.client.whenConnected(5000)]);
+    await relay.restart();
+    await waitFor(
+      () => c.client.stats.connects === 2 && peer.client.stats.connects === 2,
+      10_000,
+      'reconnect',
+    );
+    const rec = c.states.find((s) => s.state === 'reconnecting')!;
+    expect(rec.closeCode).toBe(1001);
+    expect(rec.delayMs).toBeLessThanOrEqual(300);
+    peer.client.send(c.keyPair.publicKey, Buffer.from('after restart'));
+    await waitFor(() => c.received.length === 1, 5000, 'packet after restart');
+    expect(c.received[0]!.payload.toString()).toBe('after restart');
+  });
+
+  it('both ends notice a black-holed connection; the client reconnects when the path heals', async () => {
+    relay = await startRelay({ limits: { pingIntervalMs: 300 } });
+    const port = Number(new URL(relay.url).port);
+    const bh = await blackholeProxy(port);
+    const c = startClient(relay, {
+      url: `wss://127.0.0.1:${bh.port}/derp`,
+      pingIntervalMs: 200,
+      deadAfterMs: 800,
+      backoff: { baseMs: 100, maxMs: 400 },
+    });
+    clients.push(c);
+    await c.client.whenConnected(5000);
+    bh.setBlackhole(true);
+    const t0 = Date.now();
+    await waitFor(() => c.states.some((s) => s.state === 'reconnecting'), 5000, 'client timeout');
+    // Silence is measured from the last frame received, which came at most one ping interval earlier.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(800 - 200 - 50);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(c.states.find((s) => s.state === 'reconnecting')!.error?.code).toBe('TIMEOUT');
+    await waitFor(() => relay!.derp.stats.pingTimeouts >= 1, 5000, 'server ping timeout');
+    expect(relay.derp.isConnected(c.keyPair.publicKey)).toBe(false);
+    bh.setBlackhole(false);
+    await waitFor(() => c.client.stats.connects === 2, 10_000, 'reconnect after heal');
+    expect(relay.derp.isConnected(c.keyPair.publicKey)).toBe(true);
+  });
+
+  it('holds packets sent right after ClientInfo while an async admission check runs', async () => {
+    let release: (ok: boolean) => void = () => {};
+    relay = await startRelay();
+    const b = startClient(relay);
+    clients.push(b);
+    await b.client.whenConnected(5000);
+    await relay.restart({
+      admission: {
+        isAdmitted: (k) =>
+          k.equals(b.keyPair.publicKey) ? true : new Promise<boolean>((resolve) => (release = resolve)),
+      },
+    });
+    await waitFor(
+      () => b.client.stats.connects === 2 && relay!.derp.isConnected(b.keyPair.publicKey),
+      10_000,
+      'b back',
+    );
+    const keyPair = generateKeyPair();
+    const raw = await rawClient(relay, true, keyPair);
+    await waitFor(() => raw.frames.some((f) => f.type === FrameType.ServerKey), 5000, 'server key');
+    await new Promise((r) => setTimeout(r, 50)); // ClientInfo is on its way; admission now pending
+    raw.ws.send(encodeSendPacket(b.keyPair.publicKey, Buffer.from('early bird')));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(b.received).toHaveLength(0);
+    expect(relay.derp.stats.handshaking).toBe(1);
+    release(true);
+    await waitFor(() => b.received.length === 1, 5000, 'held packet delivered');
+    expect(b.received[0]!.payload.toString()).toBe('early bird');
+    expect(raw.frames.some((f) => f.type === FrameType.ServerInfo)).toBe(true);
+    raw.ws.terminate();
+  });
+});
