@@ -114,6 +114,8 @@ export interface ArqStats {
   segmentsSent: number;
   retransmitsTimeout: number;
   retransmitsFast: number;
+  /** Segment transmissions sent as PUSHF fragments (the MTU shrank below them). */
+  fragmentedSends: number;
   /** Garbage dropped by input(), by reason. */
   garbage: { short: number; conv: number; cmd: number; length: number; fragment: number };
   /** Valid segments dropped by the receiver, by reason. */
@@ -130,6 +132,7 @@ export function newArqStats(): ArqStats {
     segmentsSent: 0,
     retransmitsTimeout: 0,
     retransmitsFast: 0,
+    fragmentedSends: 0,
     garbage: { short: 0, conv: 0, cmd: 0, length: 0, fragment: 0 },
     dropped: { duplicate: 0, window: 0, bytes: 0, reassembly: 0 },
     probesSent: 0,

@@ -115,6 +115,7 @@ describe('ArqSession over a faulty path', () => {
     a.setMtu(9000);
     runUntil(clock, () => rx.length() >= data.length, 300_000);
     expect(sha(rx.bytes())).toBe(sha(data));
+    expect(a.stats.fragmentedSends).toBeGreaterThan(0);
     expect(p.ab.counters.tooBig).toBe(0);
   });
 

@@ -420,6 +420,7 @@ export class ArqSession extends EventEmitter {
       this.#put(CMD_PUSH, wnd, seg.ts, seg.sn, una, seg.data);
       return;
     }
+    this.stats.fragmentedSends++;
     const piece = mss - FRAG_HEADER;
     for (let off = 0; off < seg.data.length; off += piece) {
       const part = seg.data.subarray(off, Math.min(seg.data.length, off + piece));
