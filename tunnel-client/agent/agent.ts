@@ -26,6 +26,8 @@ import { effectiveValues } from './values.js';
 
 /** How often a Pending agent asks whether it was accepted. */
 export const PENDING_POLL_MS = 2_000;
+/** How often the "still waiting" progress line repeats. */
+export const PROGRESS_EVERY_MS = 15_000;
 
 export interface DataPlane {
   stats(): ConnectionStats;
@@ -71,6 +73,7 @@ export class Agent {
   #lastError: string | null = null;
   readonly #waiters: Waiter[] = [];
   #pendingSince: number | undefined;
+  #lastProgressAt: number | undefined;
 
   constructor(opts: AgentOptions) {
     this.#o = opts;
@@ -155,6 +158,9 @@ export class Agent {
   }
 
   #progress(): void {
+    const now = this.#clock.now();
+    if (this.#lastProgressAt !== undefined && now - this.#lastProgressAt < PROGRESS_EVERY_MS) return;
+    this.#lastProgressAt = now;
     const waited = Math.round((this.#clock.now() - (this.#pendingSince ?? this.#clock.now())) / 1000);
     const c = this.#state.cluster;
     this.#log(

@@ -14,7 +14,7 @@ import {
   parseHttpUrl,
   parseRelayUrl,
 } from '../../shared/cli/parsers.js';
-import { untilSignal } from '../../shared/cli/signals.js';
+import { keepAlive, untilSignal } from '../../shared/cli/signals.js';
 import { packageVersion } from '../../shared/cli/version.js';
 import { TunnelError } from '../../shared/errors.js';
 import { RelayClient } from '../../shared/http/client.js';
@@ -129,7 +129,12 @@ async function join(flags: JoinFlags): Promise<void> {
     });
     agent.start();
     if (flags.wait) {
-      await agent.whenAccepted(true);
+      const release = keepAlive();
+      try {
+        await agent.whenAccepted(true);
+      } finally {
+        release();
+      }
       const result = { cluster: state.cluster, status: 'Accepted', stateDir: stateDir.dir };
       if (flags.output === 'json') out.json(result);
       else

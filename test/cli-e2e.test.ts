@@ -1,0 +1,398 @@
+/**
+ * End to end through the real binaries: `tunnel-relay serve` on loopback, admin commands, and
+ * `tunnel-client` join / status / run / unjoin against it.
+ */
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  sleep,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
+
+let relay: Proc;
+let ready: ReadyLine;
+let dataDir: string;
+let adminEnv: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  buildIfStale();
+  dataDir = tempDir('cli-e2e-relay-');
+  const started = await startServe(dataDir, '127.0.0.1:0', ['--lease-duration', '10']);
+  relay = started.proc;
+  ready = started.ready;
+  adminEnv = cleanEnv({
+    TUNNEL_RELAY_URL: ready.url,
+    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+    TUNNEL_RELAY_CA_PIN: ready.caPin,
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await relay?.stop();
+  await cleanup();
+});
+
+const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+const client = (...args: string[]) => run(CLIENT_BIN, args, cleanEnv());
+
+function json<T>(r: { code: number | null; stdout: string; stderr: string }): T {
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}
+
+interface Created {
+  cluster: { name: string; status: string };
+  bootstrap: { psk: string; joinCommand: string; expiresAt: string };
+}
+
+/** The join command's flags, as printed by `cluster create`. */
+function joinArgs(created: Created): string[] {
+  const words = created.bootstrap.joinCommand.split(' ');
+  expect(words.slice(0, 2)).toEqual(['tunnel-client', 'join']);
+  return words.slice(1);
+}
+
+describe('tunnel-relay serve', () => {
+  it('prints the ready line first, with url, CA pin and the admin key on first start', () => {
+    expect(ready.event).toBe('ready');
+    expect(ready.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect(ready.caPin).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(ready.adminKey).toMatch(/^trk_/);
+    // Only JSON objects on stdout: logs go to stderr.
+    for (const line of relay.stdout.split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
+  });
+});
+
+describe('PSK join', () => {
+  let stateDir: string;
+  let created: Created;
+
+  it('cluster create prints the join command; its JSON form is the API body', async () => {
+    created = json<Created>(await admin('cluster', 'create', 'edge-psk', '--output', 'json'));
+    expect(created.cluster.name).toBe('edge-psk');
+    expect(created.bootstrap.psk).toMatch(/^tpsk_/);
+    expect(created.bootstrap.joinCommand).toContain(`--ca-pin ${ready.caPin}`);
+    const text = await admin('cluster', 'create', 'edge-text');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      /tunnel-client join --relay \S+ --cluster edge-text --psk tpsk_\S+ --ca-pin sha256:/,
+    );
+  });
+
+  it('a wrong CA pin is refused with both pins named, and nothing is saved', async () => {
+    const dir = join(tempDir('cli-e2e-pin-'), 'state');
+    const wrong = `sha256:${'00'.repeat(32)}`;
+    const args = joinArgs(created).map((w) => (w === ready.caPin ? wrong : w));
+    const r = await client(...args, '--state-dir', dir, '--wait');
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('error CA_PIN_MISMATCH:');
+    expect(r.stderr).toContain(wrong);
+    expect(r.stderr).toContain(ready.caPin);
+    expect(r.stderr).not.toContain(created.bootstrap.psk);
+    expect(existsSync(join(dir, 'state.json'))).toBe(false);
+  });
+
+  it('join --wait with the PSK is Accepted at once and saves 0600 state', async () => {
+    stateDir = join(tempDir('cli-e2e-state-'), 'agent');
+    const r = await client(
+      ...joinArgs(created),
+      '--state-dir',
+      stateDir,
+      '--claim',
+      'env=test',
+      '--wait',
+      '--output',
+      'json',
+    );
+    expect(json<{ cluster: string; status: string }>(r)).toMatchObject({
+      cluster: 'edge-psk',
+      status: 'Accepted',
+    });
+    expect(r.stderr).not.toContain(created.bootstrap.psk);
+    expect(statSync(stateDir).mode & 0o777).toBe(0o700);
+    for (const f of ['private.key', 'credential', 'state.json', 'status.json']) {
+      expect(statSync(join(stateDir, f)).mode & 0o777, f).toBe(0o600);
+    }
+    const state = JSON.parse(readFileSync(join(stateDir, 'state.json'), 'utf8')) as Record<string, unknown>;
+    expect(state).toMatchObject({
+      cluster: 'edge-psk',
+      status: 'Accepted',
+      caPin: ready.caPin,
+      claims: { env: 'test' },
+    });
+    expect(JSON.stringify(state)).not.toContain('tpsk_');
+    expect(JSON.stringify(state)).not.toContain('tac_');
+  });
+
+  it('the PSK is single use', async () => {
+    const r = await client(
+      ...joinArgs(created),
+      '--state-dir',
+      join(tempDir('cli-e2e-reuse-'), 's'),
+      '--wait',
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error BOOTSTRAP_REJECTED: /);
+  });
+
+  it('status --output json reports the registration', async () => {
+    const s = json<Record<string, unknown>>(
+      await client('status', '--state-dir', stateDir, '--output', 'json'),
+    );
+    expect(s).toMatchObject({
+      cluster: 'edge-psk',
+      status: 'Accepted',
+      connected: false,
+      path: 'none',
+      rttMs: null,
+    });
+    for (const k of ['lastHandshake', 'bytesIn', 'bytesOut', 'values']) expect(s).toHaveProperty(k);
+    const refreshed = json<Record<string, unknown>>(
+      await client('status', '--state-dir', stateDir, '--refresh', '--output', 'json'),
+    );
+    expect(refreshed.status).toBe('Accepted');
+    const relayView = json<{ status: string; claims: Record<string, string>; publicKey: string }>(
+      await admin('cluster', 'get', 'edge-psk', '--output', 'json'),
+    );
+    expect(relayView.status).toBe('Accepted');
+    expect(relayView.claims).toEqual({ env: 'test' });
+  });
+
+  it('run keeps a lease, layers values, and recovers after a relay restart', async () => {
+    // Platform and cluster values on the relay, plus a local file on top.
+    expect(
+      (
+        await admin(
+          'values',
+          'set',
+          '--source',
+          'platform-config',
+          '--set',
+          'image.tag=v1',
+          '--set',
+          'image.repo=r',
+        )
+      ).code,
+    ).toBe(0);
+    expect((await admin('values', 'set', 'edge-psk', '--set', 'image.tag=v2')).code).toBe(0);
+    const valuesFile = join(tempDir('cli-e2e-values-'), 'local.yaml');
+    writeFileSync(valuesFile, 'extra: true\n');
+    const statePath = join(stateDir, 'state.json');
+    const st = JSON.parse(readFileSync(statePath, 'utf8')) as Record<string, unknown>;
+    writeFileSync(statePath, JSON.stringify({ ...st, valuesFiles: [valuesFile] }), { mode: 0o600 });
+
+    const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+    const readStatus = () =>
+      JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as Record<string, unknown>;
+    const waitStatus = async (pred: (s: Record<string, unknown>) => boolean, ms: number, what: string) => {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        let s: Record<string, unknown> | undefined;
+        try {
+          s = readStatus();
+        } catch {
+          s = undefined;
+        }
+        if (s && pred(s)) return s;
+        if (Date.now() > deadline)
+          throw new Error(`timed out waiting for ${what}: ${JSON.stringify(s)}\n${agent.stderr}`);
+        await sleep(100);
+      }
+    };
+    try {
+      const first = await waitStatus(
+        (s) =>
+          s.pid === agent.child.pid &&
+          s.leaseRenewedAt !== null &&
+          (s.values as { extra?: boolean }).extra === true,
+        15_000,
+        'the first lease and values',
+      );
+      expect(first.values).toEqual({ image: { tag: 'v2', repo: 'r' }, extra: true });
+      const status = json<Record<string, unknown>>(
+        await client('status', '--state-dir', stateDir, '--output', 'json'),
+      );
+      expect(status).toMatchObject({ agentRunning: true, status: 'Accepted', values: first.values });
+
+      // Stop the relay: graceful, exit 0.
+      const port = new URL(ready.url).port;
+      expect(await relay.stop('SIGTERM')).toBe(0);
+      expect(relay.stdout).toContain('"event":"stopped"');
+      await waitStatus((s) => (s.failures as number) >= 1, 20_000, 'a failed lease while the relay is down');
+
+      // Same data dir, same port: same CA pin, no new admin key, and the agent renews again.
+      const restarted = await startServe(dataDir, `127.0.0.1:${port}`, ['--lease-duration', '10']);
+      relay = restarted.proc;
+      expect(restarted.ready.caPin).toBe(ready.caPin);
+      expect(restarted.ready.adminKey).toBeUndefined();
+      const restartedAt = new Date().toISOString();
+      const after = await waitStatus(
+        (s) => s.failures === 0 && typeof s.leaseRenewedAt === 'string' && s.leaseRenewedAt > restartedAt,
+        40_000,
+        'a lease renewed after the restart',
+      );
+      expect(after.lastError).toBeNull();
+      const relayView = json<{ leaseRenewTime: string }>(
+        await admin('cluster', 'get', 'edge-psk', '--output', 'json'),
+      );
+      expect(relayView.leaseRenewTime > restartedAt).toBe(true);
+    } finally {
+      expect(await agent.stop('SIGTERM')).toBe(0);
+    }
+  }, 90_000);
+
+  it('unjoin deregisters and removes the state', async () => {
+    const r = await client('unjoin', '--state-dir', stateDir, '--output', 'json');
+    expect(json<{ unjoined: string; deregistered: boolean }>(r)).toMatchObject({
+      unjoined: 'edge-psk',
+      deregistered: true,
+    });
+    expect(existsSync(stateDir)).toBe(false);
+    const view = json<{ status: string; publicKey: string | null }>(
+      await admin('cluster', 'get', 'edge-psk', '--output', 'json'),
+    );
+    expect(view.publicKey).toBeNull();
+    const again = await client('status', '--state-dir', stateDir);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^error STATE_MISSING: /);
+  });
+});
+
+describe('bootstrap-token join', () => {
+  let token: string;
+
+  beforeAll(async () => {
+    token = json<{ token: string; role: string }>(
+      await admin('token', 'create', '--role', 'bootstrap', '--output', 'json'),
+    ).token;
+    expect(token).toMatch(/^trk_/);
+  });
+
+  function waitingJoin(cluster: string): { proc: Proc; stateDir: string } {
+    const stateDir = join(tempDir('cli-e2e-boot-'), 'agent');
+    const proc = new Proc(
+      CLIENT_BIN,
+      [
+        'join',
+        '--relay',
+        ready.url,
+        '--cluster',
+        cluster,
+        '--psk',
+        token,
+        '--ca-pin',
+        ready.caPin,
+        '--state-dir',
+        stateDir,
+        '--wait',
+        '--output',
+        'json',
+      ],
+      cleanEnv(),
+    );
+    return { proc, stateDir };
+  }
+
+  it('stays Pending until cluster accept, then join --wait exits 0', async () => {
+    const { proc, stateDir } = waitingJoin('edge-boot');
+    try {
+      await proc.waitFor(
+        (p) => /edge-boot is Pending: waiting/.test(p.stderr),
+        15_000,
+        'the Pending progress line',
+      );
+      const s = json<{ status: string }>(await client('status', '--state-dir', stateDir, '--output', 'json'));
+      expect(s.status).toBe('Pending');
+      const listed = json<{ items: { name: string; status: string }[] }>(
+        await admin('cluster', 'list', '--output', 'json'),
+      );
+      expect(listed.items.find((c) => c.name === 'edge-boot')?.status).toBe('Pending');
+      await sleep(500);
+      expect(proc.child.exitCode).toBeNull();
+      const accepted = json<{ status: string }>(
+        await admin('cluster', 'accept', 'edge-boot', '--output', 'json'),
+      );
+      expect(accepted.status).toBe('Accepted');
+      expect(await Promise.race([proc.exited, sleep(15_000).then(() => 'timeout')])).toBe(0);
+      expect(JSON.parse(proc.stdout)).toMatchObject({ cluster: 'edge-boot', status: 'Accepted' });
+    } finally {
+      await proc.stop('SIGKILL');
+    }
+  }, 40_000);
+
+  it('cluster deny makes a waiting join fail with CLUSTER_DENIED', async () => {
+    const { proc } = waitingJoin('edge-deny');
+    try {
+      await proc.waitFor((p) => /edge-deny is Pending/.test(p.stderr), 15_000, 'the Pending progress line');
+      expect((await admin('cluster', 'deny', 'edge-deny')).stdout).toContain('edge-deny is Denied');
+      expect(await Promise.race([proc.exited, sleep(15_000).then(() => 'timeout')])).toBe(1);
+      expect(proc.stderr).toMatch(/error CLUSTER_DENIED: /);
+      expect(proc.stdout).toBe('');
+    } finally {
+      await proc.stop('SIGKILL');
+    }
+  }, 40_000);
+});
+
+describe('bad usage exits 2 with one line naming the value', () => {
+  const cases: Array<[string, string[], RegExp]> = [
+    ['bad cluster name (relay)', ['cluster', 'create', 'Bad_Name'], /INVALID_NAME: .*"Bad_Name".*DNS-1123/],
+    [
+      'bad cluster name (client)',
+      ['join', '--relay', 'https://127.0.0.1:1', '--cluster', 'UPPER', '--psk', 'x'],
+      /INVALID_NAME: .*"UPPER"/,
+    ],
+    [
+      'bad --claim',
+      ['join', '--relay', 'https://127.0.0.1:1', '--cluster', 'a', '--psk', 'x', '--claim', 'novalue'],
+      /BAD_INPUT: --claim "novalue" is not KEY=VALUE/,
+    ],
+    [
+      'bad --relay URL',
+      ['join', '--relay', 'not a url', '--cluster', 'a', '--psk', 'x'],
+      /BAD_INPUT: --relay "not a url" is not a URL/,
+    ],
+    [
+      'http relay URL',
+      ['join', '--relay', 'http://r:1', '--cluster', 'a', '--psk', 'x'],
+      /BAD_INPUT: --relay "http:\/\/r:1" must use https/,
+    ],
+    [
+      'bad --ca-pin',
+      ['join', '--relay', 'https://r:1', '--cluster', 'a', '--psk', 'x', '--ca-pin', 'md5:abc'],
+      /BAD_INPUT: CA pin 'md5:abc'/,
+    ],
+    ['unknown flag', ['status', '--bogus'], /BAD_INPUT: unknown option '--bogus'/],
+    [
+      'bad --output',
+      ['status', '--output', 'xml'],
+      /BAD_INPUT: --output "xml" is not valid: expected one of json, text/,
+    ],
+    ['bad --role', ['token', 'create', '--role', 'root'], /BAD_INPUT: --role "root" is not a role/],
+    ['bad --listen', ['serve', '--listen', 'nohost'], /BAD_CONFIG: listen/],
+    ['bad --udp-port', ['serve', '--udp-port', 'x', '--listen', '127.0.0.1:0'], /BAD_CONFIG: udp-port/],
+  ];
+  for (const [what, args, pattern] of cases) {
+    it(what, async () => {
+      const bin = ['cluster', 'token', 'serve'].includes(args[0]!) ? RELAY_BIN : CLIENT_BIN;
+      const r = await run(bin, args, adminEnv);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stdout).toBe('');
+      const lines = r.stderr.trim().split('\n');
+      expect(lines, r.stderr).toHaveLength(1);
+      expect(lines[0]).toMatch(/^error [A-Z_]+: /);
+      expect(lines[0]).toMatch(pattern);
+    });
+  }
+});

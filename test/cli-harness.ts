@@ -1,0 +1,173 @@
+/**
+ * Helpers for the CLI end-to-end tests: build dist/ when it is older than the sources, run the real
+ * binaries, start and stop `tunnel-relay serve`, and clean up every process and directory.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const RELAY_BIN = join(ROOT, 'dist/relay/cli/main.js');
+export const CLIENT_BIN = join(ROOT, 'dist/tunnel-client/cli/main.js');
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(p));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts'))
+      newest = Math.max(newest, statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/** Runs `npm run build` when a binary is missing or older than any source it is built from. */
+export function buildIfStale(): void {
+  const built = Math.min(...[RELAY_BIN, CLIENT_BIN].map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)));
+  const src = Math.max(...['shared', 'relay', 'tunnel-client'].map((d) => newestMtime(join(ROOT, d))));
+  if (built >= src) return;
+  try {
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
+  } catch {
+    // Type errors elsewhere in the tree still emit JavaScript; the binaries' existence is what matters.
+  }
+  if (!existsSync(RELAY_BIN) || !existsSync(CLIENT_BIN))
+    throw new Error('build did not produce the binaries');
+}
+
+export interface RunResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+const children = new Set<ChildProcess>();
+const dirs: string[] = [];
+
+export function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+}
+
+/** Env without the caller's relay settings, so tests only see what they pass. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith('TUNNEL_') && !/^(https?|no)_proxy$/i.test(k)) env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+/** A started process whose output is collected as it arrives. */
+export class Proc {
+  readonly child: ChildProcess;
+  stdout = '';
+  stderr = '';
+  readonly exited: Promise<number | null>;
+
+  constructor(bin: string, args: readonly string[], env: NodeJS.ProcessEnv) {
+    this.child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(this.child);
+    this.child.stdout!.on('data', (c: Buffer) => {
+      this.stdout += c.toString();
+    });
+    this.child.stderr!.on('data', (c: Buffer) => {
+      this.stderr += c.toString();
+    });
+    this.exited = new Promise((r) =>
+      this.child.on('exit', (code, signal) => {
+        children.delete(this.child);
+        r(code ?? (signal ? 128 : null));
+      }),
+    );
+  }
+
+  /** Resolves once `pred` holds for the output so far; rejects on exit or after `ms`. */
+  async waitFor(pred: (p: Proc) => boolean, ms: number, what: string): Promise<void> {
+    const deadline = Date.now() + ms;
+    let exited = false;
+    void this.exited.then(() => {
+      exited = true;
+    });
+    while (!pred(this)) {
+      if (exited)
+        throw new Error(
+          `process exited while waiting for ${what}\nstdout:${this.stdout}\nstderr:${this.stderr}`,
+        );
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${what}\nstdout:${this.stdout}\nstderr:${this.stderr}`);
+      await sleep(50);
+    }
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM', ms = 10_000): Promise<number | null> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), ms);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Runs a binary to completion (bounded by `ms`). */
+export async function run(
+  bin: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  ms = 20_000,
+): Promise<RunResult> {
+  const p = new Proc(bin, args, env);
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), ms);
+  const code = await p.exited;
+  clearTimeout(timer);
+  return { code, stdout: p.stdout, stderr: p.stderr };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export interface ReadyLine {
+  event: 'ready';
+  url: string;
+  publicUrl: string;
+  caPin: string;
+  adminKey?: string;
+}
+
+/** Starts `tunnel-relay serve --output json` and returns it with its parsed ready line. */
+export async function startServe(dataDir: string, listen: string, extra: readonly string[] = []) {
+  const p = new Proc(
+    RELAY_BIN,
+    [
+      'serve',
+      '--output',
+      'json',
+      '--listen',
+      listen,
+      '--data-dir',
+      dataDir,
+      '--udp-port',
+      'off',
+      '--stun-port',
+      'off',
+      ...extra,
+    ],
+    cleanEnv(),
+  );
+  await p.waitFor((x) => x.stdout.includes('\n'), 20_000, 'the ready line');
+  const ready = JSON.parse(p.stdout.split('\n')[0]!) as ReadyLine;
+  return { proc: p, ready };
+}
+
+/** Kills every process still running and removes the temporary directories. */
+export async function cleanup(): Promise<void> {
+  for (const c of children) c.kill('SIGKILL');
+  children.clear();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+}
