@@ -35,6 +35,8 @@ import type { Store } from './store/types.js';
 
 /** Request bodies over this get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT = 64 * 1024;
+/** close(): how long in-flight requests may take before their connections are cut. */
+export const CLOSE_GRACE_MS = 10_000;
 /** Failed registrations: 10 per source address or per cluster name within 5 minutes. */
 export const REGISTER_FAILURES = { max: 10, windowMs: 5 * 60_000, maxEntries: 10_000 } as const;
 
@@ -186,6 +188,13 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     const e = new TunnelError('NOT_FOUND', `no route ${req.method} ${redactUrl(req.url).split('?')[0]}`);
     reply.code(404).send(e.toJSON());
   });
+  // While closing, answers carry `Connection: close` so keep-alive sockets end after their last
+  // in-flight response instead of holding close() open.
+  let shuttingDown = false;
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (shuttingDown) reply.header('connection', 'close');
+    return payload;
+  });
   app.addHook('onResponse', async (req, reply) => {
     ctx.metrics.requests.inc({ route: req.routeOptions.url ?? 'unmatched', code: String(reply.statusCode) });
   });
@@ -229,7 +238,12 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     context: ctx,
     close() {
       closing ??= (async () => {
-        await app.close(); // stops accepting, waits for in-flight requests
+        shuttingDown = true;
+        // Stop accepting, wait for in-flight requests; sockets still open after the grace are cut.
+        const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
+        force.unref();
+        await app.close();
+        clearTimeout(force);
         await store.close();
         hooks.removeAllListeners();
       })();

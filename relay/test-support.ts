@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { Agent, request } from 'undici';
 import type { Clock } from '../shared/clock.js';
 import { type RelayConfig, resolveRelayConfig } from './config.js';
-import { type RunningRelay, startRelay } from './server.js';
+import { type RunningRelay, type StartOptions, startRelay } from './server.js';
 
 export class LogCapture extends Writable {
   readonly chunks: string[] = [];
@@ -46,14 +46,24 @@ export interface TestRelay {
 }
 
 export async function startTestRelay(
-  opts: { clock?: Clock; flags?: Record<string, unknown>; dir?: string } = {},
+  opts: {
+    clock?: Clock;
+    flags?: Record<string, unknown>;
+    dir?: string;
+    plugins?: StartOptions['plugins'];
+  } = {},
 ): Promise<TestRelay> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'relay-test-'));
   const config = resolveRelayConfig({
     flags: { listen: '127.0.0.1:0', dataDir: dir, logLevel: 'info', udpPort: 'off', ...opts.flags },
   });
   const logs = new LogCapture();
-  const start = () => startRelay(config, { logStream: logs, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const start = () =>
+    startRelay(config, {
+      logStream: logs,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.plugins ? { plugins: opts.plugins } : {}),
+    });
   const t: TestRelay = {
     relay: await start(),
     dir,
