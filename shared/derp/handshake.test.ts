@@ -76,6 +76,29 @@ describe('handshake', () => {
     }
   });
 
+  it('property: sharedKey equals nacl.box.before from both sides', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        (a, b) => {
+          const pa = nacl.scalarMult.base(a);
+          const pb = nacl.scalarMult.base(b);
+          const k = sharedKey(pb, a);
+          expect(Buffer.from(k).equals(Buffer.from(nacl.box.before(pb, a)))).toBe(true);
+          expect(Buffer.from(sharedKey(pa, b)).equals(Buffer.from(k))).toBe(true);
+        },
+      ),
+      { numRuns: 50 },
+    );
+  });
+
+  it('refuses a low-order public key with DERP_AUTH_FAILED', () => {
+    expect(() => sharedKey(new Uint8Array(32), client.privateKey)).toThrow(
+      expect.objectContaining({ code: 'DERP_AUTH_FAILED' }),
+    );
+  });
+
   it('property: random ClientInfo/ServerInfo bodies only throw TunnelError', () => {
     const key = sharedKey(server.publicKey, client.privateKey);
     fc.assert(

@@ -9,8 +9,11 @@
  * `{"version":2,"CanAckPings":true,"challenge":"<32 hex>"}`: `challenge` echoes the 16 random bytes of this
  * connection's ServerKey frame, so a recorded ClientInfo cannot be replayed on another connection (a server
  * may accept clients without it; see relay/derp). Field names are matched case-insensitively, as Go does.
- * Both sides derive one shared key (nacl.box.before) per connection: one scalar multiplication each.
+ * Both sides derive one shared key per connection (crypto_box_beforenm: HSalsa20 of the X25519 result), with
+ * node:crypto's X25519 (~15x faster than tweetnacl's, which matters in connect storms) and tweetnacl's HSalsa20;
+ * the boxes themselves are tweetnacl's. handshake.test.ts checks the key equals nacl.box.before.
  */
+import { createPrivateKey, createPublicKey, diffieHellman, type KeyObject } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { TunnelError } from '../errors.js';
 import { KEY_LEN } from '../keys.js';
@@ -31,8 +34,48 @@ export interface ServerInfo {
   readonly version: number;
 }
 
+const PKCS8_X25519 = Buffer.from('302e020100300506032b656e04220420', 'hex');
+const SPKI_X25519 = Buffer.from('302a300506032b656e032100', 'hex');
+const SIGMA = Buffer.from('expand 32-byte k', 'latin1');
+const ZERO16 = new Uint8Array(16);
+const privCache = new WeakMap<Uint8Array, KeyObject>();
+/** tweetnacl ships lowlevel without types. */
+const hsalsa20 = (
+  nacl as unknown as {
+    lowlevel: {
+      crypto_core_hsalsa20(out: Uint8Array, inp: Uint8Array, k: Uint8Array, c: Uint8Array): number;
+    };
+  }
+).lowlevel.crypto_core_hsalsa20;
+
+function privateKeyObject(raw: Uint8Array): KeyObject {
+  let k = privCache.get(raw);
+  if (!k) {
+    k = createPrivateKey({ key: Buffer.concat([PKCS8_X25519, raw]), format: 'der', type: 'pkcs8' });
+    privCache.set(raw, k);
+  }
+  return k;
+}
+
+/** crypto_box_beforenm(theirPublic, myPrivate). Throws DERP_AUTH_FAILED for a low-order public key. */
 export function sharedKey(theirPublic: Uint8Array, myPrivate: Uint8Array): Uint8Array {
-  return nacl.box.before(theirPublic, myPrivate);
+  if (theirPublic.length !== KEY_LEN || myPrivate.length !== KEY_LEN) {
+    throw new TunnelError('KEY_INVALID', 'X25519 keys must be 32 bytes');
+  }
+  let s: Buffer;
+  try {
+    const pub = createPublicKey({
+      key: Buffer.concat([SPKI_X25519, theirPublic]),
+      format: 'der',
+      type: 'spki',
+    });
+    s = diffieHellman({ privateKey: privateKeyObject(myPrivate), publicKey: pub });
+  } catch {
+    throw new TunnelError('DERP_AUTH_FAILED', 'public key is not usable for X25519 (low order)');
+  }
+  const k = new Uint8Array(32);
+  hsalsa20(k, ZERO16, s, SIGMA);
+  return k;
 }
 
 function seal(type: number, prefix: Uint8Array | null, key: Uint8Array, json: unknown): Buffer {
