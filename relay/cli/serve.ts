@@ -8,7 +8,7 @@ import { Command, Option } from 'commander';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { untilSignal } from '../../shared/cli/signals.js';
 import { resolveRelayConfig } from '../config.js';
-import { startRelay } from '../server.js';
+import { type StartOptions, startRelay } from '../server.js';
 
 interface ServeFlags {
   listen?: string;
@@ -25,7 +25,8 @@ interface ServeFlags {
   output: OutputFormat;
 }
 
-export function serveCommand(): Command {
+/** `startOptions` lets the binary's wiring add plugins (data plane) without changing this command. */
+export function serveCommand(startOptions: StartOptions = {}): Command {
   return new Command('serve')
     .description('run the relay (control-plane API, packet relay, hub node) on one TLS port')
     .option('--listen <host:port>', 'address of the TLS port (default 127.0.0.1:8443; port 0 picks one)')
@@ -42,10 +43,10 @@ export function serveCommand(): Command {
     )
     .option('--lease-duration <seconds>', 'lease duration handed to agents, 10-3600 (default 60)')
     .addOption(outputOption())
-    .action(async (flags: ServeFlags) => serve(flags));
+    .action(async (flags: ServeFlags) => serve(flags, startOptions));
 }
 
-async function serve(flags: ServeFlags): Promise<void> {
+async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<void> {
   const { output, config: configFile, ...rest } = flags;
   const config = resolveRelayConfig({
     flags: rest as Record<string, unknown>,
@@ -53,7 +54,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     configFile: configFile ?? null,
   });
   const out = streamPrinter();
-  const relay = await startRelay(config, { logStream: process.stderr });
+  const relay = await startRelay(config, { logStream: process.stderr, ...startOptions });
   if (output === 'json') {
     out.jsonLine({
       event: 'ready',

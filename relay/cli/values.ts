@@ -37,7 +37,7 @@ export function parseSet(expr: string): { path: string[]; value: unknown } {
   const raw = expr.slice(eq + 1);
   let value: unknown;
   try {
-    value = parseYaml(raw);
+    value = parseYaml(raw, { logLevel: 'error' });
   } catch {
     value = raw;
   }

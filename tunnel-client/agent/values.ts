@@ -16,7 +16,7 @@ export const MAX_VALUES_FILES = 32;
 export function parseValuesYaml(text: string, what: string): Values {
   let doc: unknown;
   try {
-    doc = parseYaml(text, { maxAliasCount: 100 });
+    doc = parseYaml(text, { maxAliasCount: 100, logLevel: 'error' });
   } catch (err) {
     const first = (err as Error).message.split('\n')[0] ?? '';
     throw new TunnelError('BAD_INPUT', `${what} is not valid YAML: ${first}`);

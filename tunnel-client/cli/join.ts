@@ -25,6 +25,7 @@ import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
 import { readValuesFiles } from '../agent/values.js';
 import { openStateDir, stateDirOption, stderrLog } from './context.js';
+import type { ClientProgramOptions } from './program.js';
 
 interface JoinFlags {
   relay: string;
@@ -42,7 +43,7 @@ interface JoinFlags {
   output: OutputFormat;
 }
 
-export function joinCommand(): Command {
+export function joinCommand(opts: ClientProgramOptions = {}): Command {
   return new Command('join')
     .description('register this agent with a relay and keep it connected')
     .requiredOption('--relay <url>', 'relay URL, https://HOST[:PORT]', (v: string) => parseRelayUrl(v))
@@ -84,10 +85,10 @@ export function joinCommand(): Command {
     .option('--values <file>', 'YAML values layered over the relay values, in order (repeatable)', collect)
     .option('--wait', 'return once the cluster is Accepted (exit 0), or fail with the reason')
     .addOption(outputOption())
-    .action(async (flags: JoinFlags) => join(flags));
+    .action(async (flags: JoinFlags) => join(flags, opts));
 }
 
-async function join(flags: JoinFlags): Promise<void> {
+async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void> {
   const psk = flags.psk;
   if (!psk) {
     throw new TunnelError(
@@ -126,6 +127,7 @@ async function join(flags: JoinFlags): Promise<void> {
       api: bootstrapApi.withCredential(stateDir.readCredential()),
       valuesFiles: fileValues,
       log: stderrLog,
+      ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
     });
     agent.start();
     if (flags.wait) {

@@ -4,8 +4,9 @@ import { untilSignal } from '../../shared/cli/signals.js';
 import { Agent } from '../agent/agent.js';
 import { readValuesFiles } from '../agent/values.js';
 import { apiFromState, openStateDir, stateDirOption, stderrLog } from './context.js';
+import type { ClientProgramOptions } from './program.js';
 
-export function runCommand(): Command {
+export function runCommand(opts: ClientProgramOptions = {}): Command {
   return new Command('run')
     .description('run the agent from its saved state (after join)')
     .addOption(stateDirOption())
@@ -14,7 +15,13 @@ export function runCommand(): Command {
       const state = stateDir.readState();
       const valuesFiles = readValuesFiles(state.valuesFiles);
       const { client, api } = apiFromState(stateDir, state);
-      const agent = new Agent({ stateDir, api, valuesFiles, log: stderrLog });
+      const agent = new Agent({
+        stateDir,
+        api,
+        valuesFiles,
+        log: stderrLog,
+        ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
+      });
       try {
         stderrLog(`running cluster ${state.cluster} against ${state.relay} (${state.status})`);
         agent.start();

@@ -1,0 +1,23 @@
+/** The tunnel-client command tree. main.ts runs it; wiring code can pass the data plane factory. */
+import { Command } from 'commander';
+import { packageVersion } from '../../shared/cli/version.js';
+import type { DataPlaneFactory } from '../agent/agent.js';
+import { joinCommand } from './join.js';
+import { runCommand } from './run.js';
+import { statusCommand } from './status.js';
+import { unjoinCommand } from './unjoin.js';
+
+export interface ClientProgramOptions {
+  /** Started once the cluster is Accepted; its stats() feed `status`. */
+  readonly dataPlane?: DataPlaneFactory;
+}
+
+export function buildClientProgram(opts: ClientProgramOptions = {}): Command {
+  return new Command('tunnel-client')
+    .description('agent for the secure tunnel: joins a relay and keeps a WireGuard tunnel to its hub')
+    .version(packageVersion())
+    .addCommand(joinCommand(opts))
+    .addCommand(runCommand(opts))
+    .addCommand(statusCommand())
+    .addCommand(unjoinCommand());
+}
