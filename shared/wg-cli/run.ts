@@ -54,7 +54,8 @@ export function runWg(
   let argv = [...args];
   if (opts.netns !== undefined) {
     if (!NETNS_NAME.test(opts.netns)) {
-      throw new TunnelError('BAD_INPUT', `network namespace name ${JSON.stringify(opts.netns)} is not valid`);
+      const msg = `network namespace name ${JSON.stringify(opts.netns.slice(0, 80))} is not valid`;
+      return Promise.reject(new TunnelError('BAD_INPUT', msg));
     }
     file = 'ip';
     argv = ['netns', 'exec', opts.netns, wg, ...args];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isTunnelError } from '../errors.js';
 import { generateKeyPair, keyToBase64 } from '../keys.js';
-import { redactKeys } from './run.js';
+import { redactKeys, runWg } from './run.js';
 import { checkIfname, wgSet, wgSetArgs } from './set.js';
 
 describe('wg set argv', () => {
@@ -66,6 +66,9 @@ describe('wg set argv', () => {
       (e: unknown) => e,
     );
     expect(isTunnelError(err, 'BAD_INPUT')).toBe(true);
+    // A bad namespace name is a rejected promise (not a synchronous throw), before anything runs.
+    const p = runWg(['show'], { netns: '../etc', wgPath: '/nonexistent/wg' });
+    await expect(p).rejects.toMatchObject({ code: 'BAD_INPUT' });
   });
 });
 
