@@ -345,6 +345,68 @@ describe('bootstrap-token join', () => {
   }, 40_000);
 });
 
+describe('admin access', () => {
+  it('--ca-file verifies the relay with its certificate file instead of a pin', async () => {
+    const env = { ...adminEnv };
+    delete env.TUNNEL_RELAY_CA_PIN;
+    const r = await run(
+      RELAY_BIN,
+      ['cluster', 'list', '--ca-file', join(dataDir, 'tls', 'cert.pem'), '--output', 'json'],
+      env,
+    );
+    expect(json<{ items: unknown[] }>(r).items.length).toBeGreaterThan(0);
+    const none = await run(RELAY_BIN, ['cluster', 'list'], env);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/^error RELAY_UNREACHABLE: /);
+  });
+
+  it('a viewer key may list but not create (FORBIDDEN, exit 1); no key at all is bad usage', async () => {
+    const viewer = json<{ token: string }>(
+      await admin('token', 'create', '--role', 'viewer', '--output', 'json'),
+    ).token;
+    const env = { ...adminEnv, TUNNEL_ACCESS_KEY: viewer };
+    expect((await run(RELAY_BIN, ['cluster', 'list'], env)).code).toBe(0);
+    const denied = await run(RELAY_BIN, ['cluster', 'create', 'edge-viewer'], env);
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toMatch(/^error FORBIDDEN: /);
+    expect(denied.stderr).not.toContain(viewer);
+    const env2 = { ...adminEnv };
+    delete env2.TUNNEL_ACCESS_KEY;
+    const missing = await run(RELAY_BIN, ['cluster', 'list'], env2);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^error BAD_INPUT: missing --access-key/);
+  });
+
+  it('join without --wait keeps running with a lease until SIGTERM, then exits 0', async () => {
+    const created = json<Created>(await admin('cluster', 'create', 'edge-run', '--output', 'json'));
+    const stateDir = join(tempDir('cli-e2e-run-'), 'agent');
+    const agent = new Proc(CLIENT_BIN, [...joinArgs(created), '--state-dir', stateDir], cleanEnv());
+    try {
+      await agent.waitFor(
+        () => {
+          try {
+            const s = JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as {
+              leaseRenewedAt: string | null;
+            };
+            return s.leaseRenewedAt !== null;
+          } catch {
+            return false;
+          }
+        },
+        15_000,
+        'a lease from the joined agent',
+      );
+      const view = json<{ status: string; leaseRenewTime: string | null }>(
+        await admin('cluster', 'get', 'edge-run', '--output', 'json'),
+      );
+      expect(view.status).toBe('Accepted');
+      expect(view.leaseRenewTime).not.toBeNull();
+    } finally {
+      expect(await agent.stop('SIGTERM')).toBe(0);
+    }
+  }, 40_000);
+});
+
 describe('bad usage exits 2 with one line naming the value', () => {
   const cases: Array<[string, string[], RegExp]> = [
     ['bad cluster name (relay)', ['cluster', 'create', 'Bad_Name'], /INVALID_NAME: .*"Bad_Name".*DNS-1123/],
