@@ -3,14 +3,21 @@
  * is killed by SIGTERM / SIGINT, still removes its namespaces and processes. The fixture is bundled
  * to plain JS with rolldown (already installed with vitest) and run as a real child process.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'rolldown';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupAll, listNetns, pidAlive, requireIntegrationPrivileges, waitFor } from './helpers/index.js';
+import {
+  cleanupAll,
+  integrationProblems,
+  listNetns,
+  pidAlive,
+  requireIntegrationPrivileges,
+  waitFor,
+} from './helpers/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 let dir: string;
@@ -26,6 +33,13 @@ beforeAll(async () => {
     output: { file: bundle, format: 'esm' },
     logLevel: 'silent',
   });
+  await build({
+    input: join(here, 'helpers/fixtures/privileges-fixture.ts'),
+    platform: 'node',
+    output: { file: join(dir, 'privileges-fixture.mjs'), format: 'esm' },
+    logLevel: 'silent',
+  });
+  chmodSync(dir, 0o755);
 });
 
 afterAll(async () => {
@@ -77,4 +91,25 @@ describe('cleanup registry on abnormal exits', () => {
       );
     });
   }
+});
+
+describe('privilege check', () => {
+  it('fails (never skips) with a clear message when not root, in CI too', () => {
+    const r = spawnSync(process.execPath, [join(dir, 'privileges-fixture.mjs')], {
+      uid: 65534,
+      gid: 65534,
+      env: { PATH: process.env.PATH ?? '', CI: 'true' },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect(r.status).toBe(3);
+    expect(r.stdout).toMatch(/integration tests cannot run in CI/);
+    expect(r.stdout).toMatch(/not running as root/);
+    expect(r.stdout).toMatch(/apt-get install/);
+  });
+
+  it('names each missing tool', () => {
+    expect(integrationProblems(['ip', 'no-such-tool-xyz'])).toEqual(['`no-such-tool-xyz` is not installed']);
+    expect(() => requireIntegrationPrivileges(['no-such-tool-xyz'])).toThrow(/no-such-tool-xyz/);
+  });
 });
