@@ -146,7 +146,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
       this.#refuse(socket, 503, 'relay is at its connection limit');
       return;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#onConnection(ws));
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#onConnection(ws, socket));
   }
 
   #refuse(socket: Duplex, status: number, message: string): void {
@@ -154,14 +154,14 @@ class DerpServerImpl implements WsRouter, DerpServer {
     refuseUpgrade(socket, status, message);
   }
 
-  #onConnection(ws: WebSocket): void {
+  #onConnection(ws: WebSocket, socket: Duplex): void {
     this.stats.accepts++;
     this.#openSockets++;
     ws.once('close', () => {
       this.#openSockets--;
       if (this.#openSockets === 0 && this.#allClosed) this.#allClosed();
     });
-    this.#conns.add(new WsPeer(ws, this));
+    this.#conns.add(new WsPeer(ws, socket, this));
   }
 
   attach(server: HttpServer | HttpsServer): () => void {

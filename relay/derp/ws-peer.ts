@@ -10,6 +10,7 @@
  * progress for writeTimeoutMs while packets wait is terminated. Nothing here ever blocks the sender.
  */
 import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { TimerHandle } from '../../shared/clock.js';
 import { FrameParser } from '../../shared/derp/frame-parser.js';
@@ -26,6 +27,7 @@ import {
   MAX_PACKET_LEN,
 } from '../../shared/derp/frames.js';
 import { decodeClientInfo, encodeServerInfo } from '../../shared/derp/handshake.js';
+import { WriteBatcher } from '../../shared/derp/write-batcher.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { KEY_LEN, type KeyPair } from '../../shared/keys.js';
 import { DerpCloseCode } from './limits.js';
@@ -55,6 +57,7 @@ export class WsPeer implements RoutedPeer {
   alive = true;
   #state: WsPeerState = 'handshake';
   readonly #ws: WebSocket;
+  readonly #batcher: WriteBatcher;
   readonly #router: WsRouter;
   readonly #parser: FrameParser;
   readonly #challenge: Buffer;
@@ -75,8 +78,10 @@ export class WsPeer implements RoutedPeer {
     this.#flush();
   };
 
-  constructor(ws: WebSocket, router: WsRouter) {
+  /** `socket` is the upgraded socket under `ws` (used only to batch writes). */
+  constructor(ws: WebSocket, socket: Duplex, router: WsRouter) {
     this.#ws = ws;
+    this.#batcher = new WriteBatcher(socket);
     this.#router = router;
     this.notHereTokens = router.limits.notHereBurst;
     this.#queue = new Array(router.limits.queueDepth);
@@ -255,6 +260,7 @@ export class WsPeer implements RoutedPeer {
     const stats = this.#router.stats;
     stats.packetsOut++;
     stats.bytesOut += f.length;
+    this.#batcher.hold();
     this.#ws.send(f, SEND_OPTS, this.#onWritten);
   }
 

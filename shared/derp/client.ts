@@ -36,6 +36,7 @@ import {
 } from './frames.js';
 import { decodeServerInfo, encodeClientInfo, sharedKey } from './handshake.js';
 import type { DerpClientLike, DerpPacketHandler, DerpPeerGoneHandler } from './types.js';
+import { WriteBatcher } from './write-batcher.js';
 
 export type DerpClientState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
 
@@ -98,6 +99,13 @@ export interface DerpClient extends DerpClientLike {
 }
 
 const SEND_OPTS = { binary: true, compress: false, fin: true } as const;
+/**
+ * WebSocket masking exists to stop browsers' scripts from poisoning intermediary caches; this client is not
+ * a browser and runs inside TLS, so it uses the all-zero mask, which ws sends without copying or XORing.
+ */
+const zeroMask = (mask: Buffer): void => {
+  mask.fill(0);
+};
 
 class WsDerpClient implements DerpClient {
   readonly publicKey: Buffer;
@@ -118,6 +126,7 @@ class WsDerpClient implements DerpClient {
   readonly #deadMs: number;
   readonly #highWater: number;
   #ws: WebSocket | null = null;
+  #batcher: WriteBatcher | null = null;
   #phase: 'serverKey' | 'serverInfo' | 'up' = 'serverKey';
   #key: Uint8Array | null = null;
   #attempt = 0;
@@ -169,10 +178,12 @@ class WsDerpClient implements DerpClient {
       maxPayload: 4 * (MAX_FRAME_LEN + FRAME_HEADER_LEN),
       skipUTF8Validation: true,
       handshakeTimeout: o.handshakeTimeoutMs ?? 10_000,
+      generateMask: zeroMask,
     });
     this.#ws = ws;
     const parser = new FrameParser((type, frame) => this.#onFrame(ws, type, frame));
     ws.on('upgrade', (res) => {
+      this.#batcher = new WriteBatcher(res.socket);
       if (this.#pin === undefined) return;
       try {
         checkPin(this.#pin, (res.socket as TLSSocket).getPeerCertificate?.()?.raw, 'relay');
@@ -334,6 +345,7 @@ class WsDerpClient implements DerpClient {
     const f = encodeSendPacket(dst, payload);
     this.stats.packetsOut++;
     this.stats.bytesOut += payload.length;
+    this.#batcher?.hold();
     ws.send(f, SEND_OPTS);
     return true;
   }
