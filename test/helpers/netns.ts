@@ -109,6 +109,8 @@ export async function createNetns(prefix: string, opts: CreateNetnsOptions = {})
     unregister();
   }
   try {
+    // A namespace or link with our names can only be a leftover of a killed process that had our pid.
+    destroySync(name, hostIf);
     await ip(['netns', 'add', name]);
     await ip(['-n', name, 'link', 'set', 'lo', 'up']);
     if (addrs && hostIf && nsIf) {

@@ -30,6 +30,8 @@ export interface WireguardGoOptions {
   readonly mtu?: number;
   /** Default "debug". */
   readonly logLevel?: 'debug' | 'verbose' | 'error' | 'silent';
+  /** Safety net: SIGKILL the daemon after this long (default 10 minutes). */
+  readonly timeoutMs?: number;
 }
 
 export interface WireguardGoHandle {
@@ -61,6 +63,7 @@ export async function startWireguardGo(
     netns,
     env: { LOG_LEVEL: opts.logLevel ?? 'debug' },
     logFile,
+    timeoutMs: opts.timeoutMs ?? 600_000,
   });
   let stopped = false;
   const stop = async (): Promise<void> => {
