@@ -8,13 +8,13 @@ import type { FastifyRequest } from 'fastify';
 import { TunnelError } from '../shared/errors.js';
 import { isDns1123Label } from './names.js';
 import { hashSecret, secretKind } from './secrets.js';
-import type { Store } from './store/types.js';
+import type { ClusterStatus, Store } from './store/types.js';
 
 export type Role = 'admin' | 'viewer' | 'bootstrap' | `group-editor:${string}`;
 
 export type Principal =
   | { kind: 'key'; id: string; role: Role; group: string | null }
-  | { kind: 'agent'; cluster: string; credentialId: string };
+  | { kind: 'agent'; cluster: string; credentialId: string; status: ClusterStatus };
 
 export function parseRole(text: unknown): Role | null {
   if (text === 'admin' || text === 'viewer' || text === 'bootstrap') return text;
@@ -58,7 +58,7 @@ export async function authenticate(store: Store, token: string | null, nowWall: 
   if (kind === 'agent') {
     const a = await store.findAgent(hashSecret(token));
     if (!a) throw new TunnelError('UNAUTHENTICATED', UNAUTH);
-    return { kind: 'agent', cluster: a.cluster, credentialId: a.credentialId };
+    return { kind: 'agent', cluster: a.cluster, credentialId: a.credentialId, status: a.status };
   }
   throw new TunnelError('UNAUTHENTICATED', UNAUTH);
 }

@@ -35,6 +35,8 @@ import type { Store } from './store/types.js';
 
 /** Request bodies over this get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT = 64 * 1024;
+/** Idle keep-alive connections are kept this long (> 1.25 x the default 60 s lease). */
+export const KEEP_ALIVE_MS = 90_000;
 /** close(): how long in-flight requests may take before their connections are cut. */
 export const CLOSE_GRACE_MS = 10_000;
 /** Failed registrations: 10 per source address or per cluster name within 5 minutes. */
@@ -158,6 +160,8 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     bodyLimit: BODY_LIMIT,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     return503OnClosing: true,
+    // Longer than the lease period plus jitter (60 s x 1.25), so a renewing agent keeps its TLS connection.
+    keepAliveTimeout: KEEP_ALIVE_MS,
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>();
 

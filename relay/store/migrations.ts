@@ -60,4 +60,10 @@ export const MIGRATIONS: readonly string[] = [
     detail TEXT NOT NULL
   );
   `,
+  // 2: O(log n) address allocation: released host numbers in a free list, plus a high-water mark.
+  `
+  CREATE TABLE free_addresses (addr_index BIGINT PRIMARY KEY);
+  CREATE TABLE address_pool (id INTEGER PRIMARY KEY CHECK (id = 1), high BIGINT NOT NULL);
+  INSERT INTO address_pool (id, high) SELECT 1, COALESCE(MAX(addr_index), 1) FROM clusters;
+  `,
 ];

@@ -94,7 +94,7 @@ describe('SqliteStore', () => {
     expect(ok.ok && ok.cluster.status).toBe('Accepted');
     expect(ok.ok && ok.cluster.address).toBe('100.64.0.2');
     expect(ok.ok && ok.cluster.presharedKey).toBe('psk-pair');
-    expect(await s.findAgent('cred-e1')).toEqual({ credentialId: 'a-e1', cluster: 'e1' });
+    expect(await s.findAgent('cred-e1')).toEqual({ credentialId: 'a-e1', cluster: 'e1', status: 'Accepted' });
     // reuse
     expect((await s.register(regInput('e1', { publicKey: key(2) }), audit('r'))).ok).toBe(false);
     // rotate revokes the unused one and the new one works; the new credential replaces the old
@@ -211,19 +211,26 @@ describe('SqliteStore', () => {
       secret('p-l'),
       audit('c'),
     );
-    expect(await s.renewLease('l', { now: 1, graceMs: 100 })).toBeNull(); // no agent yet
+    expect(await s.renewLease('l', { now: 1, graceMs: 100 })).toBe(false); // no agent yet
+    expect(await s.renewLease('absent', { now: 1, graceMs: 100 })).toBe(false);
     await s.register(regInput('l'), audit('r'));
-    let c = await s.renewLease('l', { now: 1000, graceMs: 100, claims: { x: 'y' }, agentVersion: '0.2.0' });
-    expect(c).toMatchObject({
+    expect(
+      await s.renewLease('l', { now: 1000, graceMs: 100, claims: { x: 'y' }, agentVersion: '0.2.0' }),
+    ).toBe(true);
+    expect(await s.getCluster('l')).toMatchObject({
       leaseRenewAt: 1000,
       availableSince: 1000,
       claims: { x: 'y' },
       agentVersion: '0.2.0',
     });
-    c = await s.renewLease('l', { now: 1050, graceMs: 100 });
-    expect(c).toMatchObject({ leaseRenewAt: 1050, availableSince: 1000, claims: { x: 'y' } });
-    c = await s.renewLease('l', { now: 1200, graceMs: 100 });
-    expect(c).toMatchObject({ leaseRenewAt: 1200, availableSince: 1200 });
+    await s.renewLease('l', { now: 1050, graceMs: 100 });
+    expect(await s.getCluster('l')).toMatchObject({
+      leaseRenewAt: 1050,
+      availableSince: 1000,
+      claims: { x: 'y' },
+    });
+    await s.renewLease('l', { now: 1200, graceMs: 100 });
+    expect(await s.getCluster('l')).toMatchObject({ leaseRenewAt: 1200, availableSince: 1200 });
   });
 
   it('access keys, values and audit round-trip; audit is capped', async () => {

@@ -113,8 +113,9 @@ export class SqliteStore implements Store {
         'INSERT INTO audit (at, actor, action, target, source, detail) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       pruneAudit: db.prepare('DELETE FROM audit WHERE id <= ?'),
-      findAgent: db.prepare<[string], { id: string; cluster: string }>(
-        'SELECT id, cluster FROM agent_credentials WHERE hash = ? AND revoked_at IS NULL',
+      findAgent: db.prepare<[string], { id: string; cluster: string; status: string }>(
+        `SELECT a.id, a.cluster, c.status FROM agent_credentials a JOIN clusters c ON c.name = a.cluster
+         WHERE a.hash = ? AND a.revoked_at IS NULL`,
       ),
       renew: db.prepare(
         `UPDATE clusters SET lease_renew_at = @now,
@@ -123,11 +124,11 @@ export class SqliteStore implements Store {
            claims = COALESCE(@claims, claims), agent_version = COALESCE(@agentVersion, agent_version)
          WHERE name = @name AND public_key IS NOT NULL`,
       ),
-      // Lowest free host number: FIRST if free, else the smallest n+1 whose successor is free.
-      freeIndex: db.prepare<[{ first: number; last: number }], { i: number | null }>(
-        `SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM clusters WHERE addr_index = @first) THEN @first ELSE
-           (SELECT MIN(a.addr_index + 1) FROM clusters a WHERE a.addr_index >= @first AND a.addr_index < @last
-              AND NOT EXISTS (SELECT 1 FROM clusters b WHERE b.addr_index = a.addr_index + 1)) END AS i`,
+      freeMin: db.prepare<[], { i: number | null }>('SELECT MIN(addr_index) AS i FROM free_addresses'),
+      freeTake: db.prepare('DELETE FROM free_addresses WHERE addr_index = ?'),
+      freePut: db.prepare('INSERT INTO free_addresses (addr_index) VALUES (?) ON CONFLICT DO NOTHING'),
+      bumpHigh: db.prepare<[], { high: number }>(
+        'UPDATE address_pool SET high = high + 1 WHERE id = 1 RETURNING high',
       ),
       findKey: db.prepare<[string], KeyRow>(
         'SELECT id, role, description, created_at, expires_at, revoked_at FROM access_keys WHERE hash = ?',
@@ -179,14 +180,28 @@ export class SqliteStore implements Store {
     return r ? toCluster(r) : null;
   }
 
+  /** Lowest released host number, else the next above the high-water mark. */
   #allocate(name: string, presharedKey: string): void {
-    const i = this.#q.freeIndex.get({ first: FIRST_AGENT_INDEX, last: LAST_AGENT_INDEX })?.i ?? null;
-    if (i === null || i > LAST_AGENT_INDEX) {
-      throw new TunnelError('LIMIT_EXCEEDED', 'tunnel addresses: all of 100.64.0.0/10 is allocated');
+    let i = this.#q.freeMin.get()?.i ?? null;
+    if (i !== null) {
+      this.#q.freeTake.run(i);
+    } else {
+      i = this.#q.bumpHigh.get()!.high;
+      if (i < FIRST_AGENT_INDEX || i > LAST_AGENT_INDEX) {
+        throw new TunnelError('LIMIT_EXCEEDED', 'tunnel addresses: all of 100.64.0.0/10 is allocated');
+      }
     }
     this.#db
       .prepare('UPDATE clusters SET addr_index = ?, preshared_key = ? WHERE name = ?')
       .run(i, presharedKey, name);
+  }
+
+  /** Returns the cluster's host number (if any) to the free list; the caller clears the column. */
+  #release(name: string): void {
+    const r = this.#db
+      .prepare<[string], { addr_index: number | null }>('SELECT addr_index FROM clusters WHERE name = ?')
+      .get(name);
+    if (r && r.addr_index !== null) this.#q.freePut.run(r.addr_index);
   }
 
   #tx<T>(fn: () => T): Promise<T> {
@@ -318,7 +333,8 @@ export class SqliteStore implements Store {
     return this.#tx(() => {
       const c = this.#cluster(name);
       if (!c) return null;
-      // Child rows go by ON DELETE CASCADE; the address is a column of the deleted row.
+      // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
+      this.#release(name);
       this.#db.prepare('DELETE FROM clusters WHERE name = ?').run(name);
       this.#audit(audit);
       return c;
@@ -381,6 +397,7 @@ export class SqliteStore implements Store {
       }
       const before = this.#cluster(input.cluster)!;
       const keyChanged = before.publicKey !== input.publicKey;
+      if (keyChanged) this.#release(input.cluster);
       this.#db
         .prepare(
           `UPDATE clusters SET public_key = ?, agent_version = ?, claims = ?, registered_at = ?,
@@ -415,11 +432,11 @@ export class SqliteStore implements Store {
   findAgent(credentialHash: string): Promise<AgentIdentity | null> {
     return this.#tx(() => {
       const r = this.#q.findAgent.get(credentialHash);
-      return r ? { credentialId: r.id, cluster: r.cluster } : null;
+      return r ? { credentialId: r.id, cluster: r.cluster, status: r.status as ClusterStatus } : null;
     });
   }
 
-  renewLease(cluster: string, lease: LeaseInput): Promise<ClusterRecord | null> {
+  renewLease(cluster: string, lease: LeaseInput): Promise<boolean> {
     return this.#tx(() => {
       const changes = this.#q.renew.run({
         name: cluster,
@@ -428,7 +445,7 @@ export class SqliteStore implements Store {
         claims: lease.claims ? JSON.stringify(lease.claims) : null,
         agentVersion: lease.agentVersion ?? null,
       }).changes;
-      return changes === 1 ? this.#cluster(cluster) : null;
+      return changes === 1;
     });
   }
 
@@ -436,6 +453,7 @@ export class SqliteStore implements Store {
     return this.#tx(() => {
       const c = this.#cluster(cluster);
       if (!c) return null;
+      this.#release(cluster);
       this.#db
         .prepare('UPDATE agent_credentials SET revoked_at = ? WHERE cluster = ? AND revoked_at IS NULL')
         .run(now, cluster);

@@ -93,6 +93,7 @@ export type RegisterResult =
 export interface AgentIdentity {
   credentialId: string;
   cluster: string;
+  status: ClusterStatus;
 }
 
 export interface LeaseInput {
@@ -142,7 +143,8 @@ export interface Store {
   /** Consumes the PSK (or checks the bootstrap key's cluster) and registers, atomically. */
   register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult>;
   findAgent(credentialHash: string): Promise<AgentIdentity | null>;
-  renewLease(cluster: string, lease: LeaseInput): Promise<ClusterRecord | null>;
+  /** False if the cluster is absent or has no registered agent. */
+  renewLease(cluster: string, lease: LeaseInput): Promise<boolean>;
   /** Revokes the credential, frees the address, clears the key; status back to Pending. */
   unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null>;
   /** Cluster whose registered key is `publicKey` (base64). */

@@ -1,0 +1,219 @@
+/**
+ * Control-plane benchmark: one relay (SQLite, self-signed TLS, info-level request logs to /dev/null)
+ * in a child process, driven over HTTPS from this process with 16 concurrent requests.
+ * - baseline: GET /healthz requests/s and relay CPU per request (same connections, same run);
+ * - registrations/s (PSK check + address allocation + credential, one transaction each);
+ * - lease renewals/s with 10,000 registered agents, on kept-alive connections and with a fresh TLS
+ *   connection per renewal; relay CPU per renewal and what 10,000 agents every 60 s cost as % of
+ *   one core (target < 5 %).
+ * Relay CPU is read from /proc/<pid>/stat (user + system), so the client's own work is not counted.
+ * Run: npm run build && node dist/bench/control-plane-bench.js [agents=10000] [registrations=2000]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { Agent, buildConnector, request } from 'undici';
+import { resolveRelayConfig } from '../relay/config.js';
+import { hashSecret, newId, newSecret } from '../relay/secrets.js';
+import { startRelay } from '../relay/server.js';
+import { SqliteStore } from '../relay/store/sqlite.js';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { describeMachine, ratio } from './machine.js';
+
+const CONCURRENCY = 16;
+
+async function serve(dir: string): Promise<void> {
+  const config = resolveRelayConfig({
+    flags: { listen: '127.0.0.1:0', dataDir: dir, udpPort: 'off', stunPort: 'off', logLevel: 'info' },
+  });
+  const relay = await startRelay(config, { logStream: pino.destination({ dest: '/dev/null', sync: false }) });
+  process.stdout.write(`${JSON.stringify({ url: relay.url, caPem: relay.caPem })}\n`);
+  process.on('SIGTERM', () => {
+    void relay.close().then(() => process.exit(0));
+  });
+}
+
+/** Relay process CPU time in ms (utime + stime from /proc). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of stat(5)
+  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
+async function drive(n: number, one: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let i = next++; i < n; i = next++) await one(i);
+    }),
+  );
+  return (performance.now() - start) / 1000;
+}
+
+async function main(): Promise<void> {
+  const agents = Number(process.argv[2] ?? 10_000);
+  const registrations = Number(process.argv[3] ?? 2_000);
+  const dir = mkdtempSync(join(tmpdir(), 'cp-bench-'));
+  console.log(`machine: ${describeMachine()}`);
+
+  // Seed the store directly: `agents` registered agents with known credentials, and
+  // `registrations` clusters with fresh PSKs for the registration run.
+  const seedStart = performance.now();
+  const store = new SqliteStore(join(dir, 'relay.db'));
+  const now = Date.now();
+  const audit = { at: now, actor: 'bench', action: 'seed', target: '', source: 'local', detail: {} };
+  const creds: string[] = [];
+  for (let i = 0; i < agents; i++) {
+    const name = `agent-${i}`;
+    const psk = newSecret('psk');
+    await store.createCluster(
+      { name, group: 'default', displayName: name, createdAt: now },
+      { id: newId('p_'), hash: hashSecret(psk), expiresAt: now + 86_400_000 },
+      audit,
+    );
+    const cred = newSecret('agent');
+    const r = await store.register(
+      {
+        cluster: name,
+        publicKey: keyToBase64(generateKeyPair().publicKey),
+        agentVersion: '0.1.0',
+        claims: {},
+        now,
+        credential: { id: newId('a_'), hash: hashSecret(cred), expiresAt: null },
+        presharedKey: keyToBase64(generateKeyPair().publicKey),
+        via: { kind: 'psk', pskHash: hashSecret(psk) },
+      },
+      audit,
+    );
+    if (!r.ok) throw new Error(`seed registration failed: ${r.reason}`);
+    creds.push(cred);
+  }
+  const psks: string[] = [];
+  for (let i = 0; i < registrations; i++) {
+    const psk = newSecret('psk');
+    await store.createCluster(
+      { name: `new-${i}`, group: 'default', displayName: `new-${i}`, createdAt: now },
+      { id: newId('p_'), hash: hashSecret(psk), expiresAt: now + 86_400_000 },
+      audit,
+    );
+    psks.push(psk);
+  }
+  await store.close();
+  console.log(
+    `seeded ${agents} agents + ${registrations} PSKs in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`,
+  );
+
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--serve', dir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`relay exited with ${code}`)));
+  });
+  const { url, caPem } = JSON.parse(line) as { url: string; caPem: string };
+  const pid = child.pid!;
+  const keep = new Agent({ connect: { ca: caPem }, connections: CONCURRENCY });
+
+  const call = async (
+    dispatcher: Agent,
+    method: 'GET' | 'POST',
+    path: string,
+    token?: string,
+    body?: unknown,
+  ) => {
+    const res = await request(`${url}${path}`, {
+      method,
+      dispatcher,
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    await res.body.text();
+    if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode}`);
+  };
+
+  const measure = async (label: string, n: number, one: (i: number) => Promise<void>) => {
+    const cpu0 = cpuMs(pid);
+    const secs = await drive(n, one);
+    const cpu = cpuMs(pid) - cpu0;
+    return { label, n, perSec: n / secs, cpuMsPerOp: cpu / n };
+  };
+
+  try {
+    // warm-up (JIT, connections)
+    await drive(500, () => call(keep, 'GET', '/healthz'));
+    const base = await measure('GET /healthz (baseline)', 5_000, () => call(keep, 'GET', '/healthz'));
+    const reg = await measure('POST /register (PSK)', registrations, (i) =>
+      call(keep, 'POST', '/api/v1/register', psks[i]!, {
+        cluster: `new-${i}`,
+        publicKey: keyToBase64(generateKeyPair().publicKey),
+        agentVersion: '0.1.0',
+      }),
+    );
+    const renew = await measure(`POST /agent/lease, ${agents} agents, kept-alive`, agents, (i) =>
+      call(keep, 'POST', '/api/v1/agent/lease', creds[i]!, {}),
+    );
+    const freshN = Math.min(agents, 2_000);
+    const renewFresh = await measure('POST /agent/lease, new TLS connection each', freshN, async (i) => {
+      const a = new Agent({ connect: { ca: caPem }, connections: 1 });
+      try {
+        await call(a, 'POST', '/api/v1/agent/lease', creds[i]!, {});
+      } finally {
+        await a.close();
+      }
+    });
+
+    // New TCP + TLS connection per renewal, but resuming the TLS session (what an agent whose
+    // connection was dropped between renewals does if it keeps its HTTP client).
+    const resumingConnector = buildConnector({ ca: caPem, maxCachedSessions: 100 });
+    const renewResumed = await measure(
+      'POST /agent/lease, new connection, TLS resumed',
+      freshN,
+      async (i) => {
+        const a = new Agent({ connect: resumingConnector, connections: 1 });
+        try {
+          await call(a, 'POST', '/api/v1/agent/lease', creds[i]!, {});
+        } finally {
+          await a.close();
+        }
+      },
+    );
+
+    const rows = [base, reg, renew, renewFresh, renewResumed];
+    console.log(`\n| operation | ops | ops/s | relay CPU ms/op | ops/s vs baseline |`);
+    console.log('|---|---|---|---|---|');
+    for (const r of rows) {
+      console.log(
+        `| ${r.label} | ${r.n} | ${Math.round(r.perSec)} | ${r.cpuMsPerOp.toFixed(3)} | ${ratio(r.perSec, base.perSec)} |`,
+      );
+    }
+    for (const r of [renew, renewFresh, renewResumed]) {
+      const coreShare = ((r.cpuMsPerOp * 10_000) / 60 / 1000) * 100;
+      console.log(
+        `10,000 agents renewing every 60 s (${r.label.split(', ').slice(-1)[0]}): ${coreShare.toFixed(2)} % of one core (target < 5 %)`,
+      );
+    }
+  } finally {
+    await keep.close();
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--serve') {
+  void serve(process.argv[3]!);
+} else {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
