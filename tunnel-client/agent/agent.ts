@@ -58,6 +58,7 @@ export class Agent {
   readonly #o: AgentOptions;
   readonly #clock: Clock;
   readonly #log: (line: string) => void;
+  readonly #random: () => number;
   #state: AgentState;
   #status: RegistrationStatus;
   #running = false;
@@ -79,10 +80,11 @@ export class Agent {
     this.#o = opts;
     this.#clock = opts.clock ?? realClock;
     this.#log = opts.log ?? (() => {});
+    this.#random = opts.random ?? Math.random;
     this.#state = opts.stateDir.readState();
     this.#status = this.#state.status;
     this.#values = effectiveValues({}, opts.valuesFiles);
-    this.#pollBackoff = new Backoff({ random: opts.random ?? Math.random });
+    this.#pollBackoff = new Backoff({ random: this.#random });
   }
 
   get registrationStatus(): RegistrationStatus {
@@ -130,7 +132,7 @@ export class Agent {
 
   async #poll(): Promise<void> {
     if (!this.#running) return;
-    let delay = jittered(PENDING_POLL_MS, 0.1);
+    let delay = jittered(PENDING_POLL_MS, 0.1, this.#random);
     try {
       const info = await this.#o.api.info();
       this.#ok();

@@ -1,0 +1,168 @@
+/**
+ * The agent library against a real in-process relay over TLS on loopback. The agent's timers run on a
+ * FakeClock (advanced by the test); its HTTP calls are real.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestRelay, type TestRelay } from '../../relay/test-support.js';
+import { FakeClock } from '../../shared/clock.js';
+import { isTunnelError } from '../../shared/errors.js';
+import { RelayClient } from '../../shared/http/client.js';
+import { Agent } from './agent.js';
+import { AgentApi } from './api.js';
+import { register } from './registration.js';
+import { StateDir } from './state-dir.js';
+
+let t: TestRelay;
+let adminKey: string;
+let tmp: string;
+const clients: RelayClient[] = [];
+
+beforeAll(async () => {
+  t = await startTestRelay();
+  adminKey = t.relay.adminKey!;
+  tmp = mkdtempSync(join(tmpdir(), 'agent-test-'));
+});
+
+afterAll(async () => {
+  for (const c of clients) await c.close();
+  await t.cleanup();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+function newApi(): AgentApi {
+  const c = new RelayClient({
+    baseUrl: t.relay.url,
+    trust: { kind: 'pin', pin: t.relay.caPin },
+    timeoutMs: 5000,
+  });
+  clients.push(c);
+  return new AgentApi(c);
+}
+
+async function eventually<T>(fn: () => T | undefined | false, what: string, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const params = (cluster: string) => ({
+  relay: t.relay.url,
+  cluster,
+  caPin: t.relay.caPin,
+  caFile: null,
+  agentVersion: '0.1.0',
+  upstream: null,
+  allow: [],
+  claims: { zone: 'a' },
+  valuesFiles: [],
+});
+
+describe('Agent', () => {
+  it('waits while Pending, then leases, follows valuesVersion, and reports a deny', async () => {
+    const token = (await t.call('POST', '/api/v1/tokens', { token: adminKey, body: { role: 'bootstrap' } }))
+      .body.token;
+    const stateDir = new StateDir(join(tmp, 'a1'));
+    const api = newApi();
+    const state = await register(stateDir, api, token, params('agent-one'));
+    expect(state.status).toBe('Pending');
+
+    const clock = new FakeClock();
+    const log: string[] = [];
+    const agent = new Agent({
+      stateDir,
+      api: api.withCredential(stateDir.readCredential()),
+      valuesFiles: [{ local: { on: true } }, { local: { level: 2 } }],
+      clock,
+      log: (l) => log.push(l),
+      random: () => 0.5,
+    });
+    const accepted = agent.whenAccepted(true);
+    agent.start();
+    await eventually(() => log.some((l) => l.includes('agent-one is Pending: waiting')), 'the Pending line');
+    expect(agent.registrationStatus).toBe('Pending');
+
+    expect((await t.call('POST', '/api/v1/clusters/agent-one/accept', { token: adminKey })).status).toBe(200);
+    clock.advance(2_000);
+    await accepted;
+    expect(stateDir.readState().status).toBe('Accepted');
+    expect(stateDir.readState().tunnel?.hubPublicKey).toBe(t.relay.hubPublicKey);
+    const leased = await eventually(() => {
+      const s = stateDir.readStatus();
+      return s?.leaseRenewedAt ? s : undefined;
+    }, 'the first lease');
+    expect(leased.values).toEqual({ local: { on: true, level: 2 } });
+    const view = (await t.call('GET', '/api/v1/clusters/agent-one', { token: adminKey })).body;
+    expect(view.claims).toEqual({ zone: 'a' });
+
+    // New cluster values: the next lease carries a new valuesVersion and the agent refetches.
+    await t.call('PUT', '/api/v1/clusters/agent-one/values', {
+      token: adminKey,
+      body: { local: { level: 1, x: 'y' } },
+    });
+    const before = leased.valuesVersion;
+    clock.advance(60_000);
+    const refreshed = await eventually(() => {
+      const s = stateDir.readStatus();
+      return s && s.valuesVersion !== before && (s.values.local as { x?: string })?.x === 'y' ? s : undefined;
+    }, 'values after the new version');
+    // The files sit on top of the relay's values.
+    expect(refreshed.values).toEqual({ local: { level: 2, x: 'y', on: true } });
+
+    // Denied: the next lease fails with CLUSTER_DENIED, the agent records it and keeps retrying.
+    await t.call('POST', '/api/v1/clusters/agent-one/deny', { token: adminKey });
+    clock.advance(60_000);
+    await eventually(() => stateDir.readStatus()?.status === 'Denied', 'Denied in status.json');
+    expect(stateDir.readState().status).toBe('Denied');
+    expect(stateDir.readStatus()?.lastError).toMatch(/^CLUSTER_DENIED/);
+    expect(clock.pendingTimers).toBeGreaterThan(0);
+
+    // Accepted again: the retry succeeds and the failures reset.
+    await t.call('POST', '/api/v1/clusters/agent-one/accept', { token: adminKey });
+    clock.advance(2_000);
+    await eventually(() => {
+      const s = stateDir.readStatus();
+      return s?.status === 'Accepted' && s.failures === 0;
+    }, 'Accepted again');
+    await agent.close();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('whenAccepted(true) rejects with CLUSTER_DENIED when a Pending registration is denied', async () => {
+    const token = (await t.call('POST', '/api/v1/tokens', { token: adminKey, body: { role: 'bootstrap' } }))
+      .body.token;
+    const stateDir = new StateDir(join(tmp, 'a2'));
+    const api = newApi();
+    await register(stateDir, api, token, params('agent-two'));
+    const clock = new FakeClock();
+    const agent = new Agent({
+      stateDir,
+      api: api.withCredential(stateDir.readCredential()),
+      valuesFiles: [],
+      clock,
+    });
+    const waiting = agent.whenAccepted(true).then(
+      () => 'accepted',
+      (e: unknown) => (isTunnelError(e, 'CLUSTER_DENIED') ? 'denied' : String(e)),
+    );
+    agent.start();
+    await t.call('POST', '/api/v1/clusters/agent-two/deny', { token: adminKey });
+    clock.advance(2_000);
+    expect(await waiting).toBe('denied');
+    expect(stateDir.readState().status).toBe('Denied');
+    await agent.close();
+  });
+
+  it('refuses to register into a state dir that already holds a registration', async () => {
+    const stateDir = new StateDir(join(tmp, 'a1'));
+    await expect(register(stateDir, newApi(), 'tpsk_unused', params('agent-three'))).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
+  });
+});
