@@ -64,7 +64,11 @@ function hostAddresses(subnet: string): { host: string; ns: string; len: number 
 
 function nsPids(name: string): number[] {
   try {
-    return execFileSync('ip', ['netns', 'pids', name], { encoding: 'utf8', timeout: 5000 })
+    return execFileSync('ip', ['netns', 'pids', name], {
+      encoding: 'utf8',
+      timeout: 5000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
       .split('\n')
       .filter((l) => /^[0-9]+$/.test(l))
       .map(Number);
