@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -178,5 +179,55 @@ describe('RelayClient error mapping', () => {
     const err = await expectCode(c.json('GET', '/ok'), 'RELAY_UNREACHABLE');
     expect(err.message).toContain(`127.0.0.1:${port}`);
     await c.close();
+  });
+});
+
+describe('connectVia (the slot for an HTTP CONNECT proxy)', () => {
+  it('runs TLS and the pin check over the socket the hook returns', async () => {
+    const targets: string[] = [];
+    const proxy = createNetServer((client) => {
+      client.once('data', (head: Buffer) => {
+        const m = /^CONNECT ([^ ]+):(\d+) HTTP\/1\.1\r\n/.exec(head.toString());
+        if (!m) return client.destroy();
+        targets.push(`${m[1]}:${m[2]}`);
+        const upstream = netConnect(Number(m[2]), m[1]!, () => {
+          client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+          client.pipe(upstream).pipe(client);
+        });
+        upstream.on('error', () => client.destroy());
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const proxyPort = (proxy.address() as AddressInfo).port;
+    const via = (host: string, port: number) =>
+      new Promise<Socket>((resolve, reject) => {
+        const s = netConnect(proxyPort, '127.0.0.1', () =>
+          s.write(`CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\n\r\n`),
+        );
+        s.once('data', (b: Buffer) =>
+          b.toString().startsWith('HTTP/1.1 200') ? resolve(s) : reject(new Error('proxy refused')),
+        );
+        s.once('error', reject);
+      });
+    try {
+      const ok = new RelayClient({
+        baseUrl: base,
+        trust: { kind: 'pin', pin: pinOfCertificate(cert.der) },
+        connectVia: via,
+      });
+      expect(await ok.json('GET', '/ok')).toMatchObject({ hello: 'world' });
+      await ok.close();
+      const bad = new RelayClient({
+        baseUrl: base,
+        trust: { kind: 'pin', pin: pinOfCertificate(other.der) },
+        connectVia: via,
+      });
+      await expectCode(bad.json('GET', '/ok'), 'CA_PIN_MISMATCH');
+      await bad.close();
+      expect(targets.length).toBeGreaterThanOrEqual(2);
+      expect(targets[0]).toBe(new URL(base).host);
+    } finally {
+      await new Promise((r) => proxy.close(r));
+    }
   });
 });
