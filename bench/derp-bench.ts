@@ -7,6 +7,7 @@
  * Run: npm run build && node dist/bench/derp-bench.js [seconds-per-throughput-run=3] [clients=2000]
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +22,8 @@ import { describeMachine, ratio } from './machine.js';
 
 interface RelayInfo {
   port: number;
+  /** The same relay on plain HTTP (ws://), to separate the relay's own memory from Node's TLS. */
+  plainPort: number;
   pin: string;
   publicKey: string;
 }
@@ -29,6 +32,8 @@ interface MemInfo {
   heapUsed: number;
   external: number;
   clients: number;
+  /** Relay process CPU time so far (user + system), ms. */
+  cpuMs: number;
 }
 
 const WINDOW = 256;
@@ -47,9 +52,13 @@ async function relayChild(): Promise<void> {
     limits: { maxHandshaking: 10_000, handshakeTimeoutMs: 30_000 },
   });
   derp.attach(https);
+  const plain = createHttpServer();
+  derp.attach(plain);
   await new Promise<void>((r) => https.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
   const info: RelayInfo = {
     port: (https.address() as AddressInfo).port,
+    plainPort: (plain.address() as AddressInfo).port,
     pin: pinOfCertificate(cert.der),
     publicKey: keyPair.publicKey.toString('base64'),
   };
@@ -58,11 +67,13 @@ async function relayChild(): Promise<void> {
     if (m.cmd === 'mem') {
       for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
       const u = process.memoryUsage();
+      const cpu = process.cpuUsage();
       const mem: MemInfo = {
         rss: u.rss,
         heapUsed: u.heapUsed,
         external: u.external,
         clients: derp.stats.clients,
+        cpuMs: (cpu.user + cpu.system) / 1000,
       };
       process.send!({ mem });
     } else if (m.cmd === 'exit') {
@@ -208,8 +219,14 @@ async function socatThroughput(size: number, seconds: number): Promise<Rate> {
 
 // --- storm and memory ---------------------------------------------------------------------------
 
-async function stormAndMemory(child: ChildProcess, info: RelayInfo, n: number): Promise<string[]> {
-  const url = `wss://127.0.0.1:${info.port}/derp`;
+async function stormAndMemory(
+  child: ChildProcess,
+  info: RelayInfo,
+  n: number,
+  tls: boolean,
+): Promise<string[]> {
+  const url = tls ? `wss://127.0.0.1:${info.port}/derp` : `ws://127.0.0.1:${info.plainPort}/derp`;
+  const label = tls ? 'TLS (wss://)' : 'plain (ws://, TLS terminated elsewhere)';
   const before = await askMem(child);
   const keys = Array.from({ length: n }, () => generateKeyPair());
   let connected = 0;
@@ -219,7 +236,7 @@ async function stormAndMemory(child: ChildProcess, info: RelayInfo, n: number): 
     connectDerp({
       url,
       keyPair,
-      caPin: info.pin,
+      ...(tls ? { caPin: info.pin } : {}),
       onPacket: () => {},
       handshakeTimeoutMs: 60_000,
       onState: (e) => {
@@ -230,19 +247,21 @@ async function stormAndMemory(child: ChildProcess, info: RelayInfo, n: number): 
   );
   while (connected < n && performance.now() - t0 < 120_000) await sleep(5);
   const stormMs = performance.now() - t0;
+  const atConnected = await askMem(child);
   await sleep(1000);
   const after = await askMem(child);
-  const per = (a: number, b: number) => (a - b) / Math.max(1, after.clients - before.clients) / 1024;
+  const added = Math.max(1, after.clients - before.clients);
+  const per = (a: number, b: number) => ((a - b) / added / 1024).toFixed(1);
   const lines = [
-    `connect storm: ${connected}/${n} clients connected in ${(stormMs / 1000).toFixed(2)} s ` +
-      `(${Math.round((connected * 1000) / stormMs)} handshakes/s, ${retries} reconnects)`,
-    `idle clients on the relay: ${after.clients}; relay RSS ${(before.rss / 2 ** 20).toFixed(1)} -> ` +
-      `${(after.rss / 2 ** 20).toFixed(1)} MiB`,
-    `memory per idle client: RSS ${per(after.rss, before.rss).toFixed(1)} KiB, JS heap ` +
-      `${per(after.heapUsed, before.heapUsed).toFixed(1)} KiB, external ${per(after.external, before.external).toFixed(1)} KiB ` +
-      `(derper ~63 KB; target <= 32 KiB)`,
+    `${label} connect storm: ${connected}/${n} clients connected in ${(stormMs / 1000).toFixed(2)} s ` +
+      `(${Math.round((connected * 1000) / stormMs)}/s, ${retries} reconnects; relay CPU ` +
+      `${((atConnected.cpuMs - before.cpuMs) / added).toFixed(2)} ms per connection)`,
+    `${label} memory per idle client (${after.clients} connected, relay RSS ${(before.rss / 2 ** 20).toFixed(1)} -> ` +
+      `${(after.rss / 2 ** 20).toFixed(1)} MiB): RSS ${per(after.rss, before.rss)} KiB, JS heap ` +
+      `${per(after.heapUsed, before.heapUsed)} KiB, external ${per(after.external, before.external)} KiB`,
   ];
   for (const c of clients) c.close();
+  while ((await askMem(child)).clients > 0 && performance.now() - t0 < 180_000) await sleep(200);
   return lines;
 }
 
@@ -264,7 +283,9 @@ async function main(): Promise<void> {
       console.log(`| ${size} B | socat TCP (no TLS) | ${fmt(base)} | 100% |`);
       console.log(`| ${size} B | DERP over TLS WebSocket | ${fmt(derp)} | ${ratio(derp.pps, base.pps)} |`);
     }
-    for (const line of await stormAndMemory(child, info, n)) console.log(line);
+    for (const tls of [false, true])
+      for (const line of await stormAndMemory(child, info, n, tls)) console.log(line);
+    console.log('reference: derper ~63 KB per connection in production; target <= 32 KiB');
   } finally {
     child.send({ cmd: 'exit' });
   }
