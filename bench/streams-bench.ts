@@ -102,9 +102,16 @@ async function muxOverArqRun(total: number, mtu: number, streams: number): Promi
     conv: 1,
     mtu,
     clock: realClock,
+    defer: setImmediate,
     output: memoryLink((d) => arqB!.input(d)),
   });
-  arqB = new ArqSession({ conv: 1, mtu, clock: realClock, output: memoryLink((d) => arqA.input(d)) });
+  arqB = new ArqSession({
+    conv: 1,
+    mtu,
+    clock: realClock,
+    defer: setImmediate,
+    output: memoryLink((d) => arqA.input(d)),
+  });
   const client = muxOverArq(arqA, { clock: realClock, role: 'client', keepAliveMs: 0 });
   const server = muxOverArq(arqB, { clock: realClock, role: 'server', keepAliveMs: 0 });
   const per = Math.floor(total / streams);

@@ -71,12 +71,12 @@ async function endpoint(loss: number, seed: number, deadLinkMs = 30_000) {
     setPeer(p: number) {
       peer = { port: p, address: '127.0.0.1' };
     },
-    /** Moves to a fresh socket (a path change); the old one is closed. */
-    async rebind() {
+    /** Moves to a fresh socket (a path change); the old one still receives for `graceMs`, then closes. */
+    async rebind(graceMs: number) {
       const old = sock;
       sock = await udpSocket();
       listen(sock);
-      old.close();
+      setTimeout(() => old.close(), graceMs);
     },
     closeSocket() {
       sock.close();
@@ -130,11 +130,12 @@ describe('streams over real UDP on loopback', () => {
       return { data, back: await back };
     });
     // Change path while the transfers run.
-    await new Promise((r) => setTimeout(r, 150));
-    await a.rebind();
-    a.setPeer(b.port);
+    while (a.arq.stats.bytesIn < 1_000_000) await new Promise((r) => setTimeout(r, 10));
+    const before = a.arq.stats.bytesIn;
+    await a.rebind(300);
     const results = await Promise.all(jobs);
     for (const r of results) expect(sha(r.back)).toBe(sha(r.data));
+    expect(a.arq.stats.bytesIn - before).toBeGreaterThan(1_000_000);
     expect(a.arq.stats.retransmitsFast + a.arq.stats.retransmitsTimeout).toBeGreaterThan(0);
     client.close();
     server.close();

@@ -11,6 +11,11 @@ export interface ArqOptions {
   clock: Clock;
   /** Sends one datagram. The session does not touch the buffer afterwards. Must not throw. */
   output(datagram: Buffer): void;
+  /**
+   * Runs `fn` soon (after the current batch of writes), to send a partial last segment. Default: a 0 ms
+   * clock timer. Pass setImmediate in production to avoid the timer's ~1 ms granularity.
+   */
+  defer?: (fn: () => void) => void;
   /** Send window in segments (default 2048). */
   sendWindow?: number;
   /** Receive window in segments (default 2048). */
@@ -43,7 +48,7 @@ export interface ArqOptions {
   maxReassembly?: number;
 }
 
-export type ArqConfig = Required<Omit<ArqOptions, 'clock' | 'output' | 'conv' | 'mtu'>>;
+export type ArqConfig = Required<Omit<ArqOptions, 'clock' | 'output' | 'conv' | 'mtu' | 'defer'>>;
 
 export const ARQ_DEFAULTS: ArqConfig = {
   sendWindow: 2048,
@@ -53,7 +58,7 @@ export const ARQ_DEFAULTS: ArqConfig = {
   ackDelayMs: 10,
   ackEvery: 2,
   initialRtoMs: 300,
-  minRtoMs: 50,
+  minRtoMs: 100,
   maxRtoMs: 5_000,
   fastResend: 2,
   fastLimit: 5,

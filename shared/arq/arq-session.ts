@@ -103,6 +103,8 @@ export class ArqSession extends EventEmitter {
   #dg: Buffer | null = null;
   #dgLen = 0;
   #spare: Buffer | null = null;
+  readonly #defer: ((fn: () => void) => void) | undefined;
+  #deferred = false;
 
   constructor(opts: ArqOptions) {
     super();
@@ -111,6 +113,7 @@ export class ArqSession extends EventEmitter {
     this.#mtu = opts.mtu;
     this.#clock = opts.clock;
     this.#output = opts.output;
+    this.#defer = opts.defer;
     this.#rmtWnd = this.#cfg.recvWindow;
     this.#cwnd = this.#cfg.congestionControl ? this.#cfg.initialCwnd : this.#cfg.sendWindow;
     this.#ssthresh = this.#cfg.sendWindow;
@@ -340,6 +343,8 @@ export class ArqSession extends EventEmitter {
       this.#put(CMD_WINS, wnd, ts, 0, una, null);
       this.#needWins = false;
     }
+    // A datagram is going out anyway: let a partial last segment ride along.
+    if (this.#dgLen > 0) tail = true;
     // new data
     const limit = this.#sendLimit();
     const mss = this.mss;
@@ -493,6 +498,7 @@ export class ArqSession extends EventEmitter {
   }
 
   #onUna(una: number): void {
+    if (seqDiff(una, this.#sndNxt) > 0) return; // acknowledges data never sent: ignore
     while (this.#sbHead < this.#sb.length) {
       const seg = this.#sb[this.#sbHead]!;
       if (seqDiff(seg.sn, una) >= 0) break;
@@ -681,20 +687,33 @@ export class ArqSession extends EventEmitter {
     if (this.#closed) return;
     let at = Number.POSITIVE_INFINITY;
     const now = this.#clock.now();
-    if (this.#tailDue && this.#sq.bytes > 0 && this.inFlight < this.#sendLimit()) at = now;
+    if (this.#tailDue && this.#sq.bytes > 0 && this.inFlight < this.#sendLimit()) {
+      if (!this.#defer) at = now;
+      else if (!this.#deferred) {
+        this.#deferred = true;
+        this.#defer(this.#onDeferred);
+      }
+    }
     if (this.#acks.length > 0) at = Math.min(at, this.#ackDueAt);
     if (this.inFlight > 0) {
       at = Math.min(at, this.#nextResendAt, this.#lastRecvAt + this.#cfg.deadLinkMs);
     }
     if (this.#probeAt > 0) at = Math.min(at, this.#probeAt);
     else if (this.#rmtWnd === 0 && this.#sq.bytes > 0) at = Math.min(at, now + this.#probeWait);
-    if (at === this.#timerAt && this.#timer) return;
+    // Keep a timer that fires no later than needed: firing early only costs a re-arm, while replacing
+    // the timer on every flush would churn the clock.
+    if (this.#timer && this.#timerAt <= at) return;
     this.#clock.clearTimer(this.#timer);
     this.#timer = undefined;
     this.#timerAt = at;
     if (at === Number.POSITIVE_INFINITY) return;
     this.#timer = this.#clock.setTimer(Math.max(0, at - now), () => this.#onTimer());
   }
+
+  readonly #onDeferred = (): void => {
+    this.#deferred = false;
+    if (!this.#closed) this.flush(true);
+  };
 
   #onTimer(): void {
     this.#timer = undefined;

@@ -17,8 +17,10 @@ export interface MuxOptions {
   initialWindow?: number;
   /** Auto-tuning doubles a stream's receive window, up to this, while the reader keeps up (default 16 MiB). */
   maxWindow?: number;
-  /** Cap on open streams (both directions). Inbound excess is reset with RST_STREAM_LIMIT (default 1024). */
+  /** Cap on open streams (both directions). Inbound excess is reset with RST_STREAM_LIMIT (default 512). */
   maxStreams?: number;
+  /** Cap on the sum of all streams' window growth beyond initialWindow (auto-tuning budget, default 64 MiB). */
+  maxSessionGrowth?: number;
   /** Largest Data payload sent in one frame (default 64 KiB). */
   maxFrameData?: number;
   /** Ping interval; 0 disables keepalive (default 30 s). */
@@ -36,7 +38,8 @@ export type MuxConfig = Required<Omit<MuxOptions, 'role' | 'clock' | 'write' | '
 export const MUX_DEFAULTS: MuxConfig = {
   initialWindow: BASE_WINDOW,
   maxWindow: 16 * 1024 * 1024,
-  maxStreams: 1024,
+  maxStreams: 512,
+  maxSessionGrowth: 64 * 1024 * 1024,
   maxFrameData: 64 * 1024,
   keepAliveMs: 30_000,
   pingTimeoutMs: 10_000,
@@ -59,6 +62,7 @@ export function resolveMuxConfig(opts: MuxOptions): MuxConfig {
   range('initialWindow', BASE_WINDOW, 0x7fffffff);
   range('maxWindow', cfg.initialWindow, 0x7fffffff);
   range('maxStreams', 1, 1_000_000);
+  range('maxSessionGrowth', 0, 0x7fffffff);
   range('maxFrameData', 1, 16 * 1024 * 1024);
   range('keepAliveMs', 0, 86_400_000);
   range('pingTimeoutMs', 1, 86_400_000);

@@ -10,15 +10,15 @@ import { muxOverArq } from './transport.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
-function stack(path: Omit<FaultyLinkOptions, 'clock'>, mtu = 1392) {
+function stack(path: Omit<FaultyLinkOptions, 'clock'>, mtu = 1392, mux: { maxSessionGrowth?: number } = {}) {
   const clock = new FakeClock(0);
   const p = faultyPath(clock, path);
   const arqA = new ArqSession({ conv: 1, mtu, clock, output: p.ab.send });
   const arqB = new ArqSession({ conv: 1, mtu, clock, output: p.ba.send });
   p.ab.deliver = (d) => arqB.input(d);
   p.ba.deliver = (d) => arqA.input(d);
-  const client = muxOverArq(arqA, { clock, role: 'client', keepAliveMs: 10_000 });
-  const server = muxOverArq(arqB, { clock, role: 'server', keepAliveMs: 10_000 });
+  const client = muxOverArq(arqA, { clock, role: 'client', keepAliveMs: 10_000, ...mux });
+  const server = muxOverArq(arqB, { clock, role: 'server', keepAliveMs: 10_000, ...mux });
   return { clock, p, arqA, arqB, client, server };
 }
 
@@ -95,8 +95,8 @@ describe('mux over ARQ over a faulty path', () => {
     expect(client.closed).toBe(false);
   }, 60_000);
 
-  it('completes a fast stream while another stream is never read (bounded memory at the slow end)', async () => {
-    const { clock, client, server, arqB } = stack({ latencyMs: 5, seed: 4 });
+  async function slowAndFast(maxSessionGrowth?: number) {
+    const { clock, client, server, arqB } = stack({ latencyMs: 5, seed: 4 }, 1392, { maxSessionGrowth });
     const inbound: MuxStream[] = [];
     server.on('stream', (s: MuxStream) => inbound.push(s));
     const slow = client.open();
@@ -112,7 +112,21 @@ describe('mux over ARQ over a faulty path', () => {
     await runUntil(clock, () => rx.ended(), 120_000);
     expect(sha(rx.buf())).toBe(sha(data));
     expect(slowIn.queuedBytes + slowIn.readableLength).toBeLessThanOrEqual(slowIn.recvWindow + 128 * 1024);
+    expect(slowIn.recvWindow).toBe(256 * 1024);
     expect(arqB.recvHeldBytes).toBe(0);
+    return { fastWindow: inbound[1]!.recvWindow, rtt: client.rttMs };
+  }
+
+  it('completes a fast stream while another stream is never read (bounded memory at the slow end)', async () => {
+    const { fastWindow, rtt } = await slowAndFast();
+    expect(rtt).toBeGreaterThanOrEqual(10);
+    // The fast reader's window was auto-tuned upwards; the stalled one stayed at 256 KiB.
+    expect(fastWindow).toBeGreaterThan(256 * 1024);
+  }, 60_000);
+
+  it('stops window auto-tuning at the session growth budget', async () => {
+    const { fastWindow } = await slowAndFast(0);
+    expect(fastWindow).toBe(256 * 1024);
   }, 60_000);
 
   it('survives an MTU change from the relay size to the UDP size mid-transfer', async () => {

@@ -68,6 +68,7 @@ export class MuxSession extends EventEmitter {
   #cur: MuxStream | null = null;
   #curFin = false;
   #inputting = false;
+  #grown = 0;
   #reentrant: Buffer[] = [];
 
   constructor(opts: MuxOptions) {
@@ -83,6 +84,14 @@ export class MuxSession extends EventEmitter {
       rttMs: () => this.#rtt,
       sendControl: (type, flags, id, length) => this.#send(encodeHeader(type, flags, id, length), null),
       sendData: (id, payload) => this.#send(encodeHeader(TYPE_DATA, 0, id, payload.length), payload),
+      tryGrow: (n) => {
+        if (this.#grown + n > cfg.maxSessionGrowth) return false;
+        this.#grown += n;
+        return true;
+      },
+      ungrow: (n) => {
+        this.#grown -= n;
+      },
       schedule: (s) => {
         this.#pending.add(s);
         this.#pump();
@@ -101,7 +110,11 @@ export class MuxSession extends EventEmitter {
       },
       cfg.maxWindow,
     );
-    if (cfg.keepAliveMs > 0) this.#armKeepAlive();
+    if (cfg.keepAliveMs > 0) {
+      // A first ping measures the RTT that window auto-tuning needs.
+      this.ping().catch(() => {});
+      this.#armKeepAlive();
+    }
   }
 
   get closed(): boolean {

@@ -28,6 +28,10 @@ export interface StreamHost {
   rttMs(): number;
   sendControl(type: number, flags: number, id: number, length: number): void;
   sendData(id: number, payload: Buffer): void;
+  /** Reserves `n` bytes of the session's window-growth budget; false = none left. */
+  tryGrow(n: number): boolean;
+  /** Returns growth reserved by a stream that is going away. */
+  ungrow(n: number): void;
   schedule(s: MuxStream): void;
   release(s: MuxStream): void;
 }
@@ -54,6 +58,7 @@ export class MuxStream extends Duplex {
   #readBlocked = false;
   #resetByPeer = false;
   #released = false;
+  #grown = 0;
 
   constructor(host: StreamHost, id: number, window: number, highWater: number) {
     super({ allowHalfOpen: true, readableHighWaterMark: highWater, writableHighWaterMark: highWater });
@@ -233,6 +238,8 @@ export class MuxStream extends Duplex {
     const rtt = this.#host.rttMs();
     if (this.#recvSize < this.#host.maxWindow && now - this.#lastUpdateAt < 4 * Math.max(rtt, 1)) {
       grow = Math.min(this.#recvSize, this.#host.maxWindow - this.#recvSize);
+      if (!this.#host.tryGrow(grow)) grow = 0;
+      else this.#grown += grow;
     }
     const delta = this.#consumed + grow;
     this.#recvSize += grow;
@@ -245,6 +252,8 @@ export class MuxStream extends Duplex {
   #release(): void {
     if (this.#released) return;
     this.#released = true;
+    this.#host.ungrow(this.#grown);
+    this.#grown = 0;
     this.#host.release(this);
   }
 }
