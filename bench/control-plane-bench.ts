@@ -10,6 +10,7 @@
  * Run: npm run build && node dist/bench/control-plane-bench.js [agents=10000] [registrations=2000]
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,10 +22,12 @@ import { resolveRelayConfig } from '../relay/config.js';
 import { hashSecret, newId, newSecret } from '../relay/secrets.js';
 import { startRelay } from '../relay/server.js';
 import { SqliteStore } from '../relay/store/sqlite.js';
-import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { keyToBase64 } from '../shared/keys.js';
 import { describeMachine, ratio } from './machine.js';
 
 const CONCURRENCY = 16;
+/** A random 32-byte value as a public key: the control plane stores keys, it does no curve math on them. */
+const randomKey = (): string => keyToBase64(randomBytes(32));
 
 async function serve(dir: string): Promise<void> {
   const config = resolveRelayConfig({
@@ -81,12 +84,12 @@ async function main(): Promise<void> {
     const r = await store.register(
       {
         cluster: name,
-        publicKey: keyToBase64(generateKeyPair().publicKey),
+        publicKey: randomKey(),
         agentVersion: '0.1.0',
         claims: {},
         now,
         credential: { id: newId('a_'), hash: hashSecret(cred), expiresAt: null },
-        presharedKey: keyToBase64(generateKeyPair().publicKey),
+        presharedKey: randomKey(),
         via: { kind: 'psk', pskHash: hashSecret(psk) },
       },
       audit,
@@ -154,7 +157,7 @@ async function main(): Promise<void> {
     const reg = await measure('POST /register (PSK)', registrations, (i) =>
       call(keep, 'POST', '/api/v1/register', psks[i]!, {
         cluster: `new-${i}`,
-        publicKey: keyToBase64(generateKeyPair().publicKey),
+        publicKey: randomKey(),
         agentVersion: '0.1.0',
       }),
     );
