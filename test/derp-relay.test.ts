@@ -143,7 +143,10 @@ describe('DERP relay over TLS WebSocket', () => {
     const second = client(relay, { keyPair: first.keyPair });
     await second.client.whenConnected(5000);
     await firstClosed;
-    first.client.close(); // stop the old one from fighting back
+    const replaced = first.states.find((s) => s.closeCode === 4003)!;
+    expect(replaced.error?.code).toBe('CONFLICT');
+    expect(replaced.delayMs).toBeGreaterThanOrEqual(8000); // a live twin backs off long instead of flapping
+    first.client.close();
     expect(relay.derp.stats.replaced).toBe(1);
     b.client.send(first.keyPair.publicKey, Buffer.from('to the newest'));
     await waitFor(() => second.received.length === 1, 5000, 'delivery to the new connection');

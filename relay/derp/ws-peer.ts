@@ -64,7 +64,8 @@ export class WsPeer implements RoutedPeer {
   #sharedKey: Uint8Array | null = null;
   #hsTimer: TimerHandle | undefined;
   #pending: Buffer[] | null = null;
-  readonly #queue: Array<Buffer | undefined>;
+  /** Allocated on first use: most clients never back up. */
+  #queue: Array<Buffer | undefined> | null = null;
   #qHead = 0;
   #qLen = 0;
   #stallTimer: TimerHandle | undefined;
@@ -84,7 +85,6 @@ export class WsPeer implements RoutedPeer {
     this.#batcher = new WriteBatcher(socket);
     this.#router = router;
     this.notHereTokens = router.limits.notHereBurst;
-    this.#queue = new Array(router.limits.queueDepth);
     this.#parser = new FrameParser((type, frame) => this.#onFrame(type, frame), router.limits.maxFrameLen);
     this.#challenge = randomBytes(CHALLENGE_LEN);
     router.stats.handshaking++;
@@ -240,15 +240,17 @@ export class WsPeer implements RoutedPeer {
       this.#write(f);
       return;
     }
-    const depth = this.#queue.length;
+    this.#queue ??= new Array(this.#router.limits.queueDepth);
+    const queue = this.#queue;
+    const depth = queue.length;
     if (this.#qLen === depth) {
-      const old = this.#queue[this.#qHead]!;
-      this.#queue[this.#qHead] = undefined;
+      const old = queue[this.#qHead]!;
+      queue[this.#qHead] = undefined;
       this.#qHead = (this.#qHead + 1) % depth;
       this.#qLen--;
       this.#router.drop('queue_head', old.length - FRAME_HEADER_LEN - KEY_LEN);
     }
-    this.#queue[(this.#qHead + this.#qLen) % depth] = f;
+    queue[(this.#qHead + this.#qLen) % depth] = f;
     this.#qLen++;
     if (!this.#stallTimer) {
       this.#lastProgress = this.#router.clock.now();
@@ -265,11 +267,13 @@ export class WsPeer implements RoutedPeer {
   }
 
   #flush(): void {
+    const queue = this.#queue;
+    if (!queue) return;
     const high = this.#router.limits.writeHighWaterBytes;
-    const depth = this.#queue.length;
+    const depth = queue.length;
     while (this.#qLen > 0 && this.#ws.bufferedAmount < high) {
-      const f = this.#queue[this.#qHead]!;
-      this.#queue[this.#qHead] = undefined;
+      const f = queue[this.#qHead]!;
+      queue[this.#qHead] = undefined;
       this.#qHead = (this.#qHead + 1) % depth;
       this.#qLen--;
       this.#write(f);
@@ -345,10 +349,11 @@ export class WsPeer implements RoutedPeer {
     clock.clearTimer(this.#closeTimer);
     clock.clearTimer(this.#stallTimer);
     this.#stallTimer = undefined;
-    while (this.#qLen > 0) {
-      const f = this.#queue[this.#qHead]!;
-      this.#queue[this.#qHead] = undefined;
-      this.#qHead = (this.#qHead + 1) % this.#queue.length;
+    const queue = this.#queue;
+    while (queue && this.#qLen > 0) {
+      const f = queue[this.#qHead]!;
+      queue[this.#qHead] = undefined;
+      this.#qHead = (this.#qHead + 1) % queue.length;
       this.#qLen--;
       this.#router.drop('gone_disconnected', f.length - FRAME_HEADER_LEN - KEY_LEN);
     }

@@ -99,6 +99,8 @@ export interface DerpClient extends DerpClientLike {
 }
 
 const SEND_OPTS = { binary: true, compress: false, fin: true } as const;
+/** After close code 4003 the next attempt waits as the 6th would (8-16 s with the default backoff). */
+const REPLACED_MIN_ATTEMPT = 5;
 /**
  * WebSocket masking exists to stop browsers' scripts from poisoning intermediary caches; this client is not
  * a browser and runs inside TLS, so it uses the all-zero mask, which ws sends without copying or XORing.
@@ -308,11 +310,13 @@ class WsDerpClient implements DerpClient {
     let error = this.#lastError;
     if (!error) {
       const why = reason ? `: ${reason}` : '';
-      error =
-        code === 4001
-          ? new TunnelError('DERP_AUTH_FAILED', `relay refused this key${why}`)
-          : new TunnelError('CLOSED', `relay closed the connection (code ${code})${why}`);
+      if (code === 4001) error = new TunnelError('DERP_AUTH_FAILED', `relay refused this key${why}`);
+      else if (code === 4003)
+        error = new TunnelError('CONFLICT', `another connection with this key replaced this one${why}`);
+      else error = new TunnelError('CLOSED', `relay closed the connection (code ${code})${why}`);
     }
+    // Replaced by a live twin (a cloned key or a second process): wait long so the two do not flap.
+    if (code === 4003) this.#attempt = Math.max(this.#attempt, REPLACED_MIN_ATTEMPT);
     this.#attempt++;
     const delayMs = this.#nextDelay();
     this.#state = 'reconnecting';
