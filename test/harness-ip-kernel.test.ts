@@ -63,6 +63,10 @@ describe('shared/ip packets accepted by the kernel through a TUN', () => {
       { src: peer, dst: local, srcPort: 40001, dstPort: 7777 },
       Buffer.alloc(1392, 'x'),
     );
+    const noSum = buildUdpPacket(
+      { src: peer, dst: local, srcPort: 40004, dstPort: 7777, checksum: false },
+      Buffer.from('no checksum'),
+    );
     const bad = buildUdpPacket(
       { src: peer, dst: local, srcPort: 40002, dstPort: 7777 },
       Buffer.from('bad datagram'),
@@ -77,14 +81,15 @@ describe('shared/ip packets accepted by the kernel through a TUN', () => {
       { src: peer, dst: local, type: ICMP_ECHO_REQUEST, identifier: 0x4242, sequence: 7 },
       Buffer.from('ping payload'),
     );
-    const input = [good, big, bad, badHeader, ping].map((p) => p.toString('hex')).join('\n');
+    const input = [good, big, noSum, bad, badHeader, ping].map((p) => p.toString('hex')).join('\n');
     const { stdout } = await ns.exec('python3', ['-c', TUN_SCRIPT, uniqueIfname('tk')], {
       input,
       timeoutMs: 15_000,
     });
     const out = JSON.parse(stdout) as { udp: { data: string; from: string; port: number }[]; tun: string[] };
 
-    expect(out.udp.map((d) => d.port).sort()).toEqual([40000, 40001]);
+    expect(out.udp.map((d) => d.port).sort()).toEqual([40000, 40001, 40004]);
+    expect(out.udp.find((d) => d.port === 40004)?.data).toBe('no checksum');
     expect(out.udp.find((d) => d.port === 40000)).toEqual({
       data: 'good datagram',
       from: '10.203.40.2',

@@ -15,6 +15,7 @@ import {
   parseUdp,
   UDP_MAX_PAYLOAD_AT_MTU_1420,
   udpChecksumOk,
+  writeUdpHeaders,
   writeUdpPacket,
 } from './udp.js';
 
@@ -190,6 +191,38 @@ describe('UDP', () => {
     expect(() => buildUdpPacket({ src: 1, dst: 2, srcPort: 70000, dstPort: 4 }, Buffer.alloc(0))).toThrow(
       /port/,
     );
+  });
+
+  it('writes headers around a payload already in place, with or without a checksum', () => {
+    fc.assert(
+      fc.property(
+        addr,
+        addr,
+        port,
+        port,
+        fc.uint8Array({ maxLength: 1392 }),
+        fc.nat(32),
+        (s, d, sp, dp, data, head) => {
+          const out = Buffer.alloc(head + 28 + data.length);
+          out.set(data, head + 28);
+          const f = { src: s, dst: d, srcPort: sp, dstPort: dp };
+          expect(writeUdpHeaders(out, head, f, data.length)).toBe(28 + data.length);
+          expect(out.subarray(head).equals(buildUdpPacket(f, data))).toBe(true);
+          writeUdpHeaders(out, head, { ...f, checksum: false }, data.length);
+          const ip = parseIpv4Packet(out.subarray(head));
+          const u = parseUdp(ip);
+          expect(u.checksum).toBe(0);
+          expect(udpChecksumOk(ip, u)).toBe(true);
+          expect(u.payload.equals(Buffer.from(data))).toBe(true);
+        },
+      ),
+    );
+    expect(() => writeUdpHeaders(Buffer.alloc(30), 0, { src: 1, dst: 2, srcPort: 3, dstPort: 4 }, 3)).toThrow(
+      /fit/,
+    );
+    expect(() =>
+      writeUdpHeaders(Buffer.alloc(99), 0, { src: 1, dst: 2, srcPort: 3, dstPort: 4 }, -1),
+    ).toThrow(expect.objectContaining({ code: 'BAD_INPUT' }));
   });
 
   it('validates the UDP length field', () => {

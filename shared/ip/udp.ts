@@ -42,6 +42,8 @@ export interface UdpFields {
   readonly dstPort: number;
   readonly ttl?: number;
   readonly id?: number;
+  /** Compute the UDP checksum (default true); false sends 0, "no checksum". */
+  readonly checksum?: boolean;
 }
 
 export interface UdpView {
@@ -67,18 +69,20 @@ export function udpChecksum(src: number, dst: number, udp: Uint8Array): number {
 }
 
 /**
- * Writes an IPv4+UDP packet carrying `payload` at `out[offset]` and returns its length. Lets a
- * caller leave headroom (for example the 16-byte WireGuard data header) in front.
+ * Writes the IPv4 and UDP headers in front of `payloadLength` bytes the caller has already placed
+ * at `out[offset + 28]` (zero copy), and returns the packet length. With `f.checksum === false`
+ * the UDP checksum is sent as 0 ("none", legal in IPv4): WireGuard already authenticates every
+ * packet, and the receiving kernel then skips the check.
  */
-export function writeUdpPacket(out: Buffer, offset: number, f: UdpFields, payload: Uint8Array): number {
-  const total = IPV4_UDP_OVERHEAD + payload.length;
-  if (total > IPV4_MAX_PACKET) {
+export function writeUdpHeaders(out: Buffer, offset: number, f: UdpFields, payloadLength: number): number {
+  const total = IPV4_UDP_OVERHEAD + payloadLength;
+  if (!Number.isInteger(payloadLength) || payloadLength < 0 || total > IPV4_MAX_PACKET) {
     throw new TunnelError(
       'BAD_INPUT',
-      `UDP payload of ${payload.length} bytes is over ${IPV4_MAX_PACKET - 28}`,
+      `UDP payload of ${payloadLength} bytes is over ${IPV4_MAX_PACKET - 28}`,
     );
   }
-  if (offset < 0 || offset + total > out.length) {
+  if (!Number.isInteger(offset) || offset < 0 || offset + total > out.length) {
     throw new TunnelError('BAD_INPUT', 'UDP packet does not fit in the output buffer');
   }
   const ipFields: Ipv4Fields = {
@@ -92,12 +96,32 @@ export function writeUdpPacket(out: Buffer, offset: number, f: UdpFields, payloa
   const u = offset + IPV4_HEADER_LEN;
   out.writeUInt16BE(port(f.srcPort, 'source port'), u + UDP_SRC_PORT);
   out.writeUInt16BE(port(f.dstPort, 'destination port'), u + UDP_DST_PORT);
-  out.writeUInt16BE(UDP_HEADER_LEN + payload.length, u + UDP_LENGTH);
+  out.writeUInt16BE(UDP_HEADER_LEN + payloadLength, u + UDP_LENGTH);
   out.writeUInt16BE(0, u + UDP_CHECKSUM);
-  out.set(payload, u + UDP_HEADER_LEN);
-  const c = udpChecksum(f.src, f.dst, out.subarray(u, offset + total));
-  out.writeUInt16BE(c === 0 ? 0xffff : c, u + UDP_CHECKSUM);
+  if (f.checksum !== false) {
+    const c = udpChecksum(f.src, f.dst, out.subarray(u, offset + total));
+    out.writeUInt16BE(c === 0 ? 0xffff : c, u + UDP_CHECKSUM);
+  }
   return total;
+}
+
+/**
+ * Writes an IPv4+UDP packet carrying a copy of `payload` at `out[offset]` and returns its length.
+ * Lets a caller leave headroom (for example the 16-byte WireGuard data header) in front.
+ */
+export function writeUdpPacket(out: Buffer, offset: number, f: UdpFields, payload: Uint8Array): number {
+  const total = IPV4_UDP_OVERHEAD + payload.length;
+  if (total > IPV4_MAX_PACKET) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `UDP payload of ${payload.length} bytes is over ${IPV4_MAX_PACKET - 28}`,
+    );
+  }
+  if (!Number.isInteger(offset) || offset < 0 || offset + total > out.length) {
+    throw new TunnelError('BAD_INPUT', 'UDP packet does not fit in the output buffer');
+  }
+  out.set(payload, offset + IPV4_UDP_OVERHEAD);
+  return writeUdpHeaders(out, offset, f, payload.length);
 }
 
 export function buildUdpPacket(f: UdpFields, payload: Uint8Array): Buffer {
