@@ -401,6 +401,14 @@ describe('admin access', () => {
       );
       expect(view.status).toBe('Accepted');
       expect(view.leaseRenewTime).not.toBeNull();
+      // One agent per state dir: a second one, and unjoin, are refused while it runs.
+      for (const cmd of ['run', 'unjoin']) {
+        const second = await client(cmd, '--state-dir', stateDir);
+        expect(second.code, cmd).toBe(1);
+        expect(second.stderr).toMatch(
+          new RegExp(`^error CONFLICT: an agent \\(pid ${agent.child.pid}\\) is already running`),
+        );
+      }
     } finally {
       expect(await agent.stop('SIGTERM')).toBe(0);
     }

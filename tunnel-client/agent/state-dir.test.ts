@@ -74,3 +74,28 @@ describe('StateDir', () => {
     expect(defaultStateDir({})).toMatch(/\.tunnel-client$/);
   });
 });
+
+describe('StateDir.lock', () => {
+  it('allows one holder, takes over a dead holder, and releases', () => {
+    const s = new StateDir(join(tmp(), 'agent'));
+    const release = s.lock(process.pid);
+    expect(statSync(s.path('lock')).mode & 0o777).toBe(0o600);
+    // Another live process (our parent) cannot take it while we hold it.
+    const parent = process.ppid;
+    try {
+      s.lock(parent);
+      expect.unreachable();
+    } catch (err) {
+      expect(isTunnelError(err, 'CONFLICT')).toBe(true);
+      expect((err as Error).message).toContain(`pid ${process.pid}`);
+    }
+    release();
+    expect(() => statSync(s.path('lock'))).toThrow();
+    // A lock left by a pid that no longer exists is taken over.
+    const releaseDead = s.lock(2 ** 22 + 12345);
+    const mine = s.lock(process.pid);
+    mine();
+    releaseDead();
+    expect(() => statSync(s.path('lock'))).toThrow();
+  });
+});

@@ -5,6 +5,7 @@
  *   credential    the agent credential `tac_...` issued at registration, 0600
  *   state.json    registration: relay URL, cluster, CA pin, public key, status, tunnel, flags, 0600
  *   status.json   written by the running agent: lease, connection and effective values, 0600
+ *   agent.pid     the running agent's pid (a lock: one agent per state dir), 0600
  *
  * The directory is 0700. Every file is written to a temporary name with mode 0600 and renamed, so a
  * crash never leaves a half-written file and the secret is never readable by others, even briefly.
@@ -31,6 +32,7 @@ export const STATE_FILES = {
   credential: 'credential',
   state: 'state.json',
   status: 'status.json',
+  lock: 'agent.pid',
 } as const;
 
 /** Largest state file read back. */
@@ -140,6 +142,38 @@ export class StateDir {
     }
   }
 
+  /**
+   * Takes the one-agent-per-state-dir lock (agent.pid, created exclusively). A lock left by a process
+   * that is gone is taken over. Returns the release function.
+   */
+  lock(pid: number = process.pid): () => void {
+    this.ensure();
+    const p = this.path('lock');
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        writeFileSync(p, `${pid}\n`, { mode: 0o600, flag: 'wx' });
+        return () => {
+          try {
+            if (readFileSync(p, 'utf8').trim() === String(pid)) rmSync(p, { force: true });
+          } catch {
+            // already gone
+          }
+        };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const holder = Number(readFileSync(p, 'utf8').trim());
+        if (holder !== pid && processAlive(holder)) {
+          throw new TunnelError(
+            'CONFLICT',
+            `an agent (pid ${holder}) is already running from state directory ${this.dir}; stop it first`,
+          );
+        }
+        rmSync(p, { force: true });
+      }
+    }
+    throw new TunnelError('CONFLICT', `cannot take the agent lock in ${this.dir}`);
+  }
+
   /** Deletes every state file, then the directory if it is left empty. */
   remove(): void {
     for (const name of Object.keys(STATE_FILES) as (keyof typeof STATE_FILES)[]) {
@@ -150,5 +184,16 @@ export class StateDir {
     } catch {
       // Not empty (user files) or already gone: leave it.
     }
+  }
+}
+
+/** True when a process with this pid exists (EPERM: exists, owned by someone else). */
+export function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

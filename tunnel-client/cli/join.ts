@@ -106,6 +106,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
 
   const client = new RelayClient({ baseUrl: flags.relay, trust });
   let agent: Agent | undefined;
+  let unlock: (() => void) | undefined;
   try {
     const bootstrapApi = new AgentApi(client);
     const state = await register(stateDir, bootstrapApi, psk, {
@@ -119,6 +120,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       claims,
       valuesFiles,
     });
+    unlock = stateDir.lock();
     stderrLog(
       `registered cluster ${state.cluster} with ${state.relay}: ${state.status}; state in ${stateDir.dir}`,
     );
@@ -150,5 +152,6 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   } finally {
     await agent?.close();
     await client.close();
+    unlock?.();
   }
 }

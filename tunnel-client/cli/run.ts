@@ -15,6 +15,13 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
       const state = stateDir.readState();
       const valuesFiles = readValuesFiles(state.valuesFiles);
       const { client, api } = apiFromState(stateDir, state);
+      let unlock: () => void;
+      try {
+        unlock = stateDir.lock();
+      } catch (err) {
+        await client.close();
+        throw err;
+      }
       const agent = new Agent({
         stateDir,
         api,
@@ -30,6 +37,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
       } finally {
         await agent.close();
         await client.close();
+        unlock();
       }
     });
 }

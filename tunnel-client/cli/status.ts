@@ -6,7 +6,7 @@ import { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { isTunnelError } from '../../shared/errors.js';
-import type { StateDir } from '../agent/state-dir.js';
+import { processAlive, type StateDir } from '../agent/state-dir.js';
 import {
   type AgentState,
   type AgentStatusFile,
@@ -35,22 +35,12 @@ export interface StatusReport {
   readonly updatedAt: string | null;
 }
 
-function alive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export function buildReport(
   stateDir: StateDir,
   state: AgentState,
   file: AgentStatusFile | undefined,
 ): StatusReport {
-  const running = file !== undefined && file.pid !== process.pid && alive(file.pid);
+  const running = file !== undefined && file.pid !== process.pid && processAlive(file.pid);
   const conn = running && file ? file : DISCONNECTED;
   return {
     cluster: state.cluster,

@@ -13,6 +13,8 @@ export function unjoinCommand(): Command {
     .action(async (flags: { stateDir?: string; force?: boolean; output: OutputFormat }) => {
       const stateDir = openStateDir(flags.stateDir);
       const state = stateDir.readState();
+      // Refuses (CONFLICT) while an agent runs from this state dir; remove() drops the lock file.
+      stateDir.lock();
       const { client, api } = apiFromState(stateDir, state);
       let deregistered = true;
       try {
