@@ -191,6 +191,29 @@ describe('DERP relay over TLS WebSocket', () => {
     expect(relay.derp.isConnected(hubKey.publicKey)).toBe(false);
   });
 
+  it('keeps the sender connected when an in-process handler throws', async () => {
+    const errors: string[] = [];
+    const logger = { debug() {}, info() {}, warn() {}, error: (_o: object, msg: string) => errors.push(msg) };
+    relay = await startRelay({ logger });
+    const hubKey = generateKeyPair();
+    const got: string[] = [];
+    relay.derp.connectLocal(hubKey, {
+      onPacket: (_s, p) => {
+        if (p.toString() === 'boom') throw new Error('handler bug');
+        got.push(p.toString());
+      },
+    });
+    const agent = client(relay);
+    await agent.client.whenConnected(5000);
+    agent.client.send(hubKey.publicKey, Buffer.from('boom'));
+    agent.client.send(hubKey.publicKey, Buffer.from('after'));
+    await waitFor(() => got.length === 1, 5000, 'second packet');
+    expect(got).toEqual(['after']);
+    expect(errors).toEqual(['derp: local onPacket handler threw']);
+    expect(agent.client.connected).toBe(true);
+    expect(agent.client.stats.connects).toBe(1);
+  });
+
   it('closes only the client that sends an oversize frame (DERP_PROTOCOL, 4002)', async () => {
     relay = await startRelay();
     const a = client(relay);

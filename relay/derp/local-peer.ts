@@ -72,7 +72,12 @@ export class LocalPeer implements RoutedPeer, DerpClientLike {
     const stats = this.#router.stats;
     stats.packetsOut++;
     stats.bytesOut += payload.length;
-    this.#handlers.onPacket?.(src.key, payload);
+    try {
+      this.#handlers.onPacket?.(src.key, payload);
+    } catch (err) {
+      // The sender (often a remote agent) must not be disconnected for a bug in the local handler.
+      this.#router.reportError('local onPacket handler', err);
+    }
   }
 
   peerGone(peer: Buffer, reason: number): void {

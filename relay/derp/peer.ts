@@ -100,4 +100,6 @@ export interface DerpRouter {
   drop(reason: DropReason, bytes: number): void;
   route(src: RoutedPeer, dst: Buffer, payload: Buffer, frame: Buffer | null): void;
   unregister(peer: RoutedPeer): void;
+  /** A bug outside the relay (an in-process client's handler threw); logged, never fatal to the sender. */
+  reportError(where: string, err: unknown): void;
 }

@@ -313,6 +313,10 @@ class DerpServerImpl implements WsRouter, DerpServer {
     });
   }
 
+  reportError(where: string, err: unknown): void {
+    this.#logger.error({ err: err instanceof Error ? err.message : String(err) }, `derp: ${where} threw`);
+  }
+
   onError(peer: WsPeer, err: unknown): void {
     this.#logger.error(
       { key: peer.id, err: err instanceof Error ? err.message : String(err) },
