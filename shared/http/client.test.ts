@@ -105,7 +105,8 @@ describe('RelayClient with a CA pin', () => {
   it('refuses the self-signed certificate without a pin (system roots)', async () => {
     const client = new RelayClient({ baseUrl: base, trust: { kind: 'system' } });
     try {
-      await expectCode(client.json('GET', '/ok'), 'RELAY_UNREACHABLE');
+      const err = await expectCode(client.json('GET', '/ok'), 'RELAY_UNREACHABLE');
+      expect(err.message).toMatch(/not trusted \(\w+\); pass --ca-pin/);
     } finally {
       await client.close();
     }

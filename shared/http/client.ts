@@ -192,6 +192,13 @@ function translateError(
     return new TunnelError('TIMEOUT', `${method} ${base}${path} did not answer within ${timeoutMs} ms`);
   }
   const code = causeCode(err);
+  if (code && (code.includes('CERT') || code.startsWith('ERR_TLS') || code.includes('SELF_SIGNED'))) {
+    return new TunnelError(
+      'RELAY_UNREACHABLE',
+      `the relay at ${base} presented a certificate that is not trusted (${code}); pass --ca-pin sha256:... as printed by the relay, or --ca-file`,
+      { cause: err },
+    );
+  }
   if (code) {
     return new TunnelError('RELAY_UNREACHABLE', `cannot reach the relay at ${base} (${code})`, {
       cause: err,
