@@ -85,6 +85,13 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     return this.#live.get(cluster) ?? NO_CONNECTION;
   }
 
+  /** Clusters with a live session right now. */
+  get connectedCount(): number {
+    let n = 0;
+    for (const s of this.#live.values()) if (s.connected) n++;
+    return n;
+  }
+
   forget(cluster: string): void {
     this.#live.delete(cluster);
   }

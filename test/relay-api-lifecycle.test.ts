@@ -139,6 +139,7 @@ describe('leases and conditions', () => {
     expect(cond(got, 'Available')).toMatchObject({ status: 'True', reason: 'LeaseFresh' });
     expect(got.leaseRenewTime).toBe(new Date(firstRenew).toISOString());
     expect(got.claims).toEqual({ zone: 'a' });
+    expect((await t.call('GET', '/metrics')).text).toContain('\ntunnel_relay_leases_fresh 1\n');
     clock.advance(60_000);
     await t.call('POST', '/api/v1/agent/lease', { token: cred, body: {} });
     const lastRenew = clock.wallNow();
@@ -157,6 +158,7 @@ describe('leases and conditions', () => {
     });
     const metrics = (await t.call('GET', '/metrics')).text;
     expect(metrics).toMatch(/tunnel_relay_lease_renewals_total [1-9]/);
+    expect(metrics).toContain('\ntunnel_relay_leases_fresh 0\n');
     // a renewal after the gap starts a new Available run
     await t.call('POST', '/api/v1/agent/lease', { token: cred, body: {} });
     got = (await t.call('GET', '/api/v1/clusters/leasy', { token: admin })).body;
@@ -179,6 +181,7 @@ describe('leases and conditions', () => {
         lastHandshake: clock.wallNow(),
       }),
     ).toBe(true);
+    expect((await t.call('GET', '/metrics')).text).toContain('\ntunnel_relay_agents_connected 1\n');
     const after = (await t.call('GET', '/api/v1/clusters/leasy', { token: admin })).body;
     expect(after).toMatchObject({
       connected: true,

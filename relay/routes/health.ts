@@ -1,6 +1,7 @@
 /** /healthz (process up), /readyz (store answers), /metrics (Prometheus text). No credentials. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TunnelError } from '../../shared/errors.js';
+import { graceMs } from '../conditions.js';
 import type { RelayContext } from '../context.js';
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
@@ -21,15 +22,11 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
 
   app.get('/metrics', async (_req, reply) => {
     const byStatus = await ctx.store.countClustersByStatus();
-    const clusters = await ctx.store.listClusters();
-    const now = ctx.clock.wallNow();
-    const graceMs = 3 * ctx.config.leaseDurationSeconds * 1000;
-    let fresh = 0;
-    let connected = 0;
-    for (const c of clusters) {
-      if (c.leaseRenewAt !== null && now < c.leaseRenewAt + graceMs) fresh++;
-      if (ctx.hooks.connection(c.name).connected) connected++;
-    }
+    // Fresh = renewed within the grace (now < renew + grace), the same rule as Available=True.
+    const fresh = await ctx.store.countLeasesSince(
+      ctx.clock.wallNow() - graceMs(ctx.config.leaseDurationSeconds) + 1,
+    );
+    const connected = ctx.hooks.connectedCount;
     reply.type('text/plain; version=0.0.4; charset=utf-8');
     return ctx.metrics.render([
       {

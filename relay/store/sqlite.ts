@@ -290,6 +290,15 @@ export class SqliteStore implements Store {
     });
   }
 
+  countLeasesSince(sinceWall: number): Promise<number> {
+    return this.#tx(
+      () =>
+        this.#db
+          .prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM clusters WHERE lease_renew_at >= ?')
+          .get(sinceWall)!.n,
+    );
+  }
+
   setClusterStatus(
     name: string,
     status: 'Accepted' | 'Denied',

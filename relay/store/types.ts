@@ -124,6 +124,8 @@ export interface Store {
   getCluster(name: string): Promise<ClusterRecord | null>;
   listClusters(filter?: { group?: string }): Promise<ClusterRecord[]>;
   countClustersByStatus(): Promise<Record<string, number>>;
+  /** Clusters whose lease was renewed at or after `sinceWall` (fresh leases, for metrics). */
+  countLeasesSince(sinceWall: number): Promise<number>;
   /**
    * Accept or deny. On accept of a cluster with a registered key and no address, allocates the
    * address and stores `presharedKey`. Returns null if absent.

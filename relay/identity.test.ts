@@ -1,0 +1,61 @@
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isTunnelError } from '../shared/errors.js';
+import { resolveRelayConfig } from './config.js';
+import { certAltNames, loadOrCreateHubKey, loadOrCreateTls } from './identity.js';
+import { caPinOf, createSelfSignedCert } from './tls/self-signed.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'relay-identity-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('relay identity', () => {
+  it('covers the public URL host and is stable across loads', () => {
+    const config = resolveRelayConfig({
+      flags: {
+        dataDir: join(dir, 'a'),
+        publicUrl: 'https://relay.example.com:8443',
+        listen: '10.1.2.3:8443',
+      },
+    });
+    expect(certAltNames(config)).toEqual(['localhost', '127.0.0.1', '::1', 'relay.example.com', '10.1.2.3']);
+    const first = loadOrCreateTls(config, Date.now());
+    const x = new X509Certificate(first.certDer);
+    expect(x.checkHost('relay.example.com')).toBe('relay.example.com');
+    expect(x.checkIP('10.1.2.3')).toBe('10.1.2.3');
+    expect(first.caPin).toBe(caPinOf(first.certDer));
+    expect(loadOrCreateTls(config, Date.now()).caPin).toBe(first.caPin);
+    const hub = loadOrCreateHubKey(config.dataDir);
+    expect(loadOrCreateHubKey(config.dataDir).publicKey.equals(hub.publicKey)).toBe(true);
+  });
+
+  it('uses given cert/key files and refuses a key that does not match', () => {
+    const a = createSelfSignedCert({ commonName: 'a', altNames: ['a.example'], now: Date.now() });
+    const b = createSelfSignedCert({ commonName: 'b', altNames: ['b.example'], now: Date.now() });
+    const cert = join(dir, 'cert.pem');
+    const key = join(dir, 'key.pem');
+    const wrongKey = join(dir, 'wrong.pem');
+    writeFileSync(cert, a.certPem);
+    writeFileSync(key, a.keyPem);
+    writeFileSync(wrongKey, b.keyPem);
+    const ok = loadOrCreateTls(
+      resolveRelayConfig({ flags: { dataDir: join(dir, 'b'), tlsCert: cert, tlsKey: key } }),
+      0,
+    );
+    expect(ok.caPin).toBe(caPinOf(a.certDer));
+    const bad = resolveRelayConfig({ flags: { dataDir: join(dir, 'c'), tlsCert: cert, tlsKey: wrongKey } });
+    expect(() => loadOrCreateTls(bad, 0)).toThrow(/tls-key: the private key does not belong to tls-cert/);
+    const missing = resolveRelayConfig({
+      flags: { dataDir: join(dir, 'd'), tlsCert: join(dir, 'nope.pem'), tlsKey: key },
+    });
+    try {
+      loadOrCreateTls(missing, 0);
+      expect.unreachable();
+    } catch (err) {
+      expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
+      expect((err as Error).message).toMatch(/^tls-cert: cannot read .*ENOENT/);
+    }
+  });
+});
