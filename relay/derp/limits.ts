@@ -14,7 +14,7 @@ export interface DerpLimits {
   readonly queueDepth: number;
   /** Bytes the WebSocket/TLS socket may hold unsent before packets go to the queue instead. */
   readonly writeHighWaterBytes: number;
-  /** A client whose socket makes no write progress for this long while packets wait is closed (4006). */
+  /** A client whose socket makes no write progress for this long while packets wait is terminated. */
   readonly writeTimeoutMs: number;
   /** WebSocket ping (and KeepAlive frame) interval; a client that did not answer the previous ping is dropped. */
   readonly pingIntervalMs: number;
@@ -53,7 +53,10 @@ export const DEFAULT_DERP_LIMITS: DerpLimits = {
   closeGraceMs: 2_000,
 };
 
-/** WebSocket close codes the server uses (4000-4999 is the application range). */
+/**
+ * WebSocket close codes the server uses (4000-4999 is the application range). Write and ping timeouts send no
+ * close frame: the socket is terminated, since a stuck or dead peer could not read one.
+ */
 export const DerpCloseCode = {
   GoingAway: 1001,
   NotAdmitted: 4001,
@@ -61,6 +64,4 @@ export const DerpCloseCode = {
   Replaced: 4003,
   ClosedByServer: 4004,
   HandshakeTimeout: 4005,
-  WriteTimeout: 4006,
-  PingTimeout: 4007,
 } as const;
