@@ -13,6 +13,7 @@ import {
   cleanupAll,
   createNetns,
   execCommand,
+  freeTestSubnet,
   linkNetns,
   masquerade,
   type Netns,
@@ -50,7 +51,7 @@ describe('iptables helpers', () => {
 
   beforeAll(async () => {
     requireIntegrationPrivileges(['ip', 'iptables']);
-    ns = await createNetns('hst-i', { subnet: '10.201.34.0/24' });
+    ns = await createNetns('hst-i', { subnet: 'auto' });
     for (const port of [18001, 18002]) {
       const srv = createServer((s: Socket) => {
         s.on('data', (d) => {
@@ -91,10 +92,11 @@ describe('iptables helpers', () => {
   });
 
   it('masquerade in a router namespace rewrites the source of forwarded traffic', async () => {
-    // inner (10.201.35.2) -> router (10.201.35.1 | 10.201.36.2) -> host (10.201.36.1)
-    const router = await createNetns('hst-r', { subnet: '10.201.36.0/24' });
+    // inner (I.2) -> router (I.1 | H.2) -> host (H.1); I is an unrouted subnet, H links to the host.
+    const router = await createNetns('hst-r', { subnet: 'auto' });
     const inner = await createNetns('hst-n');
-    const link = await linkNetns(router, inner, '10.201.35.0/24');
+    const innerSubnet = await freeTestSubnet();
+    const link = await linkNetns(router, inner, innerSubnet);
     await inner.exec('ip', ['route', 'add', 'default', 'via', link.aAddress]);
     await router.exec('sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
     const srv = createServer((s: Socket) => {
@@ -112,7 +114,7 @@ describe('iptables helpers', () => {
     expect(seen).toEqual([`nat from ${router.nsAddress}: hello`]);
     expect((await nat.counters()).packets).toBeGreaterThanOrEqual(1);
     // The host itself has no route to the inner subnet: only NAT made this work.
-    const routes = (await execCommand('ip', ['-4', 'route', 'show', 'root', '10.201.35.0/24'])).stdout.trim();
+    const routes = (await execCommand('ip', ['-4', 'route', 'show', 'root', innerSubnet])).stdout.trim();
     expect(routes).toBe('');
   });
 });

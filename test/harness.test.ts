@@ -153,8 +153,19 @@ describe('integration harness: processes', () => {
     await waitFor(() => !pidAlive(grandchild), 5000, 'grandchild to die');
   });
 
+  it('refuses a fixed subnet already routed on the host; "auto" picks distinct free ones', async () => {
+    const first = await createNetns('hst-s', { subnet: 'auto' });
+    const taken = first.hostAddress!.replace(/\.1$/, '.0/24');
+    await expect(createNetns('hst-s', { subnet: taken })).rejects.toThrow(/already routed/);
+    const second = await createNetns('hst-s', { subnet: 'auto' });
+    expect(second.hostAddress).not.toBe(first.hostAddress);
+    await first.destroy();
+    await second.destroy();
+    expect(await listNetns()).not.toContain(first.name);
+  });
+
   it('destroying a namespace kills processes still running inside it', async () => {
-    const ns = await createNetns('hst-p', { subnet: '10.201.32.0/24' });
+    const ns = await createNetns('hst-p', { subnet: 'auto' });
     const p = ns.spawn('sleep', ['30']);
     await waitFor(
       async () => (await ns.exec('ip', ['-o', 'link'])).stdout.includes(ns.nsIf ?? '?'),

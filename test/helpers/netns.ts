@@ -5,9 +5,11 @@
  * Everything is registered for cleanup; destroy() kills any process still inside, then deletes
  * the namespace (which deletes its veth ends, and with them their peers).
  *
- * Subnets are chosen by the caller from a test range (10.201.0.0/16 - 10.209.0.0/16 by
- * convention), one per concurrently existing namespace: a subnet already routed on the host is
- * refused, so two suites running at once fail loudly instead of cross-talking.
+ * Subnets that touch the host must not collide with another test process running at the same
+ * time: pass subnet "auto" (freeTestSubnet picks an unrouted /24 in 10.210.0.0/16), or a fixed one
+ * from a test range (10.201-10.209 by convention), which is refused if already routed on the host,
+ * so two suites fail loudly instead of cross-talking. Subnets between namespaces (linkNetns) never
+ * reach the host and can be fixed.
  */
 import { execFileSync } from 'node:child_process';
 import { formatIpv4Address, parseCidr } from '../../shared/ip/address.js';
@@ -42,7 +44,10 @@ export interface Netns {
 }
 
 export interface CreateNetnsOptions {
-  /** e.g. "10.201.7.0/24": host gets .1, the namespace .2. Omit for no link to the host. */
+  /**
+   * e.g. "10.201.7.0/24": host gets .1, the namespace .2. "auto" picks a free /24 with
+   * freeTestSubnet(). Omit for no link to the host.
+   */
   readonly subnet?: string;
   /** Route everything from the namespace via the host side (default false). */
   readonly defaultRoute?: boolean;
@@ -89,13 +94,34 @@ function destroySync(name: string, hostIf: string | undefined): void {
   if (hostIf) runQuietSync('ip', ['link', 'del', hostIf]);
 }
 
+async function subnetRouted(subnet: string): Promise<boolean> {
+  return (await ip(['-4', 'route', 'show', 'root', subnet])).stdout.trim().length > 0;
+}
+
+const handedOut = new Set<string>();
+
+/**
+ * A /24 in 10.<second>.0.0/16 (default 10.210) that is not routed on the host and not already
+ * handed out by this process, starting at an offset derived from the pid so concurrent test
+ * processes rarely even probe the same ones. Use it for any subnet that touches the host.
+ */
+export async function freeTestSubnet(second = 210): Promise<string> {
+  const startAt = (process.pid * 7) % 256;
+  for (let i = 0; i < 256; i++) {
+    const subnet = `10.${second}.${(startAt + i) % 256}.0/24`;
+    if (handedOut.has(subnet) || (await subnetRouted(subnet))) continue;
+    handedOut.add(subnet);
+    return subnet;
+  }
+  throw new Error(`no free /24 left in 10.${second}.0.0/16`);
+}
+
 export async function createNetns(prefix: string, opts: CreateNetnsOptions = {}): Promise<Netns> {
   const name = uniqueNetnsName(prefix);
-  const addrs = opts.subnet === undefined ? undefined : hostAddresses(opts.subnet);
-  if (opts.subnet !== undefined) {
-    const routes = (await ip(['-4', 'route', 'show', 'root', opts.subnet])).stdout.trim();
-    if (routes)
-      throw new Error(`test subnet ${opts.subnet} is already routed on this host (${routes}); pick another`);
+  const subnet = opts.subnet === 'auto' ? await freeTestSubnet() : opts.subnet;
+  const addrs = subnet === undefined ? undefined : hostAddresses(subnet);
+  if (subnet !== undefined && opts.subnet !== 'auto' && (await subnetRouted(subnet))) {
+    throw new Error(`test subnet ${subnet} is already routed on this host; pick another or use "auto"`);
   }
   const link = addrs ? uniqueIfname('tv') : undefined;
   const hostIf = link ? `${link}h` : undefined;
