@@ -90,7 +90,14 @@ describe('ArqSession over a faulty path', () => {
     const t = clock.now();
     p.ab.addBlackout(t, t + 2_000);
     p.ba.addBlackout(t, t + 2_000);
+    clock.advance(1_990);
+    // While the path is dark, timeouts resend only a couple of segments per backed-off RTO, not the window.
+    const inFlight = a.inFlight;
+    expect(inFlight).toBeGreaterThan(100);
+    expect(a.stats.retransmitsTimeout).toBeLessThanOrEqual(12);
     runUntil(clock, () => rx.length() >= data.length, 120_000);
+    expect(clock.now() - t).toBeLessThan(10_000);
+    expect(a.stats.retransmitsTimeout).toBeGreaterThanOrEqual(inFlight);
     expect(sha(rx.bytes())).toBe(sha(data));
     expect(p.ab.counters.blackout).toBeGreaterThan(0);
     expect(a.stats.retransmitsTimeout).toBeGreaterThan(0);

@@ -45,7 +45,12 @@ interface OutSeg {
   fastack: number;
   acked: boolean;
   fastQueued: boolean;
+  /** Timed out but not yet resent (waiting for congestion-window room). */
+  lost: boolean;
 }
+
+/** Segments resent at once when a retransmission timeout fires; the rest wait for window room. */
+const TIMEOUT_BURST = 2;
 
 export class ArqSession extends EventEmitter {
   readonly conv: number;
@@ -70,6 +75,9 @@ export class ArqSession extends EventEmitter {
   #recoverSn = 0;
   #inRecovery = false;
   #fast: OutSeg[] = [];
+  #lost: OutSeg[] = [];
+  #lostCount = 0;
+  #unacked = 0;
   #nextResendAt = Number.POSITIVE_INFINITY;
   #needDrain = false;
   #tailDue = false;
@@ -209,6 +217,7 @@ export class ArqSession extends EventEmitter {
     this.#sb = [];
     this.#sbHead = 0;
     this.#fast = [];
+    this.#lost = [];
     this.#ring = [];
     this.#deliver = [];
     this.#reasm.clear();
@@ -350,7 +359,14 @@ export class ArqSession extends EventEmitter {
     const mss = this.mss;
     // The dead-link clock starts when we begin waiting for an answer, not at the last packet of an idle link.
     if (this.inFlight === 0 && this.#sq.bytes > 0) this.#lastRecvAt = Math.max(this.#lastRecvAt, now);
-    while (this.#sq.bytes > 0 && this.inFlight < limit && (tail || this.#sq.bytes >= mss)) {
+    // Segments that timed out beyond the burst go first, as the window allows (pipe = unacked - lost).
+    while (this.#lost.length > 0 && this.#unacked - this.#lostCount < limit) {
+      const seg = this.#lost.shift()!;
+      if (!seg.lost || seg.acked) continue;
+      this.stats.retransmitsTimeout++;
+      this.#transmit(seg, now, wnd, una);
+    }
+    while (this.#sq.bytes > 0 && this.#unacked - this.#lostCount < limit && (tail || this.#sq.bytes >= mss)) {
       const data = this.#sq.take(mss);
       const seg: OutSeg = {
         sn: this.#sndNxt,
@@ -362,7 +378,9 @@ export class ArqSession extends EventEmitter {
         fastack: 0,
         acked: false,
         fastQueued: false,
+        lost: false,
       };
+      this.#unacked++;
       this.#sndNxt = (this.#sndNxt + 1) >>> 0;
       this.#sb.push(seg);
       this.#unackedBytes += data.length;
@@ -384,14 +402,26 @@ export class ArqSession extends EventEmitter {
     if (now >= this.#nextResendAt) {
       let lost = false;
       let next = Number.POSITIVE_INFINITY;
+      // With congestion control, resend only the first few expired segments now (like TCP's RTO, which
+      // resends one); the others are queued as lost and go out as acknowledgements open the window.
+      let burst = this.#cfg.congestionControl ? TIMEOUT_BURST : Number.POSITIVE_INFINITY;
       for (let i = this.#sbHead; i < this.#sb.length; i++) {
         const seg = this.#sb[i]!;
-        if (seg.acked) continue;
+        if (seg.acked || seg.lost) continue;
         if (now >= seg.resendAt) {
           lost = true;
           seg.rto = Math.min(this.#cfg.maxRtoMs, seg.rto * 2);
-          this.stats.retransmitsTimeout++;
-          this.#transmit(seg, now, wnd, una);
+          if (burst > 0) {
+            burst--;
+            this.stats.retransmitsTimeout++;
+            this.#transmit(seg, now, wnd, una);
+          } else {
+            seg.lost = true;
+            seg.resendAt = Number.POSITIVE_INFINITY;
+            this.#lostCount++;
+            this.#lost.push(seg);
+            continue;
+          }
         }
         if (seg.resendAt < next) next = seg.resendAt;
       }
@@ -403,7 +433,9 @@ export class ArqSession extends EventEmitter {
 
   #wouldSend(tail: boolean, now: number): boolean {
     if (this.#fast.length > 0 || now >= this.#nextResendAt || this.#needWask || this.#needWins) return true;
-    return this.#sq.bytes > 0 && this.inFlight < this.#sendLimit() && (tail || this.#sq.bytes >= this.mss);
+    const pipeRoom = this.#unacked - this.#lostCount < this.#sendLimit();
+    if (this.#lostCount > 0 && pipeRoom) return true;
+    return this.#sq.bytes > 0 && pipeRoom && (tail || this.#sq.bytes >= this.mss);
   }
 
   #sendLimit(): number {
@@ -413,6 +445,10 @@ export class ArqSession extends EventEmitter {
   }
 
   #transmit(seg: OutSeg, now: number, wnd: number, una: number): void {
+    if (seg.lost) {
+      seg.lost = false;
+      this.#lostCount--;
+    }
     seg.xmit++;
     seg.ts = now >>> 0;
     seg.fastack = 0;
@@ -518,6 +554,11 @@ export class ArqSession extends EventEmitter {
   #markAcked(seg: OutSeg): void {
     if (seg.acked) return;
     seg.acked = true;
+    this.#unacked--;
+    if (seg.lost) {
+      seg.lost = false;
+      this.#lostCount--;
+    }
     this.#unackedBytes -= seg.data.length;
   }
 
@@ -687,7 +728,7 @@ export class ArqSession extends EventEmitter {
     if (this.#closed) return;
     let at = Number.POSITIVE_INFINITY;
     const now = this.#clock.now();
-    if (this.#tailDue && this.#sq.bytes > 0 && this.inFlight < this.#sendLimit()) {
+    if (this.#tailDue && this.#sq.bytes > 0 && this.#unacked - this.#lostCount < this.#sendLimit()) {
       if (!this.#defer) at = now;
       else if (!this.#deferred) {
         this.#deferred = true;
