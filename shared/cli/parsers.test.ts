@@ -166,3 +166,30 @@ describe('parseRelayUrl, parsePortOrOff, parseRole', () => {
       fails(() => parseRole(r), 'BAD_INPUT');
   });
 });
+
+describe('parseRelayUrl (property)', () => {
+  it('accepts generated https URLs without query/fragment/credentials, and never throws anything but BAD_INPUT', () => {
+    fc.assert(
+      fc.property(
+        fc.webUrl({ validSchemes: ['https'], withQueryParameters: false, withFragments: false }),
+        (u) => {
+          const out = parseRelayUrl(u);
+          expect(out.startsWith('https://')).toBe(true);
+          expect(out.endsWith('/')).toBe(false);
+          expect(new URL(out).host).toBe(new URL(u).host);
+        },
+      ),
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), (s) => {
+        try {
+          const out = parseRelayUrl(s);
+          expect(new URL(out).protocol).toBe('https:');
+        } catch (err) {
+          expect(isTunnelError(err, 'BAD_INPUT')).toBe(true);
+          expect((err as Error).message).not.toContain('\n');
+        }
+      }),
+    );
+  });
+});

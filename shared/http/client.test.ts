@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { createServer as createNetServer, connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isTunnelError, type TunnelError } from '../errors.js';
-import { RelayClient } from './client.js';
+import { ERROR_CODES, isTunnelError, TunnelError } from '../errors.js';
+import { errorFromResponse, RelayClient } from './client.js';
 import { pinOfCertificate } from './pin.js';
 import { makeSelfSignedCert, type TestCert } from './test-cert.js';
 import { trustFromFlags } from './trust.js';
@@ -230,5 +231,35 @@ describe('connectVia (the slot for an HTTP CONNECT proxy)', () => {
     } finally {
       await new Promise((r) => proxy.close(r));
     }
+  });
+});
+
+describe('errorFromResponse (property)', () => {
+  it('keeps known codes and messages, and turns any other body into RELAY_BAD_RESPONSE', () => {
+    const codes = Object.keys(ERROR_CODES);
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...codes),
+        fc.string({ maxLength: 50 }),
+        fc.integer({ min: 300, max: 599 }),
+        (code, msg, status) => {
+          const e = errorFromResponse('GET', '/x', {
+            status,
+            contentType: 'application/json',
+            body: JSON.stringify({ error: { code, message: msg } }),
+          });
+          expect(e.code).toBe(code);
+          expect(e.message).toBe(msg);
+        },
+      ),
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), fc.integer({ min: 300, max: 599 }), (body, status) => {
+        const e = errorFromResponse('POST', '/y', { status, contentType: '', body });
+        expect(e).toBeInstanceOf(TunnelError);
+        if (e.code !== 'RELAY_BAD_RESPONSE') expect(codes).toContain(e.code);
+        else expect(e.message).toContain(String(status));
+      }),
+    );
   });
 });
