@@ -31,7 +31,7 @@ export function principalOf(ctx: RelayContext, req: FastifyRequest, allowQuery =
   return authenticate(ctx.store, bearerToken(req, allowQuery), ctx.clock.wallNow());
 }
 
-/** An audit row for this request, also written as a structured log line. */
+/** An audit row for this request; the route passes it to the store and, once the change happened, to logAudit. */
 export function auditEntry(
   ctx: RelayContext,
   req: FastifyRequest,
@@ -39,11 +39,8 @@ export function auditEntry(
   action: string,
   target: string,
   detail: Record<string, unknown> = {},
-  log = true,
 ): AuditEntry {
-  const e: AuditEntry = { at: ctx.clock.wallNow(), actor, action, target, source: req.ip, detail };
-  if (log) logAudit(ctx, e);
-  return e;
+  return { at: ctx.clock.wallNow(), actor, action, target, source: req.ip, detail };
 }
 
 /** The structured log line of an audit entry (who, what, when, from where). */

@@ -4,7 +4,7 @@ import { stringify as toYaml } from 'yaml';
 import { TunnelError } from '../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
 import { actorOf, bearerToken, requireClusterRead, requireClusterWrite } from '../auth.js';
-import { auditEntry, clusterView, principalOf, type RelayContext } from '../context.js';
+import { auditEntry, clusterView, logAudit, principalOf, type RelayContext } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { checkName } from '../names.js';
 import {
@@ -65,11 +65,13 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       requireClusterWrite(p, group, `create clusters in group ${group}`);
       const name = checkName(req.body.name, 'cluster name');
       const { psk, record } = issuePsk(ctx, req.body.pskTtl);
+      const audit = auditEntry(ctx, req, actorOf(p), 'cluster.create', name, { group, pskId: record.id });
       const c = await ctx.store.createCluster(
         { name, group, displayName: req.body.displayName ?? name, createdAt: ctx.clock.wallNow() },
         record,
-        auditEntry(ctx, req, actorOf(p), 'cluster.create', name, { group, pskId: record.id }),
+        audit,
       );
+      logAudit(ctx, audit);
       reply.code(201);
       return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, name, psk, record.expiresAt!) };
     },
@@ -103,14 +105,18 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         const before = await mustGet(ctx, req.params.name);
         requireClusterWrite(p, before.group, `${action} clusters in group ${before.group}`);
         const status = action === 'accept' ? 'Accepted' : 'Denied';
+        const audit = auditEntry(ctx, req, actorOf(p), `cluster.${action}`, before.name, {
+          from: before.status,
+        });
         const c = await ctx.store.setClusterStatus(
           before.name,
           status,
           ctx.clock.wallNow(),
           keyToBase64(generatePresharedKey()),
-          auditEntry(ctx, req, actorOf(p), `cluster.${action}`, before.name, { from: before.status }),
+          audit,
         );
         if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+        logAudit(ctx, audit);
         if (action === 'deny' && before.publicKey !== null) {
           ctx.hooks.emit('cluster-denied', { cluster: c.name, publicKey: before.publicKey });
         }
@@ -129,12 +135,10 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const before = await mustGet(ctx, req.params.name);
       requireClusterWrite(p, before.group, `rotate PSKs in group ${before.group}`);
       const { psk, record } = issuePsk(ctx, req.body.pskTtl);
-      const c = await ctx.store.rotatePsk(
-        before.name,
-        record,
-        auditEntry(ctx, req, actorOf(p), 'cluster.rotate-psk', before.name, { pskId: record.id }),
-      );
+      const audit = auditEntry(ctx, req, actorOf(p), 'cluster.rotate-psk', before.name, { pskId: record.id });
+      const c = await ctx.store.rotatePsk(before.name, record, audit);
       if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+      logAudit(ctx, audit);
       return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, c.name, psk, record.expiresAt!) };
     },
   );
@@ -146,11 +150,10 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const before = await mustGet(ctx, req.params.name);
       requireClusterWrite(p, before.group, `delete clusters in group ${before.group}`);
-      const c = await ctx.store.deleteCluster(
-        before.name,
-        auditEntry(ctx, req, actorOf(p), 'cluster.delete', before.name),
-      );
+      const audit = auditEntry(ctx, req, actorOf(p), 'cluster.delete', before.name);
+      const c = await ctx.store.deleteCluster(before.name, audit);
       if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+      logAudit(ctx, audit);
       ctx.hooks.forget(c.name);
       if (c.publicKey !== null)
         ctx.hooks.emit('cluster-deleted', { cluster: c.name, publicKey: c.publicKey });

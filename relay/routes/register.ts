@@ -98,15 +98,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       const publicKey = keyToBase64(parseKey(req.body.publicKey, 'publicKey'));
       const now = ctx.clock.wallNow();
       const credential = newSecret('agent');
-      const audit = auditEntry(
-        ctx,
-        req,
-        actor,
-        'cluster.register',
-        name,
-        { publicKey, via: via.kind },
-        false,
-      );
+      const audit = auditEntry(ctx, req, actor, 'cluster.register', name, { publicKey, via: via.kind });
       const result = await ctx.store.register(
         {
           cluster: name,
@@ -179,11 +171,9 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
 
   app.delete('/api/v1/agent', { schema: { response: { 200: Unjoined, ...errors } } }, async (req) => {
     const { p, c } = await agentOf(ctx, req);
-    const before = await ctx.store.unjoin(
-      c.name,
-      ctx.clock.wallNow(),
-      auditEntry(ctx, req, `agent:${p.cluster}`, 'cluster.unjoin', c.name),
-    );
+    const audit = auditEntry(ctx, req, `agent:${p.cluster}`, 'cluster.unjoin', c.name);
+    const before = await ctx.store.unjoin(c.name, ctx.clock.wallNow(), audit);
+    if (before) logAudit(ctx, audit);
     if (before?.publicKey) ctx.hooks.emit('agent-unjoined', { cluster: c.name, publicKey: before.publicKey });
     ctx.hooks.forget(c.name);
     return { unjoined: c.name };

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TunnelError } from '../../shared/errors.js';
 import { actorOf, parseRole, requireAdmin } from '../auth.js';
-import { auditEntry, principalOf, type RelayContext } from '../context.js';
+import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { CreatedToken, CreateTokenBody, ErrorBody, IdParams, Revoked, TokenList } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
@@ -28,11 +28,13 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = asy
       const expiresAt = req.body.expiresIn ? now + parseDuration(req.body.expiresIn, 'expiresIn') : null;
       const id = newId('k_');
       const token = newSecret('accessKey');
+      const audit = auditEntry(ctx, req, actorOf(p), 'token.create', id, { role });
       await ctx.store.createAccessKey(
         { id, role, description: req.body.description ?? '', createdAt: now, expiresAt, revokedAt: null },
         hashSecret(token),
-        auditEntry(ctx, req, actorOf(p), 'token.create', id, { role }),
+        audit,
       );
+      logAudit(ctx, audit);
       reply.code(201);
       return { id, role, token, expiresAt: isoOrNull(expiresAt) };
     },
@@ -60,11 +62,9 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = asy
     async (req) => {
       const p = await principalOf(ctx, req);
       requireAdmin(p, 'revoke access keys');
-      const ok = await ctx.store.revokeAccessKey(
-        req.params.id,
-        ctx.clock.wallNow(),
-        auditEntry(ctx, req, actorOf(p), 'token.revoke', req.params.id, {}, false),
-      );
+      const audit = auditEntry(ctx, req, actorOf(p), 'token.revoke', req.params.id);
+      const ok = await ctx.store.revokeAccessKey(req.params.id, ctx.clock.wallNow(), audit);
+      if (ok) logAudit(ctx, audit);
       if (!ok)
         throw new TunnelError(
           'NOT_FOUND',

@@ -14,7 +14,7 @@ import {
   requireClusterWrite,
   requireReader,
 } from '../auth.js';
-import { auditEntry, principalOf, type RelayContext } from '../context.js';
+import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
 import { checkName } from '../names.js';
 import { ErrorBody, NameParams, ValuesObject, ValuesQuery } from '../schemas.js';
 import type { ClusterRecord } from '../store/types.js';
@@ -51,7 +51,9 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
     async (req) => {
       const p = await principalOf(ctx, req);
       requireAdmin(p, 'set platform values');
-      await ctx.store.setPlatformValues(req.body, auditEntry(ctx, req, actorOf(p), 'values.set', 'platform'));
+      const audit = auditEntry(ctx, req, actorOf(p), 'values.set', 'platform');
+      await ctx.store.setPlatformValues(req.body, audit);
+      logAudit(ctx, audit);
       return req.body;
     },
   );
@@ -74,12 +76,10 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
       const p = await principalOf(ctx, req);
       const c = await clusterFor(ctx, req.params.name);
       requireClusterWrite(p, c.group, `set values of clusters in group ${c.group}`);
-      const ok = await ctx.store.setClusterValues(
-        c.name,
-        req.body,
-        auditEntry(ctx, req, actorOf(p), 'values.set', c.name, {}, false),
-      );
+      const audit = auditEntry(ctx, req, actorOf(p), 'values.set', c.name);
+      const ok = await ctx.store.setClusterValues(c.name, req.body, audit);
       if (!ok) throw new TunnelError('NOT_FOUND', `cluster "${c.name}" does not exist`);
+      logAudit(ctx, audit);
       return req.body;
     },
   );
