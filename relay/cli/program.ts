@@ -16,5 +16,16 @@ export function buildRelayProgram(opts: { startOptions?: StartOptions } = {}): C
     .addCommand(clusterCommand())
     .addCommand(tokenCommand())
     .addCommand(valuesCommand())
-    .addCommand(kubeconfigCommand());
+    .addCommand(kubeconfigCommand())
+    .addHelpText(
+      'after',
+      `
+Examples:
+  tunnel-relay serve --data-dir ./relay-data            # prints the CA pin and, once, the admin key
+  export TUNNEL_RELAY_URL=https://127.0.0.1:8443 TUNNEL_ACCESS_KEY=trk_... TUNNEL_RELAY_CA_PIN=sha256:...
+  tunnel-relay cluster create edge-1                    # prints the agent's join command
+  tunnel-relay cluster list
+  tunnel-relay token create --role bootstrap            # an org-wide join token (joins stay Pending)
+  tunnel-relay cluster accept edge-2`,
+    );
 }

@@ -85,6 +85,16 @@ export function joinCommand(opts: ClientProgramOptions = {}): Command {
     .option('--values <file>', 'YAML values layered over the relay values, in order (repeatable)', collect)
     .option('--wait', 'return once the cluster is Accepted (exit 0), or fail with the reason')
     .addOption(outputOption())
+    .addHelpText(
+      'after',
+      `
+Examples:
+  # the command printed by 'tunnel-relay cluster create' (Accepted at once)
+  tunnel-client join --relay https://relay.example:8443 --cluster edge-1 --psk tpsk_... --ca-pin sha256:...
+  # an org-wide bootstrap token: Pending until 'tunnel-relay cluster accept edge-2'
+  TUNNEL_CLIENT_PSK=trk_... tunnel-client join --relay https://relay.example:8443 --cluster edge-2 \\
+    --ca-pin sha256:... --claim region=eu --values ./local.yaml --wait`,
+    )
     .action(async (flags: JoinFlags) => join(flags, opts));
 }
 
