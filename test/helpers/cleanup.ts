@@ -78,14 +78,16 @@ export function cleanupAllSync(): void {
   }
 }
 
-/** Kills a process group (or a single pid) with SIGKILL, ignoring "no such process". */
+/**
+ * SIGKILLs the process group led by `pid` (our children are spawned detached, so each leads its
+ * own group), ignoring "no such process". Only the group is signalled, never the bare pid, so a
+ * pid reused by an unrelated process after ours was reaped is never hit.
+ */
 export function killGroupSync(pid: number): void {
-  for (const target of [-pid, pid]) {
-    try {
-      process.kill(target, 'SIGKILL');
-    } catch {
-      // already gone
-    }
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
   }
 }
 

@@ -53,7 +53,14 @@ export function spawnProcess(cmd: string, args: readonly string[], opts: SpawnOp
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.on('exit', (code, signal) => {
       running = false;
-      resolve({ code, signal });
+      // Resolve once stdout/stderr are drained ('close'), so output() holds the last lines; give up
+      // waiting after 200 ms in case a stray grandchild keeps the pipes open.
+      const done = (): void => resolve({ code, signal });
+      const t = setTimeout(done, 200);
+      child.once('close', () => {
+        clearTimeout(t);
+        done();
+      });
     });
     child.on('error', (err) => {
       running = false;
@@ -75,7 +82,9 @@ export function spawnProcess(cmd: string, args: readonly string[], opts: SpawnOp
       } catch {
         // gone
       }
-      const t = setTimeout(() => killGroupSync(pid), graceMs);
+      const t = setTimeout(() => {
+        if (running) killGroupSync(pid);
+      }, graceMs);
       await exited;
       clearTimeout(t);
     }
