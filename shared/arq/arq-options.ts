@@ -44,6 +44,8 @@ export interface ArqOptions {
   /** First zero-window probe delay, grown x1.5 per probe up to probeMaxMs (defaults 500 ms, 10 s). */
   probeMinMs?: number;
   probeMaxMs?: number;
+  /** First sequence number of both directions; both ends must use the same value (default 0; tests use it to cross the u32 wrap). */
+  initialSn?: number;
   /** Cap on partially reassembled PUSHF segments (default 64). */
   maxReassembly?: number;
 }
@@ -68,6 +70,7 @@ export const ARQ_DEFAULTS: ArqConfig = {
   probeMinMs: 500,
   probeMaxMs: 10_000,
   maxReassembly: 64,
+  initialSn: 0,
 };
 
 /** Hard bounds on the window options (a u16 wnd field carries the receive window). */
@@ -93,6 +96,7 @@ export function resolveArqConfig(opts: ArqOptions): ArqConfig {
   checkRange('probeMinMs', cfg.probeMinMs, 1, cfg.probeMaxMs);
   checkRange('deadLinkMs', cfg.deadLinkMs, 1, Number.MAX_SAFE_INTEGER);
   checkRange('maxReassembly', cfg.maxReassembly, 1, 4096);
+  checkRange('initialSn', cfg.initialSn, 0, 0xffffffff);
   checkMtu(opts.mtu);
   if (!Number.isInteger(opts.conv) || opts.conv < 0 || opts.conv > 0xffffffff) {
     throw new TunnelError('BAD_CONFIG', `arq conv: ${opts.conv} is not a u32`);

@@ -130,6 +130,8 @@ export class ArqSession extends EventEmitter {
     this.#ring = new Array(this.#cfg.recvWindow);
     this.#reasm = new Reassembly(this.#cfg.maxReassembly);
     this.#lastRecvAt = this.#clock.now();
+    this.#sndNxt = this.#cfg.initialSn;
+    this.#rcvNxt = this.#cfg.initialSn;
   }
 
   get mtu(): number {
