@@ -16,6 +16,7 @@ export interface KeyEvent {
 export interface RelayEvents {
   'cluster-deleted': [KeyEvent];
   'cluster-denied': [KeyEvent];
+  /** Unjoin, or a re-registration of the cluster that replaced this key. */
   'agent-unjoined': [KeyEvent];
 }
 

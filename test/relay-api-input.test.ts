@@ -163,6 +163,24 @@ describe('bad input', () => {
   });
 });
 
+describe('access key expiry', () => {
+  it('an access key stops working at its expiry', async () => {
+    const k = await t.call('POST', '/api/v1/tokens', {
+      token: admin,
+      body: { role: 'viewer', expiresIn: '1m' },
+    });
+    expect(k.body.expiresAt).toBe(new Date(clock.wallNow() + 60_000).toISOString());
+    expect((await t.call('GET', '/api/v1/clusters', { token: k.body.token })).status).toBe(200);
+    clock.advance(60_000);
+    err(await t.call('GET', '/api/v1/clusters', { token: k.body.token }), 401, 'UNAUTHENTICATED');
+    err(
+      await t.call('POST', '/api/v1/tokens', { token: admin, body: { role: 'viewer', expiresIn: '0s' } }),
+      400,
+      'BAD_INPUT',
+    );
+  });
+});
+
 describe('bootstrap PSKs', () => {
   it('wrong, reused, expired and rotated-away PSKs all get the same 401', async () => {
     const c = await t.call('POST', '/api/v1/clusters', {

@@ -204,6 +204,31 @@ describe('leases and conditions', () => {
   });
 });
 
+describe('re-join with a new key', () => {
+  it('a rotated PSK registers a new key; the old key loses admission and gets agent-unjoined', async () => {
+    const c = await t.call('POST', '/api/v1/clusters', { token: admin, body: { name: 'rejoin' } });
+    const oldKey = keyToBase64(generateKeyPair().publicKey);
+    const r1 = await t.call('POST', '/api/v1/register', {
+      token: c.body.bootstrap.psk,
+      body: { cluster: 'rejoin', publicKey: oldKey, agentVersion: '0.1.0' },
+    });
+    expect(await t.relay.hooks.isAdmitted(oldKey)).toBe(true);
+    const rot = await t.call('POST', '/api/v1/clusters/rejoin/rotate-psk', { token: admin });
+    const newKey = keyToBase64(generateKeyPair().publicKey);
+    const r2 = await t.call('POST', '/api/v1/register', {
+      token: rot.body.bootstrap.psk,
+      body: { cluster: 'rejoin', publicKey: newKey, agentVersion: '0.1.0' },
+    });
+    expect(r2.status).toBe(201);
+    expect(events).toContainEqual(['agent-unjoined', { cluster: 'rejoin', publicKey: oldKey }]);
+    expect(await t.relay.hooks.isAdmitted(oldKey)).toBe(false);
+    expect(await t.relay.hooks.isAdmitted(newKey)).toBe(true);
+    expect((await t.call('GET', '/api/v1/agent', { token: r1.body.agentCredential })).status).toBe(401);
+    expect((await t.call('GET', '/api/v1/agent', { token: r2.body.agentCredential })).status).toBe(200);
+    await t.call('DELETE', '/api/v1/clusters/rejoin', { token: admin });
+  });
+});
+
 describe('delete', () => {
   it('revokes PSKs and the credential, frees the address, emits cluster-deleted', async () => {
     const c = await t.call('POST', '/api/v1/clusters', { token: admin, body: { name: 'gone' } });
@@ -288,6 +313,19 @@ describe('restart on the same data dir', () => {
     expect(list.body.items.map((c: { name: string }) => c.name)).toEqual(
       expect.arrayContaining(['leasy', 'next', 'opt-in']),
     );
+  });
+
+  it('/readyz answers 503 CLOSED when the store does not', async () => {
+    const other = await startTestRelay();
+    try {
+      expect((await other.call('GET', '/readyz')).status).toBe(200);
+      await other.relay.store.close();
+      const r = await other.call('GET', '/readyz');
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe('CLOSED');
+    } finally {
+      await other.cleanup();
+    }
   });
 
   it('close() finishes in-flight requests and refuses new connections', async () => {

@@ -124,6 +124,10 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       }
       logAudit(ctx, audit);
       const c = result.cluster;
+      if (result.replacedPublicKey !== null) {
+        // A re-join with a new key: the old key loses access (its sessions close).
+        ctx.hooks.emit('agent-unjoined', { cluster: c.name, publicKey: result.replacedPublicKey });
+      }
       ctx.metrics.registrations.inc({ result: c.status === 'Accepted' ? 'accepted' : 'pending' });
       reply.code(201);
       return { cluster: c.name, status: c.status, agentCredential: credential, tunnel: tunnelView(ctx, c) };

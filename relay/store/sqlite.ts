@@ -434,7 +434,8 @@ export class SqliteStore implements Store {
       const after = this.#cluster(input.cluster)!;
       if (status === 'Accepted' && after.address === null) this.#allocate(input.cluster, input.presharedKey);
       this.#audit(audit);
-      return { ok: true, cluster: this.#cluster(input.cluster)! };
+      const replacedPublicKey = keyChanged ? before.publicKey : null;
+      return { ok: true, cluster: this.#cluster(input.cluster)!, replacedPublicKey };
     });
   }
 

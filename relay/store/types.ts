@@ -83,7 +83,8 @@ export interface RegisterInput {
 }
 
 export type RegisterResult =
-  | { ok: true; cluster: ClusterRecord }
+  /** `replacedPublicKey`: the cluster's previous agent key when this registration replaced it. */
+  | { ok: true; cluster: ClusterRecord; replacedPublicKey: string | null }
   /** PSK wrong/used/expired/revoked or for another cluster. */
   | { ok: false; reason: 'rejected' }
   /** Bootstrap registration for a name that is taken (by another key, or not Pending). */
