@@ -57,14 +57,21 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     this.#store = store;
   }
 
-  /** The peer if `publicKey` (base64) is registered to a cluster that is Accepted, else null. */
-  async admittedPeer(publicKey: string): Promise<AdmittedPeer | null> {
+  /**
+   * The peer if `publicKey` (base64, or 32 raw bytes as the DERP server passes it) is registered to a
+   * cluster that is Accepted and has its address issued, else null.
+   */
+  async admittedPeer(key: string | Uint8Array): Promise<AdmittedPeer | null> {
+    const publicKey =
+      typeof key === 'string' ? key : key.length === 32 ? Buffer.from(key).toString('base64') : null;
+    if (publicKey === null) return null;
     const c = await this.#store.findClusterByKey(publicKey);
     if (c === null || c.status !== 'Accepted' || c.address === null || c.presharedKey === null) return null;
     return { cluster: c.name, publicKey, address: c.address, presharedKey: c.presharedKey };
   }
 
-  async isAdmitted(publicKey: string): Promise<boolean> {
+  /** Fits the DERP server's `admission.isAdmitted(pubKey: Buffer)`. */
+  async isAdmitted(publicKey: string | Uint8Array): Promise<boolean> {
     return (await this.admittedPeer(publicKey)) !== null;
   }
 

@@ -95,6 +95,8 @@ describe('double opt-in with an org-wide bootstrap key', () => {
       address: `${acc.body.address}/32`,
       hubAddress: '100.64.0.1',
     });
+    expect(await t.relay.hooks.isAdmitted(kp.publicKey)).toBe(true); // raw bytes, as the DERP server asks
+    expect(await t.relay.hooks.isAdmitted(kp.publicKey.subarray(1))).toBe(false);
     const peer = await t.relay.hooks.admittedPeer(publicKey);
     expect(peer).toEqual({
       cluster: 'opt-in',
