@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../errors.js';
 import {
   type Aead,
+  defaultX25519,
   hash,
   hmac,
   kdf1,
@@ -15,6 +16,7 @@ import {
   nodeAead,
   nodeX25519,
   sodiumAead,
+  sodiumX25519,
   writeNonce,
   xaeadOpen,
   xaeadSeal,
@@ -162,7 +164,13 @@ describe('hash and KDF (reference §1, §2; wireguard-go kdf_test.go)', () => {
 });
 
 describe('X25519', () => {
-  it('node:crypto and tweetnacl agree on public keys and shared secrets', () => {
+  it('sodium-native loads and is the default', () => {
+    expect(sodiumX25519()?.name).toBe('sodium-native');
+    expect(defaultX25519().name).toBe('sodium-native');
+  });
+
+  it('node:crypto, sodium-native and tweetnacl agree on public keys and shared secrets', () => {
+    const sx = sodiumX25519()!;
     fc.assert(
       fc.property(
         fc.uint8Array({ minLength: 32, maxLength: 32 }),
@@ -175,8 +183,12 @@ describe('X25519', () => {
           const s1 = nodeX25519.dh(na, nodeX25519.importPublic(nb.publicKey));
           const s2 = naclX25519.dh(ta, naclX25519.importPublic(nb.publicKey));
           const s3 = nodeX25519.dh(nb, nodeX25519.importPublic(na.publicKey));
+          const sa = sx.importPrivate(a);
+          expect(sa.publicKey.equals(ta.publicKey)).toBe(true);
+          const s4 = sx.dh(sa, sx.importPublic(nb.publicKey));
           expect(s1.equals(s2)).toBe(true);
           expect(s1.equals(s3)).toBe(true);
+          expect(s1.equals(s4)).toBe(true);
         },
       ),
       { numRuns: 40 },
@@ -184,14 +196,16 @@ describe('X25519', () => {
   });
 
   it('generated ephemeral keys work across implementations', () => {
-    const e = nodeX25519.generate();
-    const t = naclX25519.importPrivate(e.raw);
-    expect(t.publicKey.equals(e.publicKey)).toBe(true);
+    for (const x of [nodeX25519, sodiumX25519()!, naclX25519]) {
+      const e = x.generate();
+      const t = naclX25519.importPrivate(e.raw);
+      expect(t.publicKey.equals(e.publicKey)).toBe(true);
+    }
   });
 
   it('an all-zero shared secret (low-order point) is a WG_HANDSHAKE_FAILED error in both', () => {
     const priv = randomBytes(32);
-    for (const x of [nodeX25519, naclX25519]) {
+    for (const x of [nodeX25519, naclX25519, sodiumX25519()!]) {
       const h = x.importPrivate(priv);
       let err: unknown;
       try {
