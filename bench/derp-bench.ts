@@ -10,6 +10,7 @@ import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
+import { createServer as createTlsServer, connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { createDerpServer } from '../relay/derp/server.js';
 import { connectDerp, type DerpClient } from '../shared/derp/client.js';
@@ -24,6 +25,8 @@ interface RelayInfo {
   port: number;
   /** The same relay on plain HTTP (ws://), to separate the relay's own memory from Node's TLS. */
   plainPort: number;
+  /** A bare TLS server in the same process that only holds sockets: Node's own cost per TLS connection. */
+  rawTlsPort: number;
   pin: string;
   publicKey: string;
 }
@@ -32,6 +35,7 @@ interface MemInfo {
   heapUsed: number;
   external: number;
   clients: number;
+  rawTls: number;
   /** Relay process CPU time so far (user + system), ms. */
   cpuMs: number;
 }
@@ -56,7 +60,15 @@ async function relayChild(): Promise<void> {
   derp.attach(plain);
   await new Promise<void>((r) => https.listen(0, '127.0.0.1', r));
   await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
+  const rawSockets = new Set<Socket>();
+  const rawTls = createTlsServer({ key: cert.key, cert: cert.cert }, (s) => {
+    rawSockets.add(s);
+    s.on('error', () => {});
+    s.on('close', () => rawSockets.delete(s));
+  });
+  await new Promise<void>((r) => rawTls.listen(0, '127.0.0.1', r));
   const info: RelayInfo = {
+    rawTlsPort: (rawTls.address() as AddressInfo).port,
     port: (https.address() as AddressInfo).port,
     plainPort: (plain.address() as AddressInfo).port,
     pin: pinOfCertificate(cert.der),
@@ -73,6 +85,7 @@ async function relayChild(): Promise<void> {
         heapUsed: u.heapUsed,
         external: u.external,
         clients: derp.stats.clients,
+        rawTls: rawSockets.size,
         cpuMs: (cpu.user + cpu.system) / 1000,
       };
       process.send!({ mem });
@@ -261,8 +274,32 @@ async function stormAndMemory(
       `${per(after.heapUsed, before.heapUsed)} KiB, external ${per(after.external, before.external)} KiB`,
   ];
   for (const c of clients) c.close();
-  while ((await askMem(child)).clients > 0 && performance.now() - t0 < 180_000) await sleep(200);
   return lines;
+}
+
+/** Node's own memory per idle TLS server socket (no HTTP, no WebSocket, no relay), for comparison. */
+async function rawTlsMemory(child: ChildProcess, info: RelayInfo, n: number): Promise<string> {
+  const before = await askMem(child);
+  const socks = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Socket>((resolve) => {
+          const s = tlsConnect({ port: info.rawTlsPort, host: '127.0.0.1', rejectUnauthorized: false }, () =>
+            resolve(s),
+          );
+          s.on('error', () => {});
+        }),
+    ),
+  );
+  await sleep(1000);
+  const after = await askMem(child);
+  const added = Math.max(1, after.rawTls - before.rawTls);
+  for (const s of socks) s.destroy();
+  return (
+    `baseline: bare Node TLS server socket (${added} idle): RSS ${((after.rss - before.rss) / added / 1024).toFixed(1)} KiB, ` +
+    `JS heap ${((after.heapUsed - before.heapUsed) / added / 1024).toFixed(1)} KiB per connection`
+  );
 }
 
 // --- main -----------------------------------------------------------------------------------------
@@ -271,8 +308,18 @@ async function main(): Promise<void> {
   const seconds = Number(process.argv[2] ?? 3);
   const n = Number(process.argv[3] ?? 2000);
   console.log(`derp-bench on ${describeMachine()}`);
-  const { child, info } = await startRelayChild();
-  try {
+  // Each part gets a fresh relay process: freed memory is not returned to the OS, so a second
+  // measurement in the same process would reuse it and read low.
+  const withRelay = async <T>(fn: (child: ChildProcess, info: RelayInfo) => Promise<T>): Promise<T> => {
+    const { child, info } = await startRelayChild();
+    try {
+      return await fn(child, info);
+    } finally {
+      child.send({ cmd: 'exit' });
+      await new Promise((r) => child.once('exit', r));
+    }
+  };
+  await withRelay(async (_child, info) => {
     console.log('| packet | relay | packets/s | Gbit/s | lost | vs socat |');
     console.log('|---|---|---|---|---|---|');
     for (const size of [1400, 16 * 1024]) {
@@ -283,12 +330,13 @@ async function main(): Promise<void> {
       console.log(`| ${size} B | socat TCP (no TLS) | ${fmt(base)} | 100% |`);
       console.log(`| ${size} B | DERP over TLS WebSocket | ${fmt(derp)} | ${ratio(derp.pps, base.pps)} |`);
     }
-    for (const tls of [false, true])
-      for (const line of await stormAndMemory(child, info, n, tls)) console.log(line);
-    console.log('reference: derper ~63 KB per connection in production; target <= 32 KiB');
-  } finally {
-    child.send({ cmd: 'exit' });
+  });
+  for (const tls of [true, false]) {
+    const lines = await withRelay((child, info) => stormAndMemory(child, info, n, tls));
+    for (const line of lines) console.log(line);
   }
+  console.log(await withRelay((child, info) => rawTlsMemory(child, info, n)));
+  console.log('reference: derper ~63 KB per connection in production; target <= 32 KiB');
 }
 
 if (process.argv[2] === 'relay-child') {
