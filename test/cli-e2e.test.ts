@@ -331,6 +331,33 @@ describe('bootstrap-token join', () => {
     }
   }, 40_000);
 
+  it('--wait-timeout gives up with TIMEOUT and keeps the Pending registration', async () => {
+    const stateDir = join(tempDir('cli-e2e-wt-'), 'agent');
+    const r = await client(
+      'join',
+      '--relay',
+      ready.url,
+      '--cluster',
+      'edge-slow',
+      '--psk',
+      token,
+      '--ca-pin',
+      ready.caPin,
+      '--state-dir',
+      stateDir,
+      '--wait',
+      '--wait-timeout',
+      '2s',
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/error TIMEOUT: cluster edge-slow is still Pending after --wait-timeout 2s/);
+    expect(r.stderr).not.toContain(token);
+    const s = json<{ status: string; agentRunning: boolean }>(
+      await client('status', '--state-dir', stateDir, '--output', 'json'),
+    );
+    expect(s).toMatchObject({ status: 'Pending', agentRunning: false });
+  });
+
   it('cluster deny makes a waiting join fail with CLUSTER_DENIED', async () => {
     const { proc } = waitingJoin('edge-deny');
     try {
@@ -415,6 +442,32 @@ describe('admin access', () => {
   }, 40_000);
 });
 
+describe('tunnel-relay serve in text mode with a config file', () => {
+  it('reads the YAML config (flags win), prints the pin and admin key, and stops on SIGINT with exit 0', async () => {
+    const dir = tempDir('cli-e2e-conf-');
+    const conf = join(dir, 'relay.yaml');
+    writeFileSync(
+      conf,
+      `listen: "not-an-address"\ndata-dir: ${join(dir, 'data')}\nudp-port: off\nstun-port: off\nlease-duration: 30\n`,
+    );
+    const p = new Proc(RELAY_BIN, ['serve', '--config', conf, '--listen', '127.0.0.1:0'], cleanEnv());
+    try {
+      await p.waitFor((x) => x.stdout.includes('admin access key'), 20_000, 'the text banner');
+      expect(p.stdout).toMatch(
+        /^relay listening on https:\/\/127\.0\.0\.1:\d+\nCA pin: sha256:[0-9a-f]{64}\n/,
+      );
+      expect(p.stdout).toMatch(/admin access key \(shown only now; store it safely\): trk_/);
+      expect(existsSync(join(dir, 'data', 'tls', 'cert.pem'))).toBe(true);
+    } finally {
+      expect(await p.stop('SIGINT')).toBe(0);
+    }
+    writeFileSync(conf, 'listen: 127.0.0.1:0\nlisten-port: 3\n');
+    const bad = await run(RELAY_BIN, ['serve', '--config', conf], cleanEnv());
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^error BAD_CONFIG: listen-port \(.*relay\.yaml\): unknown key/);
+  }, 40_000);
+});
+
 describe('bad usage exits 2 with one line naming the value', () => {
   const cases: Array<[string, string[], RegExp]> = [
     ['bad cluster name (relay)', ['cluster', 'create', 'Bad_Name'], /INVALID_NAME: .*"Bad_Name".*DNS-1123/],
@@ -452,6 +505,16 @@ describe('bad usage exits 2 with one line naming the value', () => {
     ['bad --role', ['token', 'create', '--role', 'root'], /BAD_INPUT: --role "root" is not a role/],
     ['bad --listen', ['serve', '--listen', 'nohost'], /BAD_CONFIG: listen/],
     ['bad --udp-port', ['serve', '--udp-port', 'x', '--listen', '127.0.0.1:0'], /BAD_CONFIG: udp-port/],
+    [
+      '--wait-timeout without --wait',
+      ['join', '--relay', 'https://r:1', '--cluster', 'a', '--psk', 'x', '--wait-timeout', '5m'],
+      /BAD_INPUT: --wait-timeout only applies together with --wait/,
+    ],
+    [
+      'bad --wait-timeout',
+      ['join', '--relay', 'https://r:1', '--cluster', 'a', '--psk', 'x', '--wait', '--wait-timeout', 'soon'],
+      /BAD_INPUT: --wait-timeout: "soon" is not a duration/,
+    ],
   ];
   for (const [what, args, pattern] of cases) {
     it(what, async () => {

@@ -4,6 +4,8 @@
  */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
+// The relay's duration grammar (30m, 24h, 1h30m); a candidate for shared/ when someone owns it.
+import { parseDuration } from '../../relay/duration.js';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import {
   collect,
@@ -40,6 +42,7 @@ interface JoinFlags {
   claim?: string[];
   values?: string[];
   wait?: boolean;
+  waitTimeout?: string;
   output: OutputFormat;
 }
 
@@ -84,6 +87,10 @@ export function joinCommand(opts: ClientProgramOptions = {}): Command {
     .option('--claim <key=value>', 'a claim reported to the relay (repeatable)', collect)
     .option('--values <file>', 'YAML values layered over the relay values, in order (repeatable)', collect)
     .option('--wait', 'return once the cluster is Accepted (exit 0), or fail with the reason')
+    .option(
+      '--wait-timeout <duration>',
+      'with --wait: give up after this long (e.g. 5m; default: wait forever)',
+    )
     .addOption(outputOption())
     .addHelpText(
       'after',
@@ -105,6 +112,11 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       'BAD_INPUT',
       'missing --psk: give the PSK from the join command (or set TUNNEL_CLIENT_PSK)',
     );
+  }
+  const waitTimeoutMs =
+    flags.waitTimeout === undefined ? undefined : parseDuration(flags.waitTimeout, '--wait-timeout');
+  if (waitTimeoutMs !== undefined && !flags.wait) {
+    throw new TunnelError('BAD_INPUT', '--wait-timeout only applies together with --wait');
   }
   const claims = collectClaims(flags.claim ?? []);
   const valuesFiles = (flags.values ?? []).map((p) => resolve(p));
@@ -144,9 +156,31 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
     agent.start();
     if (flags.wait) {
       const release = keepAlive();
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await agent.whenAccepted(true);
+        const accepted = agent.whenAccepted(true);
+        const waitMs = waitTimeoutMs;
+        if (waitMs === undefined) await accepted;
+        else {
+          const cluster = state.cluster;
+          await Promise.race([
+            accepted,
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(
+                () =>
+                  reject(
+                    new TunnelError(
+                      'TIMEOUT',
+                      `cluster ${cluster} is still ${agent?.registrationStatus ?? 'Pending'} after --wait-timeout ${flags.waitTimeout}; the registration is saved in ${stateDir.dir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run'`,
+                    ),
+                  ),
+                waitMs,
+              );
+            }),
+          ]);
+        }
       } finally {
+        clearTimeout(timer);
         release();
       }
       const result = { cluster: state.cluster, status: 'Accepted', stateDir: stateDir.dir };
