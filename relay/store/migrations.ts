@@ -2,6 +2,9 @@
  * Schema migrations, applied in order on start inside one transaction each. Plain SQL that
  * PostgreSQL also accepts (TEXT, BIGINT, no SQLite-only types), so a pg store can reuse the list.
  */
+import type Database from 'better-sqlite3';
+import { TunnelError } from '../../shared/errors.js';
+
 export const MIGRATIONS: readonly string[] = [
   // 1: initial schema
   `
@@ -67,3 +70,22 @@ export const MIGRATIONS: readonly string[] = [
   INSERT INTO address_pool (id, high) SELECT 1, COALESCE(MAX(addr_index), 1) FROM clusters;
   `,
 ];
+
+/** Applies the missing migrations, each in its own transaction; refuses a newer schema. */
+export function applyMigrations(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT)');
+  const have =
+    (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
+  if (have > MIGRATIONS.length) {
+    throw new TunnelError(
+      'BAD_CONFIG',
+      `store: the database has schema version ${have}, newer than this relay (${MIGRATIONS.length}); upgrade the relay`,
+    );
+  }
+  for (let v = have + 1; v <= MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v - 1]!);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, Date.now());
+    })();
+  }
+}

@@ -5,8 +5,10 @@
  */
 import Database from 'better-sqlite3';
 import { TunnelError } from '../../shared/errors.js';
-import { FIRST_AGENT_INDEX, indexToAddress, LAST_AGENT_INDEX } from '../addresses.js';
-import { MIGRATIONS } from './migrations.js';
+import { applyMigrations } from './migrations.js';
+import { AddressPool } from './sqlite-addresses.js';
+import { registerInTx } from './sqlite-register.js';
+import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
 import type {
   AccessKeyRecord,
   AgentIdentity,
@@ -29,69 +31,11 @@ export const DEFAULT_STORE_LIMITS: StoreLimits = {
   maxAuditRows: 100_000,
 };
 
-interface ClusterRow {
-  name: string;
-  grp: string;
-  display_name: string;
-  status: string;
-  created_at: number;
-  status_changed_at: number;
-  public_key: string | null;
-  addr_index: number | null;
-  preshared_key: string | null;
-  agent_version: string | null;
-  claims: string;
-  registered_at: number | null;
-  lease_renew_at: number | null;
-  available_since: number | null;
-}
-
-interface KeyRow {
-  id: string;
-  role: string;
-  description: string;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-}
-
-function toCluster(r: ClusterRow): ClusterRecord {
-  return {
-    name: r.name,
-    group: r.grp,
-    displayName: r.display_name,
-    status: r.status as ClusterStatus,
-    createdAt: r.created_at,
-    statusChangedAt: r.status_changed_at,
-    publicKey: r.public_key,
-    address: r.addr_index === null ? null : indexToAddress(r.addr_index),
-    presharedKey: r.preshared_key,
-    agentVersion: r.agent_version,
-    claims: JSON.parse(r.claims) as Record<string, string>,
-    registeredAt: r.registered_at,
-    leaseRenewAt: r.lease_renew_at,
-    availableSince: r.available_since,
-  };
-}
-
-function toKey(r: KeyRow): AccessKeyRecord {
-  return {
-    id: r.id,
-    role: r.role,
-    description: r.description,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-    revokedAt: r.revoked_at,
-  };
-}
-
-const CLUSTER_COLS =
-  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since';
-
 export class SqliteStore implements Store {
   readonly #db: Database.Database;
   readonly #limits: StoreLimits;
   readonly #q;
+  readonly #pool: AddressPool;
   #closed = false;
 
   constructor(path: string, limits: Partial<StoreLimits> = {}) {
@@ -101,7 +45,8 @@ export class SqliteStore implements Store {
     this.#db.pragma('foreign_keys = ON');
     this.#db.pragma('synchronous = NORMAL');
     this.#db.pragma('busy_timeout = 5000');
-    this.#migrate();
+    applyMigrations(this.#db);
+    this.#pool = new AddressPool(this.#db);
     const db = this.#db;
     this.#q = {
       getCluster: db.prepare<[string], ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters WHERE name = ?`),
@@ -124,41 +69,11 @@ export class SqliteStore implements Store {
            claims = COALESCE(@claims, claims), agent_version = COALESCE(@agentVersion, agent_version)
          WHERE name = @name AND public_key IS NOT NULL`,
       ),
-      freeMin: db.prepare<[], { i: number | null }>('SELECT MIN(addr_index) AS i FROM free_addresses'),
-      freeTake: db.prepare('DELETE FROM free_addresses WHERE addr_index = ?'),
-      freePut: db.prepare('INSERT INTO free_addresses (addr_index) VALUES (?) ON CONFLICT DO NOTHING'),
-      bumpHigh: db.prepare<[], { high: number }>(
-        'UPDATE address_pool SET high = high + 1 WHERE id = 1 RETURNING high',
-      ),
       findKey: db.prepare<[string], KeyRow>(
         'SELECT id, role, description, created_at, expires_at, revoked_at FROM access_keys WHERE hash = ?',
       ),
       getMeta: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
     };
-  }
-
-  #migrate(): void {
-    this.#db.exec(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT)',
-    );
-    const row = this.#db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as {
-      v: number | null;
-    };
-    const have = row.v ?? 0;
-    if (have > MIGRATIONS.length) {
-      throw new TunnelError(
-        'BAD_CONFIG',
-        `store: the database has schema version ${have}, newer than this relay (${MIGRATIONS.length}); upgrade the relay`,
-      );
-    }
-    for (let v = have + 1; v <= MIGRATIONS.length; v++) {
-      this.#db.transaction(() => {
-        this.#db.exec(MIGRATIONS[v - 1]!);
-        this.#db
-          .prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)')
-          .run(v, Date.now());
-      })();
-    }
   }
 
   #audit(e: AuditEntry): void {
@@ -175,33 +90,18 @@ export class SqliteStore implements Store {
       this.#q.pruneAudit.run(id - this.#limits.maxAuditRows);
   }
 
+  #checkClusterCap(): void {
+    if (this.#q.countClusters.get()!.n >= this.#limits.maxClusters) {
+      throw new TunnelError(
+        'LIMIT_EXCEEDED',
+        `clusters: the relay already holds ${this.#limits.maxClusters}`,
+      );
+    }
+  }
+
   #cluster(name: string): ClusterRecord | null {
     const r = this.#q.getCluster.get(name);
     return r ? toCluster(r) : null;
-  }
-
-  /** Lowest released host number, else the next above the high-water mark. */
-  #allocate(name: string, presharedKey: string): void {
-    let i = this.#q.freeMin.get()?.i ?? null;
-    if (i !== null) {
-      this.#q.freeTake.run(i);
-    } else {
-      i = this.#q.bumpHigh.get()!.high;
-      if (i < FIRST_AGENT_INDEX || i > LAST_AGENT_INDEX) {
-        throw new TunnelError('LIMIT_EXCEEDED', 'tunnel addresses: all of 100.64.0.0/10 is allocated');
-      }
-    }
-    this.#db
-      .prepare('UPDATE clusters SET addr_index = ?, preshared_key = ? WHERE name = ?')
-      .run(i, presharedKey, name);
-  }
-
-  /** Returns the cluster's host number (if any) to the free list; the caller clears the column. */
-  #release(name: string): void {
-    const r = this.#db
-      .prepare<[string], { addr_index: number | null }>('SELECT addr_index FROM clusters WHERE name = ?')
-      .get(name);
-    if (r && r.addr_index !== null) this.#q.freePut.run(r.addr_index);
   }
 
   #tx<T>(fn: () => T): Promise<T> {
@@ -239,12 +139,7 @@ export class SqliteStore implements Store {
     return this.#tx(() => {
       if (this.#q.getCluster.get(c.name))
         throw new TunnelError('CONFLICT', `cluster "${c.name}" already exists`);
-      if (this.#q.countClusters.get()!.n >= this.#limits.maxClusters) {
-        throw new TunnelError(
-          'LIMIT_EXCEEDED',
-          `clusters: the relay already holds ${this.#limits.maxClusters}`,
-        );
-      }
+      this.#checkClusterCap();
       this.#db
         .prepare(
           `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
@@ -315,7 +210,7 @@ export class SqliteStore implements Store {
           .run(status, now, name);
       }
       if (status === 'Accepted' && c.publicKey !== null && c.address === null)
-        this.#allocate(name, presharedKey);
+        this.#pool.allocate(name, presharedKey);
       this.#audit(audit);
       return this.#cluster(name);
     });
@@ -343,7 +238,7 @@ export class SqliteStore implements Store {
       const c = this.#cluster(name);
       if (!c) return null;
       // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
-      this.#release(name);
+      this.#pool.release(name);
       this.#db.prepare('DELETE FROM clusters WHERE name = ?').run(name);
       this.#audit(audit);
       return c;
@@ -351,91 +246,15 @@ export class SqliteStore implements Store {
   }
 
   register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult> {
-    return this.#tx((): RegisterResult => {
-      // The credential is checked before anything else, so an unauthenticated caller learns nothing.
-      const keyInUse = (): boolean => {
-        const owner = this.#q.clusterByKey.get(input.publicKey);
-        return owner !== undefined && owner.name !== input.cluster;
-      };
-      let status: ClusterStatus;
-      if (input.via.kind === 'psk') {
-        const psk = this.#db
-          .prepare<
-            [string],
-            {
-              id: string;
-              cluster: string;
-              expires_at: number;
-              used_at: number | null;
-              revoked_at: number | null;
-            }
-          >('SELECT id, cluster, expires_at, used_at, revoked_at FROM psks WHERE hash = ?')
-          .get(input.via.pskHash);
-        if (
-          !psk ||
-          psk.cluster !== input.cluster ||
-          psk.used_at !== null ||
-          psk.revoked_at !== null ||
-          psk.expires_at <= input.now
-        ) {
-          return { ok: false, reason: 'rejected' };
-        }
-        if (keyInUse()) return { ok: false, reason: 'key-in-use' };
-        this.#db.prepare('UPDATE psks SET used_at = ? WHERE id = ?').run(input.now, psk.id);
-        status = 'Accepted';
-      } else {
-        if (keyInUse()) return { ok: false, reason: 'key-in-use' };
-        const c = this.#cluster(input.cluster);
-        if (c && !(c.status === 'Pending' && c.publicKey === input.publicKey))
-          return { ok: false, reason: 'conflict' };
-        if (!c) {
-          if (this.#q.countClusters.get()!.n >= this.#limits.maxClusters) {
-            throw new TunnelError(
-              'LIMIT_EXCEEDED',
-              `clusters: the relay already holds ${this.#limits.maxClusters}`,
-            );
-          }
-          this.#db
-            .prepare(
-              `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
-               VALUES (?, ?, ?, 'Pending', ?, ?)`,
-            )
-            .run(input.cluster, input.via.group, input.cluster, input.now, input.now);
-        }
-        status = 'Pending';
-      }
-      const before = this.#cluster(input.cluster)!;
-      const keyChanged = before.publicKey !== input.publicKey;
-      if (keyChanged) this.#release(input.cluster);
-      this.#db
-        .prepare(
-          `UPDATE clusters SET public_key = ?, agent_version = ?, claims = ?, registered_at = ?,
-             status = ?, status_changed_at = CASE WHEN status = ? THEN status_changed_at ELSE ? END,
-             lease_renew_at = NULL, available_since = NULL
-             ${keyChanged ? ', addr_index = NULL, preshared_key = NULL' : ''}
-           WHERE name = ?`,
-        )
-        .run(
-          input.publicKey,
-          input.agentVersion,
-          JSON.stringify(input.claims),
-          input.now,
-          status,
-          status,
-          input.now,
-          input.cluster,
-        );
-      this.#db
-        .prepare('UPDATE agent_credentials SET revoked_at = ? WHERE cluster = ? AND revoked_at IS NULL')
-        .run(input.now, input.cluster);
-      this.#db
-        .prepare('INSERT INTO agent_credentials (id, cluster, hash, created_at) VALUES (?, ?, ?, ?)')
-        .run(input.credential.id, input.cluster, input.credential.hash, input.now);
-      const after = this.#cluster(input.cluster)!;
-      if (status === 'Accepted' && after.address === null) this.#allocate(input.cluster, input.presharedKey);
-      this.#audit(audit);
-      const replacedPublicKey = keyChanged ? before.publicKey : null;
-      return { ok: true, cluster: this.#cluster(input.cluster)!, replacedPublicKey };
+    return this.#tx(() => {
+      const result = registerInTx(this.#db, input, {
+        cluster: (name) => this.#cluster(name),
+        clusterByKey: (key) => this.#q.clusterByKey.get(key)?.name ?? null,
+        checkClusterCap: () => this.#checkClusterCap(),
+        pool: this.#pool,
+      });
+      if (result.ok) this.#audit(audit);
+      return result;
     });
   }
 
@@ -463,7 +282,7 @@ export class SqliteStore implements Store {
     return this.#tx(() => {
       const c = this.#cluster(cluster);
       if (!c) return null;
-      this.#release(cluster);
+      this.#pool.release(cluster);
       this.#db
         .prepare('UPDATE agent_credentials SET revoked_at = ? WHERE cluster = ? AND revoked_at IS NULL')
         .run(now, cluster);

@@ -1,0 +1,62 @@
+/** Row shapes of the SQLite tables and their mapping to store records. */
+import { indexToAddress } from '../addresses.js';
+import type { AccessKeyRecord, ClusterRecord, ClusterStatus } from './types.js';
+
+export interface ClusterRow {
+  name: string;
+  grp: string;
+  display_name: string;
+  status: string;
+  created_at: number;
+  status_changed_at: number;
+  public_key: string | null;
+  addr_index: number | null;
+  preshared_key: string | null;
+  agent_version: string | null;
+  claims: string;
+  registered_at: number | null;
+  lease_renew_at: number | null;
+  available_since: number | null;
+}
+
+export interface KeyRow {
+  id: string;
+  role: string;
+  description: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+export function toCluster(r: ClusterRow): ClusterRecord {
+  return {
+    name: r.name,
+    group: r.grp,
+    displayName: r.display_name,
+    status: r.status as ClusterStatus,
+    createdAt: r.created_at,
+    statusChangedAt: r.status_changed_at,
+    publicKey: r.public_key,
+    address: r.addr_index === null ? null : indexToAddress(r.addr_index),
+    presharedKey: r.preshared_key,
+    agentVersion: r.agent_version,
+    claims: JSON.parse(r.claims) as Record<string, string>,
+    registeredAt: r.registered_at,
+    leaseRenewAt: r.lease_renew_at,
+    availableSince: r.available_since,
+  };
+}
+
+export function toKey(r: KeyRow): AccessKeyRecord {
+  return {
+    id: r.id,
+    role: r.role,
+    description: r.description,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    revokedAt: r.revoked_at,
+  };
+}
+
+export const CLUSTER_COLS =
+  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since';
