@@ -20,15 +20,17 @@ const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const sockets: dgram.Socket[] = [];
 const sessions: ArqSession[] = [];
 
+const closedSockets = new WeakSet<dgram.Socket>();
+
+function closeQuietly(s: dgram.Socket): void {
+  if (closedSockets.has(s)) return;
+  closedSockets.add(s);
+  s.close();
+}
+
 afterEach(() => {
   for (const s of sessions.splice(0)) s.close();
-  for (const s of sockets.splice(0)) {
-    try {
-      s.close();
-    } catch {
-      // already closed
-    }
-  }
+  for (const s of sockets.splice(0)) closeQuietly(s);
 });
 
 async function udpSocket(): Promise<dgram.Socket> {
@@ -51,7 +53,7 @@ async function endpoint(loss: number, seed: number, deadLinkMs = 30_000) {
     clock: realClock,
     deadLinkMs,
     output: (d) => {
-      if (peer.port === 0 || rand() < loss) return;
+      if (peer.port === 0 || rand() < loss || closedSockets.has(sock)) return;
       sock.send(d, peer.port, peer.address);
     },
   });
@@ -76,10 +78,10 @@ async function endpoint(loss: number, seed: number, deadLinkMs = 30_000) {
       const old = sock;
       sock = await udpSocket();
       listen(sock);
-      setTimeout(() => old.close(), graceMs);
+      setTimeout(() => closeQuietly(old), graceMs);
     },
     closeSocket() {
-      sock.close();
+      closeQuietly(sock);
     },
   };
 }

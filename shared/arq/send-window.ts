@@ -1,0 +1,195 @@
+/**
+ * Segments sent and not yet acknowledged, in sn order (contiguous from una to sndNxt - 1), with the
+ * bookkeeping for selective acks, fast-retransmit counting, timeouts and the lost queue.
+ */
+import { seqDiff } from './segment.js';
+
+export interface OutSeg {
+  sn: number;
+  data: Buffer;
+  /** Send time (ms, u32) of the latest transmission. */
+  ts: number;
+  resendAt: number;
+  rto: number;
+  xmit: number;
+  fastack: number;
+  acked: boolean;
+  fastQueued: boolean;
+  /** Timed out but not yet resent (waiting for congestion-window room). */
+  lost: boolean;
+}
+
+export class SendWindow {
+  sndNxt: number;
+  /** Segments not acknowledged, and their bytes. */
+  unacked = 0;
+  unackedBytes = 0;
+  /** Segments marked lost and waiting to be resent. */
+  lostCount = 0;
+  /** Earliest resendAt among segments (may be stale-early, never late). */
+  nextResendAt = Number.POSITIVE_INFINITY;
+  #sb: OutSeg[] = [];
+  #head = 0;
+  #lost: OutSeg[] = [];
+
+  constructor(initialSn: number) {
+    this.sndNxt = initialSn;
+  }
+
+  /** Segments between una and sndNxt (selectively acknowledged ones included). */
+  get inFlight(): number {
+    return this.#sb.length - this.#head;
+  }
+  get una(): number {
+    return this.#head < this.#sb.length ? this.#sb[this.#head]!.sn : this.sndNxt;
+  }
+  /** Segments believed to be in the network: unacknowledged and not marked lost. */
+  get pipe(): number {
+    return this.unacked - this.lostCount;
+  }
+
+  add(data: Buffer, rto: number): OutSeg {
+    const seg: OutSeg = {
+      sn: this.sndNxt,
+      data,
+      ts: 0,
+      resendAt: 0,
+      rto,
+      xmit: 0,
+      fastack: 0,
+      acked: false,
+      fastQueued: false,
+      lost: false,
+    };
+    this.sndNxt = (this.sndNxt + 1) >>> 0;
+    this.#sb.push(seg);
+    this.unacked++;
+    this.unackedBytes += data.length;
+    return seg;
+  }
+
+  /** Records a transmission of `seg` at `now`. */
+  sent(seg: OutSeg, now: number): void {
+    if (seg.lost) {
+      seg.lost = false;
+      this.lostCount--;
+    }
+    seg.xmit++;
+    seg.ts = now >>> 0;
+    seg.fastack = 0;
+    seg.resendAt = now + seg.rto;
+    if (seg.resendAt < this.nextResendAt) this.nextResendAt = seg.resendAt;
+  }
+
+  /** Cumulative ack: everything below `una`. Ignored if it acknowledges data never sent. */
+  onUna(una: number): void {
+    if (seqDiff(una, this.sndNxt) > 0) return;
+    while (this.#head < this.#sb.length) {
+      const seg = this.#sb[this.#head]!;
+      if (seqDiff(seg.sn, una) >= 0) break;
+      this.#markAcked(seg);
+      this.#head++;
+    }
+    this.#trim();
+  }
+
+  /** Selective ack of one segment. */
+  onAck(sn: number): void {
+    const idx = this.#head + seqDiff(sn, this.una);
+    if (idx < this.#head || idx >= this.#sb.length) return;
+    this.#markAcked(this.#sb[idx]!);
+    this.#trim();
+  }
+
+  /**
+   * Counts an ack for `maxAck` (whose segment was sent at `ackTs`) against every earlier unacknowledged
+   * segment sent no later; pushes those reaching `threshold` onto `out`. Returns how many were pushed.
+   */
+  fastScan(maxAck: number, ackTs: number, threshold: number, limit: number, out: OutSeg[]): number {
+    let n = 0;
+    for (let i = this.#head; i < this.#sb.length; i++) {
+      const seg = this.#sb[i]!;
+      if (seqDiff(seg.sn, maxAck) >= 0) break;
+      if (seg.acked || seqDiff(ackTs, seg.ts) < 0) continue;
+      seg.fastack++;
+      if (seg.fastack >= threshold && seg.xmit < limit && !seg.fastQueued) {
+        seg.fastQueued = true;
+        out.push(seg);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /**
+   * Doubles the RTO of every segment whose timer expired; returns the first `burst` of them to resend now
+   * and marks the others lost (resent later through nextLost()). `expired` tells whether any timer fired.
+   */
+  expire(now: number, maxRto: number, burst: number): { resend: OutSeg[]; expired: boolean } {
+    const resend: OutSeg[] = [];
+    let expired = false;
+    let next = Number.POSITIVE_INFINITY;
+    for (let i = this.#head; i < this.#sb.length; i++) {
+      const seg = this.#sb[i]!;
+      if (seg.acked || seg.lost) continue;
+      if (now >= seg.resendAt) {
+        expired = true;
+        seg.rto = Math.min(maxRto, seg.rto * 2);
+        if (resend.length < burst) {
+          resend.push(seg);
+          continue;
+        }
+        seg.lost = true;
+        seg.resendAt = Number.POSITIVE_INFINITY;
+        this.lostCount++;
+        this.#lost.push(seg);
+        continue;
+      }
+      if (seg.resendAt < next) next = seg.resendAt;
+    }
+    this.nextResendAt = next;
+    return { resend, expired };
+  }
+
+  /** The oldest segment still marked lost, removed from the lost queue. */
+  nextLost(): OutSeg | undefined {
+    while (this.#lost.length > 0) {
+      const seg = this.#lost.shift()!;
+      if (seg.lost && !seg.acked) return seg;
+    }
+    return undefined;
+  }
+
+  clear(): void {
+    this.#sb = [];
+    this.#head = 0;
+    this.#lost = [];
+    this.unacked = 0;
+    this.unackedBytes = 0;
+    this.lostCount = 0;
+    this.nextResendAt = Number.POSITIVE_INFINITY;
+  }
+
+  #markAcked(seg: OutSeg): void {
+    if (seg.acked) return;
+    seg.acked = true;
+    this.unacked--;
+    this.unackedBytes -= seg.data.length;
+    if (seg.lost) {
+      seg.lost = false;
+      this.lostCount--;
+    }
+  }
+
+  #trim(): void {
+    while (this.#head < this.#sb.length && this.#sb[this.#head]!.acked) this.#head++;
+    if (this.#head === this.#sb.length) {
+      this.#sb.length = 0;
+      this.#head = 0;
+      this.nextResendAt = Number.POSITIVE_INFINITY;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#sb.length) {
+      this.#sb = this.#sb.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+}
