@@ -116,6 +116,51 @@ describe('MuxSession over an in-memory byte stream', () => {
     slowIn.resume();
   });
 
+  it('delivers everything to a reader that keeps pausing, through many credit cycles', async () => {
+    const { client, server } = pair({ maxPiece: 20_000, seed: 3 });
+    const accepted = nextStream(server);
+    const s = client.open();
+    const data = randomBytes(3 * 1024 * 1024);
+    const sent = writeAll(s, data, 100_000);
+    const r = await accepted;
+    const parts: Buffer[] = [];
+    let maxHeld = 0;
+    r.on('data', (c: Buffer) => {
+      parts.push(c);
+      maxHeld = Math.max(maxHeld, r.queuedBytes + r.readableLength);
+      if (parts.length % 7 === 0) {
+        r.pause();
+        setTimeout(() => r.resume(), 2);
+      }
+    });
+    await new Promise((resolve) => r.on('end', resolve));
+    await sent;
+    expect(sha(Buffer.concat(parts))).toBe(sha(data));
+    expect(maxHeld).toBeLessThanOrEqual(r.recvWindow + 128 * 1024);
+    expect(client.closed || server.closed).toBe(false);
+  });
+
+  it('keeps the session healthy when data arrives for a stream destroyed locally', async () => {
+    const { client, server } = pair();
+    const accepted = nextStream(server);
+    const s = client.open();
+    s.on('error', () => {});
+    s.write(randomBytes(100_000));
+    const r = await accepted;
+    r.on('error', () => {});
+    r.destroy();
+    await new Promise((resolve) => s.once('close', resolve));
+    // A new stream still works end to end.
+    const accepted2 = nextStream(server);
+    const s2 = client.open();
+    const back = readAll(s2);
+    const r2 = await Promise.all([writeAll(s2, Buffer.from('again')), accepted2]).then(([, x]) => x);
+    expect((await readAll(r2)).toString()).toBe('again');
+    r2.end('ok');
+    expect((await back).toString()).toBe('ok');
+    expect(server.streamCount + client.streamCount).toBe(0);
+  });
+
   it('refuses streams over the cap with STREAM_LIMIT and a local open() over it', async () => {
     const { client, server } = pair({}, { maxStreams: 3 });
     const ss = [client.open(), client.open(), client.open()];
