@@ -76,7 +76,10 @@ async function relayChild(): Promise<void> {
   };
   process.send!({ ready: info });
   process.on('message', (m: { cmd: string }) => {
-    if (m.cmd === 'mem') {
+    if (m.cmd === 'cpu') {
+      const cpu = process.cpuUsage();
+      process.send!({ cpuMs: (cpu.user + cpu.system) / 1000 });
+    } else if (m.cmd === 'mem') {
       for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
       const u = process.memoryUsage();
       const cpu = process.cpuUsage();
@@ -118,6 +121,19 @@ function askMem(child: ChildProcess): Promise<MemInfo> {
   });
 }
 
+function askCpu(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    const on = (m: { cpuMs?: number }) => {
+      if (m.cpuMs !== undefined) {
+        child.off('message', on);
+        resolve(m.cpuMs);
+      }
+    };
+    child.on('message', on);
+    child.send({ cmd: 'cpu' });
+  });
+}
+
 // --- throughput -----------------------------------------------------------------------------------
 
 interface Rate {
@@ -125,6 +141,8 @@ interface Rate {
   gbps: number;
   /** Share of the packets sent in the window that did not arrive (the relay drops rather than blocks). */
   loss: number;
+  /** Relay process CPU per forwarded packet, µs (DERP only). */
+  relayUs?: number;
 }
 
 function rateOf(packets: number, sent: number, size: number, ms: number): Rate {
@@ -132,7 +150,12 @@ function rateOf(packets: number, sent: number, size: number, ms: number): Rate {
   return { pps, gbps: (pps * size * 8) / 1e9, loss: sent > 0 ? Math.max(0, 1 - packets / sent) : 0 };
 }
 
-async function derpThroughput(info: RelayInfo, size: number, seconds: number): Promise<Rate> {
+async function derpThroughput(
+  child: ChildProcess,
+  info: RelayInfo,
+  size: number,
+  seconds: number,
+): Promise<Rate> {
   const url = `wss://127.0.0.1:${info.port}/derp`;
   let got = 0;
   const mk = (kp: KeyPair, onPacket: () => void): DerpClient =>
@@ -160,11 +183,13 @@ async function derpThroughput(info: RelayInfo, size: number, seconds: number): P
   };
   const p = pump();
   await sleep(500); // warm-up
+  const c0 = await askCpu(child);
   const g0 = got;
   const s0 = sent;
   const t0 = performance.now();
   await sleep(seconds * 1000);
   const r = rateOf(got - g0, sent - s0, size, performance.now() - t0);
+  r.relayUs = (((await askCpu(child)) - c0) * 1000) / Math.max(1, got - g0);
   running = false;
   await p;
   a.close();
@@ -319,16 +344,20 @@ async function main(): Promise<void> {
       await new Promise((r) => child.once('exit', r));
     }
   };
-  await withRelay(async (_child, info) => {
-    console.log('| packet | relay | packets/s | Gbit/s | lost | vs socat |');
-    console.log('|---|---|---|---|---|---|');
+  await withRelay(async (child, info) => {
+    console.log('| packet | relay | packets/s | Gbit/s | lost | vs socat | relay CPU per packet |');
+    console.log('|---|---|---|---|---|---|---|');
     for (const size of [1400, 16 * 1024]) {
       const base = await socatThroughput(size, seconds);
-      const derp = await derpThroughput(info, size, seconds);
       const fmt = (r: Rate) =>
         `${Math.round(r.pps).toLocaleString('en-US')} | ${r.gbps.toFixed(2)} | ${(r.loss * 100).toFixed(0)}%`;
-      console.log(`| ${size} B | socat TCP (no TLS) | ${fmt(base)} | 100% |`);
-      console.log(`| ${size} B | DERP over TLS WebSocket | ${fmt(derp)} | ${ratio(derp.pps, base.pps)} |`);
+      const derp = await derpThroughput(child, info, size, seconds);
+      const us = derp.relayUs ?? 0;
+      console.log(`| ${size} B | socat TCP (no TLS) | ${fmt(base)} | 100% | |`);
+      console.log(
+        `| ${size} B | DERP over TLS WebSocket | ${fmt(derp)} | ${ratio(derp.pps, base.pps)} | ` +
+          `${us.toFixed(1)} µs (one core: ~${Math.round(1e6 / Math.max(us, 0.001)).toLocaleString('en-US')} packets/s) |`,
+      );
     }
   });
   for (const tls of [true, false]) {
