@@ -5,7 +5,7 @@
  * describes this process's sessions); it is bounded by the number of clusters.
  */
 import { EventEmitter } from 'node:events';
-import type { Store } from './store/types.js';
+import type { ClusterRecord, Store } from './store/types.js';
 
 export interface KeyEvent {
   cluster: string;
@@ -14,6 +14,8 @@ export interface KeyEvent {
 }
 
 export interface RelayEvents {
+  /** A key became admitted (PSK registration, or accept of a registered cluster): add it as a peer. */
+  'peer-admitted': [AdmittedPeer];
   'cluster-deleted': [KeyEvent];
   'cluster-denied': [KeyEvent];
   /** Unjoin, or a re-registration of the cluster that replaced this key. */
@@ -68,6 +70,34 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     const c = await this.#store.findClusterByKey(publicKey);
     if (c === null || c.status !== 'Accepted' || c.address === null || c.presharedKey === null) return null;
     return { cluster: c.name, publicKey, address: c.address, presharedKey: c.presharedKey };
+  }
+
+  /** Every admitted peer (for the hub node's peer table at start; then follow the events). */
+  async admittedPeers(): Promise<AdmittedPeer[]> {
+    const out: AdmittedPeer[] = [];
+    for (const c of await this.#store.listClusters()) {
+      if (c.status === 'Accepted' && c.publicKey !== null && c.address !== null && c.presharedKey !== null) {
+        out.push({
+          cluster: c.name,
+          publicKey: c.publicKey,
+          address: c.address,
+          presharedKey: c.presharedKey,
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Emits peer-admitted if the record is an admitted peer. */
+  announce(c: ClusterRecord): void {
+    if (c.status === 'Accepted' && c.publicKey !== null && c.address !== null && c.presharedKey !== null) {
+      this.emit('peer-admitted', {
+        cluster: c.name,
+        publicKey: c.publicKey,
+        address: c.address,
+        presharedKey: c.presharedKey,
+      });
+    }
   }
 
   /** Fits the DERP server's `admission.isAdmitted(pubKey: Buffer)`. */

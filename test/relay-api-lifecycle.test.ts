@@ -5,7 +5,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KeyEvent } from '../relay/hooks.js';
+import type { AdmittedPeer, KeyEvent } from '../relay/hooks.js';
 import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { FakeClock } from '../shared/clock.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
@@ -14,11 +14,13 @@ let t: TestRelay;
 let admin: string;
 const clock = new FakeClock(1_000_000, Date.UTC(2026, 10, 21, 10, 0, 0));
 const events: Array<[string, KeyEvent]> = [];
+const admitted: AdmittedPeer[] = [];
 
 function listen() {
   for (const name of ['cluster-deleted', 'cluster-denied', 'agent-unjoined'] as const) {
     t.relay.hooks.on(name, (e) => events.push([name, e]));
   }
+  t.relay.hooks.on('peer-admitted', (p) => admitted.push(p));
 }
 
 beforeAll(async () => {
@@ -60,6 +62,7 @@ describe('double opt-in with an org-wide bootstrap key', () => {
     expect(reg.body).toMatchObject({ status: 'Pending', tunnel: null });
     const cred = reg.body.agentCredential;
     expect(await t.relay.hooks.isAdmitted(publicKey)).toBe(false);
+    expect(admitted.find((p) => p.cluster === 'opt-in')).toBeUndefined();
     const pending = await t.call('GET', '/api/v1/agent', { token: cred });
     expect(pending.body).toMatchObject({ status: 'Pending', tunnel: null });
     const c1 = await t.call('GET', '/api/v1/clusters/opt-in', { token: admin });
@@ -104,6 +107,8 @@ describe('double opt-in with an org-wide bootstrap key', () => {
       address: acc.body.address,
       presharedKey: agent.body.tunnel.presharedKey,
     });
+    expect(admitted.filter((p) => p.cluster === 'opt-in')).toEqual([peer]);
+    expect(await t.relay.hooks.admittedPeers()).toContainEqual(peer);
 
     const den = await t.call('POST', '/api/v1/clusters/opt-in/deny', { token: admin });
     expect(den.body.status).toBe('Denied');
@@ -225,6 +230,7 @@ describe('re-join with a new key', () => {
     expect(events).toContainEqual(['agent-unjoined', { cluster: 'rejoin', publicKey: oldKey }]);
     expect(await t.relay.hooks.isAdmitted(oldKey)).toBe(false);
     expect(await t.relay.hooks.isAdmitted(newKey)).toBe(true);
+    expect(admitted.filter((p) => p.cluster === 'rejoin').map((p) => p.publicKey)).toEqual([oldKey, newKey]);
     expect((await t.call('GET', '/api/v1/agent', { token: r1.body.agentCredential })).status).toBe(401);
     expect((await t.call('GET', '/api/v1/agent', { token: r2.body.agentCredential })).status).toBe(200);
     await t.call('DELETE', '/api/v1/clusters/rejoin', { token: admin });

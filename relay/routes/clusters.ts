@@ -117,6 +117,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         );
         if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
         logAudit(ctx, audit);
+        if (action === 'accept' && before.status !== 'Accepted') ctx.hooks.announce(c);
         if (action === 'deny' && before.publicKey !== null) {
           ctx.hooks.emit('cluster-denied', { cluster: c.name, publicKey: before.publicKey });
         }

@@ -128,6 +128,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
         // A re-join with a new key: the old key loses access (its sessions close).
         ctx.hooks.emit('agent-unjoined', { cluster: c.name, publicKey: result.replacedPublicKey });
       }
+      ctx.hooks.announce(c);
       ctx.metrics.registrations.inc({ result: c.status === 'Accepted' ? 'accepted' : 'pending' });
       reply.code(201);
       return { cluster: c.name, status: c.status, agentCredential: credential, tunnel: tunnelView(ctx, c) };
