@@ -17,7 +17,7 @@ import { WebSocket } from 'ws';
 import { type Clock, realClock, type TimerHandle } from '../clock.js';
 import { isTunnelError, TunnelError } from '../errors.js';
 import { checkPin, parseCaPin } from '../http/pin.js';
-import type { KeyPair } from '../keys.js';
+import { KEY_LEN, type KeyPair } from '../keys.js';
 import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from './backoff.js';
 import { FrameParser } from './frame-parser.js';
 import {
@@ -389,7 +389,28 @@ class WsDerpClient implements DerpClient {
   }
 }
 
-/** Starts a relay client; it connects at once and keeps reconnecting until close(). */
+/**
+ * Starts a relay client; it connects at once and keeps reconnecting until close(). Throws BAD_INPUT for a URL
+ * that is not ws(s)://, a CA pin on a ws:// URL or a malformed pin, and KEY_INVALID for a bad key pair.
+ */
 export function connectDerp(opts: DerpClientOptions): DerpClient {
+  let url: URL;
+  try {
+    url = new URL(opts.url);
+  } catch {
+    throw new TunnelError('BAD_INPUT', `relay URL '${opts.url}' is not a URL; expected wss://host:port/derp`);
+  }
+  if (url.protocol !== 'wss:' && url.protocol !== 'ws:') {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `relay URL '${opts.url}' must start with wss:// (or ws:// behind a TLS proxy)`,
+    );
+  }
+  if (url.protocol === 'ws:' && opts.caPin !== undefined) {
+    throw new TunnelError('BAD_INPUT', `a CA pin needs a wss:// relay URL, got '${opts.url}'`);
+  }
+  if (opts.keyPair.privateKey.length !== KEY_LEN || opts.keyPair.publicKey.length !== KEY_LEN) {
+    throw new TunnelError('KEY_INVALID', 'relay client key pair must hold two 32-byte keys');
+  }
   return new WsDerpClient(opts);
 }
