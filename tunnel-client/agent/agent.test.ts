@@ -151,11 +151,24 @@ describe('Agent', () => {
       () => 'accepted',
       (e: unknown) => (isTunnelError(e, 'CLUSTER_DENIED') ? 'denied' : String(e)),
     );
+    let patientDone = false;
+    const patient = agent.whenAccepted(false).then(() => {
+      patientDone = true;
+    });
     agent.start();
     await t.call('POST', '/api/v1/clusters/agent-two/deny', { token: adminKey });
     clock.advance(2_000);
     expect(await waiting).toBe('denied');
     expect(stateDir.readState().status).toBe('Denied');
+    expect(patientDone).toBe(false);
+    // A waiter that does not fail on deny is still there when an admin accepts after all.
+    await t.call('POST', '/api/v1/clusters/agent-two/accept', { token: adminKey });
+    await eventually(() => {
+      clock.advance(1_300);
+      return patientDone;
+    }, 'the patient waiter after a later accept');
+    await patient;
+    expect(agent.registrationStatus).toBe('Accepted');
     await agent.close();
   });
 

@@ -52,7 +52,7 @@ export interface AgentOptions {
   readonly random?: () => number;
 }
 
-type Waiter = { resolve: () => void; reject: (err: unknown) => void };
+type Waiter = { resolve: () => void; reject: (err: unknown) => void; failOnDenied: boolean };
 
 export class Agent {
   readonly #o: AgentOptions;
@@ -113,10 +113,7 @@ export class Agent {
   whenAccepted(failOnDenied: boolean): Promise<void> {
     if (this.#status === 'Accepted') return Promise.resolve();
     return new Promise((resolve, reject) => {
-      this.#waiters.push({
-        resolve,
-        reject: failOnDenied ? reject : () => {},
-      });
+      this.#waiters.push({ resolve, reject, failOnDenied });
     });
   }
 
@@ -148,8 +145,10 @@ export class Agent {
       if (isTunnelError(err, 'CLUSTER_DENIED')) {
         this.#ok();
         this.#saveRegistration('Denied', null);
-        for (const w of this.#waiters) w.reject(err);
-        this.#waiters.length = 0;
+        // Waiters that fail on a deny are rejected; the others keep waiting for a later accept.
+        const keep = this.#waiters.filter((w) => !w.failOnDenied);
+        for (const w of this.#waiters) if (w.failOnDenied) w.reject(err);
+        this.#waiters.splice(0, this.#waiters.length, ...keep);
         delay = this.#pollBackoff.next();
       } else {
         delay = this.#pollBackoff.next();
@@ -175,7 +174,7 @@ export class Agent {
     this.#log(`cluster ${this.#state.cluster} is Accepted`);
     for (const w of this.#waiters) w.resolve();
     this.#waiters.length = 0;
-    void this.#refreshValues();
+    // Values are fetched when the first lease answer (sent at once) brings a valuesVersion.
     void this.#startDataPlane();
     this.#lease = new LeaseLoop({
       clock: this.#clock,

@@ -1,0 +1,245 @@
+/**
+ * The agent's WireGuard session to the hub node over the relay: a DERP client to `wss://<relay>/derp`
+ * (CA pin enforced, the relay's DERP key must be the hub key) and a Device with the hub as its only peer
+ * (allowed IP = the hub address /32). Datagrams to the hub go out as DERP packets to the hub key; DERP
+ * packets from the hub go to device.receive().
+ *
+ * Timers: every probeIntervalMs (2 s) an ICMP echo to the hub (RTT, liveness). The session counts as
+ * connected while the relay is connected, a handshake completed and a probe reply arrived within
+ * deadAfterMs (6 s). When that lapses, or whenever the relay connection comes (back) up, a new
+ * handshake is started (WireGuard itself limits initiations to one per 5 s). The DERP client reconnects
+ * forever (backoff with jitter, capped at 30 s; Restarting frames shorten it).
+ */
+import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
+import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/derp/client.js';
+import { TunnelError } from '../../shared/errors.js';
+import { parseIpv4Address } from '../../shared/ip/index.js';
+import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
+import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
+import { Device, type Peer } from '../../shared/wireguard/device.js';
+import { EchoProber, echoReplyFor, tryParseIpv4 } from '../../relay/hub/echo-prober.js';
+import type { ConnectionStats, Tunnel } from '../agent/types.js';
+
+export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
+export const DEFAULT_DEAD_AFTER_MS = 6_000;
+/** status.json is refreshed at least this often while running (bytes, RTT). */
+export const STATUS_REFRESH_MS = 10_000;
+/** Relay frames carry 65,535 bytes; WireGuard adds 32. */
+export const SESSION_MTU = 65_535 - 32;
+
+export interface AgentSessionOptions {
+  privateKey: Buffer | string;
+  tunnel: Tunnel;
+  /** `sha256:<hex>` pin of the relay certificate, or a PEM CA (one of them, as the state dir says). */
+  caPin?: string | undefined;
+  ca?: string | undefined;
+  clock?: Clock;
+  /** Called when connected/handshake change, and every STATUS_REFRESH_MS. */
+  onChange?: () => void;
+  /** Inner packets that are not the session's own ICMP. `packet` is a view: copy to keep it. */
+  onInnerPacket?: (packet: Buffer) => void;
+  log?: (line: string) => void;
+  probeIntervalMs?: number;
+  deadAfterMs?: number;
+  timers?: Partial<WireGuardTimers>;
+  /** Extra relay-client options (backoff, ping intervals) and a replaceable connector (tests). */
+  derp?: Partial<Omit<DerpClientOptions, 'url' | 'keyPair' | 'onPacket'>>;
+  connect?: (o: DerpClientOptions) => DerpClient;
+}
+
+const NOT_CONNECTED = new Error('relay not connected');
+
+export class AgentSession {
+  readonly device: Device;
+  readonly derp: DerpClient;
+  readonly hub: Peer;
+  readonly #o: AgentSessionOptions;
+  readonly #clock: Clock;
+  readonly #hubKey: Buffer;
+  readonly #self: number;
+  readonly #prober: EchoProber;
+  readonly #probeMs: number;
+  readonly #deadMs: number;
+  #timer: TimerHandle | undefined;
+  #connected = false;
+  #lastRefresh: number;
+  #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; t: TimerHandle }> = [];
+  #closed = false;
+
+  constructor(o: AgentSessionOptions) {
+    this.#o = o;
+    this.#clock = o.clock ?? realClock;
+    this.#probeMs = o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
+    this.#deadMs = o.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;
+    this.#lastRefresh = this.#clock.now();
+    const t = o.tunnel;
+    const priv = typeof o.privateKey === 'string' ? parseKey(o.privateKey, 'agent private key') : o.privateKey;
+    this.#hubKey = parseKey(t.hubPublicKey, 'hub public key');
+    const [addr] = t.address.split('/');
+    this.#self = parseIpv4Address(addr ?? '');
+    const hubAddr = parseIpv4Address(t.hubAddress);
+    this.#prober = new EchoProber({ clock: this.#clock, src: this.#self, dst: hubAddr });
+    this.device = new Device({
+      privateKey: priv,
+      clock: this.#clock,
+      mtu: SESSION_MTU,
+      ...(o.timers ? { timers: o.timers } : {}),
+      send: (d) => {
+        if (!this.derp.send(this.#hubKey, d)) throw NOT_CONNECTED;
+      },
+      onPacket: (p) => this.#onInner(p),
+    });
+    this.hub = this.device.addPeer({
+      publicKey: this.#hubKey,
+      presharedKey: t.presharedKey,
+      endpoint: { key: `derp:${t.hubPublicKey}` },
+      allowedIps: [`${t.hubAddress}/32`],
+    });
+    this.hub.on('session', () => {
+      this.#probe();
+      this.#changed();
+    });
+    const connect = o.connect ?? connectDerp;
+    this.derp = connect({
+      ...o.derp,
+      url: t.derpUrl,
+      keyPair: { privateKey: priv, publicKey: publicKeyFromPrivate(priv) },
+      serverPublicKey: this.#hubKey,
+      ...(o.caPin ? { caPin: o.caPin } : {}),
+      ...(o.ca ? { ca: o.ca } : {}),
+      clock: this.#clock,
+      onPacket: (src, payload) => {
+        if (src.equals(this.#hubKey)) this.device.receive(payload, this.hub.endpoint ?? { key: 'derp:hub' });
+      },
+      onState: (e) => {
+        o.derp?.onState?.(e);
+        if (e.state === 'connected') {
+          o.log?.(`relay connected (${t.derpUrl}); starting WireGuard handshake`);
+          this.hub.sendHandshakeInitiation(false);
+        } else if (e.state === 'reconnecting') {
+          o.log?.(
+            `relay connection lost${e.error ? ` (${e.error.code}: ${e.error.message})` : ''}; retrying in ${((e.delayMs ?? 0) / 1000).toFixed(1)}s`,
+          );
+        }
+        this.#evaluate();
+      },
+    });
+    this.#armTick();
+  }
+
+  /** Connection figures for status.json and `tunnel-client status`. */
+  stats(): ConnectionStats {
+    const at = this.hub.lastHandshakeAt;
+    return {
+      connected: this.#connected,
+      path: this.#connected ? 'relayed' : 'none',
+      rttMs: this.#connected ? this.#prober.roundedRttMs : null,
+      lastHandshake: at === null ? null : new Date(at).toISOString(),
+      bytesIn: this.hub.rxBytes,
+      bytesOut: this.hub.txBytes,
+    };
+  }
+
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  /** Resolves once the session is up (handshake done and the hub answered a probe). */
+  whenUp(timeoutMs = 0): Promise<void> {
+    if (this.#connected) return Promise.resolve();
+    if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'session is closed'));
+    return new Promise((resolve, reject) => {
+      const t =
+        timeoutMs > 0
+          ? this.#clock.setTimer(timeoutMs, () => {
+              this.#waiters = this.#waiters.filter((w) => w.t !== t);
+              reject(new TunnelError('TIMEOUT', `WireGuard session not up within ${timeoutMs} ms`));
+            })
+          : { id: -1 };
+      this.#waiters.push({ resolve, reject, t });
+    });
+  }
+
+  /** Sends an inner IP packet to the hub (dropped with a count when it is not routed to the hub). */
+  sendInner(packet: Buffer): void {
+    this.device.send(packet);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#clock.clearTimer(this.#timer);
+    this.derp.close();
+    this.device.close();
+    this.#connected = false;
+    const err = new TunnelError('CLOSED', 'session is closed');
+    for (const w of this.#waiters.splice(0)) {
+      this.#clock.clearTimer(w.t);
+      w.reject(err);
+    }
+  }
+
+  #onInner(packet: Buffer): void {
+    const ip = tryParseIpv4(packet);
+    if (ip && ip.dst === this.#self) {
+      if (this.#prober.onPacket(ip)) return void this.#evaluate();
+      const reply = echoReplyFor(ip, this.#self);
+      if (reply) return void this.hub.send(reply);
+    }
+    this.#o.onInnerPacket?.(packet);
+  }
+
+  /** The relay client emits its first state from inside connectDerp, before `derp` is assigned. */
+  #relayUp(): boolean {
+    return (this.derp as DerpClient | undefined)?.connected === true;
+  }
+
+  #probe(): void {
+    if (this.#relayUp() && this.hub.isSessionUp) this.hub.send(this.#prober.probe());
+  }
+
+  #armTick(): void {
+    this.#timer = this.#clock.setTimer(this.#probeMs, () => {
+      if (this.#closed) return;
+      this.#probe();
+      this.#evaluate();
+      const last = this.#prober.lastReplyAt;
+      const stale = last === null || this.#clock.now() - last >= this.#deadMs;
+      // A silent path (relay or hub restarted, keys lost): start over with a fresh handshake.
+      if (this.#relayUp() && stale) {
+        this.hub.sendHandshakeInitiation(false);
+      }
+      if (this.#clock.now() - this.#lastRefresh >= STATUS_REFRESH_MS) this.#changed();
+      this.#armTick();
+    });
+  }
+
+  #evaluate(): void {
+    const last = this.#prober.lastReplyAt;
+    const up =
+      !this.#closed &&
+      this.#relayUp() &&
+      this.hub.isSessionUp &&
+      last !== null &&
+      this.#clock.now() - last < this.#deadMs;
+    if (up === this.#connected) return;
+    this.#connected = up;
+    this.#o.log?.(up ? 'WireGuard session to the hub is up (relayed)' : 'WireGuard session to the hub is down');
+    if (up) {
+      for (const w of this.#waiters.splice(0)) {
+        this.#clock.clearTimer(w.t);
+        w.resolve();
+      }
+    }
+    this.#changed();
+  }
+
+  #changed(): void {
+    this.#lastRefresh = this.#clock.now();
+    this.#o.onChange?.();
+  }
+}
+
+export function startAgentSession(o: AgentSessionOptions): AgentSession {
+  return new AgentSession(o);
+}
