@@ -128,7 +128,7 @@ export interface ArqStats {
   /** Garbage dropped by input(), by reason. */
   garbage: { short: number; conv: number; cmd: number; length: number; fragment: number };
   /** Valid segments dropped by the receiver, by reason. */
-  dropped: { duplicate: number; window: number; bytes: number; reassembly: number };
+  dropped: { duplicate: number; window: number; bytes: number; reassembly: number; reentrant: number };
   probesSent: number;
 }
 
@@ -143,7 +143,7 @@ export function newArqStats(): ArqStats {
     retransmitsFast: 0,
     fragmentedSends: 0,
     garbage: { short: 0, conv: 0, cmd: 0, length: 0, fragment: 0 },
-    dropped: { duplicate: 0, window: 0, bytes: 0, reassembly: 0 },
+    dropped: { duplicate: 0, window: 0, bytes: 0, reassembly: 0, reentrant: 0 },
     probesSent: 0,
   };
 }

@@ -204,6 +204,22 @@ describe('ArqSession over a faulty path', () => {
     expect(rx.length()).toBe(50_000);
   });
 
+  it('works over a synchronous link where output() re-enters the peer and then this session', () => {
+    const clock = new FakeClock(0);
+    let b: ArqSession | undefined;
+    const a = new ArqSession({ conv: 2, mtu: 1392, clock, output: (d) => b!.input(d) });
+    b = new ArqSession({ conv: 2, mtu: 1392, clock, output: (d) => a.input(d) });
+    const rx = collect(b);
+    const back = collect(a);
+    const data = randomBytes(500_000);
+    pumpInto(a, data, 20_000);
+    b.write(Buffer.from('reply'));
+    runUntil(clock, () => rx.length() >= data.length && back.length() >= 5, 10_000, 1);
+    expect(sha(rx.bytes())).toBe(sha(data));
+    expect(back.bytes().toString()).toBe('reply');
+    expect(a.stats.dropped.reentrant + b.stats.dropped.reentrant).toBe(0);
+  });
+
   it('rejects invalid options with BAD_CONFIG', () => {
     const clock = new FakeClock(0);
     const output = (): void => {};

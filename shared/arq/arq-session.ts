@@ -40,6 +40,8 @@ import { type OutSeg, SendWindow } from './send-window.js';
 
 /** Segments resent at once when a retransmission timeout fires; the rest wait for window room. */
 const TIMEOUT_BURST = 2;
+/** Datagrams queued when input() is re-entered from output(); beyond this they are dropped and counted. */
+const MAX_REENTRANT = 1024;
 
 export class ArqSession extends EventEmitter {
   readonly conv: number;
@@ -194,7 +196,9 @@ export class ArqSession extends EventEmitter {
   input(datagram: Buffer): void {
     if (this.#closed) return;
     if (this.#flushing) {
-      if (this.#reentrant.length < 1024) this.#reentrant.push(datagram);
+      // Called back from inside output() (a synchronous path): handled after this flush, bounded.
+      if (this.#reentrant.length < MAX_REENTRANT) this.#reentrant.push(datagram);
+      else this.stats.dropped.reentrant++;
       return;
     }
     this.stats.datagramsIn++;

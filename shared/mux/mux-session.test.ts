@@ -5,7 +5,7 @@ import { FakeClock, realClock } from '../clock.js';
 import { isTunnelError, TunnelError } from '../errors.js';
 import { duplexPair, type PairOptions } from './duplex-pair.js';
 import { encodeHeader, FLAG_SYN, TYPE_DATA, TYPE_WINDOW_UPDATE } from './frame.js';
-import type { MuxSession } from './mux-session.js';
+import { MuxSession } from './mux-session.js';
 import type { MuxStream } from './mux-stream.js';
 import { type MuxBindingOptions, muxOverDuplex } from './transport.js';
 
@@ -248,6 +248,16 @@ describe('MuxSession timers (fake clock)', () => {
     clock.advance(600);
     const err = await closed;
     expect(isTunnelError(err, 'TIMEOUT') || isTunnelError(err, 'CLOSED')).toBe(true);
+  });
+
+  it('caps pending pings', async () => {
+    const clock = new FakeClock(0);
+    const m = new MuxSession({ role: 'client', clock, keepAliveMs: 0, write: () => true });
+    const pending = Array.from({ length: 64 }, () => m.ping().catch((e: unknown) => e));
+    const over = await m.ping().catch((e: unknown) => e);
+    expect(isTunnelError(over, 'LIMIT_EXCEEDED')).toBe(true);
+    m.close();
+    for (const p of pending) expect(isTunnelError(await p, 'CLOSED')).toBe(true);
   });
 
   it('resets a stream idle for idleTimeoutMs', async () => {

@@ -37,6 +37,9 @@ import {
 } from './mux-options.js';
 import { MuxStream, type StreamHost } from './mux-stream.js';
 
+/** Cap on unanswered pings (each holds a timer and a promise). */
+const MAX_PENDING_PINGS = 64;
+
 interface PendingPing {
   sentAt: number;
   timer: TimerHandle;
@@ -183,6 +186,11 @@ export class MuxSession extends EventEmitter {
   /** Sends a ping and resolves with the round-trip time; rejects with TIMEOUT after pingTimeoutMs. */
   ping(): Promise<number> {
     if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'mux: session is closed'));
+    if (this.#pings.size >= MAX_PENDING_PINGS) {
+      return Promise.reject(
+        new TunnelError('LIMIT_EXCEEDED', `mux: ${MAX_PENDING_PINGS} pings already pending`),
+      );
+    }
     const id = this.#nextPing;
     this.#nextPing = (this.#nextPing + 1) >>> 0 || 1;
     return new Promise((resolve, reject) => {
