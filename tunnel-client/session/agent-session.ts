@@ -10,6 +10,8 @@
  * handshake is started (WireGuard itself limits initiations to one per 5 s). The DERP client reconnects
  * forever (backoff with jitter, capped at 30 s; Restarting frames shorten it).
  */
+
+import { EchoProber, echoReplyFor, tryParseIpv4 } from '../../relay/hub/echo-prober.js';
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/derp/client.js';
 import { TunnelError } from '../../shared/errors.js';
@@ -17,7 +19,6 @@ import { parseIpv4Address } from '../../shared/ip/index.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
 import { Device, type Peer } from '../../shared/wireguard/device.js';
-import { EchoProber, echoReplyFor, tryParseIpv4 } from '../../relay/hub/echo-prober.js';
 import type { ConnectionStats, Tunnel } from '../agent/types.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
@@ -73,7 +74,8 @@ export class AgentSession {
     this.#deadMs = o.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;
     this.#lastRefresh = this.#clock.now();
     const t = o.tunnel;
-    const priv = typeof o.privateKey === 'string' ? parseKey(o.privateKey, 'agent private key') : o.privateKey;
+    const priv =
+      typeof o.privateKey === 'string' ? parseKey(o.privateKey, 'agent private key') : o.privateKey;
     this.#hubKey = parseKey(t.hubPublicKey, 'hub public key');
     const [addr] = t.address.split('/');
     this.#self = parseIpv4Address(addr ?? '');
@@ -224,7 +226,9 @@ export class AgentSession {
       this.#clock.now() - last < this.#deadMs;
     if (up === this.#connected) return;
     this.#connected = up;
-    this.#o.log?.(up ? 'WireGuard session to the hub is up (relayed)' : 'WireGuard session to the hub is down');
+    this.#o.log?.(
+      up ? 'WireGuard session to the hub is up (relayed)' : 'WireGuard session to the hub is down',
+    );
     if (up) {
       for (const w of this.#waiters.splice(0)) {
         this.#clock.clearTimer(w.t);

@@ -1,0 +1,134 @@
+/**
+ * Mounts the data plane on a relay: the DERP server at `GET /derp` (WebSocket upgrade, subprotocol
+ * `derp`) on the same https server Fastify uses, and the hub node behind the DERP server's in-process
+ * client. Wiring:
+ * - Admission: the key is registered to an Accepted cluster (RelayHooks.isAdmitted), or is the hub's.
+ * - Policy: agent <-> hub node only; anything else (agent -> agent) is dropped and counted (`policy`).
+ * - cluster-deleted / cluster-denied / agent-unjoined: the key's DERP connection is closed at once and
+ *   the hub removes its peer; deny also reports the cluster disconnected (delete and unjoin forget it).
+ * - Start: every accepted agent in the store becomes a hub peer (up to the device's maxPeers).
+ * - Close (fastify preClose, i.e. RunningRelay.close / SIGTERM): clients get the Restarting frame, then
+ *   their sockets close; the hub node stops.
+ * Used as a StartOptions plugin: `startRelay(config, { plugins: [dataPlanePlugin(opts)] })`.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { RelayContext } from './context.js';
+import type { DerpLimits } from './derp/limits.js';
+import { createDerpServer, type DerpServer, type DerpServerOptions } from './derp/server.js';
+import type { KeyEvent } from './hooks.js';
+import { HubNode, type HubNodeOptions } from './hub/hub-node.js';
+import { loadOrCreateHubKey } from './identity.js';
+
+export interface DataPlaneOptions {
+  /** Test hook: every payload the DERP server routes (views: copy to keep). */
+  onPacket?: DerpServerOptions['onPacket'];
+  derpLimits?: Partial<DerpLimits>;
+  /** Hub node settings (timers, intervals, maxPeers, onInnerPacket). */
+  hub?: Partial<
+    Pick<
+      HubNodeOptions,
+      'onInnerPacket' | 'maxPeers' | 'timers' | 'statusIntervalMs' | 'probeIntervalMs' | 'deadAfterMs'
+    >
+  >;
+}
+
+export interface DataPlane {
+  readonly derp: DerpServer;
+  readonly hub: HubNode;
+  close(): Promise<void>;
+}
+
+/** Builds the data plane for a relay context and mounts it on `app`'s https server. */
+export async function mountDataPlane(
+  app: FastifyInstance,
+  ctx: RelayContext,
+  opts: DataPlaneOptions = {},
+): Promise<DataPlane> {
+  const hubKey = loadOrCreateHubKey(ctx.config.dataDir);
+  if (!hubKey.publicKey.equals(ctx.hubPublicKey)) {
+    throw new Error('hub key in the data dir changed under the running relay');
+  }
+  const hubPub = hubKey.publicKey;
+  const log = ctx.log.child({ component: 'data-plane' });
+  const derp = createDerpServer({
+    keyPair: hubKey,
+    clock: ctx.clock,
+    admission: {
+      isAdmitted: (k) => k.equals(hubPub) || ctx.hooks.isAdmitted(k),
+    },
+    policy: { canSend: (src, dst) => src.equals(hubPub) || dst.equals(hubPub) },
+    logger: log,
+    ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
+    ...(opts.derpLimits ? { limits: opts.derpLimits } : {}),
+  });
+  const hub = new HubNode({
+    privateKey: hubKey.privateKey,
+    derp,
+    clock: ctx.clock,
+    lookup: (k) => ctx.hooks.admittedPeer(k),
+    onStatus: (cluster, s) => ctx.hooks.updateConnection(cluster, s),
+    log: (obj, msg) => log.warn(obj, msg),
+    ...opts.hub,
+  });
+  for (const c of await ctx.store.listClusters()) {
+    if (c.status !== 'Accepted' || !c.publicKey || !c.address || !c.presharedKey) continue;
+    if (
+      !hub.addAgent({
+        cluster: c.name,
+        publicKey: c.publicKey,
+        address: c.address,
+        presharedKey: c.presharedKey,
+      })
+    )
+      break;
+  }
+
+  const revoke = (why: string, report: boolean) => (e: KeyEvent) => {
+    const key = Buffer.from(e.publicKey, 'base64');
+    derp.closeClient(key, why);
+    hub.removeAgent(e.publicKey);
+    if (report) ctx.hooks.updateConnection(e.cluster, { connected: false, path: 'none', rttMs: null });
+  };
+  const onDeleted = revoke('cluster deleted', false);
+  const onDenied = revoke('cluster denied', true);
+  const onUnjoined = revoke('agent unjoined', false);
+  ctx.hooks.on('cluster-deleted', onDeleted);
+  ctx.hooks.on('cluster-denied', onDenied);
+  ctx.hooks.on('agent-unjoined', onUnjoined);
+  const detach = derp.attach(app.server);
+
+  let closing: Promise<void> | null = null;
+  const dp: DataPlane = {
+    derp,
+    hub,
+    close() {
+      closing ??= (async () => {
+        ctx.hooks.off('cluster-deleted', onDeleted);
+        ctx.hooks.off('cluster-denied', onDenied);
+        ctx.hooks.off('agent-unjoined', onUnjoined);
+        detach();
+        await derp.shutdown();
+        hub.close();
+      })();
+      return closing;
+    },
+  };
+  app.addHook('preClose', async () => {
+    await dp.close();
+  });
+  return dp;
+}
+
+/**
+ * A startRelay plugin that mounts the data plane. `onMounted` receives the handle (tests read the hub's
+ * status and the DERP server's counters through it).
+ */
+export function dataPlanePlugin(
+  opts: DataPlaneOptions = {},
+  onMounted?: (dp: DataPlane) => void,
+): (app: FastifyInstance, ctx: RelayContext) => Promise<void> {
+  return async (app, ctx) => {
+    const dp = await mountDataPlane(app, ctx, opts);
+    onMounted?.(dp);
+  };
+}

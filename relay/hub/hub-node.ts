@@ -1,0 +1,335 @@
+/**
+ * The hub node: the relay's own WireGuard identity (100.64.0.1) as a user-space Device whose peers are
+ * the accepted agents (their key, the per-pair preshared key, allowed IP = the agent's /32). It reaches
+ * agents through the DERP server's in-process client (no socket): datagrams from the relay go straight
+ * to device.receive(), datagrams to an agent go to the path its Endpoint names (paths.ts).
+ *
+ * Peers are added for every accepted agent at start (addAgent) and on demand when an admitted key sends
+ * its first datagram (lookup, e.g. a registration accepted after start); removeAgent on delete, deny or
+ * unjoin. The hub answers ICMP echo to its address, probes each agent with ICMP echo for RTT, and every
+ * statusIntervalMs reports per agent: connected, path, lastHandshake, rttMs, bytesIn/Out (onStatus).
+ * Other inner packets go to onInnerPacket (pluggable: the streams layer puts its session on inner UDP).
+ */
+import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
+import { MAX_PACKET_LEN } from '../../shared/derp/frames.js';
+import type { DerpClientLike } from '../../shared/derp/types.js';
+import { parseIpv4Address } from '../../shared/ip/index.js';
+import { keyToBase64, parseKey } from '../../shared/keys.js';
+import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
+import { Device, type DeviceStats, type Peer } from '../../shared/wireguard/device.js';
+import { HUB_ADDRESS } from '../addresses.js';
+import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
+import { EchoProber, echoReplyFor, tryParseIpv4 } from './echo-prober.js';
+import { type DerpEndpoint, derpEndpoint, PathTable } from './paths.js';
+
+/** WireGuard transport overhead: 16-byte header + 16-byte tag. Relay frames carry up to 65,535 bytes. */
+export const HUB_MTU = MAX_PACKET_LEN - 32;
+/** Agents whose first datagrams wait for a store lookup at once; more are dropped. */
+export const MAX_PENDING_LOOKUPS = 256;
+/** Datagrams held per key while its lookup runs (a handshake initiation and a few retries). */
+export const MAX_PENDING_PER_KEY = 4;
+export const DEFAULT_STATUS_INTERVAL_MS = 2_000;
+/** The hub pings each agent this often (RTT), once its session is up. */
+export const DEFAULT_HUB_PROBE_INTERVAL_MS = 5_000;
+/** No authenticated datagram from an agent for this long: not connected. */
+export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
+
+/** The DERP server surface the hub needs. */
+export interface HubDerp {
+  connectLocal(
+    keyPair: { publicKey: Buffer },
+    handlers: {
+      onPacket?: (src: Buffer, payload: Buffer) => void;
+      onPeerGone?: (peer: Buffer, reason: number) => void;
+    },
+  ): DerpClientLike;
+  isConnected(pubKey: Buffer): boolean;
+}
+
+export interface HubAgent {
+  readonly cluster: string;
+  readonly publicKey: string;
+  readonly address: string;
+  readonly peer: Peer;
+}
+
+export interface HubNodeOptions {
+  privateKey: Buffer;
+  derp: HubDerp;
+  /** Whether a key may be a peer, and its parameters (the store: registered and Accepted). */
+  lookup(publicKey: Buffer): Promise<AdmittedPeer | null>;
+  onStatus?: (cluster: string, status: ConnectionStatus) => void;
+  /** Inner packets that are not ICMP echo for the hub. `packet` is a view: copy to keep it. */
+  onInnerPacket?: (packet: Buffer, agent: HubAgent) => void;
+  clock?: Clock;
+  maxPeers?: number;
+  timers?: Partial<WireGuardTimers>;
+  statusIntervalMs?: number;
+  probeIntervalMs?: number;
+  deadAfterMs?: number;
+  log?: (obj: object, msg: string) => void;
+}
+
+export interface HubStats {
+  device: DeviceStats;
+  agents: number;
+  pendingLookups: number;
+  dropped: { lookupFull: number; notAdmitted: number; pendingOverflow: number; pathFailed: number };
+}
+
+interface AgentRecord extends HubAgent {
+  readonly key: Buffer;
+  readonly endpoint: DerpEndpoint;
+  readonly prober: EchoProber;
+  lastRxBytes: number;
+  lastRxAt: number | null;
+  lastProbeAt: number;
+}
+
+const PATH_FAILED = new Error('path refused the datagram');
+
+export class HubNode {
+  readonly device: Device;
+  readonly publicKey: Buffer;
+  readonly #o: HubNodeOptions;
+  readonly #clock: Clock;
+  readonly #local: DerpClientLike;
+  readonly #paths = new PathTable();
+  readonly #agents = new Map<string, AgentRecord>();
+  readonly #pending = new Map<string, Buffer[]>();
+  readonly #hubAddr = parseIpv4Address(HUB_ADDRESS);
+  readonly #dropped = { lookupFull: 0, notAdmitted: 0, pendingOverflow: 0, pathFailed: 0 };
+  readonly #statusMs: number;
+  readonly #probeMs: number;
+  readonly #deadMs: number;
+  #timer: TimerHandle | undefined;
+  #closed = false;
+
+  constructor(opts: HubNodeOptions) {
+    this.#o = opts;
+    this.#clock = opts.clock ?? realClock;
+    this.#statusMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
+    this.#probeMs = opts.probeIntervalMs ?? DEFAULT_HUB_PROBE_INTERVAL_MS;
+    this.#deadMs = opts.deadAfterMs ?? DEFAULT_HUB_DEAD_AFTER_MS;
+    this.device = new Device({
+      privateKey: opts.privateKey,
+      clock: this.#clock,
+      mtu: HUB_MTU,
+      ...(opts.maxPeers !== undefined ? { maxPeers: opts.maxPeers } : {}),
+      ...(opts.timers ? { timers: opts.timers } : {}),
+      send: (d, e) => {
+        if (!this.#paths.send(d, e)) {
+          this.#dropped.pathFailed++;
+          throw PATH_FAILED;
+        }
+      },
+      onPacket: (p, peer) => this.#onInner(p, peer),
+    });
+    this.publicKey = this.device.publicKey;
+    this.#local = opts.derp.connectLocal(
+      { publicKey: this.publicKey },
+      {
+        onPacket: (src, payload) => this.#fromDerp(src, payload),
+        onPeerGone: (key) => {
+          const a = this.#agents.get(key.toString('base64'));
+          if (a) this.#report(a);
+        },
+      },
+    );
+    this.#paths.set('derp', {
+      send: (d, e) => this.#local.send((e as DerpEndpoint).derpKey, d),
+    });
+    this.#armTick();
+  }
+
+  /** Sets the transport for another endpoint scheme (e.g. `udp` for a direct path). */
+  setPath(scheme: string, transport: { send(datagram: Buffer, endpoint: { key: string }): boolean }): void {
+    this.#paths.set(scheme, transport);
+  }
+
+  /** Adds (or refreshes) an accepted agent as a peer. False when the device is full or closed. */
+  addAgent(p: AdmittedPeer): boolean {
+    if (this.#closed) return false;
+    const existing = this.#agents.get(p.publicKey);
+    if (existing && existing.address === p.address && existing.cluster === p.cluster) {
+      const psk = parseKey(p.presharedKey, 'preshared key');
+      if (psk.equals(existing.peer.presharedKey)) return true;
+    }
+    if (existing) this.removeAgent(p.publicKey);
+    const key = parseKey(p.publicKey, 'agent public key');
+    const endpoint = derpEndpoint(key);
+    let peer: Peer;
+    try {
+      peer = this.device.addPeer({
+        publicKey: key,
+        presharedKey: p.presharedKey,
+        endpoint,
+        allowedIps: [`${p.address}/32`],
+      });
+    } catch (err) {
+      this.#o.log?.({ cluster: p.cluster, err: (err as Error).message }, 'hub: agent not added');
+      return false;
+    }
+    const rec: AgentRecord = {
+      cluster: p.cluster,
+      publicKey: p.publicKey,
+      address: p.address,
+      peer,
+      key,
+      endpoint,
+      prober: new EchoProber({
+        clock: this.#clock,
+        src: this.#hubAddr,
+        dst: parseIpv4Address(p.address),
+      }),
+      lastRxBytes: 0,
+      lastRxAt: null,
+      lastProbeAt: Number.NEGATIVE_INFINITY,
+    };
+    peer.on('handshake', () => {
+      rec.lastRxAt = this.#clock.now();
+      this.#report(rec);
+    });
+    this.#agents.set(p.publicKey, rec);
+    return true;
+  }
+
+  /** Removes the agent's peer (delete, deny, unjoin). Does not report a status (the caller decides). */
+  removeAgent(publicKey: string | Buffer): boolean {
+    const id = typeof publicKey === 'string' ? publicKey : keyToBase64(publicKey);
+    this.#pending.delete(id);
+    const rec = this.#agents.get(id);
+    if (!rec) return false;
+    this.#agents.delete(id);
+    this.device.removePeer(rec.key);
+    return true;
+  }
+
+  agent(publicKey: string): HubAgent | undefined {
+    return this.#agents.get(publicKey);
+  }
+
+  /** The live status of an agent's session, or null for an unknown key. */
+  status(publicKey: string): ConnectionStatus | null {
+    const rec = this.#agents.get(publicKey);
+    return rec ? this.#statusOf(rec) : null;
+  }
+
+  /** Sends an inner IP packet (routed by destination address to its agent). */
+  sendInner(packet: Buffer): void {
+    this.device.send(packet);
+  }
+
+  get stats(): HubStats {
+    return {
+      device: this.device.stats,
+      agents: this.#agents.size,
+      pendingLookups: this.#pending.size,
+      dropped: { ...this.#dropped },
+    };
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#clock.clearTimer(this.#timer);
+    this.#pending.clear();
+    this.#local.close();
+    this.device.close();
+    this.#agents.clear();
+  }
+
+  // --- receive ----------------------------------------------------------------------------------
+
+  #fromDerp(src: Buffer, payload: Buffer): void {
+    const id = src.toString('base64');
+    const rec = this.#agents.get(id);
+    if (rec) {
+      this.device.receive(payload, rec.endpoint);
+      return;
+    }
+    // First datagram from an admitted key the hub does not know yet: ask the store, hold a few.
+    const held = this.#pending.get(id);
+    if (held) {
+      if (held.length >= MAX_PENDING_PER_KEY) this.#dropped.pendingOverflow++;
+      else held.push(Buffer.from(payload));
+      return;
+    }
+    if (this.#pending.size >= MAX_PENDING_LOOKUPS) return void this.#dropped.lookupFull++;
+    this.#pending.set(id, [Buffer.from(payload)]);
+    this.#o.lookup(Buffer.from(src)).then(
+      (p) => this.#lookedUp(id, p),
+      () => this.#lookedUp(id, null),
+    );
+  }
+
+  #lookedUp(id: string, p: AdmittedPeer | null): void {
+    const held = this.#pending.get(id);
+    this.#pending.delete(id);
+    if (this.#closed || !held) return;
+    if (!p || p.publicKey !== id || !this.addAgent(p)) {
+      this.#dropped.notAdmitted += held.length;
+      return;
+    }
+    const rec = this.#agents.get(id);
+    if (!rec) return;
+    for (const d of held) this.device.receive(d, rec.endpoint);
+  }
+
+  #onInner(packet: Buffer, peer: Peer): void {
+    const rec = this.#agents.get(keyToBase64(peer.publicKey));
+    if (!rec) return;
+    const ip = tryParseIpv4(packet);
+    if (ip && ip.dst === this.#hubAddr) {
+      const reply = echoReplyFor(ip, this.#hubAddr);
+      if (reply) return void peer.send(reply);
+      if (rec.prober.onPacket(ip)) return;
+    }
+    this.#o.onInnerPacket?.(packet, rec);
+  }
+
+  // --- status -----------------------------------------------------------------------------------
+
+  #statusOf(rec: AgentRecord): ConnectionStatus {
+    const now = this.#clock.now();
+    const peer = rec.peer;
+    if (peer.rxBytes !== rec.lastRxBytes) {
+      rec.lastRxBytes = peer.rxBytes;
+      rec.lastRxAt = now;
+    }
+    const connected =
+      this.#o.derp.isConnected(rec.key) &&
+      peer.lastHandshakeAt !== null &&
+      rec.lastRxAt !== null &&
+      now - rec.lastRxAt < this.#deadMs;
+    return {
+      connected,
+      path: connected ? 'relayed' : 'none',
+      lastHandshake: peer.lastHandshakeAt,
+      rttMs: connected ? rec.prober.roundedRttMs : null,
+      bytesIn: peer.rxBytes,
+      bytesOut: peer.txBytes,
+    };
+  }
+
+  #report(rec: AgentRecord): void {
+    if (this.#closed) return;
+    this.#o.onStatus?.(rec.cluster, this.#statusOf(rec));
+  }
+
+  #armTick(): void {
+    this.#timer = this.#clock.setTimer(this.#statusMs, () => {
+      if (this.#closed) return;
+      const now = this.#clock.now();
+      for (const rec of this.#agents.values()) {
+        const s = this.#statusOf(rec);
+        if (s.connected && rec.peer.isSessionUp && now - rec.lastProbeAt >= this.#probeMs) {
+          rec.lastProbeAt = now;
+          rec.peer.send(rec.prober.probe());
+        }
+        this.#o.onStatus?.(rec.cluster, s);
+      }
+      this.#armTick();
+    });
+  }
+}

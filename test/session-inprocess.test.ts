@@ -1,0 +1,204 @@
+/**
+ * The data plane in one process over real sockets: a real relay (startRelay on a loopback port with the
+ * data plane mounted), real registrations through the API, and the agent session library connecting to
+ * wss://.../derp with the CA pin. Checks the session comes up and shows in the cluster API, the relay
+ * only ever routes ciphertext, agent-to-agent packets are dropped and counted, and deleting a cluster
+ * disconnects its agent at once and refuses it afterwards.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { type DataPlane, dataPlanePlugin } from '../relay/data-plane.js';
+import { startTestRelay, type TestRelay } from '../relay/test-support.js';
+import { connectDerp, type DerpStateEvent } from '../shared/derp/client.js';
+import { buildUdpPacket, parseIpv4Address } from '../shared/ip/index.js';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import type { Tunnel } from '../tunnel-client/agent/types.js';
+import { AgentSession } from '../tunnel-client/session/agent-session.js';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+interface Setup {
+  t: TestRelay;
+  dp: DataPlane;
+  adminKey: string;
+  routed: Buffer[];
+  inner: Buffer[];
+}
+
+async function setup(): Promise<Setup> {
+  let dp: DataPlane | undefined;
+  const routed: Buffer[] = [];
+  const inner: Buffer[] = [];
+  const t = await startTestRelay({
+    plugins: [
+      dataPlanePlugin(
+        {
+          onPacket: (_s, _d, payload) => routed.push(Buffer.from(payload)),
+          hub: { onInnerPacket: (p) => inner.push(Buffer.from(p)), statusIntervalMs: 200 },
+        },
+        (d) => {
+          dp = d;
+        },
+      ),
+    ],
+  });
+  cleanups.push(() => t.cleanup());
+  if (!dp) throw new Error('data plane not mounted');
+  return { t, dp, adminKey: t.relay.adminKey!, routed, inner };
+}
+
+/** Creates a cluster and registers a fresh key with its PSK, as `tunnel-client join` does. */
+async function register(s: Setup, name: string) {
+  const created = await s.t.call('POST', '/api/v1/clusters', { token: s.adminKey, body: { name } });
+  expect(created.status).toBe(201);
+  const kp = generateKeyPair();
+  const reg = await s.t.call('POST', '/api/v1/register', {
+    token: created.body.bootstrap.psk,
+    body: { cluster: name, publicKey: keyToBase64(kp.publicKey), agentVersion: '0.1.0' },
+  });
+  expect(reg.status).toBe(201);
+  return { kp, tunnel: reg.body.tunnel as Tunnel };
+}
+
+function startSession(s: Setup, kp: { privateKey: Buffer }, tunnel: Tunnel, states?: DerpStateEvent[]) {
+  const session = new AgentSession({
+    privateKey: kp.privateKey,
+    tunnel,
+    caPin: s.t.relay.caPin,
+    probeIntervalMs: 300,
+    derp: { backoff: { baseMs: 100, maxMs: 500 }, ...(states ? { onState: (e) => states.push(e) } : {}) },
+  });
+  cleanups.push(() => session.close());
+  return session;
+}
+
+describe('agent session over the relay (in process)', () => {
+  it('comes up over wss with the CA pin; the cluster API shows connected, relayed and the handshake', async () => {
+    const s = await setup();
+    const { kp, tunnel } = await register(s, 'edge-1');
+    expect(tunnel.derpUrl).toBe(`${s.t.relay.url.replace('https:', 'wss:')}/derp`);
+    const session = startSession(s, kp, tunnel);
+    await session.whenUp(10_000);
+    const st = session.stats();
+    expect(st.connected).toBe(true);
+    expect(st.path).toBe('relayed');
+    expect(st.rttMs).not.toBeNull();
+    expect(st.bytesIn).toBeGreaterThan(0);
+    expect(st.bytesOut).toBeGreaterThan(0);
+    expect(Date.parse(st.lastHandshake ?? '')).toBeGreaterThan(Date.now() - 60_000);
+
+    await until('cluster shows the session', async () => {
+      const c = await s.t.call('GET', '/api/v1/clusters/edge-1', { token: s.adminKey });
+      return c.body.connected === true && c.body.rttMs !== null;
+    });
+    const c = await s.t.call('GET', '/api/v1/clusters/edge-1', { token: s.adminKey });
+    expect(c.body.path).toBe('relayed');
+    expect(Date.parse(c.body.lastHandshake)).toBeGreaterThan(Date.now() - 60_000);
+    expect(c.body.bytesIn).toBeGreaterThan(0);
+    expect(c.body.bytesOut).toBeGreaterThan(0);
+    expect(s.dp.hub.status(keyToBase64(kp.publicKey))?.connected).toBe(true);
+
+    // Closing the agent: the hub reports it disconnected.
+    await session.close();
+    await until('cluster shows disconnected', async () => {
+      const d = await s.t.call('GET', '/api/v1/clusters/edge-1', { token: s.adminKey });
+      return d.body.connected === false && d.body.path === 'none';
+    });
+  });
+
+  it('a key that is not registered is refused by the DERP server', async () => {
+    const s = await setup();
+    const { tunnel } = await register(s, 'edge-1');
+    const stranger = generateKeyPair();
+    const states: DerpStateEvent[] = [];
+    const c = connectDerp({
+      url: tunnel.derpUrl,
+      keyPair: stranger,
+      caPin: s.t.relay.caPin,
+      onPacket: () => {},
+      onState: (e) => states.push(e),
+      backoff: { baseMs: 100, maxMs: 200 },
+    });
+    cleanups.push(() => c.close());
+    await until('refusal', () => states.some((e) => e.closeCode === 4001));
+    expect(c.connected).toBe(false);
+    expect(s.dp.derp.stats.refusedNotAdmitted).toBeGreaterThan(0);
+  });
+
+  it('the relay routes only ciphertext: a marker sent inside the session never appears on the relay', async () => {
+    const s = await setup();
+    const { kp, tunnel } = await register(s, 'edge-1');
+    const session = startSession(s, kp, tunnel);
+    await session.whenUp(10_000);
+    const marker = Buffer.from(`PLAINTEXT-MARKER-${Math.random().toString(36).slice(2)}`);
+    const self = parseIpv4Address(tunnel.address.split('/')[0]!);
+    const hub = parseIpv4Address(tunnel.hubAddress);
+    const before = s.routed.length;
+    for (let i = 0; i < 5; i++) {
+      session.sendInner(buildUdpPacket({ src: self, dst: hub, srcPort: 4000 + i, dstPort: 7 }, marker));
+    }
+    await until('hub got the marker', () => s.inner.filter((p) => p.includes(marker)).length === 5);
+    expect(s.routed.length).toBeGreaterThan(before + 4);
+    for (const p of s.routed) {
+      expect(p.includes(marker)).toBe(false);
+      expect(p.includes(marker.subarray(0, 12))).toBe(false);
+    }
+  });
+
+  it('a packet from one agent to another agent is dropped by policy and counted', async () => {
+    const s = await setup();
+    const a = await register(s, 'edge-a');
+    const b = await register(s, 'edge-b');
+    const sa = startSession(s, a.kp, a.tunnel);
+    await sa.whenUp(10_000);
+    const got: Buffer[] = [];
+    const cb = connectDerp({
+      url: b.tunnel.derpUrl,
+      keyPair: b.kp,
+      caPin: s.t.relay.caPin,
+      onPacket: (_src, p) => got.push(Buffer.from(p)),
+    });
+    cleanups.push(() => cb.close());
+    await cb.whenConnected(10_000);
+    const dropped = s.dp.derp.stats.dropped.policy;
+    expect(cb.send(a.kp.publicKey, Buffer.from('agent to agent'))).toBe(true);
+    await until('policy drop counted', () => s.dp.derp.stats.dropped.policy === dropped + 1);
+    // B -> hub is allowed (a garbage datagram the hub drops), and A never hears from B.
+    expect(cb.send(s.dp.hub.publicKey, Buffer.from('not wireguard'))).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(s.dp.derp.stats.dropped.policy).toBe(dropped + 1);
+    expect(sa.connected).toBe(true);
+  });
+
+  it('deleting the cluster disconnects its agent at once and refuses it from then on', async () => {
+    const s = await setup();
+    const { kp, tunnel } = await register(s, 'edge-1');
+    const states: DerpStateEvent[] = [];
+    const session = startSession(s, kp, tunnel, states);
+    await session.whenUp(10_000);
+    const id = keyToBase64(kp.publicKey);
+    expect(s.dp.hub.agent(id)).toBeDefined();
+    const refusedBefore = s.dp.derp.stats.refusedNotAdmitted;
+
+    const del = await s.t.call('DELETE', '/api/v1/clusters/edge-1', { token: s.adminKey });
+    expect(del.status).toBe(200);
+    await until('agent disconnected', () => states.some((e) => e.closeCode === 4004), 2_000);
+    expect(s.dp.hub.agent(id)).toBeUndefined();
+    expect(s.dp.derp.isConnected(kp.publicKey)).toBe(false);
+    await until('reconnect refused', () => s.dp.derp.stats.refusedNotAdmitted > refusedBefore);
+    expect(states.filter((e) => e.closeCode === 4001).length).toBeGreaterThan(0);
+    await until('session down', () => !session.connected, 8_000);
+    expect(session.derp.connected).toBe(false);
+  });
+});
