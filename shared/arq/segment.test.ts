@@ -7,6 +7,7 @@ import {
   CMD_PUSH,
   CMD_PUSHF,
   MAX_SEGMENT_DATA,
+  peekConv,
   readHeader,
   SEG_HEADER,
   type SegmentHeader,
@@ -33,6 +34,8 @@ describe('segment codec', () => {
         readHeader(b, 0, out);
         expect(out).toEqual(h);
         expect(b.readUInt32LE(12)).toBe(h.sn);
+        expect(peekConv(b)).toBe(h.conv);
+        expect(peekConv(b.subarray(0, SEG_HEADER - 1))).toBeUndefined();
       }),
     );
   });

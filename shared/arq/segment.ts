@@ -78,3 +78,12 @@ export function isKnownCmd(cmd: number): boolean {
 export function seqDiff(a: number, b: number): number {
   return (a - b) | 0;
 }
+
+/**
+ * The conv of a datagram's first segment, or undefined if it is too short to carry one. Lets a binding
+ * route datagrams to the right session, or notice that the peer started a new one.
+ */
+export function peekConv(datagram: Uint8Array): number | undefined {
+  if (datagram.length < SEG_HEADER) return undefined;
+  return (datagram[0]! | (datagram[1]! << 8) | (datagram[2]! << 16) | (datagram[3]! << 24)) >>> 0;
+}
