@@ -6,10 +6,55 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../shared/errors.js';
 import { resolveRelayConfig } from './config.js';
 import { certAltNames, loadOrCreateHubKey, loadOrCreateTls } from './identity.js';
+import { startRelay } from './server.js';
+import { LogCapture } from './test-support.js';
 import { caPinOf, createSelfSignedCert } from './tls/self-signed.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relay-identity-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('start-up failures', () => {
+  it('an unusable data dir or store path is BAD_CONFIG naming the key', async () => {
+    const file = join(dir, 'not-a-dir');
+    writeFileSync(file, 'x');
+    const c1 = resolveRelayConfig({ flags: { dataDir: join(file, 'sub'), listen: '127.0.0.1:0' } });
+    await expect(startRelay(c1, { logStream: new LogCapture() })).rejects.toThrow(
+      /^data-dir: cannot prepare .*ENOTDIR/,
+    );
+    const c2 = resolveRelayConfig({
+      flags: {
+        dataDir: join(dir, 'ok'),
+        listen: '127.0.0.1:0',
+        store: `sqlite:${join(dir, 'missing', 'x.db')}`,
+      },
+    });
+    await expect(startRelay(c2, { logStream: new LogCapture() })).rejects.toThrow(
+      /^store: cannot open sqlite:/,
+    );
+    const c3 = resolveRelayConfig({
+      flags: { dataDir: join(dir, 'ok2'), listen: '127.0.0.1:0', store: 'postgres://h/db' },
+    });
+    await expect(startRelay(c3, { logStream: new LogCapture() })).rejects.toThrow(/^store: postgres/);
+  });
+
+  it('a port in use is BAD_CONFIG naming listen, and the store is closed again', async () => {
+    const first = await startRelay(
+      resolveRelayConfig({ flags: { dataDir: join(dir, 'p1'), listen: '127.0.0.1:0' } }),
+      {
+        logStream: new LogCapture(),
+      },
+    );
+    try {
+      const port = new URL(first.url).port;
+      const second = resolveRelayConfig({ flags: { dataDir: join(dir, 'p2'), listen: `127.0.0.1:${port}` } });
+      await expect(startRelay(second, { logStream: new LogCapture() })).rejects.toThrow(
+        new RegExp(`^listen: cannot bind 127.0.0.1:${port} \\(EADDRINUSE\\)`),
+      );
+    } finally {
+      await first.close();
+    }
+  });
+});
 
 describe('relay identity', () => {
   it('covers the public URL host and is stable across loads', () => {

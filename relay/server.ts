@@ -81,7 +81,24 @@ export function openStore(config: RelayConfig): Store {
       'store: postgres:// is not supported by this build yet; use sqlite:PATH',
     );
   }
-  return new SqliteStore(config.store.path);
+  try {
+    return new SqliteStore(config.store.path);
+  } catch (err) {
+    if (isTunnelError(err)) throw err;
+    const reason = (err as { code?: string }).code ?? (err as Error).message;
+    throw new TunnelError('BAD_CONFIG', `store: cannot open sqlite:${config.store.path} (${reason})`);
+  }
+}
+
+/** File-system failures while preparing the data dir become BAD_CONFIG naming the key and the errno. */
+function onDisk<T>(key: string, path: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (isTunnelError(err)) throw err;
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new TunnelError('BAD_CONFIG', `${key}: cannot prepare ${path} (${code})`);
+  }
 }
 
 function urlHost(host: string): string {
@@ -124,9 +141,11 @@ function mapError(err: FastifyError): TunnelError {
 export async function startRelay(config: RelayConfig, opts: StartOptions = {}): Promise<RunningRelay> {
   const clock = opts.clock ?? realClock;
   const log = createLogger(config.logLevel, opts.logStream);
-  ensureDataDir(config.dataDir);
-  const tls = loadOrCreateTls(config, clock.wallNow());
-  const hub = loadOrCreateHubKey(config.dataDir);
+  const tls = onDisk('data-dir', config.dataDir, () => {
+    ensureDataDir(config.dataDir);
+    return loadOrCreateTls(config, clock.wallNow());
+  });
+  const hub = onDisk('data-dir', config.dataDir, () => loadOrCreateHubKey(config.dataDir));
   const store = opts.store ?? openStore(config);
   let adminKey: string | null;
   try {
