@@ -118,6 +118,10 @@ describe('double opt-in with an org-wide bootstrap key', () => {
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('CLUSTER_DENIED');
     expect((await t.call('POST', '/api/v1/agent/lease', { token: cred2, body: {} })).status).toBe(403);
+    const values = await t.call('GET', `/clusters/opt-in?token=${cred2}`);
+    expect(values.status).toBe(403);
+    expect(values.body.error.code).toBe('CLUSTER_DENIED');
+    expect((await t.call('GET', '/api/v1/clusters/opt-in/values', { token: cred2 })).status).toBe(403);
   });
 });
 

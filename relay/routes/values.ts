@@ -33,6 +33,9 @@ function requireValuesRead(p: Principal, c: ClusterRecord): void {
   if (p.kind === 'agent') {
     if (p.cluster !== c.name)
       throw new TunnelError('FORBIDDEN', "an agent may read only its own cluster's values");
+    if (p.status === 'Denied') {
+      throw new TunnelError('CLUSTER_DENIED', `cluster "${c.name}" was denied by an administrator`);
+    }
     return;
   }
   requireClusterRead(p, c.group, `read values of clusters in group ${c.group}`);
