@@ -250,6 +250,28 @@ describe('MuxSession timers (fake clock)', () => {
     expect(isTunnelError(err, 'TIMEOUT') || isTunnelError(err, 'CLOSED')).toBe(true);
   });
 
+  it('keeps the session when a ping times out while other bytes keep arriving', async () => {
+    const clock = new FakeClock(0);
+    const m = new MuxSession({
+      role: 'client',
+      clock,
+      keepAliveMs: 0,
+      pingTimeoutMs: 1_000,
+      write: () => true,
+    });
+    const p = m.ping().catch((e: unknown) => e);
+    for (let i = 0; i < 12; i++) {
+      clock.advance(100);
+      m.input(encodeHeader(TYPE_WINDOW_UPDATE, 0, 7, 0)); // a frame for an unknown stream: ignored, but alive
+    }
+    expect(isTunnelError(await p, 'TIMEOUT')).toBe(true);
+    expect(m.closed).toBe(false);
+    const q = m.ping().catch((e: unknown) => e);
+    clock.advance(1_100);
+    expect(isTunnelError(await q, 'TIMEOUT')).toBe(true);
+    expect(m.closed).toBe(true);
+  });
+
   it('caps pending pings', async () => {
     const clock = new FakeClock(0);
     const m = new MuxSession({ role: 'client', clock, keepAliveMs: 0, write: () => true });

@@ -72,6 +72,7 @@ export class MuxSession extends EventEmitter {
   #curFin = false;
   #inputting = false;
   #grown = 0;
+  #lastInputAt: number;
   #reentrant: Buffer[] = [];
 
   constructor(opts: MuxOptions) {
@@ -79,6 +80,7 @@ export class MuxSession extends EventEmitter {
     this.#cfg = resolveMuxConfig(opts);
     this.#opts = opts;
     this.#nextId = opts.role === 'client' ? 1 : 2;
+    this.#lastInputAt = opts.clock.now();
     const cfg = this.#cfg;
     this.#host = {
       maxWindow: cfg.maxWindow,
@@ -151,6 +153,7 @@ export class MuxSession extends EventEmitter {
   /** Feeds bytes from the transport. A protocol error closes the session (GoAway protocol-error). */
   input(chunk: Buffer): void {
     if (this.#closed) return;
+    this.#lastInputAt = this.#opts.clock.now();
     if (this.#inputting) {
       // Re-entered from a handler (a transport that delivers synchronously): keep byte order.
       this.#reentrant.push(chunk);
@@ -183,7 +186,10 @@ export class MuxSession extends EventEmitter {
     this.#shutdown(e, null);
   }
 
-  /** Sends a ping and resolves with the round-trip time; rejects with TIMEOUT after pingTimeoutMs. */
+  /**
+   * Sends a ping and resolves with the round-trip time; rejects with TIMEOUT after pingTimeoutMs, and then
+   * closes the session too unless other bytes arrived from the peer meanwhile.
+   */
   ping(): Promise<number> {
     if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'mux: session is closed'));
     if (this.#pings.size >= MAX_PENDING_PINGS) {
@@ -198,7 +204,8 @@ export class MuxSession extends EventEmitter {
         this.#pings.delete(id);
         const e = new TunnelError('TIMEOUT', `mux: ping unanswered for ${this.#cfg.pingTimeoutMs} ms`);
         reject(e);
-        this.#shutdown(e, null);
+        // Bytes still arriving mean the peer is alive and the ping is queued behind data: keep the session.
+        if (this.#opts.clock.now() - this.#lastInputAt >= this.#cfg.pingTimeoutMs) this.#shutdown(e, null);
       });
       this.#pings.set(id, { sentAt: this.#opts.clock.now(), timer, resolve, reject });
       this.stats.pingsSent++;
