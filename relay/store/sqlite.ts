@@ -410,8 +410,3 @@ export class SqliteStore implements Store {
     );
   }
 }
-
-/** Opens the store named by the config. PostgreSQL is not built yet: BAD_CONFIG says so. */
-export function openSqliteStore(path: string, limits?: Partial<StoreLimits>): SqliteStore {
-  return new SqliteStore(path, limits);
-}
