@@ -2,7 +2,9 @@
  * The DERP relay end to end over real TLS WebSockets on 127.0.0.1: forwarding, the handshake, admission,
  * policy, duplicate keys, PeerGone, the in-process client and protocol violations.
  */
+import { request } from 'node:https';
 import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { encodeSendPacket, FrameType, PeerGoneReason } from '../shared/derp/frames.js';
 import { generateKeyPair } from '../shared/keys.js';
 import {
@@ -227,6 +229,46 @@ describe('DERP relay over TLS WebSocket', () => {
     expect(relay.derp.stats.protocolErrors).toBe(1);
     a.client.send(b.keyPair.publicKey, Buffer.from('still fine'));
     await waitFor(() => b.received.length === 1, 5000, 'others unaffected');
+  });
+
+  it('answers bad upgrades with plain HTTP statuses: 400 without subprotocol, 426 not websocket, 404 elsewhere', async () => {
+    relay = await startRelay();
+    const wsStatus = (url: string, protocol?: string) =>
+      new Promise<number>((resolve) => {
+        const ws = new WebSocket(url, protocol ? [protocol] : [], { rejectUnauthorized: false });
+        ws.on('unexpected-response', (_req, res) => {
+          resolve(res.statusCode ?? 0);
+          ws.terminate();
+        });
+        ws.on('open', () => {
+          resolve(101);
+          ws.terminate();
+        });
+        ws.on('error', () => {});
+      });
+    expect(await wsStatus(relay.url)).toBe(400);
+    expect(await wsStatus(relay.url, 'chat')).toBe(400);
+    expect(await wsStatus(relay.url.replace('/derp', '/other'), 'derp')).toBe(404);
+    expect(await wsStatus(`${relay.url}?x=1`, 'derp')).toBe(101);
+    const port = Number(new URL(relay.url).port);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        path: '/derp',
+        rejectUnauthorized: false,
+        headers: { Connection: 'Upgrade', Upgrade: 'DERP' },
+      });
+      req.on('response', (res) => resolve(res.statusCode ?? 0));
+      req.on('upgrade', (res, socket) => {
+        socket.destroy();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(426);
+    expect(relay.derp.stats.clients).toBe(0);
   });
 
   it('refuses a relay whose certificate does not match the pin, before any handshake', async () => {
