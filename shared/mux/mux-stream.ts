@@ -54,6 +54,7 @@ export class MuxStream extends Duplex {
   #consumed = 0;
   #lastUpdateAt: number;
   #queue: Buffer[] = [];
+  #qHead = 0;
   #queueBytes = 0;
   #readBlocked = false;
   #resetByPeer = false;
@@ -95,7 +96,7 @@ export class MuxStream extends Duplex {
   onData(chunk: Buffer): void {
     this.lastActivity = this.#host.now();
     if (this.destroyed || this.#ended) return;
-    if (this.#queue.length === 0 && !this.#readBlocked) {
+    if (this.#qHead === this.#queue.length && !this.#readBlocked) {
       this.#consumed += chunk.length;
       if (!this.push(chunk)) this.#readBlocked = true;
       this.#maybeUpdate();
@@ -187,14 +188,22 @@ export class MuxStream extends Duplex {
 
   override _read(): void {
     this.#readBlocked = false;
-    while (this.#queue.length > 0) {
-      const b = this.#queue.shift()!;
+    while (this.#qHead < this.#queue.length) {
+      const b = this.#queue[this.#qHead]!;
+      this.#queue[this.#qHead++] = undefined as unknown as Buffer;
       this.#queueBytes -= b.length;
       this.#consumed += b.length;
       if (!this.push(b)) {
         this.#readBlocked = true;
         break;
       }
+    }
+    if (this.#qHead === this.#queue.length) {
+      this.#queue.length = 0;
+      this.#qHead = 0;
+    } else if (this.#qHead >= 1024 && this.#qHead * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#qHead);
+      this.#qHead = 0;
     }
     this.#maybeEnd();
     this.#maybeUpdate();
@@ -208,6 +217,7 @@ export class MuxStream extends Duplex {
     this.#pend = null;
     this.#pendCb = null;
     this.#queue = [];
+    this.#qHead = 0;
     this.#queueBytes = 0;
     cb(err);
   }
@@ -224,7 +234,7 @@ export class MuxStream extends Duplex {
   }
 
   #maybeEnd(): void {
-    if (this.#finRecv && !this.#ended && this.#queue.length === 0) {
+    if (this.#finRecv && !this.#ended && this.#qHead === this.#queue.length) {
       this.#ended = true;
       this.push(null);
     }
