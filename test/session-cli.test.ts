@@ -1,0 +1,203 @@
+/**
+ * The data plane through the real binaries: `tunnel-relay serve` (DERP at /derp and the hub node mounted)
+ * and `tunnel-client join --wait` / `run` / `status`. The WireGuard session comes up over the relay, comes
+ * back after kill -9 of the agent and after a relay restart (same data dir and port) without operator
+ * action, and a deleted cluster's agent is disconnected at once and stays refused.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  sleep,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
+
+let relay: Proc;
+let ready: ReadyLine;
+let dataDir: string;
+let adminEnv: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  buildIfStale();
+  dataDir = tempDir('session-cli-relay-');
+  const started = await startServe(dataDir, '127.0.0.1:0');
+  relay = started.proc;
+  ready = started.ready;
+  adminEnv = cleanEnv({
+    TUNNEL_RELAY_URL: ready.url,
+    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+    TUNNEL_RELAY_CA_PIN: ready.caPin,
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await relay?.stop();
+  await cleanup();
+});
+
+const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+const client = (...args: string[]) => run(CLIENT_BIN, args, cleanEnv(), 40_000);
+
+function json<T>(r: { code: number | null; stdout: string; stderr: string }): T {
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}
+
+interface ClusterView {
+  connected: boolean;
+  path: string;
+  lastHandshake: string | null;
+  rttMs: number | null;
+  bytesIn: number;
+  bytesOut: number;
+}
+
+interface StatusReport extends ClusterView {
+  status: string;
+  agentRunning: boolean;
+}
+
+const getCluster = async (name: string) =>
+  json<ClusterView>(await admin('cluster', 'get', name, '--output', 'json'));
+const getStatus = async (stateDir: string) =>
+  json<StatusReport>(await client('status', '--state-dir', stateDir, '--output', 'json'));
+
+async function until<T>(
+  what: string,
+  get: () => Promise<T>,
+  pred: (v: T) => boolean,
+  ms: number,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: T | undefined;
+  for (;;) {
+    try {
+      last = await get();
+      if (pred(last)) return last;
+    } catch {
+      // the relay may be restarting
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
+    await sleep(200);
+  }
+}
+
+async function joinCluster(name: string): Promise<string> {
+  const created = json<{ bootstrap: { joinCommand: string } }>(
+    await admin('cluster', 'create', name, '--output', 'json'),
+  );
+  const stateDir = join(tempDir('session-cli-agent-'), 'state');
+  const args = created.bootstrap.joinCommand.split(' ').slice(1);
+  const r = await client(...args, '--state-dir', stateDir, '--wait', '--output', 'json');
+  expect(json<{ status: string }>(r).status).toBe('Accepted');
+  return stateDir;
+}
+
+describe('WireGuard session over the relay, real processes', () => {
+  let stateDir: string;
+  let agent: Proc;
+
+  it('join --wait returns once the session is up; run keeps it; status and the cluster API show it', async () => {
+    stateDir = await joinCluster('edge-1');
+    // join --wait returned after a completed handshake, which the hub recorded.
+    const afterJoin = await getCluster('edge-1');
+    expect(afterJoin.lastHandshake).not.toBeNull();
+    expect(afterJoin.bytesIn).toBeGreaterThan(0);
+
+    agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+    const st = await until(
+      'status connected',
+      () => getStatus(stateDir),
+      (s) => s.connected,
+      15_000,
+    );
+    expect(st).toMatchObject({ status: 'Accepted', agentRunning: true, path: 'relayed' });
+    expect(st.lastHandshake).not.toBeNull();
+    expect(st.bytesOut).toBeGreaterThan(0);
+    const c = await until(
+      'cluster connected',
+      () => getCluster('edge-1'),
+      (v) => v.connected,
+      10_000,
+    );
+    expect(c.path).toBe('relayed');
+    expect(Date.parse(c.lastHandshake ?? '')).toBeGreaterThanOrEqual(
+      Date.parse(afterJoin.lastHandshake ?? ''),
+    );
+    const file = JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as { pid: number };
+    expect(file.pid).toBe(agent.child.pid);
+  }, 60_000);
+
+  it('kill -9 the agent and run it again: the session is back within 10 s', async () => {
+    const before = await getCluster('edge-1');
+    expect(await agent.stop('SIGKILL')).not.toBe(0);
+    agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+    const st = await until(
+      'status connected after restart',
+      () => getStatus(stateDir),
+      (s) => s.connected && s.agentRunning && s.lastHandshake !== null,
+      10_000,
+    );
+    expect(st.path).toBe('relayed');
+    const c = await until(
+      'a new handshake at the hub',
+      () => getCluster('edge-1'),
+      (v) => v.connected && (v.lastHandshake ?? '') > (before.lastHandshake ?? ''),
+      10_000,
+    );
+    expect(c.path).toBe('relayed');
+  }, 40_000);
+
+  it('restart the relay (SIGTERM, same data dir and port): the session is back within 10 s', async () => {
+    const port = new URL(ready.url).port;
+    expect(await relay.stop('SIGTERM')).toBe(0);
+    await until(
+      'status disconnected',
+      () => getStatus(stateDir),
+      (s) => !s.connected,
+      15_000,
+    );
+    const restarted = await startServe(dataDir, `127.0.0.1:${port}`);
+    relay = restarted.proc;
+    expect(restarted.ready.caPin).toBe(ready.caPin);
+    const c = await until(
+      'cluster connected after restart',
+      () => getCluster('edge-1'),
+      (v) => v.connected,
+      10_000,
+    );
+    expect(c.path).toBe('relayed');
+    expect(c.lastHandshake).not.toBeNull();
+    const st = await until(
+      'status connected',
+      () => getStatus(stateDir),
+      (s) => s.connected,
+      10_000,
+    );
+    expect(st.path).toBe('relayed');
+  }, 60_000);
+
+  it('deleting the cluster disconnects the agent at once and refuses it from then on', async () => {
+    expect((await admin('cluster', 'delete', 'edge-1')).code).toBe(0);
+    const st = await until(
+      'status disconnected',
+      () => getStatus(stateDir),
+      (s) => !s.connected,
+      3_000,
+    );
+    expect(st.path).toBe('none');
+    await agent.waitFor((p) => /relay refused this key|not admitted/.test(p.stderr), 15_000, 'refusal');
+    await sleep(1_000);
+    expect((await getStatus(stateDir)).connected).toBe(false);
+    expect(await agent.stop('SIGTERM')).toBe(0);
+  }, 40_000);
+});
