@@ -31,6 +31,7 @@ export class SendWindow {
   #sb: OutSeg[] = [];
   #head = 0;
   #lost: OutSeg[] = [];
+  #lostHead = 0;
 
   constructor(initialSn: number) {
     this.sndNxt = initialSn;
@@ -153,8 +154,12 @@ export class SendWindow {
 
   /** The oldest segment still marked lost, removed from the lost queue. */
   nextLost(): OutSeg | undefined {
-    while (this.#lost.length > 0) {
-      const seg = this.#lost.shift()!;
+    while (this.#lostHead < this.#lost.length) {
+      const seg = this.#lost[this.#lostHead++]!;
+      if (this.#lostHead === this.#lost.length) {
+        this.#lost.length = 0;
+        this.#lostHead = 0;
+      }
       if (seg.lost && !seg.acked) return seg;
     }
     return undefined;
@@ -164,6 +169,7 @@ export class SendWindow {
     this.#sb = [];
     this.#head = 0;
     this.#lost = [];
+    this.#lostHead = 0;
     this.unacked = 0;
     this.unackedBytes = 0;
     this.lostCount = 0;
