@@ -159,6 +159,9 @@ export class SendWindow {
       if (this.#lostHead === this.#lost.length) {
         this.#lost.length = 0;
         this.#lostHead = 0;
+      } else if (this.#lostHead >= 1024 && this.#lostHead * 2 >= this.#lost.length) {
+        this.#lost = this.#lost.slice(this.#lostHead);
+        this.#lostHead = 0;
       }
       if (seg.lost && !seg.acked) return seg;
     }
