@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ArqSession } from '../arq/arq-session.js';
 import { type FaultyLinkOptions, faultyPath } from '../arq/faulty-path.js';
@@ -145,4 +146,38 @@ describe('mux over ARQ over a faulty path', () => {
     expect(p.ab.counters.tooBig + p.ba.counters.tooBig).toBe(0);
     expect(arqA.stats.fragmentedSends + arqB.stats.fragmentedSends).toBeGreaterThan(0);
   }, 60_000);
+
+  it('delivers every stream intact for random path faults, MTUs and stream sizes (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          seed: fc.nat(),
+          loss: fc.double({ min: 0, max: 0.1, noNaN: true }),
+          reorder: fc.double({ min: 0, max: 0.3, noNaN: true }),
+          duplicate: fc.double({ min: 0, max: 0.1, noNaN: true }),
+          latencyMs: fc.integer({ min: 1, max: 30 }),
+          jitterMs: fc.integer({ min: 0, max: 10 }),
+        }),
+        fc.constantFrom(200, 576, 1392, 9000, 65_000),
+        fc.array(fc.integer({ min: 0, max: 120_000 }), { minLength: 1, maxLength: 4 }),
+        async (path, mtu, sizes) => {
+          const { clock, client, server, arqA } = stack(path, mtu);
+          echoServer(server);
+          const jobs = sizes.map((n, i) => {
+            const data = randomBytes(n);
+            const s = client.open();
+            const rx = collect(s);
+            pump(s, data, 1 + ((n * 7 + i * 1_013) % 20_000));
+            return { data, rx };
+          });
+          await runUntil(clock, () => jobs.every((j) => j.rx.ended()), 300_000, 5);
+          for (const j of jobs) expect(sha(j.rx.buf())).toBe(sha(j.data));
+          expect(arqA.closed).toBe(false);
+          client.close();
+          server.close();
+        },
+      ),
+      { numRuns: 20 },
+    );
+  }, 120_000);
 });
