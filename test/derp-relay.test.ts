@@ -2,9 +2,11 @@
  * The DERP relay end to end over real TLS WebSockets on 127.0.0.1: forwarding, the handshake, admission,
  * policy, duplicate keys, PeerGone, the in-process client and protocol violations.
  */
-import { request } from 'node:https';
+import { createServer, request } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { createDerpServer } from '../relay/derp/server.js';
 import { encodeSendPacket, FrameType, PeerGoneReason } from '../shared/derp/frames.js';
 import { generateKeyPair } from '../shared/keys.js';
 import {
@@ -13,6 +15,7 @@ import {
   startRelay,
   type TestClient,
   type TestRelay,
+  testCert,
   waitFor,
 } from './derp-fixtures.js';
 
@@ -269,6 +272,40 @@ describe('DERP relay over TLS WebSocket', () => {
     });
     expect(status).toBe(426);
     expect(relay.derp.stats.clients).toBe(0);
+  });
+
+  it('passes upgrades for other paths to onOtherUpgrade', async () => {
+    const c = testCert();
+    const https = createServer({ key: c.key, cert: c.cert });
+    const derp = createDerpServer({
+      keyPair: generateKeyPair(),
+      admission: { isAdmitted: () => true },
+      policy: { canSend: () => true },
+    });
+    const seen: string[] = [];
+    derp.attach(https, {
+      onOtherUpgrade: (req, socket) => {
+        seen.push(req.url ?? '');
+        socket.end('HTTP/1.1 418 I am a teapot\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      },
+    });
+    await new Promise<void>((r) => https.listen(0, '127.0.0.1', r));
+    try {
+      const port = (https.address() as AddressInfo).port;
+      const status = await new Promise<number>((resolve) => {
+        const ws = new WebSocket(`wss://127.0.0.1:${port}/api/v1/clusters/x/proxy/exec`, ['derp'], {
+          rejectUnauthorized: false,
+        });
+        ws.on('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0));
+        ws.on('error', () => {});
+      });
+      expect(status).toBe(418);
+      expect(seen).toEqual(['/api/v1/clusters/x/proxy/exec']);
+    } finally {
+      await derp.shutdown();
+      https.closeAllConnections();
+      await new Promise<void>((r) => https.close(() => r()));
+    }
   });
 
   it('refuses a relay whose certificate does not match the pin, before any handshake', async () => {

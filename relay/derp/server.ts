@@ -58,10 +58,20 @@ export interface DerpServerOptions {
   path?: string;
 }
 
+export interface AttachOptions {
+  /** Upgrade requests for other paths (for example the hub's proxy with `Upgrade: SPDY/3.1`). */
+  onOtherUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+}
+
 export interface DerpServer {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
-  /** Handles upgrades on `path` from this server; returns a function that detaches again. */
-  attach(server: HttpServer | HttpsServer): () => void;
+  /**
+   * Handles upgrades on `path` from this server; returns a function that detaches again. Note: once any
+   * 'upgrade' listener exists, Node hands every Upgrade request to 'upgrade' listeners and never to the
+   * 'request' handler (Fastify routes). Other upgrade paths go to `onOtherUpgrade`; without it they get 404
+   * while this is the server's only 'upgrade' listener.
+   */
+  attach(server: HttpServer | HttpsServer, opts?: AttachOptions): () => void;
   /** Closes the connection registered for this key (4004). Returns whether one was connected. */
   closeClient(pubKey: Buffer, reason: string): boolean;
   isConnected(pubKey: Buffer): boolean;
@@ -164,10 +174,12 @@ class DerpServerImpl implements WsRouter, DerpServer {
     this.#conns.add(new WsPeer(ws, socket, this));
   }
 
-  attach(server: HttpServer | HttpsServer): () => void {
+  attach(server: HttpServer | HttpsServer, opts: AttachOptions = {}): () => void {
+    const other = opts.onOtherUpgrade;
     const listener = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === this.#path) this.handleUpgrade(req, socket, head);
+      else if (other) other(req, socket, head);
       else if (server.listenerCount('upgrade') === 1)
         refuseUpgrade(socket, 404, 'no WebSocket endpoint here');
     };
