@@ -31,6 +31,8 @@ export const PROGRESS_EVERY_MS = 15_000;
 
 export interface DataPlane {
   stats(): ConnectionStats;
+  /** Resolves once the session is up (`join --wait`); data planes without one count as up at once. */
+  whenUp?(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -38,6 +40,8 @@ export type DataPlaneFactory = (ctx: {
   readonly state: AgentState;
   readonly tunnel: Tunnel;
   readonly privateKey: string;
+  /** The data plane's connection figures changed: status.json is rewritten. */
+  readonly onChange: () => void;
 }) => Promise<DataPlane>;
 
 export interface AgentOptions {
@@ -66,6 +70,7 @@ export class Agent {
   readonly #pollBackoff: Backoff;
   #lease: LeaseLoop | undefined;
   #dataPlane: DataPlane | undefined;
+  readonly #dataPlaneWaiters: Array<(dp: DataPlane) => void> = [];
   #relayValues: Values = {};
   #values: Values;
   #valuesVersion: string | null = null;
@@ -115,6 +120,13 @@ export class Agent {
     return new Promise((resolve, reject) => {
       this.#waiters.push({ resolve, reject, failOnDenied });
     });
+  }
+
+  /** Resolves once the data plane reports its session up (at once when the agent runs without one). */
+  async whenSessionUp(): Promise<void> {
+    if (!this.#o.dataPlane) return;
+    const dp = this.#dataPlane ?? (await new Promise<DataPlane>((r) => this.#dataPlaneWaiters.push(r)));
+    await dp.whenUp?.();
   }
 
   async close(): Promise<void> {
@@ -229,7 +241,11 @@ export class Agent {
         state: this.#state,
         tunnel,
         privateKey: this.#o.stateDir.readPrivateKey(),
+        onChange: () => {
+          if (this.#running) this.#writeStatus();
+        },
       });
+      for (const w of this.#dataPlaneWaiters.splice(0)) w(this.#dataPlane);
     } catch (err) {
       this.#lastError = describe(err);
       this.#log(`data plane failed to start: ${this.#lastError}`);

@@ -158,7 +158,9 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       const release = keepAlive();
       let timer: NodeJS.Timeout | undefined;
       try {
-        const accepted = agent.whenAccepted(true);
+        // Accepted, then the WireGuard session up (handshake done, the hub answered a probe).
+        const running = agent;
+        const accepted = running.whenAccepted(true).then(() => running.whenSessionUp());
         const waitMs = waitTimeoutMs;
         if (waitMs === undefined) await accepted;
         else {
@@ -171,7 +173,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
                   reject(
                     new TunnelError(
                       'TIMEOUT',
-                      `cluster ${cluster} is still ${agent?.registrationStatus ?? 'Pending'} after --wait-timeout ${flags.waitTimeout}; the registration is saved in ${stateDir.dir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run'`,
+                      `cluster ${cluster} ${agent?.registrationStatus === 'Accepted' ? 'is Accepted but its tunnel is not up' : `is still ${agent?.registrationStatus ?? 'Pending'}`} after --wait-timeout ${flags.waitTimeout}; the registration is saved in ${stateDir.dir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run'`,
                     ),
                   ),
                 waitMs,
@@ -187,7 +189,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       if (flags.output === 'json') out.json(result);
       else
         out.line(
-          `cluster ${state.cluster} is Accepted; run 'tunnel-client run --state-dir ${stateDir.dir}' to keep it connected`,
+          `cluster ${state.cluster} is Accepted and its tunnel is up; run 'tunnel-client run --state-dir ${stateDir.dir}' to keep it connected`,
         );
       return;
     }

@@ -29,14 +29,13 @@ function readCa(file: string): string {
 
 export function sessionDataPlane(opts: SessionDataPlaneOptions = {}): DataPlaneFactory {
   return async (ctx) => {
-    const onChange = (ctx as { onChange?: () => void }).onChange;
     const session = new AgentSession({
       ...opts.session,
       privateKey: ctx.privateKey,
       tunnel: ctx.tunnel,
       caPin: ctx.state.caPin ?? undefined,
       ca: ctx.state.caFile ? readCa(ctx.state.caFile) : undefined,
-      ...(onChange ? { onChange } : {}),
+      onChange: ctx.onChange,
       ...(opts.log ? { log: opts.log } : {}),
     });
     const dp: SessionDataPlane = {
