@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../shared/errors.js';
 import { resolveRelayConfig } from './config.js';
 import { certAltNames, loadOrCreateHubKey, loadOrCreateTls } from './identity.js';
-import { startRelay } from './server.js';
+import { certCovers, startRelay } from './server.js';
 import { LogCapture } from './test-support.js';
 import { caPinOf, createSelfSignedCert } from './tls/self-signed.js';
 
@@ -53,6 +53,29 @@ describe('start-up failures', () => {
     } finally {
       await first.close();
     }
+  });
+});
+
+describe('certificate coverage', () => {
+  it('warns at start when the public URL host is not in the existing certificate', async () => {
+    const dataDir = join(dir, 'cov');
+    const a = await startRelay(resolveRelayConfig({ flags: { dataDir, listen: '127.0.0.1:0' } }), {
+      logStream: new LogCapture(),
+    });
+    expect(certCovers(Buffer.from(new X509Certificate(a.caPem).raw), 'https://localhost:1')).toBe(true);
+    await a.close();
+    const logs = new LogCapture();
+    const b = await startRelay(
+      resolveRelayConfig({
+        flags: { dataDir, listen: '127.0.0.1:0', publicUrl: 'https://moved.example.com' },
+      }),
+      { logStream: logs },
+    );
+    await b.close();
+    expect(logs.text).toContain('does not name the public URL host');
+    expect(certCovers(Buffer.from(new X509Certificate(b.caPem).raw), 'https://moved.example.com')).toBe(
+      false,
+    );
   });
 });
 

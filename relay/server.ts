@@ -3,8 +3,10 @@
  * start in an empty data dir it creates the TLS certificate, the hub node's WireGuard key pair and
  * the first admin access key (returned once as `adminKey`).
  */
+import { X509Certificate } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { isIP } from 'node:net';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyError,
@@ -88,6 +90,13 @@ export function openStore(config: RelayConfig): Store {
     const reason = (err as { code?: string }).code ?? (err as Error).message;
     throw new TunnelError('BAD_CONFIG', `store: cannot open sqlite:${config.store.path} (${reason})`);
   }
+}
+
+/** True if the certificate's SANs cover the URL's host name or address. */
+export function certCovers(certDer: Buffer, url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  const x = new X509Certificate(certDer);
+  return (isIP(host) ? x.checkIP(host) : x.checkHost(host)) !== undefined;
 }
 
 /** File-system failures while preparing the data dir become BAD_CONFIG naming the key and the errno. */
@@ -244,6 +253,13 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   const addr = app.server.address() as AddressInfo;
   boundUrl = `https://${urlHost(config.listen.host)}:${addr.port}`;
   log.info({ url: boundUrl, publicUrl: ctx.publicUrl(), caPin: tls.caPin }, 'relay listening');
+  if (!certCovers(tls.certDer, ctx.publicUrl())) {
+    log.warn(
+      { publicUrl: ctx.publicUrl() },
+      'the TLS certificate does not name the public URL host: agents that check names will refuse it; ' +
+        'remove <data-dir>/tls to regenerate the self-signed one, or pass --tls-cert/--tls-key',
+    );
+  }
 
   let closing: Promise<void> | null = null;
   const relay: RunningRelay = {
