@@ -141,11 +141,16 @@ describe('Agent', () => {
     const api = newApi();
     await register(stateDir, api, token, params('agent-two'));
     const clock = new FakeClock();
+    const progress: string[] = [];
+    const log: string[] = [];
     const agent = new Agent({
       stateDir,
       api: api.withCredential(stateDir.readCredential()),
       valuesFiles: [],
       clock,
+      random: () => 0.5,
+      log: (l) => log.push(l),
+      progress: (l) => progress.push(l),
     });
     const waiting = agent.whenAccepted(true).then(
       () => 'accepted',
@@ -156,6 +161,12 @@ describe('Agent', () => {
       patientDone = true;
     });
     agent.start();
+    // With a progress writer, every poll rewrites the line (a terminal); the log gets none of them.
+    await eventually(() => progress.length === 1, 'the first progress line');
+    clock.advance(2_000);
+    await eventually(() => progress.length === 2, 'the second progress line');
+    expect(progress[1]).toMatch(/^cluster agent-two is Pending: waiting .* \(2s\)$/);
+    expect(log.some((l) => l.includes('waiting'))).toBe(false);
     await t.call('POST', '/api/v1/clusters/agent-two/deny', { token: adminKey });
     clock.advance(2_000);
     expect(await waiting).toBe('denied');

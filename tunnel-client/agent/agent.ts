@@ -52,6 +52,11 @@ export interface AgentOptions {
   readonly clock?: Clock;
   /** Progress and notes for people (stderr). */
   readonly log?: (line: string) => void;
+  /**
+   * Where the "still Pending" line goes on every poll (a terminal that rewrites one line). Without it,
+   * the line goes to `log` at once and then every PROGRESS_EVERY_MS.
+   */
+  readonly progress?: (line: string) => void;
   readonly dataPlane?: DataPlaneFactory;
   readonly random?: () => number;
 }
@@ -172,13 +177,16 @@ export class Agent {
 
   #progress(): void {
     const now = this.#clock.now();
+    const waited = Math.round((now - (this.#pendingSince ?? now)) / 1000);
+    const c = this.#state.cluster;
+    const line = `cluster ${c} is ${this.#status}: waiting for an administrator to run 'tunnel-relay cluster accept ${c}' (${waited}s)`;
+    if (this.#o.progress) {
+      this.#o.progress(line);
+      return;
+    }
     if (this.#lastProgressAt !== undefined && now - this.#lastProgressAt < PROGRESS_EVERY_MS) return;
     this.#lastProgressAt = now;
-    const waited = Math.round((this.#clock.now() - (this.#pendingSince ?? this.#clock.now())) / 1000);
-    const c = this.#state.cluster;
-    this.#log(
-      `cluster ${c} is ${this.#status}: waiting for an administrator to run 'tunnel-relay cluster accept ${c}' (${waited}s)`,
-    );
+    this.#log(line);
   }
 
   #onAccepted(): void {

@@ -26,7 +26,26 @@ export function apiFromState(stateDir: StateDir, state: AgentState): { client: R
   return { client, api: new AgentApi(client, stateDir.readCredential()) };
 }
 
-/** Writes progress lines to stderr with a timestamp. */
+let progressShown = false;
+
+/** Writes a log line to stderr with a timestamp (ending a progress line first, if one is shown). */
 export function stderrLog(line: string): void {
-  process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  const lead = progressShown ? '\n' : '';
+  progressShown = false;
+  process.stderr.write(`${lead}${new Date().toISOString()} ${line}\n`);
+}
+
+/** Ends a shown progress line, so what follows (an error, a result) starts on its own line. */
+export function endProgress(): void {
+  if (progressShown) process.stderr.write('\n');
+  progressShown = false;
+}
+
+/** On a terminal, a progress writer that keeps rewriting one stderr line; elsewhere undefined. */
+export function terminalProgress(): ((line: string) => void) | undefined {
+  if (!process.stderr.isTTY) return undefined;
+  return (line) => {
+    progressShown = true;
+    process.stderr.write(`\r\x1b[K${line}`);
+  };
 }

@@ -26,7 +26,7 @@ import { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
 import { readValuesFiles } from '../agent/values.js';
-import { openStateDir, stateDirOption, stderrLog } from './context.js';
+import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
 import type { ClientProgramOptions } from './program.js';
 
 interface JoinFlags {
@@ -151,6 +151,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       api: bootstrapApi.withCredential(stateDir.readCredential()),
       valuesFiles: fileValues,
       log: stderrLog,
+      progress: terminalProgress(),
       ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
     });
     agent.start();
@@ -196,6 +197,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
     const sig = await untilSignal();
     stderrLog(`${sig}: stopping`);
   } finally {
+    endProgress();
     await agent?.close();
     await client.close();
     unlock?.();

@@ -3,7 +3,14 @@ import { Command } from 'commander';
 import { untilSignal } from '../../shared/cli/signals.js';
 import { Agent } from '../agent/agent.js';
 import { readValuesFiles } from '../agent/values.js';
-import { apiFromState, openStateDir, stateDirOption, stderrLog } from './context.js';
+import {
+  apiFromState,
+  endProgress,
+  openStateDir,
+  stateDirOption,
+  stderrLog,
+  terminalProgress,
+} from './context.js';
 import type { ClientProgramOptions } from './program.js';
 
 export function runCommand(opts: ClientProgramOptions = {}): Command {
@@ -27,6 +34,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
         api,
         valuesFiles,
         log: stderrLog,
+        progress: terminalProgress(),
         ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
       });
       try {
@@ -35,6 +43,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
         const sig = await untilSignal();
         stderrLog(`${sig}: stopping`);
       } finally {
+        endProgress();
         await agent.close();
         await client.close();
         unlock();
