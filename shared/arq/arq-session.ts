@@ -106,6 +106,10 @@ export class ArqSession extends EventEmitter {
   get closed(): boolean {
     return this.#closed;
   }
+  /** False once end() or close() was called: write() would throw. */
+  get writable(): boolean {
+    return !this.#closed && !this.#ending;
+  }
   /** Bytes written and not yet acknowledged. */
   get bufferedBytes(): number {
     return this.#sq.bytes + this.#sw.unackedBytes;

@@ -28,7 +28,7 @@ export function muxOverDuplex(duplex: Duplex, opts: MuxBindingOptions): MuxSessi
 export function muxOverArq(arq: ArqSession, opts: MuxBindingOptions): MuxSession {
   const mux = new MuxSession({
     ...opts,
-    write: (b) => (arq.closed ? true : arq.write(b)),
+    write: (b) => (arq.writable ? arq.write(b) : true),
     closeTransport: () => {
       if (!arq.closed) arq.end();
     },
