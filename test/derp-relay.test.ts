@@ -2,8 +2,10 @@
  * The DERP relay end to end over real TLS WebSockets on 127.0.0.1: forwarding, the handshake, admission,
  * policy, duplicate keys, PeerGone, the in-process client and protocol violations.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, request } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { createDerpServer } from '../relay/derp/server.js';
@@ -57,6 +59,34 @@ describe('DERP relay over TLS WebSocket', () => {
     const seen = relay.routed.find((r) => r.payload.equals(marker) && r.dst.equals(b.keyPair.publicKey));
     expect(seen?.src.equals(a.keyPair.publicKey)).toBe(true);
     expect(relay.derp.stats.clients).toBe(2);
+  });
+
+  it('property: any sequence of payloads arrives unchanged and in order', async () => {
+    relay = await startRelay();
+    const a = client(relay);
+    const b = client(relay);
+    await Promise.all([a.client.whenConnected(5000), b.client.whenConnected(5000)]);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.oneof(
+            fc.uint8Array({ maxLength: 2000 }),
+            fc.integer({ min: 0, max: 65_535 }).map((n) => randomBytes(n)),
+          ),
+          { minLength: 1, maxLength: 12 },
+        ),
+        async (payloads) => {
+          b.received.length = 0;
+          for (const p of payloads) expect(a.client.send(b.keyPair.publicKey, p)).toBe(true);
+          await waitFor(() => b.received.length === payloads.length, 10_000, 'payloads');
+          expect(b.received.map((r) => r.payload.toString('hex'))).toEqual(
+            payloads.map((p) => Buffer.from(p).toString('hex')),
+          );
+        },
+      ),
+      { numRuns: 15 },
+    );
+    expect(relay.derp.stats.droppedBytes).toBe(0);
   });
 
   it('reassembles frames split across WebSocket messages and splits coalesced ones', async () => {
