@@ -7,6 +7,7 @@ import { isTunnelError } from '../shared/errors.js';
 import { resolveRelayConfig } from './config.js';
 import { certAltNames, loadOrCreateHubKey, loadOrCreateTls } from './identity.js';
 import { certCovers, startRelay } from './server.js';
+import { SqliteStore } from './store/sqlite.js';
 import { LogCapture } from './test-support.js';
 import { caPinOf, createSelfSignedCert } from './tls/self-signed.js';
 
@@ -53,6 +54,25 @@ describe('start-up failures', () => {
     } finally {
       await first.close();
     }
+  });
+});
+
+describe('plugin failure', () => {
+  it('a plugin that throws fails startRelay and closes the store', async () => {
+    const store = new SqliteStore(':memory:');
+    const config = resolveRelayConfig({ flags: { dataDir: join(dir, 'plug'), listen: '127.0.0.1:0' } });
+    await expect(
+      startRelay(config, {
+        logStream: new LogCapture(),
+        store,
+        plugins: [
+          async () => {
+            throw new Error('data plane broke');
+          },
+        ],
+      }),
+    ).rejects.toThrow('data plane broke');
+    await expect(store.ping()).rejects.toThrow(/closed/);
   });
 });
 

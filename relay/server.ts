@@ -231,14 +231,21 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     ctx.metrics.requests.inc({ route: req.routeOptions.url ?? 'unmatched', code: String(reply.statusCode) });
   });
 
-  await app.register(healthRoutes, { ctx });
-  await app.register(clusterRoutes, { ctx });
-  await app.register(registerRoutes, { ctx });
-  await app.register(tokenRoutes, { ctx });
-  await app.register(valuesRoutes, { ctx });
-  await app.register(auditRoutes, { ctx });
-  for (const plugin of opts.plugins ?? []) await plugin(app as unknown as FastifyInstance, ctx);
-
+  try {
+    await app.register(healthRoutes, { ctx });
+    await app.register(clusterRoutes, { ctx });
+    await app.register(registerRoutes, { ctx });
+    await app.register(tokenRoutes, { ctx });
+    await app.register(valuesRoutes, { ctx });
+    await app.register(auditRoutes, { ctx });
+    for (const plugin of opts.plugins ?? []) await plugin(app as unknown as FastifyInstance, ctx);
+    await app.ready();
+  } catch (err) {
+    // A failing plugin (data plane) must not leave the store open.
+    await app.close().catch(() => undefined);
+    await store.close();
+    throw err;
+  }
   try {
     await app.listen({ host: config.listen.host, port: config.listen.port });
   } catch (err) {
