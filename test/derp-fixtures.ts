@@ -42,11 +42,11 @@ export interface TestRelay {
 export type PolicyFn = (src: Buffer, dst: Buffer) => boolean;
 
 export async function startRelay(
-  extra: Partial<DerpServerOptions> & { allow?: PolicyFn } = {},
+  extra: Partial<DerpServerOptions> & { allow?: PolicyFn; port?: number } = {},
 ): Promise<TestRelay> {
   const c = testCert();
   const https = createServer({ key: c.key, cert: c.cert });
-  await new Promise<void>((resolve) => https.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => https.listen(extra.port ?? 0, '127.0.0.1', resolve));
   const port = (https.address() as AddressInfo).port;
   const keyPair = extra.keyPair ?? generateKeyPair();
   const admitted = new Set<string>();

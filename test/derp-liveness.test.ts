@@ -113,6 +113,30 @@ describe('DERP relay liveness', () => {
     expect(relay.derp.isConnected(c.keyPair.publicKey)).toBe(true);
   });
 
+  it('keeps retrying with backoff while the relay is down and connects once it is up', async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const pending = await startRelay(); // only for its URL shape, pin and key; closed at once
+    const { pin, keyPair } = pending;
+    await pending.close();
+    const c = startClient({ ...pending, url: `wss://127.0.0.1:${port}/derp` } as TestRelay, {
+      backoff: { baseMs: 50, maxMs: 200 },
+      caPin: pin,
+      serverPublicKey: keyPair.publicKey,
+    });
+    clients.push(c);
+    await waitFor(() => c.states.filter((s) => s.state === 'reconnecting').length >= 3, 10_000, 'retries');
+    const delays = c.states.filter((s) => s.state === 'reconnecting').map((s) => s.delayMs!);
+    expect(delays.every((d) => d >= 25 && d <= 200)).toBe(true);
+    expect(c.states.find((s) => s.state === 'reconnecting')!.error?.code).toBe('CLOSED');
+    relay = await startRelay({ port, keyPair });
+    relay.admitted.add(c.keyPair.publicKey.toString('base64'));
+    await c.client.whenConnected(10_000);
+    expect(relay.derp.isConnected(c.keyPair.publicKey)).toBe(true);
+  });
+
   it('holds packets sent right after ClientInfo while an async admission check runs', async () => {
     let release: (ok: boolean) => void = () => {};
     relay = await startRelay();
