@@ -225,6 +225,23 @@ describe('bootstrap PSKs', () => {
     expect(messages.size).toBe(1); // no hint which
   });
 
+  it('a PSK used by 8 concurrent registrations registers exactly one', async () => {
+    clock.advance(5 * 60_000);
+    const c = await t.call('POST', '/api/v1/clusters', { token: admin, body: { name: 'race' } });
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        t.call('POST', '/api/v1/register', {
+          token: c.body.bootstrap.psk,
+          body: { cluster: 'race', publicKey: pub(), agentVersion: '0.1.0' },
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([201, 401, 401, 401, 401, 401, 401, 401]);
+    const winner = results.find((r) => r.status === 201)!;
+    const got = await t.call('GET', '/api/v1/clusters/race', { token: admin });
+    expect(got.body.address).toBe(winner.body.tunnel.address.replace('/32', ''));
+  });
+
   it('rate limits failed registrations per cluster name (10 per 5 minutes), then recovers', async () => {
     clock.advance(5 * 60_000); // forget the failures of the test before
     const c = await t.call('POST', '/api/v1/clusters', {
