@@ -197,6 +197,14 @@ describe('MuxSession over an in-memory byte stream', () => {
     const e2 = await err2;
     expect(isTunnelError(e2, 'STREAM_RESET')).toBe(true);
     expect(e2.message).toMatch(/cancel/);
+    const accepted3 = nextStream(server);
+    const s3 = client.open();
+    s3.write('y');
+    const r3 = await accepted3;
+    const err3 = errorOf(s3);
+    r3.on('error', () => {});
+    r3.destroy(new TunnelError('UPSTREAM_FAILED', 'connect ECONNREFUSED'));
+    expect(isTunnelError(await err3, 'UPSTREAM_FAILED')).toBe(true);
   });
 
   it('closes the session with a protocol error when a peer sends beyond the window', async () => {

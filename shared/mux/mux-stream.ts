@@ -126,7 +126,9 @@ export class MuxStream extends Duplex {
         ? new TunnelError('STREAM_LIMIT', `stream ${this.id}: refused by the peer, too many open streams`)
         : code === RST_REFUSED
           ? new TunnelError('STREAM_REFUSED', `stream ${this.id}: refused by the peer`)
-          : new TunnelError('STREAM_RESET', `stream ${this.id}: reset by the peer (${name})`);
+          : code === RST_UPSTREAM_FAILED
+            ? new TunnelError('UPSTREAM_FAILED', `stream ${this.id}: the peer could not reach the upstream`)
+            : new TunnelError('STREAM_RESET', `stream ${this.id}: reset by the peer (${name})`);
     this.#release();
     this.fail(err);
   }
