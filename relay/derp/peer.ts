@@ -14,7 +14,7 @@ export const DROP_REASONS = [
   'queue_head',
   /** dst closed with packets still queued, or closed while the packet was being routed. */
   'gone_disconnected',
-  /** The frame could not be written to dst's socket. */
+  /** A write to dst's socket failed (counted per failed write, bytes not known). */
   'write_error',
   /** Frames sent while the sender's admission was still being checked, over maxPendingFrames. */
   'handshake_pending',
@@ -41,6 +41,7 @@ export interface DerpStats {
   writeTimeouts: number;
   /** Connections closed because a newer one registered the same key. */
   replaced: number;
+  /** Bytes: whole WebSocket messages for socket clients, payload bytes for in-process clients. */
   packetsIn: number;
   bytesIn: number;
   packetsOut: number;

@@ -74,7 +74,11 @@ export class WsPeer implements RoutedPeer {
 
   /** One bound callback for every write (no per-packet closure). */
   readonly #onWritten = (err?: Error | null): void => {
-    if (err || this.#state === 'closed') return;
+    if (err) {
+      this.#router.drop('write_error', 0); // the socket failed; 'close' follows
+      return;
+    }
+    if (this.#state === 'closed') return;
     this.#lastProgress = this.#router.clock.now();
     this.#flush();
   };
@@ -108,7 +112,7 @@ export class WsPeer implements RoutedPeer {
     return this.#state;
   }
 
-  /** Bytes waiting in the ring (for tests and stats). */
+  /** Packets waiting in the ring. */
   get queuedPackets(): number {
     return this.#qLen;
   }
