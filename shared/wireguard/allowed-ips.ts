@@ -83,10 +83,14 @@ export function formatCidr(c: Cidr): string {
   return `${w.join(':')}/${c.bits}`;
 }
 
+const v4Mask = (bits: number): number => (bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0);
+
 export class AllowedIps<V> {
-  /** family -> prefix length -> masked address (hex) -> value */
-  readonly #tables = { 4: new Map<number, Map<string, V>>(), 6: new Map<number, Map<string, V>>() };
-  #lengths: { 4: number[]; 6: number[] } = { 4: [], 6: [] };
+  /** IPv4: prefix length -> masked address (u32) -> value. IPv6: prefix length -> masked hex -> value. */
+  readonly #v4 = new Map<number, Map<number, V>>();
+  readonly #v6 = new Map<number, Map<string, V>>();
+  #lengths4: number[] = [];
+  #lengths6: number[] = [];
   #size = 0;
 
   get size(): number {
@@ -94,27 +98,36 @@ export class AllowedIps<V> {
   }
 
   insert(c: Cidr, value: V): void {
-    const t = this.#tables[c.family];
-    let m = t.get(c.bits);
-    if (!m) {
-      m = new Map();
-      t.set(c.bits, m);
-      this.#lengths[c.family] = [...t.keys()].sort((a, b) => b - a);
+    if (c.family === 4) {
+      let m = this.#v4.get(c.bits);
+      if (!m) {
+        m = new Map();
+        this.#v4.set(c.bits, m);
+        this.#lengths4 = [...this.#v4.keys()].sort((a, b) => b - a);
+      }
+      const key = c.addr.readUInt32BE(0);
+      if (!m.has(key)) this.#size++;
+      m.set(key, value);
+    } else {
+      let m = this.#v6.get(c.bits);
+      if (!m) {
+        m = new Map();
+        this.#v6.set(c.bits, m);
+        this.#lengths6 = [...this.#v6.keys()].sort((a, b) => b - a);
+      }
+      const key = c.addr.toString('hex');
+      if (!m.has(key)) this.#size++;
+      m.set(key, value);
     }
-    const key = c.addr.toString('hex');
-    if (!m.has(key)) this.#size++;
-    m.set(key, value);
   }
 
   /** Removes every CIDR that maps to `value`. */
   removeValue(value: V): void {
-    for (const fam of [4, 6] as const) {
-      for (const m of this.#tables[fam].values()) {
-        for (const [k, v] of m) {
-          if (v === value) {
-            m.delete(k);
-            this.#size--;
-          }
+    for (const m of [...this.#v4.values(), ...this.#v6.values()]) {
+      for (const [k, v] of m as Map<number | string, V>) {
+        if (v === value) {
+          m.delete(k as never);
+          this.#size--;
         }
       }
     }
@@ -122,12 +135,18 @@ export class AllowedIps<V> {
 
   /** Longest-prefix match of a 4- or 16-byte address. */
   lookup(addr: Uint8Array): V | undefined {
-    const fam = addr.length === 4 ? 4 : addr.length === 16 ? 6 : 0;
-    if (fam === 0) return undefined;
-    const t = this.#tables[fam];
+    if (addr.length === 4) {
+      const a = ((addr[0]! << 24) | (addr[1]! << 16) | (addr[2]! << 8) | addr[3]!) >>> 0;
+      for (const bits of this.#lengths4) {
+        const v = this.#v4.get(bits)!.get((a & v4Mask(bits)) >>> 0);
+        if (v !== undefined) return v;
+      }
+      return undefined;
+    }
+    if (addr.length !== 16) return undefined;
     const buf = Buffer.from(addr);
-    for (const bits of this.#lengths[fam]) {
-      const v = t.get(bits)?.get(mask(buf, bits).toString('hex'));
+    for (const bits of this.#lengths6) {
+      const v = this.#v6.get(bits)!.get(mask(buf, bits).toString('hex'));
       if (v !== undefined) return v;
     }
     return undefined;
@@ -135,10 +154,16 @@ export class AllowedIps<V> {
 
   entries(value: V): Cidr[] {
     const out: Cidr[] = [];
-    for (const fam of [4, 6] as const) {
-      for (const [bits, m] of this.#tables[fam]) {
-        for (const [k, v] of m) if (v === value) out.push({ family: fam, addr: Buffer.from(k, 'hex'), bits });
+    for (const [bits, m] of this.#v4) {
+      for (const [k, v] of m) {
+        if (v !== value) continue;
+        const addr = Buffer.alloc(4);
+        addr.writeUInt32BE(k);
+        out.push({ family: 4, addr, bits });
       }
+    }
+    for (const [bits, m] of this.#v6) {
+      for (const [k, v] of m) if (v === value) out.push({ family: 6, addr: Buffer.from(k, 'hex'), bits });
     }
     return out;
   }

@@ -34,15 +34,15 @@ export function sealTransport(
   const out = Buffer.allocUnsafe(DATA_HEADER_LEN + padded + AEAD_TAG_LEN);
   const counter = kp.sendCounter;
   writeTransportHeader(out, kp.remoteIndex, counter);
-  out.set(packet, DATA_HEADER_LEN);
-  out.fill(0, DATA_HEADER_LEN + packet.length, DATA_HEADER_LEN + padded);
   out.copy(nonce, 4, DATA_COUNTER, DATA_COUNTER + 8);
-  aead.seal(
-    out.subarray(DATA_HEADER_LEN),
-    kp.sendKey,
-    nonce,
-    out.subarray(DATA_HEADER_LEN, DATA_HEADER_LEN + padded),
-  );
+  const body = out.subarray(DATA_HEADER_LEN);
+  if (padded === packet.length) {
+    aead.seal(body, kp.sendKey, nonce, packet); // no padding: seal straight from the caller's buffer
+  } else {
+    out.set(packet, DATA_HEADER_LEN);
+    out.fill(0, DATA_HEADER_LEN + packet.length, DATA_HEADER_LEN + padded);
+    aead.seal(body, kp.sendKey, nonce, body.subarray(0, padded)); // in place
+  }
   kp.sendCounter = counter + 1n;
   return out;
 }
