@@ -25,6 +25,7 @@ import { CookieChecker } from './cookie.js';
 import { type CryptoSuite, defaultCrypto } from './crypto/index.js';
 import { IndexTable } from './index-table.js';
 import {
+  type Initiation,
   MSG_COOKIE_REPLY,
   MSG_INITIATION,
   MSG_RESPONSE,
@@ -33,6 +34,7 @@ import {
   parseInitiation,
   parseResponse,
   parseTransport,
+  type Response,
 } from './messages.js';
 import { consumeInitiation, consumeResponse, type NoiseIdentity } from './noise.js';
 import { type Endpoint, Peer, type PeerHost } from './peer.js';
@@ -298,14 +300,14 @@ export class Device {
       if (type === MSG_INITIATION) {
         const peer = consumeInitiation(
           this.#identity,
-          parseInitiation(d),
+          msg as Initiation,
           (pk) => this.#peers.get(pk.toString('hex')),
           this.#clock.now(),
           this.timers.handshakeInitiationRate,
         );
         peer.onInitiationConsumed(from);
       } else {
-        const r = parseResponse(d);
+        const r = msg as Response;
         const e = this.#indices.get(r.receiverIndex);
         if (!e || e.keypair) return void this.#stats.drops['unknown-index']++;
         consumeResponse(this.#identity, r, e.peer);

@@ -38,7 +38,7 @@ export interface PeerHost {
 export type PeerDropReason =
   | 'staged-overflow'
   | 'handshake-timeout'
-  | 'oversize'
+  | 'bad-size'
   | 'closed'
   | 'no-endpoint'
   | 'send-failed'
@@ -70,7 +70,7 @@ export class Peer extends EventEmitter<PeerEvents> {
   readonly drops: Record<PeerDropReason, number> = {
     'staged-overflow': 0,
     'handshake-timeout': 0,
-    oversize: 0,
+    'bad-size': 0,
     closed: 0,
     'no-endpoint': 0,
     'send-failed': 0,
@@ -133,7 +133,7 @@ export class Peer extends EventEmitter<PeerEvents> {
   /** Sends an inner IP packet: at once under a usable keypair, else staged and a handshake is started. */
   send(packet: Buffer): void {
     if (this.#closed) return void this.drops.closed++;
-    if (packet.length > this.#host.mtu || packet.length === 0) return void this.drops.oversize++;
+    if (packet.length > this.#host.mtu || packet.length === 0) return void this.drops['bad-size']++;
     const kp = this.keypairs.current;
     if (this.#staged.length === 0 && this.endpoint && this.#usable(kp) && kp) {
       this.#sendUnder(kp, packet);

@@ -54,7 +54,10 @@ export class UdpBind {
       },
     });
     socket.on('message', (msg, rinfo) => {
-      this.device.receive(msg, udpEndpoint(rinfo.address, rinfo.port));
+      const v6 = rinfo.family === 'IPv6';
+      const key = v6 ? `udp:[${rinfo.address}]:${rinfo.port}` : `udp:${rinfo.address}:${rinfo.port}`;
+      const from: UdpEndpoint = { key, host: rinfo.address, port: rinfo.port };
+      this.device.receive(msg, from);
     });
     socket.on('error', () => {
       this.sendErrors++;

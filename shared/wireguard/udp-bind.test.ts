@@ -1,0 +1,64 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { generateKeyPair } from '../keys.js';
+import { A_ADDR, B_ADDR, udpFrom } from './testing/link.js';
+import { parseUdpEndpoint, UdpBind, udpEndpoint } from './udp-bind.js';
+
+const binds: UdpBind[] = [];
+afterEach(async () => {
+  for (const b of binds.splice(0)) await b.close();
+});
+
+describe('UdpBind', () => {
+  it('endpoint keys: udp:host:port and udp:[v6]:port, validated', () => {
+    expect(udpEndpoint('127.0.0.1', 51820).key).toBe('udp:127.0.0.1:51820');
+    expect(udpEndpoint('::1', 9).key).toBe('udp:[::1]:9');
+    expect(parseUdpEndpoint('udp:[::1]:9')).toMatchObject({ host: '::1', port: 9 });
+    expect(parseUdpEndpoint('udp:10.0.0.1:5')).toMatchObject({ host: '10.0.0.1', port: 5 });
+    for (const bad of ['udp:host:1', 'udp:1.2.3.4:0', 'udp:1.2.3.4:70000', 'tcp:1.2.3.4:5', 'udp:1.2.3.4']) {
+      expect(() => parseUdpEndpoint(bad)).toThrow(expect.objectContaining({ code: 'BAD_INPUT' }));
+    }
+  });
+
+  it('two devices handshake and exchange packets over real loopback UDP sockets', async () => {
+    const ka = generateKeyPair();
+    const kb = generateKeyPair();
+    const gotB: Buffer[] = [];
+    const gotA: Buffer[] = [];
+    const a = await UdpBind.open({
+      host: '127.0.0.1',
+      privateKey: ka.privateKey,
+      onPacket: (p) => gotA.push(Buffer.from(p)),
+    });
+    binds.push(a);
+    const b = await UdpBind.open({
+      host: '127.0.0.1',
+      privateKey: kb.privateKey,
+      onPacket: (p) => gotB.push(Buffer.from(p)),
+    });
+    binds.push(b);
+    const pa = a.device.addPeer({
+      publicKey: kb.publicKey,
+      endpoint: udpEndpoint('127.0.0.1', b.port),
+      allowedIps: [`${B_ADDR}/32`],
+    });
+    const pb = b.device.addPeer({ publicKey: ka.publicKey, allowedIps: [`${A_ADDR}/32`] });
+    pa.send(udpFrom(A_ADDR, B_ADDR, 'over udp'));
+    await until(() => gotB.length === 1);
+    expect(gotB[0]!.subarray(28).toString()).toBe('over udp');
+    expect(pb.endpoint?.key).toBe(`udp:127.0.0.1:${a.port}`);
+    pb.send(udpFrom(B_ADDR, A_ADDR, 'and back'));
+    await until(() => gotA.length === 1);
+    expect(gotA[0]!.subarray(28).toString()).toBe('and back');
+    // garbage on the socket is counted, not thrown
+    b.socket.send(Buffer.from('garbage'), b.port, '127.0.0.1');
+    await until(() => b.device.stats.drops['bad-type'] === 1);
+  });
+});
+
+async function until(pred: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
