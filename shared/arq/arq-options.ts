@@ -46,11 +46,18 @@ export interface ArqOptions {
   probeMaxMs?: number;
   /** First sequence number of both directions; both ends must use the same value (default 0; tests use it to cross the u32 wrap). */
   initialSn?: number;
+  /**
+   * This session's incarnation tag, 1..255, sent in every segment (default: random). If the peer's tag changes
+   * mid-session the peer restarted: the session closes with CLOSED so that a new one can be set up.
+   */
+  incarnation?: number;
   /** Cap on partially reassembled PUSHF segments (default 64). */
   maxReassembly?: number;
 }
 
-export type ArqConfig = Required<Omit<ArqOptions, 'clock' | 'output' | 'conv' | 'mtu' | 'defer'>>;
+export type ArqConfig = Required<
+  Omit<ArqOptions, 'clock' | 'output' | 'conv' | 'mtu' | 'defer' | 'incarnation'>
+>;
 
 export const ARQ_DEFAULTS: ArqConfig = {
   sendWindow: 2048,
@@ -98,6 +105,7 @@ export function resolveArqConfig(opts: ArqOptions): ArqConfig {
   checkRange('maxReassembly', cfg.maxReassembly, 1, 4096);
   checkRange('initialSn', cfg.initialSn, 0, 0xffffffff);
   checkMtu(opts.mtu);
+  if (opts.incarnation !== undefined) checkRange('incarnation', opts.incarnation, 1, 255);
   if (!Number.isInteger(opts.conv) || opts.conv < 0 || opts.conv > 0xffffffff) {
     throw new TunnelError('BAD_CONFIG', `arq conv: ${opts.conv} is not a u32`);
   }

@@ -220,6 +220,28 @@ describe('ArqSession over a faulty path', () => {
     expect(a.stats.dropped.reentrant + b.stats.dropped.reentrant).toBe(0);
   });
 
+  it('closes with CLOSED when the peer restarts its session (same conv, new incarnation tag)', () => {
+    const { clock, a, b, p } = setup({ latencyMs: 5 }, { incarnation: 1 });
+    const rx = collect(b);
+    a.write(randomBytes(50_000));
+    runUntil(clock, () => rx.length() >= 50_000, 10_000);
+    expect(a.closed).toBe(false);
+    // b's process restarts: a new session object with the same conv but another tag takes over b's end.
+    b.close();
+    const b2 = new ArqSession({ conv: 7, mtu: 1392, clock, output: p.ba.send, incarnation: 2 });
+    p.ab.deliver = (d) => b2.input(d);
+    const errors: TunnelError[] = [];
+    a.on('error', (e: TunnelError) => errors.push(e));
+    b2.write(Buffer.from('hello from the new incarnation'));
+    a.write(randomBytes(1_000));
+    runUntil(clock, () => a.closed, 5_000);
+    expect(a.closed).toBe(true);
+    expect(isTunnelError(errors[0], 'CLOSED')).toBe(true);
+    expect(errors[0]!.message).toMatch(/restarted/);
+    // The fresh side adopted a's tag on first contact and stays open.
+    expect(b2.closed).toBe(false);
+  });
+
   it('rejects invalid options with BAD_CONFIG', () => {
     const clock = new FakeClock(0);
     const output = (): void => {};
@@ -230,5 +252,10 @@ describe('ArqSession over a faulty path', () => {
     );
     const s = new ArqSession({ conv: 1, mtu: 1392, clock, output });
     expect(() => s.setMtu(70_000)).toThrow(/mtu/);
+    expect(() => new ArqSession({ conv: 1, mtu: 1392, clock, output, incarnation: 0 })).toThrow(
+      /incarnation/,
+    );
+    expect(s.incarnation).toBeGreaterThanOrEqual(1);
+    expect(s.incarnation).toBeLessThanOrEqual(255);
   });
 });

@@ -7,6 +7,7 @@
  * the given datagram (delivered data are views into it). Neither buffer may be reused by the caller.
  * Events: 'data' (Buffer, in order), 'drain', 'error' (TunnelError; only if someone listens), 'close' (err?).
  */
+import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../clock.js';
 import { TunnelError } from '../errors.js';
@@ -45,6 +46,8 @@ const MAX_REENTRANT = 1024;
 
 export class ArqSession extends EventEmitter {
   readonly conv: number;
+  /** Tag sent in every segment; a peer that sees it change knows this side restarted. */
+  readonly incarnation: number;
   readonly stats: ArqStats = newArqStats();
   readonly #cfg: ArqConfig;
   readonly #clock: Clock;
@@ -77,7 +80,8 @@ export class ArqSession extends EventEmitter {
   #lastRecvAt: number;
   #flushing = false;
   #reentrant: Buffer[] = [];
-  readonly #h: SegmentHeader = { conv: 0, cmd: 0, wnd: 0, ts: 0, sn: 0, una: 0, len: 0 };
+  readonly #h: SegmentHeader = { conv: 0, cmd: 0, inc: 0, wnd: 0, ts: 0, sn: 0, una: 0, len: 0 };
+  #peerInc = 0;
   readonly #dw: DatagramWriter;
 
   constructor(opts: ArqOptions) {
@@ -86,7 +90,8 @@ export class ArqSession extends EventEmitter {
     this.#cfg = cfg;
     this.conv = opts.conv;
     this.#clock = opts.clock;
-    this.#dw = new DatagramWriter(opts.conv, opts.mtu, opts.output, this.stats);
+    this.incarnation = opts.incarnation ?? randomInt(1, 256);
+    this.#dw = new DatagramWriter(opts.conv, this.incarnation, opts.mtu, opts.output, this.stats);
     this.#defer = opts.defer;
     this.#rmtWnd = cfg.recvWindow;
     this.#sw = new SendWindow(cfg.initialSn);
@@ -228,6 +233,14 @@ export class ArqSession extends EventEmitter {
       if (h.len > MAX_SEGMENT_DATA || off + SEG_HEADER + h.len > datagram.length) {
         this.stats.garbage.length++;
         break;
+      }
+      if (h.inc !== 0 && h.inc !== this.#peerInc) {
+        if (this.#peerInc !== 0) {
+          // Same conv, new tag: the peer's session object was replaced (restart); our state is meaningless.
+          this.close(new TunnelError('CLOSED', `arq conv ${this.conv}: the peer restarted its session`));
+          return;
+        }
+        this.#peerInc = h.inc ?? 0;
       }
       valid = true;
       this.#rmtWnd = h.wnd;

@@ -8,14 +8,16 @@ import { FRAG_HEADER, SEG_HEADER } from './segment.js';
 export class DatagramWriter {
   mtu: number;
   readonly #conv: number;
+  readonly #inc: number;
   readonly #output: (d: Buffer) => void;
   readonly #stats: ArqStats;
   #dg: Buffer | null = null;
   #len = 0;
   #spare: Buffer | null = null;
 
-  constructor(conv: number, mtu: number, output: (d: Buffer) => void, stats: ArqStats) {
+  constructor(conv: number, inc: number, mtu: number, output: (d: Buffer) => void, stats: ArqStats) {
     this.#conv = conv;
+    this.#inc = inc;
     this.mtu = mtu;
     this.#output = output;
     this.#stats = stats;
@@ -50,7 +52,7 @@ export class DatagramWriter {
     let o = this.#len;
     b.writeUInt32LE(this.#conv, o);
     b[o + 4] = cmd;
-    b[o + 5] = 0;
+    b[o + 5] = this.#inc;
     b.writeUInt16LE(wnd, o + 6);
     b.writeUInt32LE(ts >>> 0, o + 8);
     b.writeUInt32LE(sn >>> 0, o + 12);

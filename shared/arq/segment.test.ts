@@ -17,6 +17,7 @@ import {
 const header = fc.record({
   conv: fc.nat({ max: 0xffffffff }),
   cmd: fc.integer({ min: 0, max: 255 }),
+  inc: fc.integer({ min: 0, max: 255 }),
   wnd: fc.nat({ max: 0xffff }),
   ts: fc.nat({ max: 0xffffffff }),
   sn: fc.nat({ max: 0xffffffff }),

@@ -6,7 +6,8 @@
  *   off len field
  *    0   4  conv  u32  session id; a segment whose conv differs is dropped (counted as garbage)
  *    4   1  cmd   u8   81 PUSH, 82 ACK, 83 WASK (window probe), 84 WINS (window tell), 85 PUSHF (PUSH fragment)
- *    5   1  rsv   u8   0 on send, ignored on receive
+ *    5   1  inc   u8   sender's incarnation tag, 1..255, random per session object; 0 = none. A tag that
+ *                       changes mid-session means the peer restarted (see ArqSession)
  *    6   2  wnd   u16  sender's free receive window, in segments
  *    8   4  ts    u32  PUSH/PUSHF: send time (ms, sender's clock); ACK: the ts of the segment acknowledged
  *   12   4  sn    u32  PUSH/PUSHF: sequence number; ACK: the sn acknowledged; WASK/WINS: 0
@@ -41,6 +42,8 @@ export const MAX_MTU = 65_535;
 export interface SegmentHeader {
   conv: number;
   cmd: number;
+  /** Incarnation tag (0 = none). Optional when writing. */
+  inc?: number;
   wnd: number;
   ts: number;
   sn: number;
@@ -51,7 +54,7 @@ export interface SegmentHeader {
 export function writeHeader(buf: Buffer, off: number, h: SegmentHeader): void {
   buf.writeUInt32LE(h.conv >>> 0, off);
   buf[off + 4] = h.cmd;
-  buf[off + 5] = 0;
+  buf[off + 5] = h.inc ?? 0;
   buf.writeUInt16LE(h.wnd, off + 6);
   buf.writeUInt32LE(h.ts >>> 0, off + 8);
   buf.writeUInt32LE(h.sn >>> 0, off + 12);
@@ -63,6 +66,7 @@ export function writeHeader(buf: Buffer, off: number, h: SegmentHeader): void {
 export function readHeader(buf: Buffer, off: number, out: SegmentHeader): void {
   out.conv = buf.readUInt32LE(off);
   out.cmd = buf[off + 4]!;
+  out.inc = buf[off + 5]!;
   out.wnd = buf.readUInt16LE(off + 6);
   out.ts = buf.readUInt32LE(off + 8);
   out.sn = buf.readUInt32LE(off + 12);
