@@ -215,7 +215,9 @@ describe('PSK join', () => {
         (s) =>
           s.pid === agent.child.pid &&
           s.leaseRenewedAt !== null &&
-          (s.values as { extra?: boolean }).extra === true,
+          (s.values as { extra?: boolean }).extra === true &&
+          // status.json is also rewritten when the tunnel comes up, possibly before the relay values arrive
+          (s.values as { image?: unknown }).image !== undefined,
         15_000,
         'the first lease and values',
       );
