@@ -11,14 +11,20 @@
  * for tryForMs.
  */
 import { randomBytes } from 'node:crypto';
-import type { Agent } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { WebSocket } from 'ws';
 import { type Clock, realClock, type TimerHandle } from '../clock.js';
 import { isTunnelError, TunnelError } from '../errors.js';
 import { checkPin, parseCaPin } from '../http/pin.js';
-import { KEY_LEN, type KeyPair } from '../keys.js';
+import { KEY_LEN } from '../keys.js';
 import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from './backoff.js';
+import type {
+  DerpClient,
+  DerpClientOptions,
+  DerpClientState,
+  DerpClientStats,
+  DerpStateEvent,
+} from './client-options.js';
 import { FrameParser } from './frame-parser.js';
 import {
   decodePacket,
@@ -35,68 +41,10 @@ import {
   type RestartingBody,
 } from './frames.js';
 import { decodeServerInfo, encodeClientInfo, sharedKey } from './handshake.js';
-import type { DerpClientLike, DerpPacketHandler, DerpPeerGoneHandler } from './types.js';
+
+export type { DerpClient, DerpClientOptions, DerpClientState, DerpClientStats, DerpStateEvent };
+
 import { WriteBatcher } from './write-batcher.js';
-
-export type DerpClientState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
-
-export interface DerpStateEvent {
-  readonly state: DerpClientState;
-  /** Failed attempts since the last successful connection. */
-  readonly attempt: number;
-  /** For 'reconnecting': the wait before the next attempt. */
-  readonly delayMs?: number;
-  /** Why the last connection ended or failed (CA_PIN_MISMATCH, DERP_AUTH_FAILED, TIMEOUT, CLOSED, ...). */
-  readonly error?: TunnelError;
-  /** WebSocket close code from the relay (4001 not admitted, 4003 replaced, 1001 restarting, ...). */
-  readonly closeCode?: number;
-  /** A Health frame's text ('' clears a previous problem). */
-  readonly health?: string;
-}
-
-export interface DerpClientOptions {
-  url: string;
-  keyPair: KeyPair;
-  /** Refuse relays whose ServerKey is a different key. */
-  serverPublicKey?: Buffer;
-  /** `sha256:<hex>` of the relay's leaf certificate (DER). Without `ca`, replaces CA verification. */
-  caPin?: string;
-  ca?: string | Buffer | Array<string | Buffer>;
-  /** HTTP agent, e.g. one that tunnels through an HTTP CONNECT proxy. */
-  agent?: Agent;
-  clock?: Clock;
-  random?: () => number;
-  onPacket: DerpPacketHandler;
-  onPeerGone?: DerpPeerGoneHandler;
-  onState?: (e: DerpStateEvent) => void;
-  /** Send a Ping after this much silence (default 5 s). */
-  pingIntervalMs?: number;
-  /** Drop the connection after this much silence (default 12 s; detection within deadAfterMs + 2.5 s). */
-  deadAfterMs?: number;
-  /** TLS + upgrade + ServerKey + ServerInfo must finish within this (default 10 s). */
-  handshakeTimeoutMs?: number;
-  /** send() returns false while the socket holds more than this many unsent bytes (default 1 MiB). */
-  writeHighWaterBytes?: number;
-  backoff?: BackoffOptions;
-}
-
-export interface DerpClientStats {
-  packetsIn: number;
-  bytesIn: number;
-  packetsOut: number;
-  bytesOut: number;
-  /** send() calls that returned false. */
-  dropped: number;
-  /** Connections that reached 'connected'. */
-  connects: number;
-}
-
-export interface DerpClient extends DerpClientLike {
-  readonly state: DerpClientState;
-  readonly stats: Readonly<DerpClientStats>;
-  /** Resolves at the next (or current) 'connected'; rejects with CLOSED on close() or TIMEOUT. */
-  whenConnected(timeoutMs?: number): Promise<void>;
-}
 
 const SEND_OPTS = { binary: true, compress: false, fin: true } as const;
 /** After close code 4003 the next attempt waits as the 6th would (8-16 s with the default backoff). */
@@ -171,7 +119,29 @@ class WsDerpClient implements DerpClient {
     this.#lastError = undefined;
     this.#emit({ state: 'connecting' });
     const o = this.#o;
-    const ws = new WebSocket(o.url, 'derp', {
+    let ws: WebSocket;
+    try {
+      ws = this.#open();
+    } catch (err) {
+      // Not expected after the checks in connectDerp; never let a timer callback throw.
+      this.#lastError = isTunnelError(err)
+        ? err
+        : new TunnelError('CLOSED', `relay connection failed: ${String(err)}`);
+      this.#attempt++;
+      const delayMs = this.#nextDelay();
+      this.#state = 'reconnecting';
+      this.#emit({ state: 'reconnecting', delayMs, error: this.#lastError });
+      this.#timer = this.#clock.setTimer(delayMs, () => this.#connect());
+      return;
+    }
+    this.#ws = ws;
+    const parser = new FrameParser((type, frame) => this.#onFrame(ws, type, frame));
+    this.#wire(ws, parser, o);
+  }
+
+  #open(): WebSocket {
+    const o = this.#o;
+    return new WebSocket(o.url, 'derp', {
       agent: o.agent,
       ca: o.ca,
       // With only a pin, the pin is the trust anchor (checked on the upgrade response below).
@@ -182,8 +152,9 @@ class WsDerpClient implements DerpClient {
       handshakeTimeout: o.handshakeTimeoutMs ?? 10_000,
       generateMask: zeroMask,
     });
-    this.#ws = ws;
-    const parser = new FrameParser((type, frame) => this.#onFrame(ws, type, frame));
+  }
+
+  #wire(ws: WebSocket, parser: FrameParser, o: DerpClientOptions): void {
     ws.on('upgrade', (res) => {
       this.#batcher = new WriteBatcher(res.socket);
       if (this.#pin === undefined) return;
