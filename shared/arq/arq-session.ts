@@ -168,9 +168,9 @@ export class ArqSession extends EventEmitter {
   resume(): void {
     if (!this.#paused) return;
     this.#paused = false;
-    const wasShut = this.#rw.freeSlots === 0;
+    const wasShut = this.#rw.advertised(this.mss) === 0;
     this.#emitData();
-    if (wasShut && this.#rw.freeSlots > 0 && !this.#closed) {
+    if (wasShut && !this.#closed && this.#rw.advertised(this.mss) > 0) {
       this.#needWins = true;
       this.flush(false);
     }
