@@ -1,0 +1,230 @@
+/**
+ * The hub node against a real DERP server (in-process clients on both sides, no sockets) and a real
+ * WireGuard Device as the agent, on a FakeClock.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../shared/clock.js';
+import { buildUdpPacket, parseIpv4Address } from '../../shared/ip/index.js';
+import { generateKeyPair, generatePresharedKey, type KeyPair, keyToBase64 } from '../../shared/keys.js';
+import { Device } from '../../shared/wireguard/device.js';
+import { createDerpServer, type DerpServer } from '../derp/server.js';
+import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
+import { EchoProber, tryParseIpv4 } from './echo-prober.js';
+import { HubNode, MAX_PENDING_PER_KEY } from './hub-node.js';
+
+const closers: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c();
+});
+
+interface World {
+  clock: FakeClock;
+  derp: DerpServer;
+  hub: HubNode;
+  hubKey: KeyPair;
+  statuses: Map<string, ConnectionStatus>;
+  inner: Buffer[];
+  admitted: Map<string, AdmittedPeer>;
+  lookups: number;
+}
+
+function world(opts: { lookupDelay?: Promise<void> } = {}): World {
+  const clock = new FakeClock();
+  const hubKey = generateKeyPair();
+  const derp = createDerpServer({
+    keyPair: hubKey,
+    clock,
+    admission: { isAdmitted: () => true },
+    policy: { canSend: (s, d) => s.equals(hubKey.publicKey) || d.equals(hubKey.publicKey) },
+  });
+  const w: World = {
+    clock,
+    derp,
+    hubKey,
+    statuses: new Map(),
+    inner: [],
+    admitted: new Map(),
+    lookups: 0,
+  } as unknown as World;
+  w.hub = new HubNode({
+    privateKey: hubKey.privateKey,
+    derp,
+    clock,
+    lookup: async (k) => {
+      w.lookups++;
+      await opts.lookupDelay;
+      return w.admitted.get(keyToBase64(k)) ?? null;
+    },
+    onStatus: (c, s) => w.statuses.set(c, s),
+    onInnerPacket: (p) => w.inner.push(Buffer.from(p)),
+    statusIntervalMs: 1_000,
+  });
+  closers.push(() => derp.shutdown());
+  closers.push(() => w.hub.close());
+  return w;
+}
+
+/** An agent: a WireGuard device whose datagrams travel through the DERP server's in-process client. */
+function agent(w: World, n: number) {
+  const kp = generateKeyPair();
+  const psk = keyToBase64(generatePresharedKey());
+  const address = `100.64.0.${n}`;
+  const info: AdmittedPeer = {
+    cluster: `edge-${n}`,
+    publicKey: keyToBase64(kp.publicKey),
+    address,
+    presharedKey: psk,
+  };
+  const got: Buffer[] = [];
+  const prober = new EchoProber({
+    clock: w.clock,
+    src: parseIpv4Address(address),
+    dst: parseIpv4Address('100.64.0.1'),
+  });
+  let device: Device;
+  const local = w.derp.connectLocal(kp, {
+    onPacket: (src, p) => {
+      if (src.equals(w.hubKey.publicKey)) device.receive(p, { key: 'derp:hub' });
+    },
+  });
+  device = new Device({
+    privateKey: kp.privateKey,
+    clock: w.clock,
+    send: (d) => {
+      if (!local.send(w.hubKey.publicKey, d)) throw new Error('not connected');
+    },
+    onPacket: (p) => {
+      got.push(Buffer.from(p));
+      const ip = tryParseIpv4(p);
+      if (ip) prober.onPacket(ip);
+    },
+  });
+  const hubPeer = device.addPeer({
+    publicKey: w.hubKey.publicKey,
+    presharedKey: psk,
+    endpoint: { key: 'derp:hub' },
+    allowedIps: ['100.64.0.1/32'],
+  });
+  closers.push(() => local.close());
+  closers.push(() => device.close());
+  return { kp, info, device, hubPeer, local, got, prober };
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe('HubNode', () => {
+  it('adds an admitted agent on its first datagram, completes the handshake and answers ICMP echo', async () => {
+    const w = world();
+    const a = agent(w, 2);
+    w.admitted.set(a.info.publicKey, a.info);
+    a.hubPeer.send(a.prober.probe()); // staged; starts a handshake
+    await settle();
+    expect(w.lookups).toBe(1);
+    expect(w.hub.agent(a.info.publicKey)?.cluster).toBe('edge-2');
+    expect(a.hubPeer.isSessionUp).toBe(true);
+    // The staged probe went out after the handshake and the hub answered it.
+    expect(a.prober.received).toBe(1);
+    const st = w.hub.status(a.info.publicKey)!;
+    expect(st).toMatchObject({ connected: true, path: 'relayed' });
+    expect(st.lastHandshake).toBe(w.clock.wallNow());
+    expect(w.statuses.get('edge-2')?.connected).toBe(true);
+  });
+
+  it('hands other inner packets to onInnerPacket and drops spoofed sources', async () => {
+    const w = world();
+    const a = agent(w, 2);
+    w.hub.addAgent(a.info);
+    const src = parseIpv4Address('100.64.0.2');
+    const hub = parseIpv4Address('100.64.0.1');
+    a.device.send(buildUdpPacket({ src, dst: hub, srcPort: 1000, dstPort: 2000 }, Buffer.from('hello')));
+    a.device.send(
+      buildUdpPacket({ src: src + 1, dst: hub, srcPort: 1000, dstPort: 2000 }, Buffer.from('spoof')),
+    );
+    await settle();
+    expect(w.lookups).toBe(0);
+    expect(w.inner.map((p) => p.subarray(28).toString())).toEqual(['hello']);
+    expect(w.hub.agent(a.info.publicKey)!.peer.drops['allowed-ips']).toBe(1);
+  });
+
+  it('a key the store does not admit is never added; held datagrams are capped', async () => {
+    let release!: () => void;
+    const w = world({ lookupDelay: new Promise<void>((r) => (release = r)) });
+    const a = agent(w, 2);
+    for (let i = 0; i < MAX_PENDING_PER_KEY + 3; i++) a.local.send(w.hubKey.publicKey, Buffer.alloc(148, i));
+    expect(w.lookups).toBe(1);
+    expect(w.hub.stats.pendingLookups).toBe(1);
+    expect(w.hub.stats.dropped.pendingOverflow).toBe(3);
+    release();
+    await settle();
+    await settle();
+    expect(w.hub.agent(a.info.publicKey)).toBeUndefined();
+    expect(w.hub.stats.dropped.notAdmitted).toBe(MAX_PENDING_PER_KEY);
+    expect(w.hub.stats.pendingLookups).toBe(0);
+  });
+
+  it('reports an agent disconnected when its relay connection goes, or it goes silent; removeAgent forgets it', async () => {
+    const w = world();
+    const a = agent(w, 2);
+    w.hub.addAgent(a.info);
+    a.hubPeer.send(a.prober.probe());
+    await settle();
+    w.clock.advance(1_000);
+    expect(w.statuses.get('edge-2')?.connected).toBe(true);
+    // WireGuard's passive keepalives answer the hub's probes: still connected much later.
+    w.clock.advance(30_000);
+    expect(w.statuses.get('edge-2')?.connected).toBe(true);
+    // Relay connection gone: PeerGone reports at once.
+    a.local.close();
+    expect(w.statuses.get('edge-2')).toMatchObject({ connected: false, path: 'none', rttMs: null });
+    expect(w.statuses.get('edge-2')?.lastHandshake).not.toBeNull();
+
+    // A second agent whose device stops answering while its relay connection stays: down after 15 s.
+    const b = agent(w, 3);
+    w.hub.addAgent(b.info);
+    b.hubPeer.send(b.prober.probe());
+    await settle();
+    w.clock.advance(1_000);
+    expect(w.statuses.get('edge-3')?.connected).toBe(true);
+    b.device.close();
+    // The last datagram came 1 s before the close; the window is 15 s.
+    w.clock.advance(13_000);
+    expect(w.statuses.get('edge-3')?.connected).toBe(true);
+    w.clock.advance(2_000);
+    expect(w.statuses.get('edge-3')?.connected).toBe(false);
+
+    expect(w.hub.removeAgent(a.info.publicKey)).toBe(true);
+    expect(w.hub.agent(a.info.publicKey)).toBeUndefined();
+    expect(w.hub.removeAgent(b.info.publicKey)).toBe(true);
+    expect(w.hub.device.stats.peers).toBe(0);
+    w.statuses.clear();
+    w.clock.advance(5_000);
+    expect(w.statuses.size).toBe(0);
+  });
+
+  it('re-adding with a new preshared key replaces the peer; the same parameters keep it', () => {
+    const w = world();
+    const a = agent(w, 2);
+    expect(w.hub.addAgent(a.info)).toBe(true);
+    const first = w.hub.agent(a.info.publicKey)!.peer;
+    expect(w.hub.addAgent({ ...a.info })).toBe(true);
+    expect(w.hub.agent(a.info.publicKey)!.peer).toBe(first);
+    w.hub.addAgent({ ...a.info, presharedKey: keyToBase64(generatePresharedKey()) });
+    expect(w.hub.agent(a.info.publicKey)!.peer).not.toBe(first);
+    expect(w.hub.device.stats.peers).toBe(1);
+  });
+
+  it('the hub probes connected agents for its RTT', async () => {
+    const w = world();
+    const a = agent(w, 2);
+    // The agent answers echo requests to its address, as the agent session does.
+    w.hub.addAgent(a.info);
+    a.hubPeer.send(a.prober.probe());
+    await settle();
+    const before = a.got.length;
+    w.clock.advance(1_000);
+    expect(a.got.length).toBe(before + 1);
+    const req = a.got[a.got.length - 1]!;
+    expect(req[9]).toBe(1); // ICMP
+    expect(req[20]).toBe(8); // echo request
+  });
+});
