@@ -150,6 +150,10 @@ describe('ArqSession over a faulty path', () => {
     expect(a.stats.probesSent).toBeGreaterThan(0);
     expect(a.closed).toBe(false);
     b.resume();
+    // The held window is delivered at once; a WINS reopens the sender well before its next probe is due.
+    expect(rx.length()).toBeLessThanOrEqual(64 * 1368);
+    clock.advance(100);
+    expect(rx.length()).toBeGreaterThan(64 * 1368);
     runUntil(clock, () => rx.length() >= data.length, 60_000);
     expect(sha(rx.bytes())).toBe(sha(data));
   });
