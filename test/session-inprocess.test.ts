@@ -201,4 +201,67 @@ describe('agent session over the relay (in process)', () => {
     await until('session down', () => !session.connected, 8_000);
     expect(session.derp.connected).toBe(false);
   });
+
+  it('a hub that lost the session keys is noticed as a dead path and the session comes back by itself', async () => {
+    const s = await setup();
+    const { kp, tunnel } = await register(s, 'edge-1');
+    const session = new AgentSession({
+      privateKey: kp.privateKey,
+      tunnel,
+      caPin: s.t.relay.caPin,
+      probeIntervalMs: 200,
+      deadAfterMs: 1_000,
+    });
+    cleanups.push(() => session.close());
+    await session.whenUp(10_000);
+    const first = session.hub.lastHandshakeAt;
+    // The hub forgets the peer (as after a hub restart): its probes go unanswered.
+    const id = keyToBase64(kp.publicKey);
+    const info = s.dp.hub.agent(id)!;
+    s.dp.hub.removeAgent(id);
+    s.dp.hub.addAgent({
+      cluster: info.cluster,
+      publicKey: id,
+      address: info.address,
+      presharedKey: tunnel.presharedKey,
+    });
+    await until('dead path noticed', () => !session.connected, 5_000);
+    await until('session back', () => session.connected, 10_000);
+    expect(session.hub.lastHandshakeAt).not.toBe(first);
+    expect(s.dp.hub.status(id)?.connected).toBe(true);
+  });
+
+  it('deny closes the session at once and the cluster shows disconnected', async () => {
+    const s = await setup();
+    const { kp, tunnel } = await register(s, 'edge-1');
+    const states: DerpStateEvent[] = [];
+    const session = startSession(s, kp, tunnel, states);
+    await session.whenUp(10_000);
+    expect((await s.t.call('POST', '/api/v1/clusters/edge-1/deny', { token: s.adminKey })).status).toBe(200);
+    await until('closed by the relay', () => states.some((e) => e.closeCode === 4004), 2_000);
+    expect(s.dp.hub.agent(keyToBase64(kp.publicKey))).toBeUndefined();
+    const c = await s.t.call('GET', '/api/v1/clusters/edge-1', { token: s.adminKey });
+    expect(c.body).toMatchObject({ connected: false, path: 'none' });
+    await until('session down', () => !session.connected, 8_000);
+  });
+
+  it('a graceful relay shutdown tells clients it is restarting before closing them', async () => {
+    const s = await setup();
+    const { kp, tunnel } = await register(s, 'edge-1');
+    const states: DerpStateEvent[] = [];
+    const session = new AgentSession({
+      privateKey: kp.privateKey,
+      tunnel,
+      caPin: s.t.relay.caPin,
+      derp: { onState: (e) => states.push(e) },
+    });
+    cleanups.push(() => session.close());
+    await session.whenUp(10_000);
+    await s.t.relay.close();
+    await until('reconnecting', () => states.some((e) => e.state === 'reconnecting'), 5_000);
+    const r = states.find((e) => e.state === 'reconnecting')!;
+    expect(r.closeCode).toBe(1001);
+    // The Restarting frame (reconnect within 1 s) replaced the normal backoff.
+    expect(r.delayMs).toBeLessThanOrEqual(1_000);
+  });
 });
