@@ -96,6 +96,9 @@ export class HubNode {
   readonly #local: DerpClientLike;
   readonly #paths = new PathTable();
   readonly #agents = new Map<string, AgentRecord>();
+  /** Per-packet fast paths without formatting keys: the relay passes each sender's own key Buffer. */
+  readonly #bySrcBuffer = new WeakMap<Buffer, AgentRecord>();
+  readonly #byPeer = new Map<Peer, AgentRecord>();
   readonly #pending = new Map<string, Buffer[]>();
   readonly #hubAddr = parseIpv4Address(HUB_ADDRESS);
   readonly #dropped = { lookupFull: 0, notAdmitted: 0, pendingOverflow: 0, pathFailed: 0 };
@@ -191,6 +194,7 @@ export class HubNode {
       this.#report(rec);
     });
     this.#agents.set(p.publicKey, rec);
+    this.#byPeer.set(peer, rec);
     return true;
   }
 
@@ -201,6 +205,7 @@ export class HubNode {
     const rec = this.#agents.get(id);
     if (!rec) return false;
     this.#agents.delete(id);
+    this.#byPeer.delete(rec.peer);
     this.device.removePeer(rec.key);
     return true;
   }
@@ -237,14 +242,21 @@ export class HubNode {
     this.#local.close();
     this.device.close();
     this.#agents.clear();
+    this.#byPeer.clear();
   }
 
   // --- receive ----------------------------------------------------------------------------------
 
   #fromDerp(src: Buffer, payload: Buffer): void {
+    const cached = this.#bySrcBuffer.get(src);
+    if (cached && this.#byPeer.has(cached.peer)) {
+      this.device.receive(payload, cached.endpoint);
+      return;
+    }
     const id = src.toString('base64');
     const rec = this.#agents.get(id);
     if (rec) {
+      this.#bySrcBuffer.set(src, rec);
       this.device.receive(payload, rec.endpoint);
       return;
     }
@@ -277,7 +289,7 @@ export class HubNode {
   }
 
   #onInner(packet: Buffer, peer: Peer): void {
-    const rec = this.#agents.get(keyToBase64(peer.publicKey));
+    const rec = this.#byPeer.get(peer);
     if (!rec) return;
     const ip = tryParseIpv4(packet);
     if (ip && ip.dst === this.#hubAddr) {
