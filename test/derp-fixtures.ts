@@ -3,7 +3,7 @@
  * certificate, the DERP server attached to it, and real WebSocket clients pinned to that certificate.
  */
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, createServer as createTcpServer, type Socket } from 'node:net';
 import { WebSocket } from 'ws';
 import { createDerpServer, type DerpServer, type DerpServerOptions } from '../relay/derp/server.js';
 import {
@@ -162,4 +162,48 @@ export async function rawClient(
     ws.once('error', reject);
   });
   return { ws, keyPair, frames, closed };
+}
+
+export interface BlackholeProxy {
+  readonly port: number;
+  /** While on, nothing is passed on in either direction, closes included (no FIN, no RST). */
+  setBlackhole(on: boolean): void;
+  close(): Promise<void>;
+}
+
+/** A TCP forwarder to 127.0.0.1:targetPort that can silently stop forwarding. */
+export async function blackholeProxy(targetPort: number): Promise<BlackholeProxy> {
+  let blackhole = false;
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((down) => {
+    const up = connect(targetPort, '127.0.0.1');
+    sockets.add(down);
+    sockets.add(up);
+    down.on('data', (d) => {
+      if (!blackhole) up.write(d);
+    });
+    up.on('data', (d) => {
+      if (!blackhole) down.write(d);
+    });
+    const end = () => {
+      if (blackhole) return;
+      up.destroy();
+      down.destroy();
+    };
+    down.on('close', end);
+    up.on('close', end);
+    down.on('error', end);
+    up.on('error', end);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    setBlackhole(on) {
+      blackhole = on;
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
 }

@@ -4,11 +4,13 @@
  */
 
 import type { AddressInfo } from 'node:net';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeSendPacket, FrameType } from '../shared/derp/frames.js';
 import { generateKeyPair } from '../shared/keys.js';
 import {
+  type BlackholeProxy,
+  blackholeProxy,
   rawClient,
   startClient,
   startRelay,
@@ -19,52 +21,14 @@ import {
 
 let relay: TestRelay | undefined;
 const clients: TestClient[] = [];
-let proxy: Server | undefined;
-const proxySockets = new Set<Socket>();
+const proxies: BlackholeProxy[] = [];
 
 afterEach(async () => {
   for (const c of clients.splice(0)) c.client.close();
-  for (const s of proxySockets) s.destroy();
-  proxySockets.clear();
-  if (proxy) await new Promise<void>((r) => proxy!.close(() => r()));
-  proxy = undefined;
+  for (const p of proxies.splice(0)) await p.close();
   await relay?.close();
   relay = undefined;
 });
-
-/** A TCP forwarder that can silently stop forwarding (a black hole: no FIN, no RST). */
-async function blackholeProxy(
-  targetPort: number,
-): Promise<{ port: number; setBlackhole(on: boolean): void }> {
-  let blackhole = false;
-  proxy = createServer((down) => {
-    const up = connect(targetPort, '127.0.0.1');
-    proxySockets.add(down);
-    proxySockets.add(up);
-    down.on('data', (d) => {
-      if (!blackhole) up.write(d);
-    });
-    up.on('data', (d) => {
-      if (!blackhole) down.write(d);
-    });
-    const end = () => {
-      if (blackhole) return; // a black hole passes on nothing, closes included
-      up.destroy();
-      down.destroy();
-    };
-    down.on('close', end);
-    up.on('close', end);
-    down.on('error', end);
-    up.on('error', end);
-  });
-  await new Promise<void>((r) => proxy!.listen(0, '127.0.0.1', r));
-  return {
-    port: (proxy.address() as AddressInfo).port,
-    setBlackhole(on) {
-      blackhole = on;
-    },
-  };
-}
 
 describe('DERP relay liveness', () => {
   it('shutdown sends Restarting; the client waits about reconnectInMs and reconnects to the new server', async () => {
@@ -91,6 +55,7 @@ describe('DERP relay liveness', () => {
     relay = await startRelay({ limits: { pingIntervalMs: 300 } });
     const port = Number(new URL(relay.url).port);
     const bh = await blackholeProxy(port);
+    proxies.push(bh);
     const c = startClient(relay, {
       url: `wss://127.0.0.1:${bh.port}/derp`,
       pingIntervalMs: 200,
