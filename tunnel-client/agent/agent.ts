@@ -73,6 +73,8 @@ export class Agent {
   #running = false;
   #pollTimer: TimerHandle | undefined;
   readonly #pollBackoff: Backoff;
+  readonly #valuesBackoff: Backoff;
+  #valuesTimer: TimerHandle | undefined;
   #lease: LeaseLoop | undefined;
   #dataPlane: DataPlane | undefined;
   readonly #dataPlaneWaiters: Array<(dp: DataPlane) => void> = [];
@@ -95,6 +97,7 @@ export class Agent {
     this.#status = this.#state.status;
     this.#values = effectiveValues({}, opts.valuesFiles);
     this.#pollBackoff = new Backoff({ random: this.#random });
+    this.#valuesBackoff = new Backoff({ random: this.#random });
   }
 
   get registrationStatus(): RegistrationStatus {
@@ -137,6 +140,7 @@ export class Agent {
   async close(): Promise<void> {
     this.#running = false;
     this.#clock.clearTimer(this.#pollTimer);
+    this.#clock.clearTimer(this.#valuesTimer);
     this.#lease?.stop();
     const dp = this.#dataPlane;
     this.#dataPlane = undefined;
@@ -228,15 +232,22 @@ export class Agent {
   }
 
   async #refreshValues(): Promise<void> {
+    this.#clock.clearTimer(this.#valuesTimer);
+    this.#valuesTimer = undefined;
     try {
       this.#relayValues = await this.#o.api.values(this.#state.cluster);
+      if (!this.#running) return;
       this.#values = effectiveValues(this.#relayValues, this.#o.valuesFiles);
+      this.#valuesBackoff.reset();
       this.#writeStatus();
     } catch (err) {
-      // Keep the last good values; the next lease with a new version tries again.
-      this.#valuesVersion = null;
-      this.#lastError = describe(err);
+      if (!this.#running) return;
+      // Keep the last good values and try again with backoff (a newer lease version also retries).
+      const delay = this.#valuesBackoff.next();
+      this.#lastError = `values: ${describe(err)}`;
+      this.#log(`${this.#lastError}; retrying in ${(delay / 1000).toFixed(1)}s`);
       this.#writeStatus();
+      this.#valuesTimer = this.#clock.setTimer(delay, () => void this.#refreshValues());
     }
   }
 
