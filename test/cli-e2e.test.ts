@@ -2,7 +2,7 @@
  * End to end through the real binaries: `tunnel-relay serve` on loopback, admin commands, and
  * `tunnel-client` join / status / run / unjoin against it.
  */
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -468,6 +468,39 @@ describe('tunnel-relay serve in text mode with a config file', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^error BAD_CONFIG: listen-port \(.*relay\.yaml\): unknown key/);
   }, 40_000);
+});
+
+describe('unjoin while the relay is unreachable', () => {
+  it('keeps the state and says so; --force removes it anyway', async () => {
+    const stateDir = join(tempDir('cli-e2e-force-'), 'agent');
+    mkdirSync(stateDir, { mode: 0o700 });
+    writeFileSync(join(stateDir, 'credential'), 'tac_x\n', { mode: 0o600 });
+    writeFileSync(join(stateDir, 'private.key'), `${'A'.repeat(43)}=\n`, { mode: 0o600 });
+    const state = {
+      version: 1,
+      relay: 'https://127.0.0.1:1',
+      cluster: 'gone',
+      caPin: ready.caPin,
+      caFile: null,
+      publicKey: 'x',
+      agentVersion: '0.1.0',
+      upstream: null,
+      allow: [],
+      claims: {},
+      valuesFiles: [],
+      status: 'Accepted',
+      tunnel: null,
+      registeredAt: new Date().toISOString(),
+    };
+    writeFileSync(join(stateDir, 'state.json'), JSON.stringify(state), { mode: 0o600 });
+    const kept = await client('unjoin', '--state-dir', stateDir);
+    expect(kept.code).toBe(1);
+    expect(kept.stderr).toMatch(/^error RELAY_UNREACHABLE: .*was kept \(retry, or pass --force/);
+    expect(existsSync(join(stateDir, 'state.json'))).toBe(true);
+    const forced = await client('unjoin', '--state-dir', stateDir, '--force', '--output', 'json');
+    expect(json<{ deregistered: boolean }>(forced).deregistered).toBe(false);
+    expect(existsSync(stateDir)).toBe(false);
+  });
 });
 
 describe('bad usage exits 2 with one line naming the value', () => {
