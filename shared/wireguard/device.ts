@@ -25,6 +25,8 @@ import { CookieChecker } from './cookie.js';
 import { type CryptoSuite, defaultCrypto } from './crypto/index.js';
 import { IndexTable } from './index-table.js';
 import {
+  DATA_MIN_LEN,
+  DATA_RECEIVER,
   type Initiation,
   MSG_COOKIE_REPLY,
   MSG_INITIATION,
@@ -33,7 +35,6 @@ import {
   parseCookieReply,
   parseInitiation,
   parseResponse,
-  parseTransport,
   type Response,
 } from './messages.js';
 import { consumeInitiation, consumeResponse, type NoiseIdentity } from './noise.js';
@@ -321,10 +322,10 @@ export class Device {
       if (!e?.peer.cookies.consumeReply(r, this.#clock.now())) this.#stats.drops['cookie-ignored']++;
       return;
     }
-    const t = parseTransport(d);
-    const e = this.#indices.get(t.receiverIndex);
+    if (d.length < DATA_MIN_LEN) return void this.#stats.drops.malformed++;
+    const e = this.#indices.get(d.readUInt32LE(DATA_RECEIVER));
     if (!e?.keypair) return void this.#stats.drops['unknown-index']++;
-    e.peer.receiveTransport(e.keypair, t, d, from);
+    e.peer.receiveTransport(e.keypair, d, from);
   }
 
   #isUnderLoad(): boolean {

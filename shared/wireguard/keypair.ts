@@ -7,8 +7,8 @@
 import { ReplayFilter } from './replay.js';
 
 export class Keypair {
-  /** Next counter to send (also the nonce). */
-  sendCounter = 0n;
+  /** Next counter to send (also the nonce). A number: exact up to 2^53, far beyond RekeyAfterMessages in practice. */
+  sendCounter = 0;
   readonly replay = new ReplayFilter();
 
   constructor(

@@ -11,7 +11,7 @@ import { CookieGenerator } from './cookie.js';
 import type { PublicKeyHandle } from './crypto/x25519.js';
 import type { IndexTable } from './index-table.js';
 import { Keypair, Keypairs } from './keypair.js';
-import type { Transport } from './messages.js';
+import { readTransportCounter } from './messages.js';
 import { createInitiation, createResponse, deriveSession, Handshake, type NoiseIdentity } from './noise.js';
 import { TimestampGenerator } from './tai64n.js';
 import { openTransport, sealTransport } from './transport.js';
@@ -228,13 +228,14 @@ export class Peer extends EventEmitter<PeerEvents> {
   }
 
   /** A transport message whose receiver index maps to `kp` (one of ours). */
-  receiveTransport(kp: Keypair, msg: Transport, datagram: Buffer, from: Endpoint): void {
+  receiveTransport(kp: Keypair, datagram: Buffer, from: Endpoint): void {
     const t = this.#host.timers;
     if (this.#host.clock.now() - kp.createdAt >= t.rejectAfterTime)
       return void this.drops['expired-keypair']++;
     const plain = openTransport(this.#host.identity.aead, kp, datagram, this.#nonce);
     if (!plain) return void this.drops.decrypt++;
-    if (!kp.replay.validate(msg.counter, t.rejectAfterMessages)) return void this.drops.replay++;
+    if (!kp.replay.validate(readTransportCounter(datagram), t.rejectAfterMessages))
+      return void this.drops.replay++;
     this.endpoint = from;
     const { promoted, dropped } = this.keypairs.receivedWith(kp);
     if (promoted) {

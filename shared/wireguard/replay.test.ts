@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TIMERS } from './constants.js';
 import { REPLAY_WINDOW_SIZE, ReplayFilter } from './replay.js';
@@ -91,6 +92,37 @@ describe('ReplayFilter (wireguard-go replay_test.go cases)', () => {
     for (let i = W; i > 0n; i--) T(i, true);
     T(0n, true);
     T(W + 1n, true);
+  });
+
+  it('the number fast path agrees with the bigint path (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.integer({ min: 0, max: 20_000 }),
+            fc.integer({ min: 0, max: 2 ** 40 }),
+            fc.constant(2 ** 53 - 1),
+          ),
+          { maxLength: 300 },
+        ),
+        (counters) => {
+          const viaNumber = new ReplayFilter();
+          const viaBig = new ReplayFilter();
+          for (const c of counters) {
+            expect(viaNumber.validate(c, REJECT)).toBe(viaBig.validate(BigInt(c), REJECT));
+          }
+        },
+      ),
+    );
+  });
+
+  it('switches to bigint mode past 2^53 and stays exact', () => {
+    const f = new ReplayFilter();
+    expect(f.validate(5, REJECT)).toBe(true);
+    expect(f.validate(2n ** 60n, REJECT)).toBe(true);
+    expect(f.validate(2n ** 60n, REJECT)).toBe(false);
+    expect(f.validate(2n ** 60n - 1n, REJECT)).toBe(true);
+    expect(f.validate(5, REJECT)).toBe(false); // far behind now
   });
 
   it('reset forgets everything', () => {

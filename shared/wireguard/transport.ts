@@ -34,7 +34,8 @@ export function sealTransport(
   const out = Buffer.allocUnsafe(DATA_HEADER_LEN + padded + AEAD_TAG_LEN);
   const counter = kp.sendCounter;
   writeTransportHeader(out, kp.remoteIndex, counter);
-  out.copy(nonce, 4, DATA_COUNTER, DATA_COUNTER + 8);
+  nonce.writeUInt32LE(counter % 0x1_0000_0000, 4);
+  nonce.writeUInt32LE(Math.floor(counter / 0x1_0000_0000), 8);
   const body = out.subarray(DATA_HEADER_LEN);
   if (padded === packet.length) {
     aead.seal(body, kp.sendKey, nonce, packet); // no padding: seal straight from the caller's buffer
@@ -43,7 +44,7 @@ export function sealTransport(
     out.fill(0, DATA_HEADER_LEN + packet.length, DATA_HEADER_LEN + padded);
     aead.seal(body, kp.sendKey, nonce, body.subarray(0, padded)); // in place
   }
-  kp.sendCounter = counter + 1n;
+  kp.sendCounter = counter + 1;
   return out;
 }
 
@@ -52,7 +53,8 @@ export function sealTransport(
  * (bytes 16..), or null when it does not authenticate. Does not touch the replay filter.
  */
 export function openTransport(aead: Aead, kp: Keypair, datagram: Buffer, nonce: Buffer): Buffer | null {
-  datagram.copy(nonce, 4, DATA_COUNTER, DATA_COUNTER + 8);
+  nonce.writeUInt32LE(datagram.readUInt32LE(DATA_COUNTER), 4);
+  nonce.writeUInt32LE(datagram.readUInt32LE(DATA_COUNTER + 4), 8);
   const ct = datagram.subarray(DATA_HEADER_LEN);
   const n = aead.open(ct.subarray(0, ct.length - AEAD_TAG_LEN), kp.recvKey, nonce, ct);
   return n < 0 ? null : datagram.subarray(DATA_HEADER_LEN, DATA_HEADER_LEN + n);
