@@ -389,6 +389,23 @@ describe('admin access', () => {
     expect(none.stderr).toMatch(/^error RELAY_UNREACHABLE: /);
   });
 
+  it('audit lists what the admin commands did, newest first', async () => {
+    const res = json<{ items: { action: string; target: string; actor: string }[] }>(
+      await admin('audit', '--limit', '500', '--output', 'json'),
+    );
+    const actions = res.items.map((a) => `${a.action} ${a.target}`);
+    expect(actions).toContain('cluster.create edge-psk');
+    expect(actions.indexOf('cluster.create edge-text')).toBeLessThan(
+      actions.indexOf('cluster.create edge-psk'),
+    );
+    const text = await admin('audit', '--limit', '3');
+    expect(text.code).toBe(0);
+    expect(text.stdout.split('\n')[0]).toMatch(/^AT\s+ACTOR\s+ACTION\s+TARGET\s+SOURCE$/);
+    expect(text.stdout.trim().split('\n')).toHaveLength(4);
+    const bad = await admin('audit', '--limit', '0');
+    expect(bad.code).toBe(2);
+  });
+
   it('a viewer key may list but not create (FORBIDDEN, exit 1); no key at all is bad usage', async () => {
     const viewer = json<{ token: string }>(
       await admin('token', 'create', '--role', 'viewer', '--output', 'json'),

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { packageVersion } from '../../shared/cli/version.js';
 import type { StartOptions } from '../server.js';
+import { auditCommand } from './audit.js';
 import { clusterCommand } from './cluster.js';
 import { kubeconfigCommand } from './kubeconfig.js';
 import { serveCommand } from './serve.js';
@@ -17,6 +18,7 @@ export function buildRelayProgram(opts: { startOptions?: StartOptions } = {}): C
     .addCommand(tokenCommand())
     .addCommand(valuesCommand())
     .addCommand(kubeconfigCommand())
+    .addCommand(auditCommand())
     .addHelpText(
       'after',
       `
