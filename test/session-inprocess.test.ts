@@ -149,10 +149,17 @@ describe('agent session over the relay (in process)', () => {
       session.sendInner(buildUdpPacket({ src: self, dst: hub, srcPort: 4000 + i, dstPort: 7 }, marker));
     }
     await until('hub got the marker', () => s.inner.filter((p) => p.includes(marker)).length === 5);
+    // And the other way: hub -> agent, delivered to the session's inner-packet handler.
+    const back = Buffer.from(`HUB-TO-AGENT-${Math.random().toString(36).slice(2)}`);
+    const atAgent: Buffer[] = [];
+    session.setInnerPacketHandler((p) => atAgent.push(Buffer.from(p)));
+    s.dp.hub.sendInner(buildUdpPacket({ src: hub, dst: self, srcPort: 7, dstPort: 4000 }, back));
+    await until('agent got the reply marker', () => atAgent.some((p) => p.includes(back)));
     expect(s.routed.length).toBeGreaterThan(before + 4);
     for (const p of s.routed) {
       expect(p.includes(marker)).toBe(false);
       expect(p.includes(marker.subarray(0, 12))).toBe(false);
+      expect(p.includes(back)).toBe(false);
     }
   });
 

@@ -106,10 +106,12 @@ export class HubNode {
   readonly #probeMs: number;
   readonly #deadMs: number;
   #timer: TimerHandle | undefined;
+  #inner: ((packet: Buffer, agent: HubAgent) => void) | undefined;
   #closed = false;
 
   constructor(opts: HubNodeOptions) {
     this.#o = opts;
+    this.#inner = opts.onInnerPacket;
     this.#clock = opts.clock ?? realClock;
     this.#statusMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
     this.#probeMs = opts.probeIntervalMs ?? DEFAULT_HUB_PROBE_INTERVAL_MS;
@@ -143,6 +145,11 @@ export class HubNode {
       send: (d, e) => this.#local.send((e as DerpEndpoint).derpKey, d),
     });
     this.#armTick();
+  }
+
+  /** Replaces the handler for inner packets that are not the hub's own ICMP (the streams layer). */
+  setInnerPacketHandler(fn: ((packet: Buffer, agent: HubAgent) => void) | undefined): void {
+    this.#inner = fn;
   }
 
   /** Sets the transport for another endpoint scheme (e.g. `udp` for a direct path). */
@@ -297,7 +304,7 @@ export class HubNode {
       if (reply) return void peer.send(reply);
       if (rec.prober.onPacket(ip)) return;
     }
-    this.#o.onInnerPacket?.(packet, rec);
+    this.#inner?.(packet, rec);
   }
 
   // --- status -----------------------------------------------------------------------------------

@@ -65,10 +65,12 @@ export class AgentSession {
   #connected = false;
   #lastRefresh: number;
   #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; t: TimerHandle }> = [];
+  #inner: ((packet: Buffer) => void) | undefined;
   #closed = false;
 
   constructor(o: AgentSessionOptions) {
     this.#o = o;
+    this.#inner = o.onInnerPacket;
     this.#clock = o.clock ?? realClock;
     this.#probeMs = o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     this.#deadMs = o.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;
@@ -162,6 +164,11 @@ export class AgentSession {
     });
   }
 
+  /** Replaces the handler for inner packets that are not the session's own ICMP (the streams layer). */
+  setInnerPacketHandler(fn: ((packet: Buffer) => void) | undefined): void {
+    this.#inner = fn;
+  }
+
   /** Sends an inner IP packet to the hub (dropped with a count when it is not routed to the hub). */
   sendInner(packet: Buffer): void {
     this.device.send(packet);
@@ -188,7 +195,7 @@ export class AgentSession {
       const reply = echoReplyFor(ip, this.#self);
       if (reply) return void this.hub.send(reply);
     }
-    this.#o.onInnerPacket?.(packet);
+    this.#inner?.(packet);
   }
 
   /** The relay client emits its first state from inside connectDerp, before `derp` is assigned. */
