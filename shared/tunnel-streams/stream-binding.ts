@@ -1,0 +1,187 @@
+/**
+ * The stream session of one tunnel endpoint: inner IPv4/UDP packets on STREAMS_PORT <-> one StreamLink
+ * per peer (remote tunnel address). Feed every inner packet the WireGuard device delivers to
+ * `input()`; the binding sends inner packets through `send()`.
+ *
+ * - client (hub): `open(remote, target)` uses the link to that peer or starts one with a fresh random
+ *   conv. Datagrams whose conv is not the live link's are dropped (`stale`): after a hub restart the
+ *   agent's old session hears nothing until the hub opens a stream with its new conv.
+ * - server (agent): a datagram from an accepted peer with a new conv (first one, or the hub restarted)
+ *   replaces the link; inbound streams go to `onStream`.
+ * Links are removed when their session closes. Caps: `maxLinks` peers (excess counted `linkLimit`).
+ */
+import { randomInt } from 'node:crypto';
+import { peekConv } from '../arq/segment.js';
+import type { Clock } from '../clock.js';
+import { TunnelError } from '../errors.js';
+import type { MuxStream } from '../mux/mux-stream.js';
+import { openTarget } from '../mux/open-target.js';
+import { RELAYED_ARQ_MTU, STREAMS_PORT } from './constants.js';
+import { type InnerDropReason, pickStreamDatagram } from './inner-udp.js';
+import { type LinkArqOptions, type LinkMuxOptions, StreamLink } from './stream-link.js';
+
+export const DEFAULT_MAX_LINKS = 1024;
+/** openTarget(): how long the agent may take to answer (it dials with its own 10 s timeout). */
+export const DEFAULT_OPEN_TIMEOUT_MS = 15_000;
+
+export interface StreamBindingOptions {
+  role: 'client' | 'server';
+  /** This endpoint's tunnel address (u32). */
+  local: number;
+  clock: Clock;
+  send(packet: Buffer): void;
+  /** ARQ MTU for a peer (default: the relay path's 65,475). Consulted when a link starts. */
+  mtuFor?: (remote: number) => number;
+  /** server: whether datagrams from `remote` may start a session (default: any). */
+  accept?: (remote: number) => boolean;
+  /** server: a new inbound stream. */
+  onStream?: (stream: MuxStream, remote: number) => void;
+  port?: number;
+  maxLinks?: number;
+  arq?: LinkArqOptions;
+  mux?: LinkMuxOptions;
+  defer?: (fn: () => void) => void;
+  random?: () => number;
+}
+
+export interface StreamBindingStats {
+  datagramsIn: number;
+  linksStarted: number;
+  linksReplaced: number;
+  dropped: Record<InnerDropReason | 'stale' | 'notAccepted' | 'linkLimit' | 'closed', number>;
+}
+
+export class StreamBinding {
+  readonly stats: StreamBindingStats = {
+    datagramsIn: 0,
+    linksStarted: 0,
+    linksReplaced: 0,
+    dropped: {
+      'not-ipv4-udp': 0,
+      'wrong-port': 0,
+      'wrong-address': 0,
+      malformed: 0,
+      stale: 0,
+      notAccepted: 0,
+      linkLimit: 0,
+      closed: 0,
+    },
+  };
+  readonly #o: StreamBindingOptions;
+  readonly #links = new Map<number, StreamLink>();
+  readonly #port: number;
+  readonly #max: number;
+  #closed = false;
+
+  constructor(o: StreamBindingOptions) {
+    this.#o = o;
+    this.#port = o.port ?? STREAMS_PORT;
+    this.#max = o.maxLinks ?? DEFAULT_MAX_LINKS;
+  }
+
+  get linkCount(): number {
+    return this.#links.size;
+  }
+
+  link(remote: number): StreamLink | undefined {
+    return this.#links.get(remote);
+  }
+
+  /**
+   * Feeds one decrypted inner IP packet. Returns false when it is not a stream datagram (the caller
+   * may handle it otherwise). The packet may be a view the caller reuses: the datagram is copied.
+   */
+  input(packet: Buffer): boolean {
+    const d = pickStreamDatagram(packet, this.#o.local, this.#port);
+    if (typeof d === 'string') {
+      this.stats.dropped[d]++;
+      return false;
+    }
+    this.stats.datagramsIn++;
+    if (this.#closed) return this.#drop('closed');
+    const conv = peekConv(d.payload);
+    if (conv === undefined) return this.#drop('malformed');
+    let link = this.#links.get(d.src);
+    if (this.#o.role === 'client') {
+      if (!link || link.conv !== conv) return this.#drop('stale');
+    } else if (!link || link.conv !== conv) {
+      if (this.#o.accept && !this.#o.accept(d.src)) return this.#drop('notAccepted');
+      if (link) {
+        this.stats.linksReplaced++;
+        link.close(new TunnelError('CLOSED', 'the peer started a new session'));
+      }
+      link = this.#start(d.src, conv);
+      if (!link) return true;
+    }
+    // ArqSession.input takes ownership: hand it a copy, not a view of the decrypt buffer.
+    link.input(Buffer.from(d.payload));
+    return true;
+  }
+
+  /** client: a stream to `target` on `remote`, through its live link or a new one. */
+  async open(remote: number, target: string, timeoutMs = DEFAULT_OPEN_TIMEOUT_MS): Promise<MuxStream> {
+    if (this.#closed) throw new TunnelError('CLOSED', 'stream binding is closed');
+    let link = this.#links.get(remote);
+    if (!link || link.closed || link.mux.closed) {
+      link?.close();
+      link = this.#start(remote, this.#newConv());
+      if (!link) throw new TunnelError('LIMIT_EXCEEDED', `stream links: ${this.#max} peers already`);
+    }
+    return openTarget(link.mux, target, { clock: this.#o.clock, timeoutMs });
+  }
+
+  /** Changes the ARQ MTU of a peer's live link (path change). */
+  setMtu(remote: number, mtu: number): void {
+    this.#links.get(remote)?.setMtu(mtu);
+  }
+
+  /** Ends the session with a peer (agent removed). */
+  drop(remote: number, err?: TunnelError): void {
+    this.#links.get(remote)?.close(err);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const l of [...this.#links.values()]) l.close(new TunnelError('CLOSED', 'stream binding closed'));
+    this.#links.clear();
+  }
+
+  #drop(reason: keyof StreamBindingStats['dropped']): true {
+    this.stats.dropped[reason]++;
+    return true;
+  }
+
+  #newConv(): number {
+    const r = this.#o.random;
+    return r ? Math.floor(r() * 0xffffffff) >>> 0 : randomInt(1, 0xffffffff);
+  }
+
+  #start(remote: number, conv: number): StreamLink | undefined {
+    if (this.#links.size >= this.#max && !this.#links.has(remote)) {
+      this.stats.dropped.linkLimit++;
+      return undefined;
+    }
+    const o = this.#o;
+    const link = new StreamLink({
+      role: o.role,
+      conv,
+      local: o.local,
+      remote,
+      port: this.#port,
+      mtu: o.mtuFor?.(remote) ?? RELAYED_ARQ_MTU,
+      clock: o.clock,
+      send: o.send,
+      ...(o.defer ? { defer: o.defer } : {}),
+      ...(o.arq ? { arq: o.arq } : {}),
+      ...(o.mux ? { mux: o.mux } : {}),
+    });
+    this.#links.set(remote, link);
+    this.stats.linksStarted++;
+    link.on('close', () => {
+      if (this.#links.get(remote) === link) this.#links.delete(remote);
+    });
+    if (o.role === 'server') link.on('stream', (s: MuxStream) => o.onStream?.(s, remote));
+    return link;
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * One reliable session between two tunnel addresses: an ArqSession carrying a MuxSession, whose
+ * datagrams travel as inner IPv4/UDP packets (inner-udp.ts). One StreamLink is one session
+ * incarnation: when its ARQ or mux closes, the link is done and the binding makes a new one.
+ *
+ * Roles (docs/_drafts/streams.md): the hub is mux 'client' (opens streams) and picks a random conv
+ * for each incarnation; the agent is 'server' and adopts whatever conv the hub uses (the binding
+ * replaces its link when the conv changes).
+ */
+import { EventEmitter } from 'node:events';
+import type { ArqOptions } from '../arq/arq-options.js';
+import { ArqSession } from '../arq/arq-session.js';
+import type { Clock } from '../clock.js';
+import type { TunnelError } from '../errors.js';
+import type { MuxSession } from '../mux/mux-session.js';
+import type { MuxStream } from '../mux/mux-stream.js';
+import { type MuxBindingOptions, muxOverArq } from '../mux/transport.js';
+import { wrapStreamDatagram } from './inner-udp.js';
+
+/** ARQ tuning a binding may pass through (everything but what the link decides). */
+export type LinkArqOptions = Partial<Omit<ArqOptions, 'conv' | 'mtu' | 'clock' | 'output' | 'defer'>>;
+export type LinkMuxOptions = Partial<Omit<MuxBindingOptions, 'role' | 'clock'>>;
+
+export interface StreamLinkOptions {
+  role: 'client' | 'server';
+  conv: number;
+  /** Local and remote tunnel addresses (u32). */
+  local: number;
+  remote: number;
+  port: number;
+  mtu: number;
+  clock: Clock;
+  /** Sends one inner IP packet (the link does not touch it afterwards). Exceptions are counted. */
+  send(packet: Buffer): void;
+  defer?: (fn: () => void) => void;
+  arq?: LinkArqOptions;
+  mux?: LinkMuxOptions;
+}
+
+export class StreamLink extends EventEmitter {
+  readonly arq: ArqSession;
+  readonly mux: MuxSession;
+  readonly remote: number;
+  /** Inner packets the send callback threw on. */
+  sendErrors = 0;
+  #closed = false;
+
+  constructor(o: StreamLinkOptions) {
+    super();
+    this.remote = o.remote;
+    this.arq = new ArqSession({
+      ...o.arq,
+      conv: o.conv,
+      mtu: o.mtu,
+      clock: o.clock,
+      defer: o.defer ?? setImmediate,
+      output: (d) => {
+        try {
+          o.send(wrapStreamDatagram(o.local, o.remote, d, o.port));
+        } catch {
+          this.sendErrors++;
+        }
+      },
+    });
+    this.mux = muxOverArq(this.arq, { ...o.mux, role: o.role, clock: o.clock });
+    this.mux.on('stream', (s: MuxStream) => this.emit('stream', s));
+    this.mux.on('close', (err?: TunnelError) => this.#done(err));
+    this.arq.on('close', (err?: TunnelError) => {
+      // The mux follows through transportClosed; make sure the link is reported once either way.
+      if (!this.mux.closed) this.mux.close(err);
+      this.#done(err);
+    });
+  }
+
+  get conv(): number {
+    return this.arq.conv;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Hands one ARQ datagram (owned by the link from now on) to the session. */
+  input(datagram: Buffer): void {
+    if (!this.#closed) this.arq.input(datagram);
+  }
+
+  setMtu(mtu: number): void {
+    if (!this.#closed) this.arq.setMtu(mtu);
+  }
+
+  close(err?: TunnelError): void {
+    if (this.#closed) return;
+    this.mux.close(err);
+    if (!this.arq.closed) this.arq.close(err);
+    this.#done(err);
+  }
+
+  #done(err?: TunnelError): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.emit('close', err);
+  }
+}

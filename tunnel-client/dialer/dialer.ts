@@ -1,0 +1,143 @@
+/**
+ * The agent's dialer: answers each inbound hub stream. It reads the stream's OPEN text, checks it
+ * against the allowlist (per stream), dials with a timeout, replies (OK / REFUSED / UPSTREAM_FAILED /
+ * BAD_REQUEST with a reason) and then splices stream and socket both ways. The default upstream is
+ * spoken to as its URL says: for `@upstream` with an https URL the agent runs the TLS client (CA from
+ * the options; see docs/_drafts/proxies.md), so the hub's path proxy can send plain HTTP/1.1.
+ */
+import net from 'node:net';
+import tls from 'node:tls';
+import type { Clock } from '../../shared/clock.js';
+import { TunnelError } from '../../shared/errors.js';
+import type { MuxStream } from '../../shared/mux/mux-stream.js';
+import {
+  OPEN_BAD_REQUEST,
+  OPEN_OK,
+  OPEN_REFUSED,
+  OPEN_UPSTREAM_FAILED,
+  readOpenRequest,
+  replyOpen,
+} from '../../shared/mux/open-target.js';
+import { splice } from '../../shared/tunnel-streams/splice.js';
+import { type Allowlist, formatHostPort, type HostPort } from './allowlist.js';
+
+export const DEFAULT_DIAL_TIMEOUT_MS = 10_000;
+
+export interface DialerOptions {
+  allowlist: Allowlist;
+  clock: Clock;
+  dialTimeoutMs?: number;
+  /** TLS to an https upstream: CA (PEM) to trust instead of the system's, and whether to verify. */
+  upstreamCa?: string | undefined;
+  upstreamInsecure?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface DialerStats {
+  streams: number;
+  dialed: number;
+  refused: number;
+  failed: number;
+  bad: number;
+  active: number;
+}
+
+export class Dialer {
+  readonly stats: DialerStats = { streams: 0, dialed: 0, refused: 0, failed: 0, bad: 0, active: 0 };
+  readonly #o: DialerOptions;
+
+  constructor(o: DialerOptions) {
+    this.#o = o;
+  }
+
+  /** Handles one inbound stream; never throws (failures reset or refuse the stream). */
+  handle(stream: MuxStream): void {
+    this.stats.streams++;
+    stream.on('error', () => {});
+    this.#handle(stream).catch(() => stream.destroy());
+  }
+
+  async #handle(stream: MuxStream): Promise<void> {
+    let target: string;
+    try {
+      target = await readOpenRequest(stream, { clock: this.#o.clock });
+    } catch (err) {
+      this.stats.bad++;
+      stream.destroy(err as Error);
+      return;
+    }
+    const r = this.#o.allowlist.resolve(target);
+    if (r.kind === 'bad') {
+      this.stats.bad++;
+      return replyOpen(stream, OPEN_BAD_REQUEST, r.reason);
+    }
+    if (r.kind === 'refused') {
+      this.stats.refused++;
+      this.#o.log?.(`stream ${stream.id}: refused ${target} (${r.reason})`);
+      return replyOpen(stream, OPEN_REFUSED, r.reason);
+    }
+    let socket: net.Socket;
+    try {
+      socket = await this.#dial(r.addr, r.tls, stream);
+    } catch (err) {
+      this.stats.failed++;
+      const reason = (err as Error).message;
+      this.#o.log?.(`stream ${stream.id}: ${target} failed (${reason})`);
+      if (!stream.destroyed) replyOpen(stream, OPEN_UPSTREAM_FAILED, reason);
+      return;
+    }
+    if (stream.destroyed) return void socket.destroy();
+    this.stats.dialed++;
+    this.stats.active++;
+    socket.once('close', () => this.stats.active--);
+    replyOpen(stream, OPEN_OK);
+    const where = formatHostPort(r.addr);
+    splice(
+      stream,
+      socket,
+      (e) =>
+        new TunnelError('UPSTREAM_FAILED', `${where}: ${(e as NodeJS.ErrnoException).code ?? e.message}`),
+    );
+  }
+
+  /** Connects (and for TLS, handshakes) within the dial timeout; rejects with a reason naming the address. */
+  #dial(addr: HostPort, useTls: boolean, stream: MuxStream): Promise<net.Socket> {
+    const ms = this.#o.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
+    const where = formatHostPort(addr);
+    return new Promise((resolve, reject) => {
+      const socket = useTls
+        ? tls.connect({
+            host: addr.host,
+            port: addr.port,
+            ...(net.isIP(addr.host) ? {} : { servername: addr.host }),
+            ...(this.#o.upstreamCa ? { ca: this.#o.upstreamCa } : {}),
+            rejectUnauthorized: this.#o.upstreamInsecure !== true,
+            ALPNProtocols: ['http/1.1'],
+          })
+        : net.connect({ host: addr.host, port: addr.port, allowHalfOpen: true });
+      let settled = false;
+      const finish = (err: Error | null): void => {
+        if (settled) return;
+        settled = true;
+        this.#o.clock.clearTimer(timer);
+        stream.off('close', onStreamClose);
+        if (err) {
+          socket.destroy();
+          reject(err);
+        } else {
+          socket.off('error', onError);
+          resolve(socket);
+        }
+      };
+      const onError = (e: NodeJS.ErrnoException): void =>
+        finish(new Error(`${where}: ${e.code ?? e.message}${e.code && e.message ? ` (${e.message})` : ''}`));
+      const onStreamClose = (): void => finish(new Error(`${where}: stream closed while dialing`));
+      const timer = this.#o.clock.setTimer(ms, () =>
+        finish(new Error(`${where}: no connection within ${ms} ms`)),
+      );
+      socket.once('error', onError);
+      socket.once(useTls ? 'secureConnect' : 'connect', () => finish(null));
+      stream.once('close', onStreamClose);
+    });
+  }
+}
