@@ -29,6 +29,11 @@ const MAX_RTT_MS = 60_000;
 /** Weight of a new sample in the smoothed RTT (TCP's 1/8). */
 const SRTT_ALPHA = 0.125;
 
+/** Cheap pre-check on the packet path: an IPv4 packet carrying ICMP (anything else skips parsing). */
+export function isIcmpv4(packet: Buffer): boolean {
+  return packet.length >= 20 && packet[0]! >> 4 === 4 && packet[9] === IP_PROTO_ICMP;
+}
+
 /** A parsed inner IPv4 packet, or null when it is not IPv4 (IPv6, garbage). */
 export function tryParseIpv4(packet: Buffer): Ipv4View | null {
   if (packet.length < 20 || packet[0]! >> 4 !== 4) return null;

@@ -19,7 +19,7 @@ import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
 import { Device, type DeviceStats, type Peer } from '../../shared/wireguard/device.js';
 import { HUB_ADDRESS } from '../addresses.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
-import { EchoProber, echoReplyFor, tryParseIpv4 } from './echo-prober.js';
+import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from './echo-prober.js';
 import { type DerpEndpoint, derpEndpoint, PathTable } from './paths.js';
 
 /** WireGuard transport overhead: 16-byte header + 16-byte tag. Relay frames carry up to 65,535 bytes. */
@@ -298,7 +298,7 @@ export class HubNode {
   #onInner(packet: Buffer, peer: Peer): void {
     const rec = this.#byPeer.get(peer);
     if (!rec) return;
-    const ip = tryParseIpv4(packet);
+    const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;
     if (ip && ip.dst === this.#hubAddr) {
       const reply = echoReplyFor(ip, this.#hubAddr);
       if (reply) return void peer.send(reply);

@@ -11,7 +11,7 @@
  * forever (backoff with jitter, capped at 30 s; Restarting frames shorten it).
  */
 
-import { EchoProber, echoReplyFor, tryParseIpv4 } from '../../relay/hub/echo-prober.js';
+import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../relay/hub/echo-prober.js';
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/derp/client.js';
 import { TunnelError } from '../../shared/errors.js';
@@ -189,7 +189,7 @@ export class AgentSession {
   }
 
   #onInner(packet: Buffer): void {
-    const ip = tryParseIpv4(packet);
+    const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;
     if (ip && ip.dst === this.#self) {
       if (this.#prober.onPacket(ip)) return void this.#evaluate();
       const reply = echoReplyFor(ip, this.#self);
