@@ -38,6 +38,13 @@ export interface DataPlane {
   close(): Promise<void>;
 }
 
+const mounted = new WeakMap<object, DataPlane>();
+
+/** The data plane mounted on `app` (for plugins registered after it, e.g. the hub's proxies). */
+export function dataPlaneOf(app: FastifyInstance): DataPlane | undefined {
+  return mounted.get(app);
+}
+
 /** Builds the data plane for a relay context and mounts it on `app`'s https server. */
 export async function mountDataPlane(
   app: FastifyInstance,
@@ -116,6 +123,7 @@ export async function mountDataPlane(
   app.addHook('preClose', async () => {
     await dp.close();
   });
+  mounted.set(app, dp);
   return dp;
 }
 

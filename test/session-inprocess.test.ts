@@ -6,13 +6,14 @@
  * disconnects its agent at once and refuses it afterwards.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type DataPlane, dataPlanePlugin } from '../relay/data-plane.js';
+import { type DataPlane, dataPlaneOf, dataPlanePlugin } from '../relay/data-plane.js';
 import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { connectDerp, type DerpStateEvent } from '../shared/derp/client.js';
 import { buildUdpPacket, parseIpv4Address } from '../shared/ip/index.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
-import type { Tunnel } from '../tunnel-client/agent/types.js';
+import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { AgentSession } from '../tunnel-client/session/agent-session.js';
+import { sessionDataPlane } from '../tunnel-client/session/session-data-plane.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -55,6 +56,7 @@ async function setup(): Promise<Setup> {
   });
   cleanups.push(() => t.cleanup());
   if (!dp) throw new Error('data plane not mounted');
+  expect(dataPlaneOf(t.relay.fastify)).toBe(dp);
   return { t, dp, adminKey: t.relay.adminKey!, routed, inner };
 }
 
@@ -271,5 +273,28 @@ describe('agent session over the relay (in process)', () => {
     expect(r.closeCode).toBe(1001);
     // The Restarting frame (reconnect within 1 s) replaced the normal backoff.
     expect(r.delayMs).toBeLessThanOrEqual(1_000);
+  });
+
+  it("the agent runner's factory starts the session, reports changes and hands the session to wiring code", async () => {
+    const s = await setup();
+    const { kp, tunnel } = await register(s, 'edge-1');
+    let changes = 0;
+    const sessions: AgentSession[] = [];
+    const factory = sessionDataPlane({ onSession: (session) => sessions.push(session) });
+    const state = { cluster: 'edge-1', caPin: s.t.relay.caPin, caFile: null } as unknown as AgentState;
+    const dp = await factory({
+      state,
+      tunnel,
+      privateKey: keyToBase64(kp.privateKey),
+      onChange: () => changes++,
+    });
+    cleanups.push(() => dp.close());
+    expect(sessions).toHaveLength(1);
+    await dp.whenUp?.(10_000);
+    expect(dp.stats()).toMatchObject({ connected: true, path: 'relayed' });
+    expect(changes).toBeGreaterThan(0);
+    expect(s.dp.hub.agentForCluster('edge-1')?.publicKey).toBe(keyToBase64(kp.publicKey));
+    await dp.close();
+    expect(dp.stats()).toMatchObject({ connected: false, path: 'none', rttMs: null });
   });
 });

@@ -121,6 +121,7 @@ describe('HubNode', () => {
     await settle();
     expect(w.lookups).toBe(1);
     expect(w.hub.agent(a.info.publicKey)?.cluster).toBe('edge-2');
+    expect(w.hub.agentForCluster('edge-2')?.publicKey).toBe(a.info.publicKey);
     expect(a.hubPeer.isSessionUp).toBe(true);
     // The staged probe went out after the handshake and the hub answered it.
     expect(a.prober.received).toBe(1);
@@ -158,6 +159,7 @@ describe('HubNode', () => {
     await settle();
     await settle();
     expect(w.hub.agent(a.info.publicKey)).toBeUndefined();
+    expect(w.hub.agentForCluster('edge-2')).toBeUndefined();
     expect(w.hub.stats.dropped.notAdmitted).toBe(MAX_PENDING_PER_KEY);
     expect(w.hub.stats.pendingLookups).toBe(0);
   });

@@ -99,6 +99,7 @@ export class HubNode {
   /** Per-packet fast paths without formatting keys: the relay passes each sender's own key Buffer. */
   readonly #bySrcBuffer = new WeakMap<Buffer, AgentRecord>();
   readonly #byPeer = new Map<Peer, AgentRecord>();
+  readonly #byCluster = new Map<string, AgentRecord>();
   readonly #pending = new Map<string, Buffer[]>();
   readonly #hubAddr = parseIpv4Address(HUB_ADDRESS);
   readonly #dropped = { lookupFull: 0, notAdmitted: 0, pendingOverflow: 0, pathFailed: 0 };
@@ -202,6 +203,7 @@ export class HubNode {
     });
     this.#agents.set(p.publicKey, rec);
     this.#byPeer.set(peer, rec);
+    this.#byCluster.set(p.cluster, rec);
     return true;
   }
 
@@ -213,12 +215,18 @@ export class HubNode {
     if (!rec) return false;
     this.#agents.delete(id);
     this.#byPeer.delete(rec.peer);
+    if (this.#byCluster.get(rec.cluster) === rec) this.#byCluster.delete(rec.cluster);
     this.device.removePeer(rec.key);
     return true;
   }
 
   agent(publicKey: string): HubAgent | undefined {
     return this.#agents.get(publicKey);
+  }
+
+  /** The cluster's agent peer (its `peer` emits 'handshake' / 'session' when keys change). */
+  agentForCluster(cluster: string): HubAgent | undefined {
+    return this.#byCluster.get(cluster);
   }
 
   /** The live status of an agent's session, or null for an unknown key. */
@@ -250,6 +258,7 @@ export class HubNode {
     this.device.close();
     this.#agents.clear();
     this.#byPeer.clear();
+    this.#byCluster.clear();
   }
 
   // --- receive ----------------------------------------------------------------------------------

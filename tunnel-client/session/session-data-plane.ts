@@ -11,6 +11,8 @@ export interface SessionDataPlaneOptions {
   log?: (line: string) => void;
   /** Overrides for the session (intervals, relay-client backoff); tests. */
   session?: Partial<Omit<AgentSessionOptions, 'privateKey' | 'tunnel' | 'onChange'>>;
+  /** Called with each new session (wiring: attach the streams layer via setInnerPacketHandler). */
+  onSession?: (session: AgentSession, ctx: Parameters<DataPlaneFactory>[0]) => void;
 }
 
 export interface SessionDataPlane extends DataPlane {
@@ -38,6 +40,7 @@ export function sessionDataPlane(opts: SessionDataPlaneOptions = {}): DataPlaneF
       onChange: ctx.onChange,
       ...(opts.log ? { log: opts.log } : {}),
     });
+    opts.onSession?.(session, ctx);
     const dp: SessionDataPlane = {
       session,
       stats: () => session.stats(),
