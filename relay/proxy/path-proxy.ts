@@ -1,0 +1,195 @@
+/**
+ * `/api/v1/clusters/:name/proxy/*`: any method, forwarded as HTTP/1.1 over one mux stream per request
+ * to the agent's default upstream (`@upstream`: the agent speaks TLS to it when its URL is https).
+ * Request and response bodies stream both ways (watches, large uploads). The caller's Authorization
+ * header (the relay access key) and hop-by-hop headers are not forwarded.
+ *
+ * Upgrade requests (WebSocket, SPDY: `kubectl exec`) arrive on the https server's 'upgrade' event:
+ * after the same checks the request head is re-written onto a new stream and the bytes are spliced
+ * both ways, so the upstream's 101 (or refusal) reaches the client unchanged.
+ *
+ * Plain requests are hijacked in a route-level onRequest hook: nothing is parsed or buffered.
+ */
+import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { TunnelError } from '../../shared/errors.js';
+import type { MuxStream } from '../../shared/mux/mux-stream.js';
+import { splice } from '../../shared/tunnel-streams/splice.js';
+import { authenticate } from '../auth.js';
+import type { RelayContext } from '../context.js';
+import type { HubStreams } from './hub-streams.js';
+import { bearer, isReadOnly, requireProxy } from './proxy-auth.js';
+import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
+
+const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
+
+/** Headers that belong to one hop (RFC 9110 7.6.1) or carry the relay credential. */
+const DROP = new Set([
+  'authorization',
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+export interface ProxyPath {
+  cluster: string;
+  /** Path and query to send upstream (`/` at least). */
+  upstreamPath: string;
+}
+
+export function parseProxyPath(url: string): ProxyPath | null {
+  const m = PROXY_PATH.exec(url);
+  if (!m) return null;
+  let cluster: string;
+  try {
+    cluster = decodeURIComponent(m[1]!);
+  } catch {
+    return null;
+  }
+  return { cluster, upstreamPath: `${m[2] || '/'}${m[3] ?? ''}` };
+}
+
+/** Request headers to forward: end-to-end ones only, minus anything the Connection header names. */
+export function forwardHeaders(raw: string[], extraDrop: ReadonlySet<string> = new Set()): string[] {
+  const named = new Set<string>();
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() === 'connection') {
+      for (const t of raw[i + 1]!.split(',')) named.add(t.trim().toLowerCase());
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const k = raw[i]!.toLowerCase();
+    if (DROP.has(k) || named.has(k) || extraDrop.has(k)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  return out;
+}
+
+type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'>;
+
+async function authorize(ctx: Ctx, req: IncomingMessage, cluster: string, upgrade: boolean): Promise<void> {
+  const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
+  const c = await ctx.store.getCluster(cluster);
+  if (!c) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
+  requireProxy(who, c.group, isReadOnly(req.method, upgrade) ? 'read' : 'write');
+}
+
+function sendError(res: ServerResponse, err: unknown): void {
+  const e = asTunnelError(err);
+  if (res.headersSent) {
+    res.destroy(e);
+    return;
+  }
+  const body = JSON.stringify(e.toJSON());
+  res.writeHead(proxyStatus(e, false), {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+/** Forwards one plain (non-Upgrade) request. */
+async function forward(
+  ctx: Ctx,
+  streams: HubStreams,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const p = parseProxyPath(req.url ?? '');
+  if (!p) throw new TunnelError('NOT_FOUND', 'no such proxy path');
+  await authorize(ctx, req, p.cluster, false);
+  const stream = await streams.open(p.cluster, '@upstream');
+  stream.on('error', () => {});
+  const headers = forwardHeaders(req.rawHeaders);
+  const upstream = http.request({
+    method: req.method ?? 'GET',
+    path: p.upstreamPath,
+    headers: [...headers, 'connection', 'close'] as unknown as OutgoingHttpHeaders,
+    setHost: false,
+    createConnection: () => stream as unknown as import('node:net').Socket,
+  });
+  await new Promise<void>((resolve, reject) => {
+    upstream.on('error', (err) => {
+      reject(new TunnelError('STREAM_RESET', `upstream request failed: ${err.message}`));
+    });
+    upstream.on('response', (ures) => {
+      res.writeHead(ures.statusCode ?? 502, ures.statusMessage, forwardHeaders(ures.rawHeaders));
+      ures.pipe(res);
+      ures.on('error', (e) => res.destroy(e));
+      ures.on('end', () => resolve());
+      ures.on('aborted', () => res.destroy());
+      res.on('close', () => {
+        if (!ures.complete) stream.destroy();
+        resolve();
+      });
+    });
+    req.pipe(upstream);
+    req.on('aborted', () => stream.destroy());
+    res.on('close', () => {
+      if (!res.writableFinished) stream.destroy();
+    });
+  });
+}
+
+/** Handles an Upgrade request for the proxy path; false when the path is not the proxy's. */
+export function handleProxyUpgrade(
+  ctx: Ctx,
+  streams: HubStreams,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+): boolean {
+  const p = parseProxyPath(req.url ?? '');
+  if (!p) return false;
+  socket.on('error', () => {});
+  (async () => {
+    await authorize(ctx, req, p.cluster, true);
+    const stream: MuxStream = await streams.open(p.cluster, '@upstream');
+    stream.on('error', () => {});
+    if (socket.destroyed) return void stream.destroy();
+    const hdrs = forwardHeaders(req.rawHeaders);
+    const upgrade = req.headers.upgrade ?? '';
+    let text = `${req.method ?? 'GET'} ${p.upstreamPath} HTTP/1.1\r\n`;
+    for (let i = 0; i + 1 < hdrs.length; i += 2) text += `${hdrs[i]}: ${hdrs[i + 1]}\r\n`;
+    text += `connection: Upgrade\r\nupgrade: ${upgrade}\r\n\r\n`;
+    stream.write(text);
+    if (head.length > 0) stream.write(head);
+    splice(stream, socket, (e) => new TunnelError('STREAM_RESET', `client: ${e.message}`));
+  })().catch((err: unknown) => {
+    const e = asTunnelError(err);
+    if (e.code === 'INTERNAL') ctx.log.error({ err }, 'proxy upgrade failed');
+    writeErrorResponse(socket, proxyStatus(e, false), e);
+  });
+  return true;
+}
+
+/** Registers the plain-request routes on `app`. */
+export function registerPathProxy(app: FastifyInstance, ctx: Ctx, streams: HubStreams): void {
+  const onRequest = async (
+    request: { raw: IncomingMessage },
+    reply: { hijack(): void; raw: ServerResponse },
+  ): Promise<void> => {
+    reply.hijack();
+    const res = reply.raw;
+    forward(ctx, streams, request.raw, res).catch((err: unknown) => {
+      if (asTunnelError(err).code === 'INTERNAL') ctx.log.error({ err }, 'proxy request failed');
+      sendError(res, err);
+    });
+  };
+  for (const url of ['/api/v1/clusters/:name/proxy', '/api/v1/clusters/:name/proxy/*']) {
+    app.route({
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'],
+      url,
+      onRequest,
+      handler: async () => undefined,
+    });
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * The relay's data plane with the hub's proxies: mounts the DERP server and hub node (data-plane.ts),
+ * puts the stream binding on the hub's inner packets, and serves
+ *   CONNECT <cluster>.clusters.local:<port>       (https server 'connect')
+ *   /api/v1/clusters/:name/proxy[/*]              (Fastify routes, hijacked; Upgrade via 'upgrade')
+ * Used instead of dataPlanePlugin(): `startRelay(config, { plugins: [hubProxyPlugin()] })`.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { TunnelError } from '../../shared/errors.js';
+import { parseKey } from '../../shared/keys.js';
+import type { RelayContext } from '../context.js';
+import { type DataPlane, type DataPlaneOptions, mountDataPlane } from '../data-plane.js';
+import { attachConnectProxy, type ConnectProxyStats } from './connect-proxy.js';
+import { HubStreams, type HubStreamsOptions } from './hub-streams.js';
+import { handleProxyUpgrade, registerPathProxy } from './path-proxy.js';
+import { writeErrorResponse } from './raw-response.js';
+
+export interface HubProxyOptions {
+  dataPlane?: DataPlaneOptions;
+  streams?: Partial<Pick<HubStreamsOptions, 'openTimeoutMs' | 'disconnectGraceMs' | 'binding'>>;
+}
+
+export interface HubProxy {
+  readonly dataPlane: DataPlane;
+  readonly streams: HubStreams;
+  readonly connectStats: ConnectProxyStats;
+}
+
+export function hubProxyPlugin(
+  opts: HubProxyOptions = {},
+  onMounted?: (p: HubProxy) => void,
+): (app: FastifyInstance, ctx: RelayContext) => Promise<void> {
+  return async (app, ctx) => {
+    let dp: DataPlane | undefined;
+    const streams = new HubStreams({
+      ...opts.streams,
+      ctx,
+      clock: ctx.clock,
+      dataPlane: () =>
+        dp && {
+          sendInner: (p) => dp?.hub.sendInner(p),
+          isSessionUp: (k) => dp?.hub.status(k)?.connected === true,
+          isRelayConnected: (k) => dp?.derp.isConnected(parseKey(k, 'agent key')) === true,
+        },
+    });
+    const userInner = opts.dataPlane?.hub?.onInnerPacket;
+    // An 'upgrade' listener of our own (added before the DERP server's) takes every Upgrade path but
+    // /derp; with two listeners the DERP server no longer answers other paths with 404.
+    const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+      const path = (req.url ?? '').split('?', 1)[0];
+      if (path === '/derp') return;
+      if (handleProxyUpgrade(ctx, streams, req, socket, head)) return;
+      writeErrorResponse(socket, 404, new TunnelError('NOT_FOUND', `no Upgrade endpoint at ${path}`));
+    };
+    app.server.on('upgrade', onUpgrade);
+    dp = await mountDataPlane(app, ctx, {
+      ...opts.dataPlane,
+      hub: {
+        ...opts.dataPlane?.hub,
+        onInnerPacket: (packet, agent) => {
+          if (!streams.binding.input(packet)) userInner?.(packet, agent);
+        },
+      },
+    });
+    const connectStats: ConnectProxyStats = { established: 0, failed: {} };
+    const detachConnect = attachConnectProxy(app.server, ctx, streams, connectStats);
+    registerPathProxy(app, ctx, streams);
+    app.addHook('preClose', async () => {
+      detachConnect();
+      app.server.off('upgrade', onUpgrade);
+      streams.close();
+    });
+    onMounted?.({ dataPlane: dp, streams, connectStats });
+  };
+}

@@ -1,0 +1,283 @@
+/**
+ * The hub -> agent proxies in one process over real sockets: a real relay (startRelay with the hub
+ * proxy plugin on a loopback port), a real registration, the agent's WireGuard session over wss with
+ * the stream binding and allowlist dialer, and a sample HTTP upstream. Clients are real: curl through
+ * CONNECT, Node's https and ws through the path proxy.
+ */
+import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
+import { type HubProxy, hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
+import { startTestRelay, type TestRelay } from '../relay/test-support.js';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import type { DataPlane } from '../tunnel-client/agent/agent.js';
+import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
+import { streamsDataPlane } from '../tunnel-client/dialer/streams-data-plane.js';
+
+const run = promisify(execFile);
+
+let t: TestRelay;
+let hp: HubProxy;
+let admin: string;
+let upstream: http.Server;
+let upPort: number;
+let agentDp: DataPlane;
+let caFile: string;
+
+async function startUpstream(): Promise<void> {
+  upstream = http.createServer((req, res) => {
+    if (req.url === '/hello') return void res.end(`hello from upstream (${req.method})`);
+    if (req.url?.startsWith('/echo')) {
+      res.writeHead(200, { 'x-seen-auth': String(req.headers.authorization ?? 'none') });
+      return void req.pipe(res);
+    }
+    if (req.url?.startsWith('/slow')) {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      let i = 0;
+      const iv = setInterval(() => {
+        res.write(`tick ${i}\n`);
+        if (++i === 3) {
+          clearInterval(iv);
+          res.end();
+        }
+      }, 50);
+      return;
+    }
+    res.statusCode = 404;
+    res.end('nope');
+  });
+  const wss = new WebSocketServer({ server: upstream, path: '/ws' });
+  wss.on('connection', (ws) => ws.on('message', (m, bin) => ws.send(bin ? m : `echo:${m.toString()}`)));
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  upPort = (upstream.address() as AddressInfo).port;
+}
+
+async function key(role: string): Promise<string> {
+  const r = await t.call('POST', '/api/v1/tokens', { token: admin, body: { role } });
+  expect(r.status).toBe(201);
+  return r.body.token as string;
+}
+
+async function register(name: string, group = 'default'): Promise<{ tunnel: Tunnel; privateKey: string }> {
+  const created = await t.call('POST', '/api/v1/clusters', { token: admin, body: { name, group } });
+  expect(created.status).toBe(201);
+  const kp = generateKeyPair();
+  const reg = await t.call('POST', '/api/v1/register', {
+    token: created.body.bootstrap.psk,
+    body: { cluster: name, publicKey: keyToBase64(kp.publicKey), agentVersion: '0.1.0' },
+  });
+  expect(reg.status).toBe(201);
+  return { tunnel: reg.body.tunnel as Tunnel, privateKey: keyToBase64(kp.privateKey) };
+}
+
+beforeAll(async () => {
+  await startUpstream();
+  t = await startTestRelay({
+    plugins: [
+      hubProxyPlugin({ dataPlane: { hub: { statusIntervalMs: 200 } } }, (p) => {
+        hp = p;
+      }),
+    ],
+  });
+  admin = t.relay.adminKey!;
+  caFile = join(t.dir, 'relay-ca.pem');
+  writeFileSync(caFile, t.relay.caPem);
+  const { tunnel, privateKey } = await register('edge-1');
+  const state = {
+    caPin: t.relay.caPin,
+    caFile: null,
+    upstream: `http://127.0.0.1:${upPort}`,
+    allow: [],
+  } as unknown as AgentState;
+  agentDp = await streamsDataPlane({ session: { probeIntervalMs: 300 } })({
+    state,
+    tunnel,
+    privateKey,
+    onChange: () => {},
+  });
+  await agentDp.whenUp?.(10_000);
+  // The hub's view (handshake + fresh datagrams) is what the proxies check.
+  const end = Date.now() + 10_000;
+  while (!(await t.call('GET', '/api/v1/clusters/edge-1', { token: admin })).body.connected) {
+    if (Date.now() > end) throw new Error('hub never saw the agent connected');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}, 30_000);
+
+afterAll(async () => {
+  await agentDp?.close();
+  await t?.cleanup();
+  upstream?.close();
+});
+
+function curlConnect(target: string, extra: string[] = []) {
+  return run(
+    'curl',
+    [
+      '-sS',
+      '-p',
+      '-x',
+      t.relay.url,
+      '--proxy-cacert',
+      caFile,
+      '--max-time',
+      '20',
+      '-w',
+      '\n%{http_connect}',
+      ...extra,
+      target,
+    ],
+    { encoding: 'utf8' },
+  ).then(
+    (r) => ({ ok: true, out: r.stdout, err: r.stderr }),
+    (e: { stdout: string; stderr: string }) => ({ ok: false, out: e.stdout, err: e.stderr }),
+  );
+}
+
+describe('CONNECT proxy', () => {
+  it('curl reaches the upstream through CONNECT edge-1.clusters.local:<upstream port>', async () => {
+    const r = await curlConnect(`http://edge-1.clusters.local:${upPort}/hello`, [
+      '--proxy-header',
+      `Proxy-Authorization: Bearer ${admin}`,
+    ]);
+    expect(r.err).toBe('');
+    expect(r.out).toBe('hello from upstream (GET)\n200');
+    expect(hp.connectStats.established).toBeGreaterThan(0);
+  });
+
+  it('accepts the key as Basic proxy credentials (proxy URL user info)', async () => {
+    const u = new URL(t.relay.url);
+    u.username = 'key';
+    u.password = admin;
+    const r = await run('curl', [
+      '-sS',
+      '-p',
+      '-x',
+      u.toString(),
+      '--proxy-cacert',
+      caFile,
+      '--max-time',
+      '20',
+      `http://edge-1.clusters.local:${upPort}/hello`,
+    ]);
+    expect(r.stdout).toBe('hello from upstream (GET)');
+  });
+
+  it('answers 407 without a key or with a wrong one, 403 for a viewer and another group, 404 for an unknown cluster', async () => {
+    const target = `http://edge-1.clusters.local:${upPort}/hello`;
+    const none = await curlConnect(target);
+    expect(none.ok).toBe(false);
+    expect(none.out.trim()).toBe('407');
+    const wrong = await curlConnect(target, ['--proxy-header', 'Proxy-Authorization: Bearer trk_wrong']);
+    expect(wrong.out.trim()).toBe('407');
+    const viewer = await key('viewer');
+    const v = await curlConnect(target, ['--proxy-header', `Proxy-Authorization: Bearer ${viewer}`]);
+    expect(v.out.trim()).toBe('403');
+    const other = await key('group-editor:other');
+    const o = await curlConnect(target, ['--proxy-header', `Proxy-Authorization: Bearer ${other}`]);
+    expect(o.out.trim()).toBe('403');
+    const unknown = await curlConnect(`http://nope.clusters.local:${upPort}/`, [
+      '--proxy-header',
+      `Proxy-Authorization: Bearer ${admin}`,
+    ]);
+    expect(unknown.out.trim()).toBe('404');
+  });
+
+  it('answers 503 at once for a cluster whose agent is not connected', async () => {
+    await t.call('POST', '/api/v1/clusters', { token: admin, body: { name: 'idle-1' } });
+    const started = Date.now();
+    const r = await curlConnect(`http://idle-1.clusters.local:${upPort}/`, [
+      '--proxy-header',
+      `Proxy-Authorization: Bearer ${admin}`,
+    ]);
+    expect(r.out.trim()).toBe('503');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('answers 502 when the agent refuses the port (not on its allowlist)', async () => {
+    const r = await curlConnect(`http://edge-1.clusters.local:${upPort + 1}/`, [
+      '--proxy-header',
+      `Proxy-Authorization: Bearer ${admin}`,
+    ]);
+    expect(r.out.trim()).toBe('502');
+  });
+});
+
+describe('path proxy', () => {
+  const base = () => `${t.relay.url}/api/v1/clusters/edge-1/proxy`;
+  const get = (path: string, token: string | null, o: { method?: string; body?: string } = {}) =>
+    request(`${base()}${path}`, {
+      method: (o.method ?? 'GET') as 'GET',
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      ...(o.body !== undefined ? { body: o.body } : {}),
+      dispatcher: t.agent,
+    });
+
+  it('forwards GET and streams a POST body back, without forwarding the relay key', async () => {
+    const r = await get('/hello', admin);
+    expect(r.statusCode).toBe(200);
+    expect(await r.body.text()).toBe('hello from upstream (GET)');
+    const e = await get('/echo', admin, { method: 'POST', body: 'x'.repeat(300_000) });
+    expect(e.statusCode).toBe(200);
+    expect(e.headers['x-seen-auth']).toBe('none');
+    expect((await e.body.text()).length).toBe(300_000);
+  });
+
+  it('streams a chunked response as it is produced', async () => {
+    const r = await get('/slow', admin);
+    const got = await r.body.text();
+    expect(got).toBe('tick 0\ntick 1\ntick 2\n');
+  });
+
+  it('lets a viewer GET but not POST; 401 without a key; 404 for an unknown cluster', async () => {
+    const viewer = await key('viewer');
+    expect((await get('/hello', viewer)).statusCode).toBe(200);
+    const p = await get('/echo', viewer, { method: 'POST', body: 'x' });
+    expect(p.statusCode).toBe(403);
+    expect((await p.body.json()) as object).toMatchObject({ error: { code: 'FORBIDDEN' } });
+    const n = await get('/hello', null);
+    expect(n.statusCode).toBe(401);
+    await n.body.dump();
+    const u = await request(`${t.relay.url}/api/v1/clusters/nope/proxy/`, {
+      headers: { authorization: `Bearer ${admin}` },
+      dispatcher: t.agent,
+    });
+    expect(u.statusCode).toBe(404);
+    await u.body.dump();
+  });
+
+  it('passes a WebSocket upgrade through and echoes messages', async () => {
+    const ws = new WebSocket(`${base().replace('https:', 'wss:')}/ws`, {
+      ca: t.relay.caPem,
+      headers: { authorization: `Bearer ${admin}` },
+    });
+    await once(ws, 'open');
+    ws.send('ping');
+    const [m] = (await once(ws, 'message')) as [Buffer];
+    expect(m.toString()).toBe('echo:ping');
+    const big = Buffer.alloc(200_000, 7);
+    ws.send(big);
+    const [b] = (await once(ws, 'message')) as [Buffer];
+    expect(Buffer.compare(b, big)).toBe(0);
+    ws.close();
+    await once(ws, 'close');
+  });
+
+  it('carries 200 concurrent requests', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const r = await get(`/echo?i=${i}`, admin, { method: 'POST', body: `req-${i}` });
+        return r.body.text();
+      }),
+    );
+    expect(results).toEqual(results.map((_, i) => `req-${i}`));
+  });
+});
