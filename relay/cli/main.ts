@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-/** tunnel-relay binary: the command tree with the data plane (DERP at /derp, hub node) mounted. */
+/**
+ * tunnel-relay binary: the command tree with the data plane (DERP at /derp, hub node) and the hub's
+ * proxies (CONNECT, /api/v1/clusters/:name/proxy) mounted.
+ */
 import { main } from '../../shared/cli/run-cli.js';
-import { dataPlanePlugin } from '../data-plane.js';
+import { hubProxyPlugin } from '../proxy/proxy-plugin.js';
 import { buildRelayProgram } from './program.js';
 
-main(buildRelayProgram({ startOptions: { plugins: [dataPlanePlugin()] } }));
+main(buildRelayProgram({ startOptions: { plugins: [hubProxyPlugin()] } }));

@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-/** tunnel-client binary: the command tree with the WireGuard session over the relay as the data plane. */
+/**
+ * tunnel-client binary: the command tree with the WireGuard session over the relay as the data plane,
+ * plus the hub stream binding and the allowlist dialer (tunnel-client/dialer).
+ */
 import { main } from '../../shared/cli/run-cli.js';
-import { sessionDataPlane } from '../session/session-data-plane.js';
+import { streamsDataPlane } from '../dialer/streams-data-plane.js';
 import { stderrLog } from './context.js';
 import { buildClientProgram } from './program.js';
 
-main(buildClientProgram({ dataPlane: sessionDataPlane({ log: stderrLog }) }));
+main(buildClientProgram({ dataPlane: streamsDataPlane({ log: stderrLog }) }));
