@@ -28,7 +28,7 @@ interface World {
   lookups: number;
 }
 
-function world(opts: { lookupDelay?: Promise<void> } = {}): World {
+function world(opts: { lookupDelay?: Promise<void>; maxPeers?: number } = {}): World {
   const clock = new FakeClock();
   const hubKey = generateKeyPair();
   const derp = createDerpServer({
@@ -58,6 +58,7 @@ function world(opts: { lookupDelay?: Promise<void> } = {}): World {
     onStatus: (c, s) => w.statuses.set(c, s),
     onInnerPacket: (p) => w.inner.push(Buffer.from(p)),
     statusIntervalMs: 1_000,
+    ...(opts.maxPeers ? { maxPeers: opts.maxPeers } : {}),
   });
   closers.push(() => derp.shutdown());
   closers.push(() => w.hub.close());
@@ -228,5 +229,17 @@ describe('HubNode', () => {
     const req = a.got[a.got.length - 1]!;
     expect(req[9]).toBe(1); // ICMP
     expect(req[20]).toBe(8); // echo request
+  });
+
+  it('caps peers at maxPeers and refuses unusable records without throwing', () => {
+    const w = world({ maxPeers: 1 });
+    const a = agent(w, 2);
+    const b = agent(w, 3);
+    expect(w.hub.addAgent({ ...a.info, presharedKey: 'not a key' })).toBe(false);
+    expect(w.hub.addAgent({ ...a.info, address: '100.64.0.300' })).toBe(false);
+    expect(w.hub.addAgent(a.info)).toBe(true);
+    expect(w.hub.addAgent(b.info)).toBe(false);
+    expect(w.hub.stats.agents).toBe(1);
+    expect(w.hub.agent(b.info.publicKey)).toBeUndefined();
   });
 });

@@ -158,22 +158,34 @@ export class HubNode {
     this.#paths.set(scheme, transport);
   }
 
-  /** Adds (or refreshes) an accepted agent as a peer. False when the device is full or closed. */
+  /**
+   * Adds (or refreshes) an accepted agent as a peer. False when the device is full or closed, or the
+   * record is unusable (logged; never throws).
+   */
   addAgent(p: AdmittedPeer): boolean {
     if (this.#closed) return false;
+    let key: Buffer;
+    let psk: Buffer;
+    let dst: number;
+    try {
+      key = parseKey(p.publicKey, 'agent public key');
+      psk = parseKey(p.presharedKey, 'preshared key');
+      dst = parseIpv4Address(p.address);
+    } catch (err) {
+      this.#o.log?.({ cluster: p.cluster, err: (err as Error).message }, 'hub: agent record unusable');
+      return false;
+    }
     const existing = this.#agents.get(p.publicKey);
-    if (existing && existing.address === p.address && existing.cluster === p.cluster) {
-      const psk = parseKey(p.presharedKey, 'preshared key');
+    if (existing?.address === p.address && existing.cluster === p.cluster) {
       if (psk.equals(existing.peer.presharedKey)) return true;
     }
     if (existing) this.removeAgent(p.publicKey);
-    const key = parseKey(p.publicKey, 'agent public key');
     const endpoint = derpEndpoint(key);
     let peer: Peer;
     try {
       peer = this.device.addPeer({
         publicKey: key,
-        presharedKey: p.presharedKey,
+        presharedKey: psk,
         endpoint,
         allowedIps: [`${p.address}/32`],
       });
@@ -188,11 +200,7 @@ export class HubNode {
       peer,
       key,
       endpoint,
-      prober: new EchoProber({
-        clock: this.#clock,
-        src: this.#hubAddr,
-        dst: parseIpv4Address(p.address),
-      }),
+      prober: new EchoProber({ clock: this.#clock, src: this.#hubAddr, dst }),
       lastRxBytes: 0,
       lastRxAt: null,
       lastProbeAt: Number.NEGATIVE_INFINITY,
