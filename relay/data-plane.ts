@@ -77,18 +77,19 @@ export async function mountDataPlane(
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
   });
+  let skipped = 0;
   for (const c of await ctx.store.listClusters()) {
     if (c.status !== 'Accepted' || !c.publicKey || !c.address || !c.presharedKey) continue;
-    if (
-      !hub.addAgent({
+    if (hub.full) skipped++;
+    else
+      hub.addAgent({
         cluster: c.name,
         publicKey: c.publicKey,
         address: c.address,
         presharedKey: c.presharedKey,
-      })
-    )
-      break;
+      });
   }
+  if (skipped > 0) log.warn({ skipped }, 'hub: peer cap reached; accepted agents left out at start');
 
   const revoke = (why: string, report: boolean) => (e: KeyEvent) => {
     const key = Buffer.from(e.publicKey, 'base64');

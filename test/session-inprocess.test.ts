@@ -297,4 +297,17 @@ describe('agent session over the relay (in process)', () => {
     await dp.close();
     expect(dp.stats()).toMatchObject({ connected: false, path: 'none', rttMs: null });
   });
+
+  it('on start the hub holds every accepted agent as a peer, before any packet', async () => {
+    const s = await setup();
+    const a = await register(s, 'edge-a');
+    const b = await register(s, 'edge-b');
+    await s.t.call('POST', '/api/v1/clusters/edge-b/deny', { token: s.adminKey });
+    await s.t.restart();
+    const dp = dataPlaneOf(s.t.relay.fastify)!;
+    expect(dp).not.toBe(s.dp);
+    expect(dp.hub.agent(keyToBase64(a.kp.publicKey))?.cluster).toBe('edge-a');
+    expect(dp.hub.agent(keyToBase64(b.kp.publicKey))).toBeUndefined();
+    expect(dp.hub.stats.agents).toBe(1);
+  });
 });

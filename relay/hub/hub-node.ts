@@ -15,7 +15,7 @@ import { MAX_PACKET_LEN } from '../../shared/derp/frames.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { keyToBase64, parseKey } from '../../shared/keys.js';
-import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
+import { DEFAULT_MAX_PEERS, type WireGuardTimers } from '../../shared/wireguard/constants.js';
 import { Device, type DeviceStats, type Peer } from '../../shared/wireguard/device.js';
 import { HUB_ADDRESS } from '../addresses.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
@@ -246,6 +246,11 @@ export class HubNode {
   /** Sends an inner IP packet (routed by destination address to its agent). */
   sendInner(packet: Buffer): void {
     this.device.send(packet);
+  }
+
+  /** True when the device holds maxPeers peers (addAgent refuses new agents). */
+  get full(): boolean {
+    return this.#agents.size >= (this.#o.maxPeers ?? DEFAULT_MAX_PEERS);
   }
 
   get stats(): HubStats {
