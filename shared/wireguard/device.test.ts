@@ -228,6 +228,48 @@ describe('Device handshake between two instances', () => {
     l.close();
   });
 
+  it('IPv6 inner packets: delivered cut to payload length + 40, source checked against IPv6 AllowedIPs', () => {
+    const l = new Link();
+    l.b.removePeer(l.keysA.publicKey);
+    const pb = l.b.addPeer({
+      publicKey: l.keysA.publicKey,
+      endpoint: l.endpointA,
+      allowedIps: ['fd00::1/128'],
+    });
+    const good = Buffer.alloc(40 + 13);
+    good[0] = 0x60; // version 6
+    good.writeUInt16BE(13, 4); // payload length
+    good[6] = 17;
+    good[7] = 64;
+    Buffer.from('fd000000000000000000000000000001', 'hex').copy(good, 8); // source fd00::1
+    const bad = Buffer.from(good);
+    bad[23] = 2; // fd00::2 is not allowed
+    const lying = Buffer.from(good);
+    lying.writeUInt16BE(500, 4); // payload length beyond the packet
+    l.peerOfA.send(good);
+    l.peerOfA.send(bad);
+    l.peerOfA.send(lying);
+    l.pump();
+    expect(l.gotB).toEqual([good]);
+    expect(l.gotB[0]!.length).toBe(53); // padded to 64 on the wire, cut back to 40 + 13
+    expect(pb.drops['allowed-ips']).toBe(1);
+    expect(pb.drops['bad-ip']).toBe(1);
+    l.close();
+  });
+
+  it('a cookie reply that does not decrypt with our last mac1 is ignored', () => {
+    const l = new Link({ underLoadB: () => true });
+    l.peerOfA.sendHandshakeInitiation(false);
+    l.step();
+    const reply = Buffer.from(l.queue.shift()!.data);
+    expect(reply[0]).toBe(MSG_COOKIE_REPLY);
+    reply[40]! ^= 1;
+    l.a.receive(reply, l.endpointB);
+    expect(l.a.stats.drops['cookie-ignored']).toBe(1);
+    expect(l.peerOfA.cookies.hasCookie).toBe(false);
+    l.close();
+  });
+
   it('keepalives are 32 bytes on the wire', () => {
     const l = new Link();
     l.peerOfA.sendHandshakeInitiation(false);
