@@ -62,6 +62,7 @@ async function setup(o: {
   pskOurs?: Buffer;
   pskTheirs?: Buffer;
   echo?: boolean;
+  underLoad?: () => boolean;
 }): Promise<Setup> {
   const ours = generateKeyPair();
   const theirs = generateKeyPair();
@@ -71,6 +72,7 @@ async function setup(o: {
     host: ns.hostAddress!,
     privateKey: ours.privateKey,
     timers: o.timers,
+    underLoad: o.underLoad,
     onPacket: (p) => {
       const copy = Buffer.from(p);
       packets.push(copy);
@@ -180,5 +182,15 @@ describe('interop with wireguard-go', () => {
     expect(echoReplies(s.packets)).toEqual([]);
     const dump = await s.wg.wgShow();
     expect(dump.peers[0]!.latestHandshake).toBe(0);
+  });
+
+  it('(e) cookies: under load we answer its initiation with a cookie reply; its retry carries a valid mac2', async () => {
+    const s = await setup({ weInitiate: false, echo: true, underLoad: () => true });
+    const r = await ns.exec('ping', ['-c', '9', '-i', '1', '-W', '2', TUN_US], { timeoutMs: 30_000 });
+    expect(s.bind.device.stats.drops['cookie-sent']).toBeGreaterThanOrEqual(1);
+    const received = Number(/(\d+) received/.exec(r.stdout)?.[1] ?? 0);
+    expect(received).toBeGreaterThanOrEqual(1);
+    expect(s.peer.lastHandshakeAt).not.toBeNull();
+    expect(s.wg.readLog()).toMatch(/[Cc]ookie/);
   });
 });
