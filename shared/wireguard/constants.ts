@@ -47,6 +47,8 @@ export const DEFAULT_TIMERS: Readonly<WireGuardTimers> = Object.freeze({
 
 /** Caps (docs/LIMITS.md). */
 export const DEFAULT_MAX_PEERS = 1024;
+/** Upper bound for the maxPeers option (wireguard-go's MaxPeers). */
+export const MAX_PEERS_LIMIT = 65536;
 /** Staged (waiting for a session) packets per peer; the oldest is dropped past this (QueueStagedSize). */
 export const DEFAULT_MAX_STAGED = 128;
 /** Index table entries per peer: one handshake + previous/current/next keypairs. */

@@ -210,6 +210,15 @@ describe('Device handshake between two instances', () => {
     expect(
       () => new Device({ privateKey: Buffer.alloc(32, 1), mtu: 10, send: () => {}, onPacket: () => {} }),
     ).toThrow(expect.objectContaining({ code: 'BAD_CONFIG' }));
+    for (const bad of [
+      { maxPeers: 0 },
+      { timers: { rekeyTimeout: -1 } },
+      { timers: { rekeyAfterMessages: 0n } },
+    ]) {
+      expect(
+        () => new Device({ privateKey: Buffer.alloc(32, 1), send: () => {}, onPacket: () => {}, ...bad }),
+      ).toThrow(expect.objectContaining({ code: 'BAD_CONFIG' }));
+    }
     d.close();
     l.close();
   });

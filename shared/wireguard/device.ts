@@ -17,6 +17,7 @@ import {
   DEFAULT_TIMERS,
   INDICES_PER_PEER,
   MAX_MTU,
+  MAX_PEERS_LIMIT,
   UNDER_LOAD_AFTER_TIME,
   UNDER_LOAD_HANDSHAKES_PER_SECOND,
   type WireGuardTimers,
@@ -158,7 +159,18 @@ export class Device {
     if (!Number.isInteger(this.mtu) || this.mtu < 576 || this.mtu > MAX_MTU) {
       throw new TunnelError('BAD_CONFIG', `mtu ${this.mtu} is out of range 576..${MAX_MTU}`);
     }
+    for (const [k, v] of Object.entries(this.timers)) {
+      const ok = typeof v === 'bigint' ? v > 0n : typeof v === 'number' && Number.isFinite(v) && v >= 0;
+      if (!ok)
+        throw new TunnelError(
+          'BAD_CONFIG',
+          `timers.${k} must be a non-negative number (bigint for message counts)`,
+        );
+    }
     this.#maxPeers = opts.maxPeers ?? DEFAULT_MAX_PEERS;
+    if (!Number.isInteger(this.#maxPeers) || this.#maxPeers < 1 || this.#maxPeers > MAX_PEERS_LIMIT) {
+      throw new TunnelError('BAD_CONFIG', `maxPeers ${this.#maxPeers} is out of range 1..${MAX_PEERS_LIMIT}`);
+    }
     const c = opts.crypto ?? defaultCrypto();
     const staticKey = c.x25519.importPrivate(toKey(opts.privateKey, 'private key'));
     this.publicKey = staticKey.publicKey;
