@@ -4,60 +4,21 @@
  * the device's injected Clock; every threshold comes from the device's WireGuardTimers.
  */
 import { EventEmitter } from 'node:events';
-import type { Clock, TimerHandle } from '../clock.js';
+import type { TimerHandle } from '../clock.js';
 import { isTunnelError } from '../errors.js';
-import type { WireGuardTimers } from './constants.js';
 import { CookieGenerator } from './cookie.js';
 import type { PublicKeyHandle } from './crypto/x25519.js';
-import type { IndexTable } from './index-table.js';
+import { splitInnerPacket } from './inner-packet.js';
 import { Keypair, Keypairs } from './keypair.js';
 import { readTransportCounter } from './messages.js';
-import { createInitiation, createResponse, deriveSession, Handshake, type NoiseIdentity } from './noise.js';
+import { createInitiation, createResponse, deriveSession, Handshake } from './noise.js';
+import type { Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
 import { TimestampGenerator } from './tai64n.js';
 import { openTransport, sealTransport } from './transport.js';
 
-export interface Endpoint {
-  readonly key: string;
-}
-
-/** What a Peer needs from its Device. */
-export interface PeerHost {
-  readonly identity: NoiseIdentity;
-  readonly clock: Clock;
-  readonly timers: WireGuardTimers;
-  readonly mtu: number;
-  readonly maxStaged: number;
-  readonly indices: IndexTable<Peer>;
-  sendDatagram(datagram: Buffer, endpoint: Endpoint): boolean;
-  deliver(packet: Buffer, peer: Peer): void;
-  /** True when `source` (an inner source address) routes to `peer` in AllowedIPs. */
-  allowedSource(source: Uint8Array, peer: Peer): boolean;
-  debug(msg: string): void;
-}
-
-export type PeerDropReason =
-  | 'staged-overflow'
-  | 'handshake-timeout'
-  | 'bad-size'
-  | 'closed'
-  | 'no-endpoint'
-  | 'send-failed'
-  | 'expired-keypair'
-  | 'decrypt'
-  | 'replay'
-  | 'bad-ip'
-  | 'allowed-ips';
+export type { Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
 
 type TimerName = 'retransmit' | 'sendKeepalive' | 'newHandshake' | 'zeroKeyMaterial' | 'persistentKeepalive';
-
-export interface PeerEvents {
-  /** A handshake completed; `initiator` tells our role. */
-  handshake: [{ initiator: boolean }];
-  /** A new keypair became current (data can flow). */
-  session: [];
-  /** Gave up after MaxTimerHandshakes retries; staged packets were dropped. */
-  'handshake-timeout': [];
-}
 
 const EMPTY = Buffer.alloc(0);
 
@@ -419,36 +380,18 @@ export class Peer extends EventEmitter<PeerEvents> {
     for (const old of this.keypairs.install(kp)) this.#host.indices.delete(old.localIndex);
   }
 
-  /** IPv4/IPv6 length check, padding strip and AllowedIPs source check (reference §7 step 8). */
+  /** Length check, padding strip and AllowedIPs source check (reference §7 step 8). */
   #checkInner(p: Buffer): Buffer | null {
-    const version = p[0]! >> 4;
-    let packet: Buffer;
-    let src: Buffer;
-    if (version === 4) {
-      if (p.length < 20) return this.#badIp();
-      const total = p.readUInt16BE(2);
-      if (total < 20 || total > p.length) return this.#badIp();
-      packet = p.subarray(0, total);
-      src = packet.subarray(12, 16);
-    } else if (version === 6) {
-      if (p.length < 40) return this.#badIp();
-      const total = p.readUInt16BE(4) + 40;
-      if (total > p.length) return this.#badIp();
-      packet = p.subarray(0, total);
-      src = packet.subarray(8, 24);
-    } else {
-      return this.#badIp();
+    const inner = splitInnerPacket(p);
+    if (!inner) {
+      this.drops['bad-ip']++;
+      return null;
     }
-    if (!this.#host.allowedSource(src, this)) {
+    if (!this.#host.allowedSource(inner.source, this)) {
       this.drops['allowed-ips']++;
       return null;
     }
-    return packet;
-  }
-
-  #badIp(): null {
-    this.drops['bad-ip']++;
-    return null;
+    return inner.packet;
   }
 
   #jitter(): number {

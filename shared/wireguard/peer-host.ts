@@ -1,0 +1,47 @@
+/** The types a Peer shares with its Device: the host interface, endpoints, drop reasons, events. */
+import type { Clock } from '../clock.js';
+import type { WireGuardTimers } from './constants.js';
+import type { IndexTable } from './index-table.js';
+import type { NoiseIdentity } from './noise.js';
+import type { Peer } from './peer.js';
+
+export interface Endpoint {
+  readonly key: string;
+}
+
+/** What a Peer needs from its Device. */
+export interface PeerHost {
+  readonly identity: NoiseIdentity;
+  readonly clock: Clock;
+  readonly timers: WireGuardTimers;
+  readonly mtu: number;
+  readonly maxStaged: number;
+  readonly indices: IndexTable<Peer>;
+  sendDatagram(datagram: Buffer, endpoint: Endpoint): boolean;
+  deliver(packet: Buffer, peer: Peer): void;
+  /** True when `source` (an inner source address) routes to `peer` in AllowedIPs. */
+  allowedSource(source: Uint8Array, peer: Peer): boolean;
+  debug(msg: string): void;
+}
+
+export type PeerDropReason =
+  | 'staged-overflow'
+  | 'handshake-timeout'
+  | 'bad-size'
+  | 'closed'
+  | 'no-endpoint'
+  | 'send-failed'
+  | 'expired-keypair'
+  | 'decrypt'
+  | 'replay'
+  | 'bad-ip'
+  | 'allowed-ips';
+
+export interface PeerEvents {
+  /** A handshake completed; `initiator` tells our role. */
+  handshake: [{ initiator: boolean }];
+  /** A new keypair became current (data can flow). */
+  session: [];
+  /** Gave up after MaxTimerHandshakes retries; staged packets were dropped. */
+  'handshake-timeout': [];
+}
