@@ -78,6 +78,22 @@ describe('DERP relay liveness', () => {
     expect(relay.derp.isConnected(c.keyPair.publicKey)).toBe(true);
   });
 
+  it('after the Restarting window ends without a relay, backoff starts again from the first attempt', async () => {
+    relay = await startRelay({ limits: { restartReconnectInMs: 50, restartTryForMs: 400 } });
+    const c = startClient(relay, { backoff: { baseMs: 100, maxMs: 30_000 } });
+    clients.push(c);
+    relay.admitted.add(c.keyPair.publicKey.toString('base64'));
+    await c.client.whenConnected(5000);
+    await relay.close(); // sends Restarting, then the relay stays down
+    relay = undefined;
+    const attempts = () => c.states.filter((s) => s.state === 'reconnecting').map((s) => s.attempt);
+    // Fast retries inside the window raise the count; the first retry after it must start again at 1.
+    await waitFor(() => attempts().some((a, i, all) => i > 0 && a < all[i - 1]!), 8000, 'backoff reset');
+    const after = attempts();
+    const reset = after.findIndex((a, i) => i > 0 && a < after[i - 1]!);
+    expect(after[reset]).toBe(1);
+  });
+
   it('keeps retrying with backoff while the relay is down and connects once it is up', async () => {
     const probe = createServer();
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));

@@ -302,7 +302,10 @@ class WsDerpClient implements DerpClient {
       if (since < r.reconnectInMs) return Math.round(this.#random() * (r.reconnectInMs - since));
       if (since < r.reconnectInMs + r.tryForMs)
         return Math.min(1000, backoffDelay(this.#attempt, this.#backoff(), this.#random));
+      // The announced restart window is over: back off as after a fresh disconnect, not from the count the
+      // fast retries ran up (which would jump straight to 15-30 s waits).
       this.#restart = null;
+      this.#attempt = 1;
     }
     return backoffDelay(this.#attempt, this.#backoff(), this.#random);
   }
