@@ -2,8 +2,8 @@
 import { Command } from 'commander';
 import { streamPrinter, table } from '../../shared/cli/output.js';
 import { parseClusterName } from '../../shared/cli/parsers.js';
+import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
-import { parseDuration } from '../duration.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 
 export interface Condition {

@@ -1,11 +1,11 @@
 /** Cluster routes: create, list, get, accept, deny, rotate-psk, delete, kubeconfig. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { stringify as toYaml } from 'yaml';
+import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
 import { actorOf, bearerToken, requireClusterRead, requireClusterWrite } from '../auth.js';
 import { auditEntry, clusterView, logAudit, principalOf, type RelayContext } from '../context.js';
-import { parseDuration } from '../duration.js';
 import { checkName } from '../names.js';
 import {
   ClusterList,

@@ -1,9 +1,9 @@
 /** Access keys (admin only): create (shown once), list, revoke. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { actorOf, parseRole, requireAdmin } from '../auth.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
-import { parseDuration } from '../duration.js';
 import { CreatedToken, CreateTokenBody, ErrorBody, IdParams, Revoked, TokenList } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
 

@@ -4,8 +4,6 @@
  */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-// The relay's duration grammar (30m, 24h, 1h30m); a candidate for shared/ when someone owns it.
-import { parseDuration } from '../../relay/duration.js';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import {
   collect,
@@ -18,6 +16,8 @@ import {
 } from '../../shared/cli/parsers.js';
 import { keepAlive, untilSignal } from '../../shared/cli/signals.js';
 import { packageVersion } from '../../shared/cli/version.js';
+// The relay's duration grammar (30m, 24h, 1h30m); a candidate for shared/ when someone owns it.
+import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { RelayClient } from '../../shared/http/client.js';
 import { parseCaPin } from '../../shared/http/pin.js';

@@ -2,7 +2,7 @@
  * Durations as users type them: `90s`, `30m`, `24h`, `7d`, or a sum of such parts (`1h30m`).
  * Used for PSK lifetimes (`pskTtl`) and access-key expiry (`expiresIn`).
  */
-import { TunnelError } from '../shared/errors.js';
+import { TunnelError } from './errors.js';
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const PART = /(\d{1,7})([smhd])/gy;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isTunnelError } from '../shared/errors.js';
 import { MAX_DURATION_MS, parseDuration } from './duration.js';
+import { isTunnelError } from './errors.js';
 
 const UNIT = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
