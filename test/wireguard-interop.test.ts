@@ -47,13 +47,11 @@ interface Setup {
   packets: Buffer[];
 }
 
-const open: Setup[] = [];
+/** Everything a case opened, closed after it even when setup failed half way. */
+const closers: (() => Promise<void>)[] = [];
 
 afterEach(async () => {
-  for (const s of open.splice(0)) {
-    await s.bind.close();
-    await s.wg.stop();
-  }
+  for (const close of closers.splice(0).reverse()) await close();
 });
 
 async function setup(o: {
@@ -84,6 +82,7 @@ async function setup(o: {
       }
     },
   });
+  closers.push(() => bind.close());
   const wg = await startWireguardGo(ns, {
     privateKey: theirs.privateKey,
     listenPort: WG_PORT,
@@ -97,6 +96,7 @@ async function setup(o: {
       },
     ],
   });
+  closers.push(() => wg.stop());
   const peer = bind.device.addPeer({
     publicKey: theirs.publicKey,
     presharedKey: o.pskOurs,
@@ -104,9 +104,7 @@ async function setup(o: {
     allowedIps: [`${TUN_GO}/32`],
   });
   peerRef = peer;
-  const s = { bind, peer, wg, keys: { ours, theirs }, packets };
-  open.push(s);
-  return s;
+  return { bind, peer, wg, keys: { ours, theirs }, packets };
 }
 
 function echoRequest(seq: number, id = 0x4242): Buffer {
