@@ -1,20 +1,19 @@
 /** Agent values: platform-wide `agentValues` deep-merged with a cluster's annotation values. */
 import { createHash } from 'node:crypto';
+import { isPlainMap, deepMerge as mergeMaps } from '../shared/values/deep-merge.js';
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Maps merge key by key (recursively); anything else (scalars, arrays) from `over` wins. */
+/**
+ * Maps merge key by key (recursively); anything else (scalars, arrays) from `over` wins. The same
+ * merge the agent uses to layer its --values files (shared/values/deep-merge.ts).
+ */
 export function deepMerge(base: unknown, over: unknown): unknown {
   if (over === undefined) return base;
-  if (!isPlainObject(base) || !isPlainObject(over)) return over;
-  const out: Record<string, unknown> = { ...base };
-  for (const [k, v] of Object.entries(over)) {
-    if (k === '__proto__') continue;
-    out[k] = deepMerge(base[k], v);
-  }
-  return out;
+  if (!isPlainMap(base) || !isPlainMap(over)) return over;
+  return mergeMaps(base, over);
 }
 
 /** Canonical JSON (sorted keys) so the version does not depend on insertion order. */

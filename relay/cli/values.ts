@@ -10,8 +10,8 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { streamPrinter } from '../../shared/cli/output.js';
 import { collect, oneOf, parseClusterName, shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
-import { isPlainMap, type Values } from '../../tunnel-client/agent/deep-merge.js';
-import { readValuesFile } from '../../tunnel-client/agent/values.js';
+import { isPlainMap, type Values } from '../../shared/values/deep-merge.js';
+import { readValuesFile } from '../../shared/values/values-file.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 
 type Source = 'platform-config' | 'cluster-annotation';

@@ -3,7 +3,7 @@
  * from the later layer replaces the earlier one. Keys such as `__proto__` are stored as plain own
  * properties, so values from the relay or a file can never reach an object prototype.
  */
-import { TunnelError } from '../../shared/errors.js';
+import { TunnelError } from '../errors.js';
 
 export type Values = { [key: string]: unknown };
 

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
-import { isTunnelError } from '../../shared/errors.js';
-import { effectiveValues, MAX_VALUES_FILE_BYTES, parseValuesYaml, readValuesFiles } from './values.js';
+import { isTunnelError } from '../errors.js';
+import { effectiveValues, MAX_VALUES_FILE_BYTES, parseValuesYaml, readValuesFiles } from './values-file.js';
 
 const json = fc.jsonValue({ maxDepth: 4 });
 const mapping = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), json, { maxKeys: 5 });

@@ -4,7 +4,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { TunnelError } from '../../shared/errors.js';
+import { TunnelError } from '../errors.js';
 import { isPlainMap, layerValues, type Values } from './deep-merge.js';
 
 /** Largest values file read. */

@@ -8,9 +8,10 @@
  */
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { isTunnelError } from '../../shared/errors.js';
+import type { Values } from '../../shared/values/deep-merge.js';
+import { effectiveValues } from '../../shared/values/values-file.js';
 import type { AgentApi } from './api.js';
 import { Backoff, jittered } from './backoff.js';
-import type { Values } from './deep-merge.js';
 import { LeaseLoop } from './lease-loop.js';
 import type { StateDir } from './state-dir.js';
 import {
@@ -22,7 +23,6 @@ import {
   type RegistrationStatus,
   type Tunnel,
 } from './types.js';
-import { effectiveValues } from './values.js';
 
 /** How often a Pending agent asks whether it was accepted. */
 export const PENDING_POLL_MS = 2_000;

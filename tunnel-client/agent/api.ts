@@ -1,8 +1,8 @@
 /** The agent's calls to the relay (docs/API.md, "Registration and agent calls" and "Agent values"). */
 import type { RelayClient } from '../../shared/http/client.js';
-import type { Values } from './deep-merge.js';
+import type { Values } from '../../shared/values/deep-merge.js';
+import { parseValuesYaml } from '../../shared/values/values-file.js';
 import type { AgentInfo, LeaseResponse, RegisterRequest, RegisterResponse } from './types.js';
-import { parseValuesYaml } from './values.js';
 
 export class AgentApi {
   readonly #client: RelayClient;

@@ -22,10 +22,10 @@ import { TunnelError } from '../../shared/errors.js';
 import { RelayClient } from '../../shared/http/client.js';
 import { parseCaPin } from '../../shared/http/pin.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
+import { readValuesFiles } from '../../shared/values/values-file.js';
 import { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
-import { readValuesFiles } from '../agent/values.js';
 import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
 import type { ClientProgramOptions } from './program.js';
 

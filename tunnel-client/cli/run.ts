@@ -1,8 +1,8 @@
 /** `tunnel-client run`: the agent from saved state, until SIGINT/SIGTERM. */
 import { Command } from 'commander';
 import { untilSignal } from '../../shared/cli/signals.js';
+import { readValuesFiles } from '../../shared/values/values-file.js';
 import { Agent } from '../agent/agent.js';
-import { readValuesFiles } from '../agent/values.js';
 import {
   apiFromState,
   endProgress,
