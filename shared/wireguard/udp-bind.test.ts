@@ -55,6 +55,31 @@ describe('UdpBind', () => {
   });
 });
 
+describe('UdpBind over IPv6', () => {
+  it('handshakes over ::1 and keys the roamed endpoint as udp:[::1]:port', async () => {
+    const ka = generateKeyPair();
+    const kb = generateKeyPair();
+    const got: Buffer[] = [];
+    const a = await UdpBind.open({ host: '::1', privateKey: ka.privateKey, onPacket: () => {} });
+    binds.push(a);
+    const b = await UdpBind.open({
+      host: '::1',
+      privateKey: kb.privateKey,
+      onPacket: (p) => got.push(Buffer.from(p)),
+    });
+    binds.push(b);
+    a.device.addPeer({
+      publicKey: kb.publicKey,
+      endpoint: udpEndpoint('::1', b.port),
+      allowedIps: ['0.0.0.0/0'],
+    });
+    const pb = b.device.addPeer({ publicKey: ka.publicKey, allowedIps: [`${A_ADDR}/32`] });
+    a.device.send(udpFrom(A_ADDR, B_ADDR, 'v6 outer'));
+    await until(() => got.length === 1);
+    expect(pb.endpoint?.key).toBe(`udp:[::1]:${a.port}`);
+  });
+});
+
 async function until(pred: () => boolean, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
   while (!pred()) {
