@@ -4,12 +4,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
+import { EchoProber, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { buildUdpPacket, parseIpv4Address } from '../../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey, type KeyPair, keyToBase64 } from '../../shared/keys.js';
 import { Device } from '../../shared/wireguard/device.js';
 import { createDerpServer, type DerpServer } from '../derp/server.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
-import { EchoProber, tryParseIpv4 } from './echo-prober.js';
 import { HubNode, MAX_PENDING_PER_KEY } from './hub-node.js';
 
 const closers: Array<() => unknown> = [];

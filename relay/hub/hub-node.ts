@@ -13,13 +13,13 @@
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { MAX_PACKET_LEN } from '../../shared/derp/frames.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
+import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { keyToBase64, parseKey } from '../../shared/keys.js';
 import { DEFAULT_MAX_PEERS, type WireGuardTimers } from '../../shared/wireguard/constants.js';
 import { Device, type DeviceStats, type Peer } from '../../shared/wireguard/device.js';
 import { HUB_ADDRESS } from '../addresses.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
-import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from './echo-prober.js';
 import { type DerpEndpoint, derpEndpoint, PathTable } from './paths.js';
 
 /** WireGuard transport overhead: 16-byte header + 16-byte tag. Relay frames carry up to 65,535 bytes. */

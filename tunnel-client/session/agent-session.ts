@@ -11,10 +11,10 @@
  * forever (backoff with jitter, capped at 30 s; Restarting frames shorten it).
  */
 
-import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../relay/hub/echo-prober.js';
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/derp/client.js';
 import { TunnelError } from '../../shared/errors.js';
+import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';

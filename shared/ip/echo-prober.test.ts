@@ -1,13 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../shared/clock.js';
-import {
-  buildIcmpEchoPacket,
-  buildUdpPacket,
-  ICMP_ECHO_REPLY,
-  parseIpv4Packet,
-} from '../../shared/ip/index.js';
+import { FakeClock } from '../clock.js';
 import { EchoProber, echoReplyFor, tryParseIpv4 } from './echo-prober.js';
+import { buildIcmpEchoPacket, buildUdpPacket, ICMP_ECHO_REPLY, parseIpv4Packet } from './index.js';
 
 const A = 0x64400002; // 100.64.0.2
 const HUB = 0x64400001; // 100.64.0.1

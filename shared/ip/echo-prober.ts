@@ -9,8 +9,8 @@
  * The reply echoes it, so the RTT needs no per-probe state. Replies are only trusted because they
  * arrived inside an authenticated WireGuard session from the peer's allowed address.
  */
-import type { Clock } from '../../shared/clock.js';
-import { isTunnelError } from '../../shared/errors.js';
+import type { Clock } from '../clock.js';
+import { isTunnelError } from '../errors.js';
 import {
   buildEchoReplyFor,
   buildIcmpEchoPacket,
@@ -20,7 +20,7 @@ import {
   type Ipv4View,
   parseIcmpEcho,
   parseIpv4Packet,
-} from '../../shared/ip/index.js';
+} from './index.js';
 
 const MAGIC = Buffer.from('tnlprobe', 'latin1');
 const PROBE_DATA_LEN = 16;
