@@ -152,8 +152,10 @@ export class Peer extends EventEmitter<PeerEvents> {
     this.cookies.addMacs(msg, now);
     this.timersAnyAuthenticatedPacketTraversal();
     this.timersAnyAuthenticatedPacketSent();
-    this.#sendRaw(msg);
+    // Armed before sending: a transport that answers synchronously (both ends in one process) completes
+    // the handshake inside #sendRaw, and that completion must find the timer to cancel.
     this.timersHandshakeInitiated();
+    this.#sendRaw(msg);
   }
 
   // --- called by the device after it authenticated a message ---------------------------------

@@ -1,5 +1,8 @@
 /** The timer state machine (reference §9), driven by FakeClock with shortened thresholds where useful. */
 import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../clock.js';
+import { generateKeyPair } from '../keys.js';
+import { Device } from './device.js';
 import { MSG_INITIATION, MSG_RESPONSE, MSG_TRANSPORT } from './messages.js';
 import { A_ADDR, B_ADDR, Link, udpFrom } from './testing/link.js';
 
@@ -213,5 +216,40 @@ describe('timers', () => {
     expect(l.a.stats.indices).toBe(0);
     expect(l.b.stats.indices).toBe(0);
     l.close();
+  });
+});
+
+describe('handshake over a transport that answers synchronously', () => {
+  it('completing inside send() cancels the retransmit timer: no second initiation', () => {
+    const clock = new FakeClock();
+    const ka = generateKeyPair();
+    const kb = generateKeyPair();
+    const initiations: number[] = [];
+    const devices: { a?: Device; b?: Device } = {};
+    const mk = (priv: Buffer, self: 'a' | 'b') =>
+      new Device({
+        privateKey: priv,
+        clock,
+        send: (d) => {
+          if (self === 'a' && d[0] === MSG_INITIATION) initiations.push(clock.now());
+          // Deliver at once, inside the sender's call, as an in-process relay does.
+          (self === 'a' ? devices.b : devices.a)!.receive(Buffer.from(d), { key: `mem:${self}` });
+        },
+        onPacket: () => {},
+      });
+    devices.a = mk(ka.privateKey, 'a');
+    devices.b = mk(kb.privateKey, 'b');
+    const peerOfA = devices.a.addPeer({
+      publicKey: kb.publicKey,
+      endpoint: { key: 'mem:b' },
+      allowedIps: [`${B_ADDR}/32`],
+    });
+    devices.b.addPeer({ publicKey: ka.publicKey, endpoint: { key: 'mem:a' }, allowedIps: [`${A_ADDR}/32`] });
+    peerOfA.send(toB('hello'));
+    expect(peerOfA.isSessionUp).toBe(true);
+    clock.advance(6_000); // past RekeyTimeout + the largest jitter
+    expect(initiations.length).toBe(1);
+    devices.a.close();
+    devices.b.close();
   });
 });
