@@ -7,11 +7,13 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify as stringifyYaml } from 'yaml';
+import { connectKubeconfig } from '../relay/proxy/connect-kubeconfig.js';
 import {
   buildIfStale,
   CLIENT_BIN,
@@ -240,6 +242,31 @@ describe('path proxy and kubeconfig', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).serverVersion).toMatchObject({ gitVersion: 'v1.30.0+secure' });
+  });
+  it('kubectl get --raw / through CONNECT (proxy-url kubeconfig, TLS end to end to the HTTPS upstream)', async () => {
+    const doc = connectKubeconfig({
+      cluster: 'edge-2',
+      relayUrl: ready.url,
+      relayCaPem: relayCa,
+      accessKey: ready.adminKey!,
+      port: securePort,
+      upstreamCaPem: readFileSync(upstreamCaFile, 'utf8'),
+      user: { token: 'cluster-token' },
+    });
+    const file = join(dir, 'kubeconfig-connect');
+    writeFileSync(file, stringifyYaml(doc));
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+      execFile(
+        'kubectl',
+        ['--kubeconfig', file, '--request-timeout', '10s', 'get', '--raw', '/whoami'],
+        { env: cleanEnv({ HOME: dir }), timeout: 30_000 },
+        (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }),
+      ),
+    );
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    // The upstream saw kubectl's own credential, sent inside the end-to-end TLS session.
+    expect(JSON.parse(r.stdout)).toEqual({ served: 'secure', authorization: 'Bearer cluster-token' });
   });
 });
 

@@ -44,6 +44,10 @@ export function sampleHandler(name: string): http.RequestListener {
       const v = { major: '1', minor: '30', gitVersion: `v1.30.0+${name}`, platform: 'linux/amd64' };
       return void res.end(JSON.stringify(v));
     }
+    if (url.pathname === '/whoami') {
+      res.setHeader('content-type', 'application/json');
+      return void res.end(JSON.stringify({ served: name, authorization: req.headers.authorization ?? null }));
+    }
     if (url.pathname === '/echo') return void req.pipe(res);
     if (url.pathname === '/bytes') {
       const n = Number(url.searchParams.get('n') ?? '0');
