@@ -1,0 +1,269 @@
+/**
+ * Hub -> agent proxy benchmark (short). Real binaries: `tunnel-relay serve` and a `tunnel-client`
+ * agent whose upstream is a byte source in its own process; the client (this process) downloads
+ * through CONNECT with 1 and 16 concurrent streams, against the same download done directly and
+ * through socat (a user-space TCP forwarder) in the same run. Then p50/p99 of a small request
+ * (new connection each time) direct vs CONNECT vs the path proxy.
+ * `node dist/bench/proxy-bench.js [MB per stream, default 64]`.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import tls from 'node:tls';
+import { fileURLToPath } from 'node:url';
+import { describeMachine } from './machine.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const RELAY_BIN = join(here, '../relay/cli/main.js');
+const CLIENT_BIN = join(here, '../tunnel-client/cli/main.js');
+const MB = Number(process.argv[2] ?? '64');
+const children: ChildProcess[] = [];
+
+/** A byte source: every connection gets `GET /<bytes>` answered with that many bytes (HTTP/1.0 style). */
+const UPSTREAM_SRC = `
+const net = require('node:net');
+const blk = Buffer.alloc(65536, 97);
+net.createServer((c) => {
+  let head = '';
+  c.on('data', (d) => {
+    if (head === null) return;
+    head += d.toString('latin1');
+    const end = head.indexOf('\\r\\n\\r\\n');
+    if (end < 0) return;
+    let left = Number(/^GET \\/(\\d+)/.exec(head)?.[1] ?? '0');
+    head = null;
+    c.write('HTTP/1.1 200 OK\\r\\ncontent-length: ' + left + '\\r\\nconnection: close\\r\\n\\r\\n');
+    const pump = () => {
+      while (left > 0) {
+        const part = left >= blk.length ? blk : blk.subarray(0, left);
+        left -= part.length;
+        if (!c.write(part)) return void c.once('drain', pump);
+      }
+      c.end();
+    };
+    pump();
+  });
+  c.on('error', () => {});
+}).listen(0, '127.0.0.1', function () { process.stdout.write(this.address().port + '\\n'); });
+`;
+
+function start(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const c = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  c.stderr?.resume();
+  children.push(c);
+  return c;
+}
+
+function firstLine(c: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    c.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve(buf.slice(0, nl));
+    });
+    c.once('exit', () => reject(new Error('process exited early')));
+  });
+}
+
+async function runJson(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
+  const c = start(process.execPath, [RELAY_BIN, ...args, '--output', 'json'], env);
+  let out = '';
+  c.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  await once(c, 'exit');
+  return JSON.parse(out) as Record<string, unknown>;
+}
+
+/** Opens a byte pipe: direct TCP, or CONNECT through the relay (TLS to the relay). */
+type Dial = () => Promise<net.Socket>;
+
+function connectVia(relayUrl: string, ca: string, key: string, target: string): Dial {
+  const u = new URL(relayUrl);
+  return () =>
+    new Promise((resolve, reject) => {
+      const s = tls.connect({ host: u.hostname, port: Number(u.port), ca, servername: 'localhost' });
+      let buf = '';
+      const onData = (c: Buffer): void => {
+        buf += c.toString('latin1');
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        s.off('data', onData);
+        if (buf.startsWith('HTTP/1.1 200')) resolve(s);
+        else reject(new Error(buf.split('\r\n')[0]));
+      };
+      s.on('data', onData);
+      s.once('error', reject);
+      s.once('secureConnect', () =>
+        s.write(
+          `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: Bearer ${key}\r\n\r\n`,
+        ),
+      );
+    });
+}
+
+function direct(port: number): Dial {
+  return () =>
+    new Promise((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => resolve(s));
+      s.once('error', reject);
+    });
+}
+
+/** Downloads `bytes` over a dialed pipe; resolves with the bytes received. */
+async function download(dial: Dial, bytes: number): Promise<number> {
+  const s = await dial();
+  let got = 0;
+  s.on('data', (d: Buffer) => {
+    got += d.length;
+  });
+  s.write(`GET /${bytes} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  await once(s, 'end');
+  s.destroy();
+  return got;
+}
+
+async function bulk(dial: Dial, streams: number): Promise<{ mbps: number; cpu: number }> {
+  const bytes = MB * 1024 * 1024;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const got = await Promise.all(Array.from({ length: streams }, () => download(dial, bytes)));
+  const secs = (performance.now() - t0) / 1000;
+  const c = process.cpuUsage(cpu0);
+  const total = got.reduce((a, b) => a + b, 0);
+  return { mbps: total / 1e6 / secs, cpu: (c.user + c.system) / 1e6 };
+}
+
+async function latency(fn: () => Promise<unknown>, n: number): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 5; i++) await fn();
+  const t: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const s = performance.now();
+    await fn();
+    t.push(performance.now() - s);
+  }
+  t.sort((a, b) => a - b);
+  return { p50: t[Math.floor(n * 0.5)] ?? 0, p99: t[Math.floor(n * 0.99)] ?? 0 };
+}
+
+function pathGet(url: string, ca: string, key: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, { ca, agent: false, headers: { authorization: `Bearer ${key}` } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      })
+      .on('error', reject);
+  });
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'proxy-bench-'));
+  try {
+    console.log(`machine: ${describeMachine()}`);
+    const up = start(process.execPath, ['-e', UPSTREAM_SRC]);
+    const upPort = Number(await firstLine(up));
+    const relay = start(process.execPath, [
+      RELAY_BIN,
+      'serve',
+      '--output',
+      'json',
+      '--listen',
+      '127.0.0.1:0',
+      '--data-dir',
+      join(dir, 'relay'),
+      '--udp-port',
+      'off',
+      '--stun-port',
+      'off',
+      '--log-level',
+      'warn',
+    ]);
+    const ready = JSON.parse(await firstLine(relay)) as { url: string; caPin: string; adminKey: string };
+    const env = {
+      ...process.env,
+      TUNNEL_RELAY_URL: ready.url,
+      TUNNEL_ACCESS_KEY: ready.adminKey,
+      TUNNEL_RELAY_CA_PIN: ready.caPin,
+    };
+    const created = await runJson(['cluster', 'create', 'bench'], env);
+    const joinArgs = (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
+    start(process.execPath, [
+      CLIENT_BIN,
+      ...joinArgs,
+      '--upstream',
+      `http://127.0.0.1:${upPort}`,
+      '--state-dir',
+      join(dir, 'agent'),
+    ]);
+    for (let i = 0; ; i++) {
+      const c = await runJson(['cluster', 'get', 'bench'], env);
+      if (c.connected === true) break;
+      if (i > 150) throw new Error('agent did not connect');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const kc = await runJson(['kubeconfig', 'bench'], env);
+    const ca = Buffer.from(
+      (kc.clusters as Array<{ cluster: Record<string, string> }>)[0]?.cluster['certificate-authority-data'] ??
+        '',
+      'base64',
+    ).toString();
+    const socatPort = 20000 + Math.floor(Math.random() * 20000);
+    start('socat', [`TCP-LISTEN:${socatPort},bind=127.0.0.1,fork,reuseaddr`, `TCP:127.0.0.1:${upPort}`]);
+    await new Promise((r) => setTimeout(r, 300));
+
+    const via = connectVia(ready.url, ca, ready.adminKey, `bench.clusters.local:${upPort}`);
+    console.log(`\nbulk download, ${MB} MiB per stream (MB/s = 10^6 bytes/s; client-process CPU seconds)`);
+    console.log('| path | streams | MB/s | vs direct | client CPU s |');
+    console.log('|---|---|---|---|---|');
+    for (const streams of [1, 16]) {
+      const d = await bulk(direct(upPort), streams);
+      const s = await bulk(direct(socatPort), streams);
+      const v = await bulk(via, streams);
+      for (const [name, r] of [
+        ['direct TCP', d],
+        ['socat TCP forward', s],
+        ['CONNECT via relay + agent', v],
+      ] as const) {
+        console.log(
+          `| ${name} | ${streams} | ${r.mbps.toFixed(1)} | ${((r.mbps / d.mbps) * 100).toFixed(0)}% | ${r.cpu.toFixed(2)} |`,
+        );
+      }
+    }
+    console.log('\nsmall request (GET of 100 bytes, new connection each), 200 samples');
+    const ld = await latency(() => download(direct(upPort), 100), 200);
+    const ls = await latency(() => download(direct(socatPort), 100), 200);
+    const lc = await latency(() => download(via, 100), 200);
+    const lp = await latency(
+      () => pathGet(`${ready.url}/api/v1/clusters/bench/proxy/100`, ca, ready.adminKey),
+      200,
+    );
+    console.log('| path | p50 ms | p99 ms | added p50 ms | added p99 ms |');
+    console.log('|---|---|---|---|---|');
+    for (const [name, r] of [
+      ['direct TCP', ld],
+      ['socat', ls],
+      ['CONNECT', lc],
+      ['path proxy', lp],
+    ] as const) {
+      console.log(
+        `| ${name} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${(r.p50 - ld.p50).toFixed(2)} | ${(r.p99 - ld.p99).toFixed(2)} |`,
+      );
+    }
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`proxy bench failed: ${(err as Error).message}`);
+  process.exitCode = 1;
+});
