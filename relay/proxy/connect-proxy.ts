@@ -34,7 +34,7 @@ export interface ConnectProxyStats {
 /** Attaches the CONNECT handler; returns a function that detaches it. */
 export function attachConnectProxy(
   server: HttpsServer | HttpServer,
-  ctx: Pick<RelayContext, 'store' | 'clock' | 'log'>,
+  ctx: Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>,
   streams: HubStreams,
   stats: ConnectProxyStats = { established: 0, failed: {} },
 ): () => void {
@@ -45,6 +45,7 @@ export function attachConnectProxy(
       const e = asTunnelError(err);
       const status = proxyStatus(e, true);
       stats.failed[status] = (stats.failed[status] ?? 0) + 1;
+      if (e.code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
       if (e.code === 'INTERNAL') log.error({ err }, 'CONNECT failed');
       else log.info({ target: req.url, status, code: e.code }, 'CONNECT refused');
       writeErrorResponse(socket, status, e);

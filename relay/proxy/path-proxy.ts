@@ -73,7 +73,7 @@ export function forwardHeaders(raw: string[], extraDrop: ReadonlySet<string> = n
   return out;
 }
 
-type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'>;
+type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>;
 
 async function authorize(ctx: Ctx, req: IncomingMessage, cluster: string, upgrade: boolean): Promise<void> {
   const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
@@ -165,6 +165,7 @@ export function handleProxyUpgrade(
     splice(stream, socket, (e) => new TunnelError('STREAM_RESET', `client: ${e.message}`));
   })().catch((err: unknown) => {
     const e = asTunnelError(err);
+    if (e.code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
     if (e.code === 'INTERNAL') ctx.log.error({ err }, 'proxy upgrade failed');
     writeErrorResponse(socket, proxyStatus(e, false), e);
   });
@@ -180,7 +181,9 @@ export function registerPathProxy(app: FastifyInstance, ctx: Ctx, streams: HubSt
     reply.hijack();
     const res = reply.raw;
     forward(ctx, streams, request.raw, res).catch((err: unknown) => {
-      if (asTunnelError(err).code === 'INTERNAL') ctx.log.error({ err }, 'proxy request failed');
+      const code = asTunnelError(err).code;
+      if (code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
+      if (code === 'INTERNAL') ctx.log.error({ err }, 'proxy request failed');
       sendError(res, err);
     });
   };
