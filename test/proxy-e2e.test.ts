@@ -197,6 +197,30 @@ describe('CONNECT through the real relay and agents', () => {
     expect(h.digest('hex')).toBe(sha256OfPattern(n));
   }, 120_000);
 
+  it('carries 200 concurrent CONNECT streams, each with its own bytes', async () => {
+    const one = async (i: number): Promise<number> => {
+      const s = await connectTunnel(
+        ready.url,
+        relayCa,
+        `edge-1.clusters.local:${plainPort}`,
+        ready.adminKey!,
+      );
+      const size = 10_000 + i * 997;
+      s.write(`GET /bytes?n=${size} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const parts: Buffer[] = [];
+      s.on('data', (d: Buffer) => parts.push(d));
+      await new Promise((r) => s.once('end', r));
+      s.destroy();
+      const all = Buffer.concat(parts);
+      const body = all.subarray(all.indexOf('\r\n\r\n') + 4);
+      const got = createHash('sha256').update(body).digest('hex');
+      expect(got).toBe(sha256OfPattern(size));
+      return body.length;
+    };
+    const sizes = await Promise.all(Array.from({ length: 200 }, (_, i) => one(i)));
+    expect(sizes).toEqual(Array.from({ length: 200 }, (_, i) => 10_000 + i * 997));
+  }, 90_000);
+
   it('a slow reader on one stream does not hold back other streams', async () => {
     const slow = await connectTunnel(
       ready.url,
