@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import tls from 'node:tls';
 import { promisify } from 'node:util';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,8 +54,18 @@ async function startUpstream(): Promise<void> {
     res.statusCode = 404;
     res.end('nope');
   });
-  const wss = new WebSocketServer({ server: upstream, path: '/ws' });
+  const wss = new WebSocketServer({ noServer: true });
   wss.on('connection', (ws) => ws.on('message', (m, bin) => ws.send(bin ? m : `echo:${m.toString()}`)));
+  upstream.on('upgrade', (req, socket, head) => {
+    if (req.url === '/ws')
+      return wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    // Any other protocol (kubectl exec's SPDY/3.1): answer 101 and echo raw bytes, upper-cased.
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: ${req.headers.upgrade}\r\nConnection: Upgrade\r\n\r\n`,
+    );
+    socket.on('data', (d: Buffer) => socket.write(d.toString().toUpperCase()));
+    socket.on('end', () => socket.end());
+  });
   upstream.listen(0, '127.0.0.1');
   await once(upstream, 'listening');
   upPort = (upstream.address() as AddressInfo).port;
@@ -269,6 +280,39 @@ describe('path proxy', () => {
     expect(Buffer.compare(b, big)).toBe(0);
     ws.close();
     await once(ws, 'close');
+  });
+
+  it('passes any other Upgrade (SPDY/3.1) through raw; a viewer may not upgrade', async () => {
+    const u = new URL(t.relay.url);
+    const raw = (token: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const s = tls.connect({
+          host: u.hostname,
+          port: Number(u.port),
+          ca: t.relay.caPem,
+          servername: 'localhost',
+        });
+        let got = '';
+        s.on('data', (d: Buffer) => {
+          got += d.toString();
+          if (got.includes('\r\n\r\n') && got.startsWith('HTTP/1.1 101') && !got.includes('HELLO'))
+            s.write('hello');
+          if (got.includes('HELLO')) s.end();
+        });
+        s.on('end', () => resolve(got));
+        s.on('error', reject);
+        s.write(
+          'POST /api/v1/clusters/edge-1/proxy/exec?command=sh HTTP/1.1\r\nHost: relay\r\n' +
+            `Authorization: Bearer ${token}\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n`,
+        );
+      });
+    const ok = await raw(admin);
+    expect(ok).toMatch(/^HTTP\/1\.1 101 Switching Protocols\r\nUpgrade: SPDY\/3\.1/);
+    expect(ok.endsWith('HELLO')).toBe(true);
+    const viewer = await key('viewer');
+    const denied = await raw(viewer);
+    expect(denied).toMatch(/^HTTP\/1\.1 403/);
+    expect(denied).toContain('"FORBIDDEN"');
   });
 
   it('carries 200 concurrent requests', async () => {
