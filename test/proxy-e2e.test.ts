@@ -351,4 +351,18 @@ describe('faults', () => {
     expect(r.stdout).toBe('503');
     expect(Date.now() - started).toBeLessThan(3_000);
   }, 60_000);
+
+  it('relay restart (SIGTERM, same data dir and port): CONNECT works again with a new hub session', async () => {
+    const before = await curl([...viaRelay(), `http://edge-2.clusters.local:${plainPort}/hello`]);
+    expect(before.stdout).toBe('hello from plain');
+    const port = new URL(ready.url).port;
+    expect(await relay.stop('SIGTERM')).toBe(0);
+    const restarted = await startServe(join(dir, 'relay'), `127.0.0.1:${port}`);
+    relay = restarted.proc;
+    await waitConnected('edge-2', 20_000);
+    // The agent still holds the old hub's session (old conv); the new hub starts another and the agent adopts it.
+    const after = await curl([...viaRelay(), `http://edge-2.clusters.local:${plainPort}/hello`]);
+    expect(after.stderr).toBe('');
+    expect(after.stdout).toBe('hello from plain');
+  }, 60_000);
 });
