@@ -21,6 +21,7 @@ import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { streamsDataPlane } from '../tunnel-client/dialer/streams-data-plane.js';
+import { connectTunnel } from './proxy-fixtures.js';
 
 const run = promisify(execFile);
 
@@ -30,6 +31,7 @@ let admin: string;
 let upstream: http.Server;
 let upPort: number;
 let agentDp: DataPlane;
+let agent3: DataPlane | undefined;
 let caFile: string;
 
 async function startUpstream(): Promise<void> {
@@ -38,6 +40,11 @@ async function startUpstream(): Promise<void> {
     if (req.url?.startsWith('/echo')) {
       res.writeHead(200, { 'x-seen-auth': String(req.headers.authorization ?? 'none') });
       return void req.pipe(res);
+    }
+    if (req.url === '/hang') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('started\n');
+      return;
     }
     if (req.url?.startsWith('/slow')) {
       res.writeHead(200, { 'content-type': 'text/plain' });
@@ -125,6 +132,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await agentDp?.close();
+  await agent3?.close();
   await t?.cleanup();
   upstream?.close();
 });
@@ -323,5 +331,35 @@ describe('path proxy', () => {
       }),
     );
     expect(results).toEqual(results.map((_, i) => `req-${i}`));
+  });
+});
+
+describe('revocation', () => {
+  it('deleting a cluster ends its open CONNECT streams at once', async () => {
+    const { tunnel, privateKey } = await register('edge-3');
+    const state = { caPin: t.relay.caPin, caFile: null, upstream: `http://127.0.0.1:${upPort}`, allow: [] };
+    agent3 = await streamsDataPlane({ session: { probeIntervalMs: 300 } })({
+      state: state as unknown as AgentState,
+      tunnel,
+      privateKey,
+      onChange: () => {},
+    });
+    const end = Date.now() + 10_000;
+    while (!(await t.call('GET', '/api/v1/clusters/edge-3', { token: admin })).body.connected) {
+      if (Date.now() > end) throw new Error('edge-3 never connected');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const s = await connectTunnel(t.relay.url, t.relay.caPem, `edge-3.clusters.local:${upPort}`, admin);
+    s.write('GET /hang HTTP/1.1\r\nHost: x\r\n\r\n');
+    let got = '';
+    s.on('data', (d: Buffer) => {
+      got += d.toString();
+    });
+    while (!got.includes('started')) await new Promise((r) => setTimeout(r, 20));
+    const closed = new Promise((r) => s.once('close', r));
+    const deletedAt = Date.now();
+    expect((await t.call('DELETE', '/api/v1/clusters/edge-3', { token: admin })).status).toBe(200);
+    await closed;
+    expect(Date.now() - deletedAt).toBeLessThan(2_000);
   });
 });
