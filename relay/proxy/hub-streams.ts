@@ -9,7 +9,7 @@
  * denied or unjoined.
  */
 import type { Clock, TimerHandle } from '../../shared/clock.js';
-import { TunnelError } from '../../shared/errors.js';
+import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import type { MuxStream } from '../../shared/mux/mux-stream.js';
 import { RELAYED_ARQ_MTU } from '../../shared/tunnel-streams/constants.js';
@@ -92,7 +92,13 @@ export class HubStreams {
       this.#peers.set(remote, { cluster, publicKey: c.publicKey, downSince: null });
     }
     this.#armWatch();
-    return this.binding.open(remote, target, this.#o.openTimeoutMs);
+    try {
+      return await this.binding.open(remote, target, this.#o.openTimeoutMs);
+    } catch (err) {
+      // The session died under the open (the agent restarted its side): one retry on a fresh session.
+      if (!isTunnelError(err, 'CLOSED') || this.#closed) throw err;
+      return this.binding.open(remote, target, this.#o.openTimeoutMs);
+    }
   }
 
   close(): void {

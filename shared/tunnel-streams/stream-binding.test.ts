@@ -85,6 +85,18 @@ describe('StreamBinding', () => {
     expect(agent.stats.linksReplaced).toBe(1);
   });
 
+  it('a pending open fails at once with CLOSED when its session is dropped', async () => {
+    const { hub, agent } = pair(() => {}); // the agent never answers the OPEN
+    open.push(hub, agent);
+    const pending = hub.open(AGENT, 'svc:80', 10_000);
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    hub.drop(AGENT);
+    await expect(pending).rejects.toMatchObject({ code: 'CLOSED' });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(hub.linkCount).toBe(0);
+  });
+
   it('server refuses sessions from peers it does not accept, and ignores non-stream packets', () => {
     const { hub, agent } = pair(echoUpper);
     open.push(hub, agent);

@@ -136,7 +136,7 @@ export class StreamBinding {
   }
 
   /** Ends the session with a peer (agent removed). */
-  drop(remote: number, err?: TunnelError): void {
+  drop(remote: number, err = new TunnelError('CLOSED', 'stream session dropped')): void {
     this.#links.get(remote)?.close(err);
   }
 

@@ -11,7 +11,7 @@ import { EventEmitter } from 'node:events';
 import type { ArqOptions } from '../arq/arq-options.js';
 import { ArqSession } from '../arq/arq-session.js';
 import type { Clock } from '../clock.js';
-import type { TunnelError } from '../errors.js';
+import { TunnelError } from '../errors.js';
 import type { MuxSession } from '../mux/mux-session.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { type MuxBindingOptions, muxOverArq } from '../mux/transport.js';
@@ -89,7 +89,8 @@ export class StreamLink extends EventEmitter {
     if (!this.#closed) this.arq.setMtu(mtu);
   }
 
-  close(err?: TunnelError): void {
+  /** Closes the session; its streams (and pending opens) fail with `err`. */
+  close(err = new TunnelError('CLOSED', 'stream session closed')): void {
     if (this.#closed) return;
     this.mux.close(err);
     if (!this.arq.closed) this.arq.close(err);
