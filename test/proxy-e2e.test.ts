@@ -352,6 +352,18 @@ describe('faults', () => {
     expect(Date.now() - started).toBeLessThan(3_000);
   }, 60_000);
 
+  it('an agent restarted within the grace period serves the very next CONNECT (new session, one retry at the hub)', async () => {
+    const a = agents['edge-2']!;
+    const warm = await curl([...viaRelay(), `http://edge-2.clusters.local:${plainPort}/hello`]);
+    expect(warm.stdout).toBe('hello from plain');
+    await a.proc.stop('SIGKILL');
+    a.proc = startAgent(a.stateDir, a.env);
+    await waitConnected('edge-2', 20_000);
+    const r = await curl([...viaRelay(), `http://edge-2.clusters.local:${plainPort}/hello`]);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('hello from plain');
+  }, 60_000);
+
   it('relay restart (SIGTERM, same data dir and port): CONNECT works again with a new hub session', async () => {
     const before = await curl([...viaRelay(), `http://edge-2.clusters.local:${plainPort}/hello`]);
     expect(before.stdout).toBe('hello from plain');
