@@ -8,7 +8,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -128,15 +128,43 @@ async function download(dial: Dial, bytes: number): Promise<number> {
   return got;
 }
 
-async function bulk(dial: Dial, streams: number): Promise<{ mbps: number; cpu: number }> {
+/** CPU seconds (user + system) a process has used so far, from /proc (0 where unavailable). */
+function procCpu(pid: number | undefined): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** Relay and agent processes whose CPU is reported next to the client's. */
+const watched: { relay?: number; agent?: number } = {};
+
+interface BulkResult {
+  mbps: number;
+  cpu: number;
+  relayCpu: number;
+  agentCpu: number;
+}
+
+async function bulk(dial: Dial, streams: number): Promise<BulkResult> {
   const bytes = MB * 1024 * 1024;
   const cpu0 = process.cpuUsage();
+  const r0 = procCpu(watched.relay);
+  const a0 = procCpu(watched.agent);
   const t0 = performance.now();
   const got = await Promise.all(Array.from({ length: streams }, () => download(dial, bytes)));
   const secs = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(cpu0);
   const total = got.reduce((a, b) => a + b, 0);
-  return { mbps: total / 1e6 / secs, cpu: (c.user + c.system) / 1e6 };
+  return {
+    mbps: total / 1e6 / secs,
+    cpu: (c.user + c.system) / 1e6,
+    relayCpu: procCpu(watched.relay) - r0,
+    agentCpu: procCpu(watched.agent) - a0,
+  };
 }
 
 async function latency(fn: () => Promise<unknown>, n: number): Promise<{ p50: number; p99: number }> {
@@ -193,7 +221,8 @@ async function main(): Promise<void> {
     };
     const created = await runJson(['cluster', 'create', 'bench'], env);
     const joinArgs = (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
-    start(process.execPath, [
+    watched.relay = relay.pid;
+    const agentProc = start(process.execPath, [
       CLIENT_BIN,
       ...joinArgs,
       '--upstream',
@@ -201,6 +230,7 @@ async function main(): Promise<void> {
       '--state-dir',
       join(dir, 'agent'),
     ]);
+    watched.agent = agentProc.pid;
     for (let i = 0; ; i++) {
       const c = await runJson(['cluster', 'get', 'bench'], env);
       if (c.connected === true) break;
@@ -219,8 +249,8 @@ async function main(): Promise<void> {
 
     const via = connectVia(ready.url, ca, ready.adminKey, `bench.clusters.local:${upPort}`);
     console.log(`\nbulk download, ${MB} MiB per stream (MB/s = 10^6 bytes/s; client-process CPU seconds)`);
-    console.log('| path | streams | MB/s | vs direct | client CPU s |');
-    console.log('|---|---|---|---|---|');
+    console.log('| path | streams | MB/s | vs direct | client CPU s | relay CPU s | agent CPU s |');
+    console.log('|---|---|---|---|---|---|---|');
     for (const streams of [1, 16]) {
       const d = await bulk(direct(upPort), streams);
       const s = await bulk(direct(socatPort), streams);
@@ -230,8 +260,11 @@ async function main(): Promise<void> {
         ['socat TCP forward', s],
         ['CONNECT via relay + agent', v],
       ] as const) {
+        const extra = name.startsWith('CONNECT')
+          ? `${r.relayCpu.toFixed(2)} | ${r.agentCpu.toFixed(2)}`
+          : '- | -';
         console.log(
-          `| ${name} | ${streams} | ${r.mbps.toFixed(1)} | ${((r.mbps / d.mbps) * 100).toFixed(0)}% | ${r.cpu.toFixed(2)} |`,
+          `| ${name} | ${streams} | ${r.mbps.toFixed(1)} | ${((r.mbps / d.mbps) * 100).toFixed(0)}% | ${r.cpu.toFixed(2)} | ${extra} |`,
         );
       }
     }
