@@ -66,6 +66,24 @@ describe('Allowlist', () => {
       expect(parseHostPort(bad)).toBeNull();
   });
 
+  it('resolve() never throws, and only dials what the list allows', () => {
+    const a = new Allowlist('https://kube.local:6443', ['127.0.0.1:8080', '[::1]:9000']);
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 40 }),
+          fc.integer({ min: -5, max: 70000 }).map((p) => `@port:${p}`),
+          fc.constantFrom('@upstream', 'kube.local:6443', '[::1]:9000', '127.0.0.1:8080', '127.0.0.1:8081'),
+        ),
+        (text) => {
+          const r = a.resolve(text);
+          expect(['dial', 'refused', 'bad']).toContain(r.kind);
+          if (r.kind === 'dial') expect(a.allows(r.addr)).toBe(true);
+        },
+      ),
+    );
+  });
+
   it('resolves @upstream, @port:N and HOST:PORT against the list', () => {
     const a = new Allowlist('https://Kube.Local:6443', ['127.0.0.1:8080']);
     expect(a.resolve('@upstream')).toEqual({ kind: 'dial', addr: a.upstream, tls: true });
