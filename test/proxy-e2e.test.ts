@@ -40,6 +40,7 @@ let plainPort: number;
 let secure: https.Server;
 let securePort: number;
 let upstreamCaFile: string;
+let tokenFile: string;
 const agents: Record<string, { proc: Proc; stateDir: string; env: NodeJS.ProcessEnv }> = {};
 
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
@@ -116,6 +117,8 @@ beforeAll(async () => {
   secure = https.createServer({ key: cert.key, cert: cert.cert }, sampleHandler('secure'));
   securePort = await listen(secure);
 
+  tokenFile = join(dir, 'agent-token');
+  writeFileSync(tokenFile, 'agent-sa-token\n');
   const started = await startServe(join(dir, 'relay'), '127.0.0.1:0');
   relay = started.proc;
   ready = started.ready;
@@ -128,7 +131,7 @@ beforeAll(async () => {
   await joinAndRun(
     'edge-2',
     ['--upstream', `https://localhost:${securePort}`, '--allow', `127.0.0.1:${plainPort}`],
-    cleanEnv({ TUNNEL_CLIENT_UPSTREAM_CA: upstreamCaFile }),
+    cleanEnv({ TUNNEL_CLIENT_UPSTREAM_CA: upstreamCaFile, TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE: tokenFile }),
   );
   const k = await admin('kubeconfig', 'edge-2', '--output', 'json');
   expect(k.code, k.stderr).toBe(0);
@@ -267,6 +270,21 @@ describe('path proxy and kubeconfig', () => {
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).serverVersion).toMatchObject({ gitVersion: 'v1.30.0+secure' });
   });
+  it('path proxy to an agent with TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE: the upstream sees the agent token, not the relay key', async () => {
+    const r = await curl([
+      '-sS',
+      '--cacert',
+      relayCaFile,
+      '-H',
+      `Authorization: Bearer ${ready.adminKey}`,
+      '-H',
+      'Impersonate-User: system:admin',
+      `${ready.url}/api/v1/clusters/edge-2/proxy/whoami`,
+    ]);
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual({ served: 'secure', authorization: 'Bearer agent-sa-token' });
+  });
+
   it('kubectl get --raw / through CONNECT (proxy-url kubeconfig, TLS end to end to the HTTPS upstream)', async () => {
     const doc = connectKubeconfig({
       cluster: 'edge-2',

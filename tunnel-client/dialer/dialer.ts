@@ -19,7 +19,8 @@ import {
   replyOpen,
 } from '../../shared/mux/open-target.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
-import { type Allowlist, formatHostPort, type HostPort } from './allowlist.js';
+import { type Allowlist, formatHostPort, type HostPort, TARGET_UPSTREAM } from './allowlist.js';
+import { serveWithToken } from './token-injector.js';
 
 export const DEFAULT_DIAL_TIMEOUT_MS = 10_000;
 
@@ -30,6 +31,8 @@ export interface DialerOptions {
   /** TLS to an https upstream: CA (PEM) to trust instead of the system's, and whether to verify. */
   upstreamCa?: string | undefined;
   upstreamInsecure?: boolean;
+  /** Opt-in: requests on `@upstream` streams carry this file's token instead of the client's (token-injector.ts). */
+  upstreamTokenFile?: string | undefined;
   log?: (line: string) => void;
 }
 
@@ -91,6 +94,10 @@ export class Dialer {
     this.stats.active++;
     socket.once('close', () => this.stats.active--);
     replyOpen(stream, OPEN_OK);
+    if (target === TARGET_UPSTREAM && this.#o.upstreamTokenFile) {
+      serveWithToken(stream, socket, this.#o.upstreamTokenFile);
+      return;
+    }
     const where = formatHostPort(r.addr);
     splice(
       stream,

@@ -1,0 +1,123 @@
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { realClock } from '../../shared/clock.js';
+import { duplexPair } from '../../shared/mux/duplex-pair.js';
+import type { MuxStream } from '../../shared/mux/mux-stream.js';
+import { openTarget } from '../../shared/mux/open-target.js';
+import { muxOverDuplex } from '../../shared/mux/transport.js';
+import { Allowlist } from './allowlist.js';
+import { Dialer } from './dialer.js';
+import { injectedHeaders } from './token-injector.js';
+
+const cleanup: Array<() => void> = [];
+afterEach(() => {
+  for (const f of cleanup.splice(0)) f();
+});
+
+async function setup() {
+  const upstream = http.createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(
+      JSON.stringify({
+        auth: req.headers.authorization ?? null,
+        imp: req.headers['impersonate-user'] ?? null,
+      }),
+    );
+  });
+  upstream.on('upgrade', (req, socket) => {
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: SPDY/3.1\r\nConnection: Upgrade\r\nX-Auth: ${req.headers.authorization}\r\n\r\n`,
+    );
+    socket.on('data', (d: Buffer) => socket.write(d));
+  });
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  const port = (upstream.address() as AddressInfo).port;
+  const dir = mkdtempSync(join(tmpdir(), 'token-'));
+  const tokenFile = join(dir, 'token');
+  writeFileSync(tokenFile, 'agent-token-1\n');
+  const [a, b] = duplexPair();
+  const hub = muxOverDuplex(a, { role: 'client', clock: realClock });
+  const agent = muxOverDuplex(b, { role: 'server', clock: realClock });
+  const dialer = new Dialer({
+    allowlist: new Allowlist(`http://127.0.0.1:${port}`, []),
+    clock: realClock,
+    upstreamTokenFile: tokenFile,
+  });
+  agent.on('stream', (s) => dialer.handle(s));
+  cleanup.push(() => {
+    hub.close();
+    agent.close();
+    upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { hub, tokenFile, port };
+}
+
+/** Sends one HTTP/1.1 request on a stream the way the hub's path proxy does, returns the raw answer. */
+async function ask(s: MuxStream, head: string): Promise<string> {
+  let got = '';
+  s.on('data', (d: Buffer) => {
+    got += d.toString();
+  });
+  s.write(head);
+  await once(s, 'end');
+  return got;
+}
+
+describe('token injection for @upstream', () => {
+  it('replaces the client credential, drops Impersonate-*, and re-reads the token file per request', async () => {
+    const { hub, tokenFile } = await setup();
+    const req =
+      'GET /x HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer client\r\nImpersonate-User: admin\r\nConnection: close\r\n\r\n';
+    const first = await ask(await openTarget(hub, '@upstream', { clock: realClock }), req);
+    expect(first).toMatch(/^HTTP\/1\.1 200/);
+    expect(JSON.parse(first.slice(first.indexOf('\r\n\r\n') + 4))).toEqual({
+      auth: 'Bearer agent-token-1',
+      imp: null,
+    });
+    writeFileSync(tokenFile, 'agent-token-2');
+    const second = await ask(await openTarget(hub, '@upstream', { clock: realClock }), req);
+    expect(JSON.parse(second.slice(second.indexOf('\r\n\r\n') + 4)).auth).toBe('Bearer agent-token-2');
+  });
+
+  it('applies to upgrades too, then carries bytes both ways', async () => {
+    const { hub } = await setup();
+    const s = await openTarget(hub, '@upstream', { clock: realClock });
+    let got = '';
+    s.on('data', (d: Buffer) => {
+      got += d.toString();
+    });
+    s.write('POST /exec HTTP/1.1\r\nHost: relay\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n');
+    while (!got.includes('\r\n\r\n')) await new Promise((r) => setTimeout(r, 10));
+    expect(got).toMatch(/^HTTP\/1\.1 101/);
+    expect(got).toContain('X-Auth: Bearer agent-token-1');
+    s.write('ping');
+    while (!got.endsWith('ping')) await new Promise((r) => setTimeout(r, 10));
+    s.destroy();
+  });
+
+  it('leaves CONNECT-style targets untouched', async () => {
+    const { hub, port } = await setup();
+    // @port:N is the upstream's port: raw bytes, the client's own Authorization reaches the upstream.
+    const allowed = await ask(
+      await openTarget(hub, `@port:${port}`, { clock: realClock }),
+      'GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer client\r\nConnection: close\r\n\r\n',
+    );
+    expect(JSON.parse(allowed.slice(allowed.indexOf('\r\n\r\n') + 4)).auth).toBe('Bearer client');
+  });
+
+  it('injectedHeaders keeps end-to-end headers only', () => {
+    expect(
+      injectedHeaders(
+        ['Accept', 'a', 'AUTHORIZATION', 'x', 'Impersonate-Group', 'g', 'Connection', 'close'],
+        't',
+      ),
+    ).toEqual(['Accept', 'a', 'authorization', 'Bearer t']);
+  });
+});

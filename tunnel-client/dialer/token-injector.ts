@@ -1,0 +1,116 @@
+/**
+ * Opt-in credential injection for the default upstream (`@upstream` streams only; CONNECT streams are
+ * never touched): the agent reads the HTTP/1.1 request the hub's path proxy sends, replaces its
+ * Authorization with `Bearer <token>` (re-read from the token file for every request, so a rotated
+ * service-account token is picked up), drops client-sent `Impersonate-*` headers (a proxy user must not
+ * borrow the agent's impersonation rights), and forwards it over the already dialed upstream socket.
+ * Upgrade requests get the same header treatment, then the bytes are spliced both ways.
+ *
+ * Enabled by TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE. Everyone allowed through the relay's path proxy then acts
+ * with the agent's credential on the upstream: the relay's roles (viewer: read-only) are the only gate.
+ */
+import { readFileSync } from 'node:fs';
+import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { TunnelError } from '../../shared/errors.js';
+import { splice } from '../../shared/tunnel-streams/splice.js';
+
+const HOP = new Set([
+  'authorization',
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** The request's end-to-end headers minus credentials and impersonation, plus the agent's token. */
+export function injectedHeaders(raw: readonly string[], token: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const k = raw[i]!.toLowerCase();
+    if (HOP.has(k) || k.startsWith('impersonate-')) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  out.push('authorization', `Bearer ${token}`);
+  return out;
+}
+
+export function readToken(file: string): string {
+  try {
+    const t = readFileSync(file, 'utf8').trim();
+    if (t.length === 0) throw new Error('empty');
+    return t;
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? (err as Error).message;
+    throw new TunnelError('BAD_CONFIG', `TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE: cannot read '${file}' (${code})`);
+  }
+}
+
+/**
+ * Serves the one request (or upgrade) arriving on `stream` against `upstream`, with the token from
+ * `tokenFile`. The hub's path proxy sends exactly one request per stream (`Connection: close`).
+ */
+export function serveWithToken(stream: Duplex, upstream: Socket, tokenFile: string): void {
+  const fail = (e: Error): void => {
+    stream.destroy(new TunnelError('UPSTREAM_FAILED', `upstream: ${e.message}`));
+    upstream.destroy();
+  };
+  upstream.on('error', fail);
+  const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
+    let token: string;
+    try {
+      token = readToken(tokenFile);
+    } catch (err) {
+      res.writeHead(502, { 'content-type': 'application/json', connection: 'close' });
+      res.end(JSON.stringify((err as TunnelError).toJSON()));
+      return;
+    }
+    const up = http.request({
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: [
+        ...injectedHeaders(req.rawHeaders, token),
+        'connection',
+        'close',
+      ] as unknown as OutgoingHttpHeaders,
+      setHost: false,
+      createConnection: () => upstream,
+    });
+    up.on('error', fail);
+    up.on('response', (ures) => {
+      const out: string[] = [];
+      for (let i = 0; i + 1 < ures.rawHeaders.length; i += 2) {
+        const k = ures.rawHeaders[i]!.toLowerCase();
+        if (k === 'authorization' || !HOP.has(k)) out.push(ures.rawHeaders[i]!, ures.rawHeaders[i + 1]!);
+      }
+      res.writeHead(ures.statusCode ?? 502, ures.statusMessage, out);
+      ures.pipe(res);
+    });
+    req.pipe(up);
+  });
+  server.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    let token: string;
+    try {
+      token = readToken(tokenFile);
+    } catch (err) {
+      client.destroy(err as Error);
+      upstream.destroy();
+      return;
+    }
+    const hdrs = injectedHeaders(req.rawHeaders, token);
+    let text = `${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1\r\n`;
+    for (let i = 0; i + 1 < hdrs.length; i += 2) text += `${hdrs[i]}: ${hdrs[i + 1]}\r\n`;
+    text += `connection: Upgrade\r\nupgrade: ${req.headers.upgrade ?? ''}\r\n\r\n`;
+    upstream.off('error', fail);
+    upstream.write(text);
+    if (head.length > 0) upstream.write(head);
+    splice(client, upstream, (e) => new TunnelError('UPSTREAM_FAILED', `upstream: ${e.message}`));
+  });
+  server.on('clientError', (_err, s) => s.destroy());
+  server.emit('connection', stream);
+}
