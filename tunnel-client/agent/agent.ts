@@ -8,6 +8,7 @@
  */
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { isTunnelError } from '../../shared/errors.js';
+import type { ProxySettings } from '../../shared/proxy/proxy-config.js';
 import type { Values } from '../../shared/values/deep-merge.js';
 import { effectiveValues } from '../../shared/values/values-file.js';
 import type { AgentApi } from './api.js';
@@ -40,6 +41,8 @@ export type DataPlaneFactory = (ctx: {
   readonly state: AgentState;
   readonly tunnel: Tunnel;
   readonly privateKey: string;
+  /** Proxy settings for the relay WebSocket (shared/proxy); undefined: direct. */
+  readonly proxy?: ProxySettings;
   /** The data plane's connection figures changed: status.json is rewritten. */
   readonly onChange: () => void;
 }) => Promise<DataPlane>;
@@ -58,6 +61,8 @@ export interface AgentOptions {
    */
   readonly progress?: (line: string) => void;
   readonly dataPlane?: DataPlaneFactory;
+  /** Proxy settings handed to the data plane (the relay client gets its own connectVia). */
+  readonly proxy?: ProxySettings;
   readonly random?: () => number;
 }
 
@@ -260,6 +265,7 @@ export class Agent {
         state: this.#state,
         tunnel,
         privateKey: this.#o.stateDir.readPrivateKey(),
+        ...(this.#o.proxy ? { proxy: this.#o.proxy } : {}),
         onChange: () => {
           if (this.#running) this.#writeStatus();
         },

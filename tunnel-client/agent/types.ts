@@ -58,6 +58,15 @@ export interface AgentState {
   readonly status: RegistrationStatus;
   readonly tunnel: Tunnel | null;
   readonly registeredAt: string;
+  /**
+   * `--proxy URL` given to join (or run); it overrides HTTPS_PROXY/HTTP_PROXY. It may carry basic-auth
+   * credentials, so like every state file this one is 0600 (shared/proxy/proxy-config.ts).
+   */
+  readonly proxy?: string | null;
+  /** Absolute path of `--proxy-ca-file` (PEM CA of an https:// proxy). */
+  readonly proxyCaFile?: string | null;
+  /** `--egress`: '443-only' (TCP to the relay only) or 'auto' (may also use UDP when offered). */
+  readonly egress?: '443-only' | 'auto';
 }
 
 /** Connection figures the data plane reports (all "not connected" until it exists). */

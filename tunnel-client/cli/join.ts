@@ -22,10 +22,13 @@ import { TunnelError } from '../../shared/errors.js';
 import { RelayClient } from '../../shared/http/client.js';
 import { parseCaPin } from '../../shared/http/pin.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
+import { describeProxy, parseProxyUrl, targetOf } from '../../shared/proxy/proxy-config.js';
+import { relayConnectVia } from '../../shared/proxy/transports.js';
 import { readValuesFiles } from '../../shared/values/values-file.js';
 import { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
+import { agentProxySettings } from '../egress/agent-proxy.js';
 import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
 import type { ClientProgramOptions } from './program.js';
 
@@ -38,7 +41,9 @@ interface JoinFlags {
   stateDir?: string;
   upstream?: string;
   allow?: string[];
-  egress: string;
+  egress: '443-only' | 'auto';
+  proxy?: string;
+  proxyCaFile?: string;
   claim?: string[];
   values?: string[];
   wait?: boolean;
@@ -84,6 +89,12 @@ export function joinCommand(opts: ClientProgramOptions = {}): Command {
       oneOf('--egress', ['443-only', 'auto']),
       'auto',
     )
+    .option(
+      '--proxy <url>',
+      'HTTP CONNECT proxy for every relay connection, http(s)://[user:pass@]host:port (overrides HTTPS_PROXY; saved)',
+      (v: string) => parseProxyUrl(v, '--proxy').href,
+    )
+    .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy (saved)')
     .option('--claim <key=value>', 'a claim reported to the relay (repeatable)', collect)
     .option('--values <file>', 'YAML values layered over the relay values, in order (repeatable)', collect)
     .option('--wait', 'return once the cluster is Accepted (exit 0), or fail with the reason')
@@ -126,12 +137,16 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   const stateDir = openStateDir(flags.stateDir);
   const out = streamPrinter();
 
-  const client = new RelayClient({ baseUrl: flags.relay, trust });
+  const proxyCaFile = flags.proxyCaFile ? resolve(flags.proxyCaFile) : undefined;
+  const proxy = agentProxySettings({ proxy: flags.proxy, proxyCaFile });
+  const connectVia = relayConnectVia(proxy, new URL(flags.relay).protocol);
+  const client = new RelayClient({ baseUrl: flags.relay, trust, ...(connectVia ? { connectVia } : {}) });
   let agent: Agent | undefined;
   let unlock: (() => void) | undefined;
   try {
     const bootstrapApi = new AgentApi(client);
-    const state = await register(stateDir, bootstrapApi, psk, {
+    stderrLog(`relay ${describeProxy(proxy, targetOf(flags.relay))}`);
+    const registered = await register(stateDir, bootstrapApi, psk, {
       relay: flags.relay,
       cluster: flags.cluster,
       caPin: flags.caPin ?? null,
@@ -142,6 +157,13 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       claims,
       valuesFiles,
     });
+    const state = {
+      ...registered,
+      proxy: flags.proxy ?? null,
+      proxyCaFile: proxyCaFile ?? null,
+      egress: flags.egress,
+    };
+    stateDir.saveState(state);
     unlock = stateDir.lock();
     stderrLog(
       `registered cluster ${state.cluster} with ${state.relay}: ${state.status}; state in ${stateDir.dir}`,
@@ -152,6 +174,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       valuesFiles: fileValues,
       log: stderrLog,
       progress: terminalProgress(),
+      proxy,
       ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
     });
     agent.start();

@@ -1,30 +1,47 @@
 /** `tunnel-client run`: the agent from saved state, until SIGINT/SIGTERM. */
+import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { untilSignal } from '../../shared/cli/signals.js';
+import { RelayClient } from '../../shared/http/client.js';
+import { trustFromFlags } from '../../shared/http/trust.js';
+import { describeProxy, parseProxyUrl, targetOf } from '../../shared/proxy/proxy-config.js';
+import { relayConnectVia } from '../../shared/proxy/transports.js';
 import { readValuesFiles } from '../../shared/values/values-file.js';
 import { Agent } from '../agent/agent.js';
-import {
-  apiFromState,
-  endProgress,
-  openStateDir,
-  stateDirOption,
-  stderrLog,
-  terminalProgress,
-} from './context.js';
+import { AgentApi } from '../agent/api.js';
+import { settingsFromState } from '../egress/agent-proxy.js';
+import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
 import type { ClientProgramOptions } from './program.js';
 
 export function runCommand(opts: ClientProgramOptions = {}): Command {
   return new Command('run')
     .description('run the agent from its saved state (after join)')
     .addOption(stateDirOption())
-    .action(async (flags: { stateDir?: string }) => {
+    .option(
+      '--proxy <url>',
+      'HTTP CONNECT proxy for every relay connection (overrides HTTPS_PROXY; saved in the state dir)',
+      (v: string) => parseProxyUrl(v, '--proxy').href,
+    )
+    .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy (saved)')
+    .action(async (flags: { stateDir?: string; proxy?: string; proxyCaFile?: string }) => {
       const stateDir = openStateDir(flags.stateDir);
-      const state = stateDir.readState();
+      let state = stateDir.readState();
       const valuesFiles = readValuesFiles(state.valuesFiles);
-      const { client, api } = apiFromState(stateDir, state);
+      if (flags.proxy) state = { ...state, proxy: flags.proxy };
+      if (flags.proxyCaFile) state = { ...state, proxyCaFile: resolve(flags.proxyCaFile) };
+      const proxy = settingsFromState(stateDir, state);
+      const connectVia = relayConnectVia(proxy, new URL(state.relay).protocol);
+      const client = new RelayClient({
+        baseUrl: state.relay,
+        trust: trustFromFlags({ caPin: state.caPin ?? undefined, caFile: state.caFile ?? undefined }),
+        ...(connectVia ? { connectVia } : {}),
+      });
+      const api = new AgentApi(client, stateDir.readCredential());
+      stderrLog(`relay ${describeProxy(proxy, targetOf(state.relay))}`);
       let unlock: () => void;
       try {
         unlock = stateDir.lock();
+        if (flags.proxy || flags.proxyCaFile) stateDir.saveState(state);
       } catch (err) {
         await client.close();
         throw err;
@@ -35,6 +52,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
         valuesFiles,
         log: stderrLog,
         progress: terminalProgress(),
+        proxy,
         ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
       });
       try {

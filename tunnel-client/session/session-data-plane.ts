@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { TunnelError } from '../../shared/errors.js';
+import { wsAgentFor } from '../../shared/proxy/transports.js';
 import type { DataPlane, DataPlaneFactory } from '../agent/agent.js';
 import { AgentSession, type AgentSessionOptions } from './agent-session.js';
 
@@ -31,8 +32,10 @@ function readCa(file: string): string {
 
 export function sessionDataPlane(opts: SessionDataPlaneOptions = {}): DataPlaneFactory {
   return async (ctx) => {
+    const agent = ctx.proxy ? wsAgentFor(ctx.proxy, ctx.tunnel.derpUrl) : undefined;
     const session = new AgentSession({
       ...opts.session,
+      ...(agent ? { derp: { ...opts.session?.derp, agent } } : {}),
       privateKey: ctx.privateKey,
       tunnel: ctx.tunnel,
       caPin: ctx.state.caPin ?? undefined,
