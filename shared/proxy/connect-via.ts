@@ -45,7 +45,7 @@ export function authority(host: string, port: number): string {
 export function proxyRefused(proxy: URL, dest: string, status: number): TunnelError {
   const text = STATUS_CODES[status] ?? 'unknown status';
   const hint =
-    status === 407
+    status === 407 || status === 401 // tinyproxy answers 401 to wrong credentials, 407 to none
       ? proxy.username === ''
         ? ' (the proxy wants credentials: put user:password@ in the proxy URL)'
         : ' (the proxy refused the credentials in the proxy URL)'

@@ -84,3 +84,14 @@ describe('proxy URLs', () => {
     expect(redactUrl('not a url //bob:pw@x')).not.toContain('pw');
   });
 });
+
+describe('Proxy-Authorization', () => {
+  it('is basic auth of the percent-decoded user and password, absent without credentials', async () => {
+    const { proxyAuthorization, authority } = await import('./connect-via.js');
+    const u = parseProxyUrl('http://al%20ice:p%40ss%3Aw0rd@proxy:3128', '--proxy');
+    expect(proxyAuthorization(u)).toBe(`Basic ${Buffer.from('al ice:p@ss:w0rd').toString('base64')}`);
+    expect(proxyAuthorization(parseProxyUrl('http://proxy:3128', '--proxy'))).toBeUndefined();
+    expect(authority('::1', 443)).toBe('[::1]:443');
+    expect(authority('relay.example', 8443)).toBe('relay.example:8443');
+  });
+});
