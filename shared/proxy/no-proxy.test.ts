@@ -59,7 +59,8 @@ describe('NO_PROXY table', () => {
   });
 });
 
-const label = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?$/);
+// Labels start with a letter: all-digit names such as 0.0.0.0 are IP literals, not domains.
+const label = fc.stringMatching(/^[a-z]([a-z0-9-]{0,10}[a-z0-9])?$/);
 const domain = fc.array(label, { minLength: 1, maxLength: 4 }).map((l) => l.join('.'));
 const port = fc.integer({ min: 1, max: 65_535 });
 
