@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { packageVersion } from '../../shared/cli/version.js';
 import type { DataPlaneFactory } from '../agent/agent.js';
+import { egressCommand } from './egress.js';
 import { joinCommand } from './join.js';
 import { runCommand } from './run.js';
 import { statusCommand } from './status.js';
@@ -19,5 +20,6 @@ export function buildClientProgram(opts: ClientProgramOptions = {}): Command {
     .addCommand(joinCommand(opts))
     .addCommand(runCommand(opts))
     .addCommand(statusCommand())
-    .addCommand(unjoinCommand());
+    .addCommand(unjoinCommand())
+    .addCommand(egressCommand());
 }

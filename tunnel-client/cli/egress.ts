@@ -1,0 +1,144 @@
+/**
+ * `tunnel-client egress [--check] [--relay URL] [--state-dir DIR] [--proxy URL] [--egress 443-only|auto]
+ * [--output json]`: every destination the agent uses with its current settings (saved state, flags,
+ * environment), and with --check whether each one works from here (exit 1 when one fails).
+ */
+import { resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { type OutputFormat, outputOption, streamPrinter, table } from '../../shared/cli/output.js';
+import { oneOf, parseRelayUrl } from '../../shared/cli/parsers.js';
+import { TunnelError } from '../../shared/errors.js';
+import { parseCaPin } from '../../shared/http/pin.js';
+import { trustFromFlags } from '../../shared/http/trust.js';
+import { parseProxyUrl } from '../../shared/proxy/proxy-config.js';
+import type { AgentState } from '../agent/types.js';
+import { agentProxySettings, settingsFromState } from '../egress/agent-proxy.js';
+import { type CheckResult, checkDestination } from '../egress/check.js';
+import { type Destination, type EgressMode, listDestinations } from '../egress/destinations.js';
+import { openStateDir, stateDirOption } from './context.js';
+
+interface EgressFlags {
+  check?: boolean;
+  relay?: string;
+  stateDir?: string;
+  proxy?: string;
+  proxyCaFile?: string;
+  egress?: EgressMode;
+  caPin?: string;
+  caFile?: string;
+  output: OutputFormat;
+}
+
+/** One line of `egress --output json`. */
+export interface EgressLine {
+  host: string;
+  port: number;
+  protocol: 'tcp' | 'udp';
+  purpose: string;
+  viaProxy: boolean;
+  check?: 'ok' | 'failed';
+  reason?: string;
+}
+
+export function egressCommand(): Command {
+  return new Command('egress')
+    .description('list every outbound destination of the agent (host, port, protocol, purpose, proxy)')
+    .option('--check', 'try each destination as the agent would (through the proxy), exit 1 if one fails')
+    .option('--relay <url>', 'relay URL (default: the one in the state dir)', (v: string) => parseRelayUrl(v))
+    .addOption(stateDirOption())
+    .option(
+      '--proxy <url>',
+      'HTTP CONNECT proxy (overrides the saved one and HTTPS_PROXY)',
+      (v: string) => parseProxyUrl(v, '--proxy').href,
+    )
+    .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy')
+    .addOption(
+      new Option(
+        '--egress <mode>',
+        'outbound mode: 443-only or auto (default: the saved one, else auto)',
+      ).argParser(oneOf<EgressMode>('--egress', ['443-only', 'auto'])),
+    )
+    .option(
+      '--ca-pin <pin>',
+      "sha256:<hex> of the relay's certificate (default: the saved one)",
+      (v: string) => parseCaPin(v),
+    )
+    .option('--ca-file <file>', 'PEM CA certificate(s) to verify the relay with')
+    .addOption(outputOption())
+    .addHelpText(
+      'after',
+      `
+Examples:
+  tunnel-client egress                       # what the joined agent connects to
+  tunnel-client egress --check --output json # probe each one, exit 1 if any fails
+  HTTPS_PROXY=http://proxy.corp:3128 tunnel-client egress --relay https://relay.example --egress 443-only`,
+    )
+    .action(async (flags: EgressFlags) => egress(flags));
+}
+
+async function egress(flags: EgressFlags): Promise<void> {
+  const stateDir = openStateDir(flags.stateDir);
+  const state: AgentState | undefined = stateDir.hasRegistration() ? stateDir.readState() : undefined;
+  const relay = flags.relay ?? state?.relay;
+  if (!relay) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `no relay: pass --relay https://HOST[:PORT], or --state-dir of a joined agent (${stateDir.dir} holds no registration)`,
+    );
+  }
+  const sameRelay = state !== undefined && state.relay === relay;
+  const proxyCaFile = flags.proxyCaFile ? resolve(flags.proxyCaFile) : undefined;
+  const override = { proxy: flags.proxy, proxyCaFile };
+  const proxy = state
+    ? settingsFromState(stateDir, state, process.env, override)
+    : agentProxySettings(override);
+  const useSaved = sameRelay && !flags.caPin && !flags.caFile;
+  const trust = trustFromFlags(
+    useSaved
+      ? { caPin: state?.caPin ?? undefined, caFile: state?.caFile ?? undefined }
+      : { caPin: flags.caPin, caFile: flags.caFile ? resolve(flags.caFile) : undefined },
+  );
+  const tunnel = sameRelay ? state?.tunnel : null;
+  const mode: EgressMode = flags.egress ?? state?.egress ?? 'auto';
+  const destinations = listDestinations({
+    relayUrl: relay,
+    derpUrl: tunnel?.derpUrl,
+    udpEndpoint: tunnel?.udpEndpoint,
+    egress: mode,
+    proxy,
+  });
+  const checks: (CheckResult | undefined)[] = [];
+  if (flags.check) {
+    for (const d of destinations) checks.push(await checkDestination(d, { trust, proxy }));
+  }
+  const lines = destinations.map((d, i) => toLine(d, checks[i]));
+  const out = streamPrinter();
+  if (flags.output === 'json') out.json({ destinations: lines });
+  else out.line(render(destinations, lines, Boolean(flags.check)));
+  if (lines.some((l) => l.check === 'failed')) process.exitCode = 1;
+}
+
+function toLine(d: Destination, c: CheckResult | undefined): EgressLine {
+  return {
+    host: d.host,
+    port: d.port,
+    protocol: d.protocol,
+    purpose: d.purpose,
+    viaProxy: d.viaProxy,
+    ...(c ? { check: c.check } : {}),
+    ...(c?.reason ? { reason: c.reason } : {}),
+  };
+}
+
+function render(ds: readonly Destination[], lines: readonly EgressLine[], checked: boolean): string {
+  const header = ['HOST', 'PORT', 'PROTOCOL', 'PURPOSE', 'VIA', ...(checked ? ['CHECK'] : [])];
+  const rows = lines.map((l, i) => [
+    l.host,
+    String(l.port),
+    l.protocol,
+    l.purpose,
+    ds[i]?.proxy ? `proxy ${ds[i]?.proxy}` : 'direct',
+    ...(checked ? [l.check ? `${l.check}${l.reason ? `: ${l.reason}` : ''}` : 'not probed'] : []),
+  ]);
+  return table(header, rows);
+}
