@@ -88,7 +88,8 @@ describe('tunnel-client egress', () => {
     const r = await egress(['--state-dir', stateDir, '--output', 'json']);
     expect(r.code, r.stderr).toBe(0);
     const lines = parse(r);
-    for (const l of lines) expect(Object.keys(l)).toEqual(['host', 'port', 'protocol', 'purpose', 'viaProxy']);
+    for (const l of lines)
+      expect(Object.keys(l)).toEqual(['host', 'port', 'protocol', 'purpose', 'viaProxy']);
     expect(lines.map((l) => `${l.purpose} ${l.protocol} ${l.host}:${l.port} ${l.viaProxy}`)).toEqual([
       `registration tcp 127.0.0.1:${relayPort} false`,
       `values tcp 127.0.0.1:${relayPort} false`,
