@@ -130,7 +130,7 @@ describe('tunnel-client egress', () => {
   });
 
   it('--check with a wrong CA pin: every TCP line failed with CA_PIN_MISMATCH, exit 1 (through the proxy too)', async () => {
-    for (const env of [{}, { HTTPS_PROXY: proxy.url() }]) {
+    for (const env of [{}, { HTTPS_PROXY: proxy.url() }] as Record<string, string>[]) {
       const r = await egress(
         ['--relay', ready.url, '--ca-pin', WRONG_PIN, '--egress', '443-only', '--check', '--output', 'json'],
         env,
