@@ -22,8 +22,14 @@ export type Trust =
   | { readonly kind: 'ca'; readonly ca: string | Buffer }
   | { readonly kind: 'system' };
 
-/** Opens a raw byte stream to host:port (for example through an HTTP CONNECT proxy). */
+/**
+ * Opens a raw byte stream to host:port (for example through an HTTP CONNECT proxy). A stream carrying a
+ * string `viaDescription` (e.g. "proxy http://p:3128") names that hop when it drops before TLS is up.
+ */
 export type ConnectVia = (host: string, port: number) => Promise<Duplex>;
+
+/** Socket failures that mean the hop under TLS dropped the stream (not a certificate problem). */
+const DROP_CODES = new Set(['ECONNRESET', 'EPIPE', 'ERR_SOCKET_CLOSED', 'UND_ERR_SOCKET']);
 
 export interface DispatcherOptions {
   readonly trust: Trust;
@@ -71,7 +77,18 @@ export function createConnector(opts: DispatcherOptions): buildConnector.connect
   return (options, callback) => {
     const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
     via(options.hostname, port).then(
-      (raw) => finish({ ...options, httpSocket: raw as ConnectOptions['httpSocket'] }, callback),
+      (raw) =>
+        finish({ ...options, httpSocket: raw as ConnectOptions['httpSocket'] }, (err, socket) => {
+          const hop = (raw as { viaDescription?: unknown }).viaDescription;
+          const code = (err as { code?: string } | null)?.code;
+          if (err && typeof hop === 'string' && code && DROP_CODES.has(code)) {
+            const msg = `${hop} dropped the tunnel to ${options.hostname}:${port} before TLS was up (${code})`;
+            callback(new TunnelError('PROXY_FAILED', msg, { cause: err }), null);
+            return;
+          }
+          if (err || !socket) callback(err ?? new Error('connect failed'), null);
+          else callback(null, socket);
+        }),
       (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),
     );
   };

@@ -88,7 +88,8 @@ export function proxyConnectVia(proxy: URL, opts: ProxyConnectOptions = {}): Con
         res.socket.destroy();
         throw proxyRefused(proxy, dest, res.statusCode);
       }
-      return res.socket;
+      // Lets the dispatcher name the proxy when the tunnel drops before TLS is up.
+      return Object.assign(res.socket, { viaDescription: `proxy ${redactUrl(proxy)}` });
     } catch (err) {
       if (err instanceof TunnelError) throw err;
       if (signal.aborted) {
