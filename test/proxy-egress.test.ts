@@ -162,6 +162,47 @@ describe('agent through tinyproxy', () => {
     expect(j.stderr).toContain('(from flag)');
   }, 60_000);
 
+  it('a running agent whose proxy refuses keeps retrying and shows PROXY_FAILED in status and logs', async () => {
+    const args = await createCluster('edge-6');
+    const stateDir = join(tempDir('proxy-egress-agent-'), 'state');
+    const j = await run(
+      CLIENT_BIN,
+      [...args, '--state-dir', stateDir, '--proxy', authProxy.url(AUTH), '--wait'],
+      cleanEnv(),
+      40_000,
+    );
+    expect(j.code, j.stderr).toBe(0);
+    // run with the proxy's credentials missing: every relay call is refused with 407.
+    const agent = new Proc(
+      CLIENT_BIN,
+      ['run', '--state-dir', stateDir, '--proxy', authProxy.url()],
+      cleanEnv(),
+    );
+    try {
+      await agent.waitFor(
+        (p) => /PROXY_FAILED: proxy http:\/\/127\.0\.0\.1:\d+ answered 407 .*retrying in/.test(p.stderr),
+        20_000,
+        'the lease failure in the log',
+      );
+      const deadline = Date.now() + 15_000;
+      let status: { lastError: string | null; failures: number; agentRunning: boolean } | undefined;
+      for (;;) {
+        const r = await run(CLIENT_BIN, ['status', '--state-dir', stateDir, '--output', 'json'], cleanEnv());
+        status = JSON.parse(r.stdout);
+        if (status?.lastError?.includes('PROXY_FAILED') || Date.now() > deadline) break;
+        await sleep(200);
+      }
+      expect(status?.agentRunning).toBe(true);
+      expect(status?.lastError).toContain(
+        `answered 407 Proxy Authentication Required to CONNECT 127.0.0.1:${relayPort}`,
+      );
+      expect(status?.failures).toBeGreaterThan(0);
+      expect(agent.child.exitCode).toBeNull();
+    } finally {
+      await agent.stop();
+    }
+  }, 60_000);
+
   it('no credentials: PROXY_FAILED naming the proxy and 407, exit 1', async () => {
     const args = await createCluster('edge-5');
     const stateDir = join(tempDir('proxy-egress-agent-'), 'state');
