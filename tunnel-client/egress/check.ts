@@ -126,7 +126,7 @@ function checkStun(d: Destination, o: CheckOptions): Promise<CheckResult> {
     const resend = setInterval(send, Math.max(250, ms / 4));
     sock.on('message', (msg) => {
       // A Binding success (0x0101) or error (0x0111) response carrying our transaction id.
-      if (msg.length >= 20 && (msg.readUInt16BE(0) & 0xfeef) === 0x0101 && msg.subarray(8, 20).equals(txid)) {
+      if (msg.length >= 20 && (msg.readUInt16BE(0) & 0xffef) === 0x0101 && msg.subarray(8, 20).equals(txid)) {
         done({ check: 'ok' });
       }
     });
