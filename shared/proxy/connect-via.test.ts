@@ -5,6 +5,7 @@
  */
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { type AddressInfo, createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { isTunnelError } from '../errors.js';
@@ -24,9 +25,9 @@ let relayPort: number;
 const proxies: Record<Behaviour, { server: Server; port: number; seen: string[] }> = {} as never;
 const sockets = new Set<Socket>();
 
-function proxyServer(kind: Behaviour): Server {
+function proxyServer(kind: Behaviour, tlsCert?: TestCert): Server {
   const seen: string[] = [];
-  const server = createServer((c) => {
+  const onConnection = (c: Socket) => {
     sockets.add(c);
     c.on('error', () => {});
     let head = '';
@@ -54,8 +55,11 @@ function proxyServer(kind: Behaviour): Server {
       c.pipe(up).pipe(c);
     };
     c.on('data', onData);
-  });
-  proxies[kind] = { server, port: 0, seen };
+  };
+  const server = tlsCert
+    ? createTlsServer({ key: tlsCert.key, cert: tlsCert.cert }, onConnection)
+    : createServer(onConnection);
+  if (!tlsCert) proxies[kind] = { server, port: 0, seen };
   return server;
 }
 
@@ -142,6 +146,39 @@ describe('relay client through a CONNECT proxy', () => {
     expect(err.message).toBe(
       `proxy ${proxyUrl('silent')} did not answer CONNECT 127.0.0.1:${relayPort} within 300 ms`,
     );
+  });
+});
+
+describe('https:// proxy', () => {
+  it('TLS to the proxy verified with the proxy CA, then TLS to the relay inside; an unknown proxy CA fails', async () => {
+    const proxyCert = makeSelfSignedCert('proxy');
+    const server = proxyServer('forward', proxyCert);
+    const port = await listen(server);
+    try {
+      const call = async (ca: string | undefined) => {
+        const settings = resolveProxySettings({ flag: `https://localhost:${port}`, flagCa: ca, env: {} });
+        const connectVia = relayConnectVia(settings);
+        const client = new RelayClient({
+          baseUrl: `https://127.0.0.1:${relayPort}`,
+          trust: { kind: 'pin', pin: pinOfCertificate(cert.der) },
+          timeoutMs: 5_000,
+          ...(connectVia ? { connectVia } : {}),
+        });
+        try {
+          return await client.text('GET', '/healthz', { token: null });
+        } finally {
+          await client.close();
+        }
+      };
+      expect(await call(proxyCert.cert)).toBe('ok');
+      const err = await failure(call(undefined));
+      expect(isTunnelError(err, 'PROXY_FAILED')).toBe(true);
+      expect(err.message).toContain(
+        `proxy https://localhost:${port} failed for CONNECT 127.0.0.1:${relayPort}`,
+      );
+    } finally {
+      server.close();
+    }
   });
 });
 
