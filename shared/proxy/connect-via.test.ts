@@ -171,6 +171,17 @@ describe('https:// proxy', () => {
         }
       };
       expect(await call(proxyCert.cert)).toBe('ok');
+      // The WebSocket agent: the proxy CA for the proxy, the relay CA (ws option) for the relay.
+      const ws = await new Promise<Error | 'open'>((resolve) => {
+        const sock = new WebSocket(`wss://127.0.0.1:${relayPort}/derp`, {
+          agent: new ProxyWsAgent(parseProxyUrl(`https://localhost:${port}`, 'test'), { ca: proxyCert.cert }),
+          ca: cert.cert,
+          handshakeTimeout: 3_000,
+        });
+        sock.on('open', () => resolve('open'));
+        sock.on('error', (e) => resolve(e));
+      });
+      expect((ws as Error).message).toContain('Unexpected server response: 200');
       const err = await failure(call(undefined));
       expect(isTunnelError(err, 'PROXY_FAILED')).toBe(true);
       expect(err.message).toContain(

@@ -23,7 +23,10 @@ export class ProxyWsAgent extends HttpsProxyAgent<string> {
   readonly #proxy: URL;
 
   constructor(proxy: URL, opts: ProxyWsAgentOptions = {}) {
-    super(proxy.href, { keepAlive: false, ...(opts.ca ? { ca: opts.ca } : {}) });
+    super(proxy.href, { keepAlive: false });
+    // The proxy's CA goes only into the options of the TLS session to the proxy (kept out of
+    // http.Agent's options, so it can never stand in for the relay's CA on the inner session).
+    if (opts.ca) this.connectOpts.ca = opts.ca;
     this.#proxy = proxy;
   }
 
