@@ -145,7 +145,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   let unlock: (() => void) | undefined;
   try {
     const bootstrapApi = new AgentApi(client);
-    stderrLog(`relay ${describeProxy(proxy, targetOf(flags.relay))}`);
+    if (proxy.https || proxy.http) stderrLog(`relay ${describeProxy(proxy, targetOf(flags.relay))}`);
     const registered = await register(stateDir, bootstrapApi, psk, {
       relay: flags.relay,
       cluster: flags.cluster,

@@ -37,7 +37,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
         ...(connectVia ? { connectVia } : {}),
       });
       const api = new AgentApi(client, stateDir.readCredential());
-      stderrLog(`relay ${describeProxy(proxy, targetOf(state.relay))}`);
+      if (proxy.https || proxy.http) stderrLog(`relay ${describeProxy(proxy, targetOf(state.relay))}`);
       let unlock: () => void;
       try {
         unlock = stateDir.lock();
