@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTunnelError } from '../errors.js';
 import { parseProxyUrl, proxyFor, redactUrl, resolveProxySettings, targetOf } from './proxy-config.js';
@@ -93,5 +94,36 @@ describe('Proxy-Authorization', () => {
     expect(proxyAuthorization(parseProxyUrl('http://proxy:3128', '--proxy'))).toBeUndefined();
     expect(authority('::1', 443)).toBe('[::1]:443');
     expect(authority('relay.example', 8443)).toBe('relay.example:8443');
+  });
+});
+
+describe('proxy URL properties', () => {
+  const secret = fc.stringMatching(/^[A-Za-z0-9]{6,12}$/).map((s) => `S3cr${s}`);
+  it('parseProxyUrl either returns an http(s) URL or throws BAD_INPUT, never showing the password', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), secret, fc.string({ maxLength: 30 }), (head, pw, tail) => {
+        const text = `${head}u:${pw}@${tail}`;
+        try {
+          const u = parseProxyUrl(text, '--proxy');
+          expect(['http:', 'https:']).toContain(u.protocol);
+          expect(redactUrl(u)).not.toContain(pw);
+        } catch (err) {
+          expect(isTunnelError(err, 'BAD_INPUT')).toBe(true);
+          expect((err as Error).message).not.toContain(pw);
+        }
+      }),
+    );
+  });
+
+  it('redactUrl never shows the password of an http URL', () => {
+    fc.assert(
+      fc.property(fc.webUrl({ withQueryParameters: false }), secret, (url, pw) => {
+        const u = new URL(url);
+        u.username = 'user';
+        u.password = pw;
+        expect(redactUrl(u)).not.toContain(pw);
+        expect(redactUrl(u.href)).not.toContain(pw);
+      }),
+    );
   });
 });

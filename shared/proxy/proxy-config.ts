@@ -56,19 +56,36 @@ export const NO_PROXY_SETTINGS: ProxySettings = {
 
 /** The URL with its password replaced by `***` (user names are kept: they help to debug 407s). */
 export function redactUrl(url: URL | string): string {
+  const text = String(url);
   let u: URL;
   try {
-    u = new URL(String(url));
+    u = new URL(text);
   } catch {
-    return String(url).replace(/\/\/([^/@:]*):[^/@]*@/, '//$1:***@');
+    return redactText(text);
   }
+  // Only these schemes have a user:password@ authority that URL parses; anything else ("u:pw@host")
+  // is treated as text.
+  if (!['http:', 'https:', 'ws:', 'wss:'].includes(u.protocol)) return redactText(text);
   if (u.password !== '') u.password = '***';
   return u.protocol === 'http:' || u.protocol === 'https:' ? u.href.replace(/\/$/, '') : u.href;
+}
+
+/** Text that is not a URL: hides whatever sits between the first ':' of the user info and the last '@'. */
+function redactText(text: string): string {
+  const at = text.lastIndexOf('@');
+  if (at < 0) return text;
+  const scheme = text.indexOf('://');
+  const start = scheme >= 0 && scheme < at ? scheme + 3 : 0;
+  const colon = text.indexOf(':', start);
+  if (colon < 0 || colon > at) return text;
+  return `${text.slice(0, colon)}:***${text.slice(at)}`;
 }
 
 /** Parses a proxy URL (http:// or https://, host required, no path). Errors never show the password. */
 export function parseProxyUrl(text: string, what: string): URL {
   const trimmed = text.trim();
+  // Messages show what was typed with anything between user: and the last @ hidden.
+  const shown = redactText(trimmed);
   // `proxy:3128` (no scheme) means http://proxy:3128, as in curl.
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed) ? trimmed : `http://${trimmed}`;
   let u: URL;
@@ -77,19 +94,19 @@ export function parseProxyUrl(text: string, what: string): URL {
   } catch {
     throw new TunnelError(
       'BAD_INPUT',
-      `${what} '${redactUrl(trimmed)}' is not a URL; expected http://[user:pass@]host:port`,
+      `${what} '${shown}' is not a URL; expected http://[user:pass@]host:port`,
     );
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
     throw new TunnelError(
       'BAD_INPUT',
-      `${what} '${redactUrl(u)}' uses ${u.protocol}//; only http:// and https:// proxies (HTTP CONNECT) are supported`,
+      `${what} '${shown}' uses ${u.protocol}//; only http:// and https:// proxies (HTTP CONNECT) are supported`,
     );
   }
   if (u.hostname === '' || (u.pathname !== '/' && u.pathname !== '') || u.search !== '' || u.hash !== '') {
     throw new TunnelError(
       'BAD_INPUT',
-      `${what} '${redactUrl(u)}' must be http(s)://[user:pass@]host[:port] with no path`,
+      `${what} '${shown}' must be http(s)://[user:pass@]host[:port] with no path`,
     );
   }
   return u;
