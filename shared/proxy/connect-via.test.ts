@@ -216,6 +216,25 @@ describe('WebSocket agent', () => {
     );
   });
 
+  it('a proxy that is not listening: PROXY_FAILED naming it', async () => {
+    const closed = createServer();
+    const port = await listen(closed);
+    await new Promise((r) => closed.close(r));
+    const err = await new Promise<Error | 'open'>((resolve) => {
+      const ws = new WebSocket(`wss://127.0.0.1:${relayPort}/derp`, {
+        agent: new ProxyWsAgent(parseProxyUrl(`http://a:secret@127.0.0.1:${port}`, 'test')),
+        rejectUnauthorized: false,
+        handshakeTimeout: 3_000,
+      });
+      ws.on('open', () => resolve('open'));
+      ws.on('error', (e) => resolve(e));
+    });
+    expect(isTunnelError(err, 'PROXY_FAILED')).toBe(true);
+    expect((err as Error).message).toBe(
+      `proxy http://a:***@127.0.0.1:${port} failed for CONNECT 127.0.0.1:${relayPort}: ECONNREFUSED`,
+    );
+  });
+
   it('a forwarding proxy carries the TLS session to the server (which is no WebSocket server here)', async () => {
     const before = proxies.forward.seen.length;
     const r = await open('forward');
