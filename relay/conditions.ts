@@ -10,7 +10,7 @@
  */
 import type { ClusterRecord } from './store/types.js';
 
-/** Missed lease periods before Available turns Unknown (OCM uses 5; see docs/_drafts/control-plane.md). */
+/** Missed lease periods before Available turns Unknown (OCM uses 5; see docs/OPERATIONS.md). */
 export const GRACE_PERIODS = 3;
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';

@@ -4,6 +4,7 @@
  * secret added to a record can never leak through a route that does not name it.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
+import { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS } from '../shared/claims.js';
 
 const closed = { additionalProperties: false } as const;
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
@@ -12,9 +13,9 @@ export const LIMITS = {
   nameMax: 63,
   displayNameMax: 128,
   descriptionMax: 256,
-  claimsMax: 20,
-  claimKeyMax: 64,
-  claimValueMax: 1024,
+  claimsMax: MAX_CLAIMS,
+  claimKeyMax: MAX_CLAIM_KEY,
+  claimValueMax: MAX_CLAIM_VALUE,
   agentVersionMax: 64,
   durationTextMax: 32,
 } as const;

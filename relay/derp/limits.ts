@@ -1,5 +1,5 @@
 /**
- * Every cap and timer of the DERP server, with its default. docs/_drafts/derp.md lists them for LIMITS.md.
+ * Every cap and timer of the DERP server, with its default. docs/LIMITS.md lists them.
  */
 import { MAX_FRAME_LEN } from '../../shared/derp/frames.js';
 

@@ -1,4 +1,4 @@
-/** Options, defaults and counters of an ArqSession. Every cap and timer is listed in docs/_drafts/streams.md. */
+/** Options, defaults and counters of an ArqSession. Every cap and timer is listed in docs/LIMITS.md. */
 import type { Clock } from '../clock.js';
 import { TunnelError } from '../errors.js';
 import { MAX_MTU, MIN_MTU } from './segment.js';

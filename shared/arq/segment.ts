@@ -1,7 +1,7 @@
 /**
  * ARQ segment codec (no I/O). Several segments are packed into one datagram, back to back.
  *
- * Segment header, 24 bytes, all fields LITTLE-endian (the KCP layout, with frg replaced by a reserved byte):
+ * Segment header, 24 bytes, all fields LITTLE-endian (the KCP layout, with frg replaced by an incarnation tag):
  *
  *   off len field
  *    0   4  conv  u32  session id; a segment whose conv differs is dropped (counted as garbage)

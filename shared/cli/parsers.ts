@@ -3,7 +3,11 @@
  * INVALID_NAME) with one line naming the flag, the bad value and what would be valid. Values that may
  * be secrets (PSKs, keys) are never parsed here, so never echoed.
  */
+
+import { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS } from '../claims.js';
 import { TunnelError } from '../errors.js';
+
+export { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS };
 
 const MAX_ECHO = 80;
 
@@ -122,9 +126,6 @@ export function parsePortOrOff(value: string, flag: string): number | 'off' {
   return n;
 }
 
-export const MAX_CLAIM_KEY = 253;
-export const MAX_CLAIM_VALUE = 1024;
-export const MAX_CLAIMS = 64;
 const CLAIM_KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$/;
 
 /** KEY=VALUE for --claim: the key like a Kubernetes label key, the value any text up to 1 KiB. */

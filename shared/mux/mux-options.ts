@@ -1,4 +1,4 @@
-/** Options and defaults of a MuxSession. Every cap and timer is listed in docs/_drafts/streams.md. */
+/** Options and defaults of a MuxSession. Every cap and timer is listed in docs/LIMITS.md. */
 import type { Clock } from '../clock.js';
 import { TunnelError } from '../errors.js';
 

@@ -3,7 +3,7 @@
  * datagrams travel as inner IPv4/UDP packets (inner-udp.ts). One StreamLink is one session
  * incarnation: when its ARQ or mux closes, the link is done and the binding makes a new one.
  *
- * Roles (docs/_drafts/streams.md): the hub is mux 'client' (opens streams) and picks a random conv
+ * Roles (docs/PROTOCOL.md): the hub is mux 'client' (opens streams) and picks a random conv
  * for each incarnation; the agent is 'server' and adopts whatever conv the hub uses (the binding
  * replaces its link when the conv changes).
  */
