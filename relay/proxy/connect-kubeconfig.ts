@@ -1,7 +1,7 @@
 /**
  * A kubeconfig that reaches a cluster through the relay's CONNECT proxy (`proxy-url`), so TLS runs end
  * to end from kubectl to the kube-apiserver. The route GET /api/v1/clusters/:name/kubeconfig serves the
- * path-proxy form; this is the CONNECT form (docs/_drafts/proxies.md explains when to use which).
+ * path-proxy form; this is the CONNECT form (docs/OPERATIONS.md explains when to use which).
  *
  * How Go's HTTP client (kubectl) uses it: it opens TLS to the proxy URL, sends
  * `CONNECT <name>.clusters.local:<port>` with `Proxy-Authorization: Basic base64(key:<access key>)` from

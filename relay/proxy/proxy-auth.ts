@@ -1,5 +1,5 @@
 /**
- * Who may use the hub's proxies (docs/_drafts/proxies.md):
+ * Who may use the hub's proxies (docs/PROTOCOL.md):
  *   admin                any cluster, CONNECT and path proxy
  *   group-editor:G       clusters in group G, CONNECT and path proxy
  *   viewer               path proxy only, GET/HEAD/OPTIONS without Upgrade (read-only); never CONNECT

@@ -3,7 +3,7 @@
  * default upstream) plus each `--allow HOST:PORT`. Hosts compare case-insensitively; IPv6 literals are
  * written in brackets (`[::1]:6443`).
  *
- * Targets a stream may name (the OPEN text, docs/_drafts/proxies.md):
+ * Targets a stream may name (the OPEN text, docs/PROTOCOL.md):
  *   `@upstream`   the default upstream, spoken to as its URL says (TLS when https)
  *   `@port:N`     CONNECT <cluster>.clusters.local:N: the upstream when N is its port, else 127.0.0.1:N
  *   `HOST:PORT`   that address, as plain TCP

@@ -3,7 +3,7 @@
  * against the allowlist (per stream), dials with a timeout, replies (OK / REFUSED / UPSTREAM_FAILED /
  * BAD_REQUEST with a reason) and then splices stream and socket both ways. The default upstream is
  * spoken to as its URL says: for `@upstream` with an https URL the agent runs the TLS client (CA from
- * the options; see docs/_drafts/proxies.md), so the hub's path proxy can send plain HTTP/1.1.
+ * the options; see docs/PROTOCOL.md), so the hub's path proxy can send plain HTTP/1.1.
  */
 import net from 'node:net';
 import tls from 'node:tls';
