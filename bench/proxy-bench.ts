@@ -6,138 +6,28 @@
  * (new connection each time) direct vs CONNECT vs the path proxy.
  * `node dist/bench/proxy-bench.js [MB per stream, default 64]`.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import tls from 'node:tls';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { describeMachine } from './machine.js';
+import {
+  CLIENT_BIN,
+  children,
+  connectVia,
+  type Dial,
+  direct,
+  download,
+  firstLine,
+  latency,
+  procCpu,
+  RELAY_BIN,
+  runJson,
+  start,
+  UPSTREAM_SRC,
+} from './tunnel-fixture.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const RELAY_BIN = join(here, '../relay/cli/main.js');
-const CLIENT_BIN = join(here, '../tunnel-client/cli/main.js');
 const MB = Number(process.argv[2] ?? '64');
-const children: ChildProcess[] = [];
-
-/** A byte source: every connection gets `GET /<bytes>` answered with that many bytes (HTTP/1.0 style). */
-const UPSTREAM_SRC = `
-const net = require('node:net');
-const blk = Buffer.alloc(65536, 97);
-net.createServer((c) => {
-  let head = '';
-  c.on('data', (d) => {
-    if (head === null) return;
-    head += d.toString('latin1');
-    const end = head.indexOf('\\r\\n\\r\\n');
-    if (end < 0) return;
-    let left = Number(/^GET \\/(\\d+)/.exec(head)?.[1] ?? '0');
-    head = null;
-    c.write('HTTP/1.1 200 OK\\r\\ncontent-length: ' + left + '\\r\\nconnection: close\\r\\n\\r\\n');
-    const pump = () => {
-      while (left > 0) {
-        const part = left >= blk.length ? blk : blk.subarray(0, left);
-        left -= part.length;
-        if (!c.write(part)) return void c.once('drain', pump);
-      }
-      c.end();
-    };
-    pump();
-  });
-  c.on('error', () => {});
-}).listen(0, '127.0.0.1', function () { process.stdout.write(this.address().port + '\\n'); });
-`;
-
-function start(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  const c = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  c.stderr?.resume();
-  children.push(c);
-  return c;
-}
-
-function firstLine(c: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    c.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) resolve(buf.slice(0, nl));
-    });
-    c.once('exit', () => reject(new Error('process exited early')));
-  });
-}
-
-async function runJson(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
-  const c = start(process.execPath, [RELAY_BIN, ...args, '--output', 'json'], env);
-  let out = '';
-  c.stdout?.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  await once(c, 'exit');
-  return JSON.parse(out) as Record<string, unknown>;
-}
-
-/** Opens a byte pipe: direct TCP, or CONNECT through the relay (TLS to the relay). */
-type Dial = () => Promise<net.Socket>;
-
-function connectVia(relayUrl: string, ca: string, key: string, target: string): Dial {
-  const u = new URL(relayUrl);
-  return () =>
-    new Promise((resolve, reject) => {
-      const s = tls.connect({ host: u.hostname, port: Number(u.port), ca, servername: 'localhost' });
-      let buf = '';
-      const onData = (c: Buffer): void => {
-        buf += c.toString('latin1');
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        s.off('data', onData);
-        if (buf.startsWith('HTTP/1.1 200')) resolve(s);
-        else reject(new Error(buf.split('\r\n')[0]));
-      };
-      s.on('data', onData);
-      s.once('error', reject);
-      s.once('secureConnect', () =>
-        s.write(
-          `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: Bearer ${key}\r\n\r\n`,
-        ),
-      );
-    });
-}
-
-function direct(port: number): Dial {
-  return () =>
-    new Promise((resolve, reject) => {
-      const s = net.connect(port, '127.0.0.1', () => resolve(s));
-      s.once('error', reject);
-    });
-}
-
-/** Downloads `bytes` over a dialed pipe; resolves with the bytes received. */
-async function download(dial: Dial, bytes: number): Promise<number> {
-  const s = await dial();
-  let got = 0;
-  s.on('data', (d: Buffer) => {
-    got += d.length;
-  });
-  s.write(`GET /${bytes} HTTP/1.1\r\nHost: x\r\n\r\n`);
-  await once(s, 'end');
-  s.destroy();
-  return got;
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (0 where unavailable). */
-function procCpu(pid: number | undefined): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
 
 /** Relay and agent processes whose CPU is reported next to the client's. */
 const watched: { relay?: number; agent?: number } = {};
@@ -165,18 +55,6 @@ async function bulk(dial: Dial, streams: number): Promise<BulkResult> {
     relayCpu: procCpu(watched.relay) - r0,
     agentCpu: procCpu(watched.agent) - a0,
   };
-}
-
-async function latency(fn: () => Promise<unknown>, n: number): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 5; i++) await fn();
-  const t: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = performance.now();
-    await fn();
-    t.push(performance.now() - s);
-  }
-  t.sort((a, b) => a - b);
-  return { p50: t[Math.floor(n * 0.5)] ?? 0, p99: t[Math.floor(n * 0.99)] ?? 0 };
 }
 
 function pathGet(url: string, ca: string, key: string): Promise<void> {

@@ -7,144 +7,36 @@
  * connection, CA pin checked) direct vs through the proxy. Ratios are against the direct agent measured
  * in the same run. `node dist/bench/proxy-egress-bench.js [MiB per stream, default 32]`.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import tls from 'node:tls';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { RelayClient } from '../shared/http/client.js';
 import { resolveProxySettings } from '../shared/proxy/proxy-config.js';
 import { relayConnectVia } from '../shared/proxy/transports.js';
 import { describeMachine } from './machine.js';
+import {
+  CLIENT_BIN,
+  children,
+  connectVia,
+  type Dial,
+  download,
+  firstLine,
+  freePort,
+  latency,
+  RELAY_BIN,
+  runJson,
+  start,
+  UPSTREAM_SRC,
+} from './tunnel-fixture.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const RELAY_BIN = join(here, '../relay/cli/main.js');
-const CLIENT_BIN = join(here, '../tunnel-client/cli/main.js');
 const MB = Number(process.argv[2] ?? '32');
-const children: ChildProcess[] = [];
-
-const UPSTREAM_SRC = `
-const net = require('node:net');
-const blk = Buffer.alloc(65536, 97);
-net.createServer((c) => {
-  let head = '';
-  c.on('data', (d) => {
-    if (head === null) return;
-    head += d.toString('latin1');
-    const end = head.indexOf('\\r\\n\\r\\n');
-    if (end < 0) return;
-    let left = Number(/^GET \\/(\\d+)/.exec(head)?.[1] ?? '0');
-    head = null;
-    c.write('HTTP/1.1 200 OK\\r\\ncontent-length: ' + left + '\\r\\nconnection: close\\r\\n\\r\\n');
-    const pump = () => {
-      while (left > 0) {
-        const part = left >= blk.length ? blk : blk.subarray(0, left);
-        left -= part.length;
-        if (!c.write(part)) return void c.once('drain', pump);
-      }
-      c.end();
-    };
-    pump();
-  });
-  c.on('error', () => {});
-}).listen(0, '127.0.0.1', function () { process.stdout.write(this.address().port + '\\n'); });
-`;
-
-function start(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  const c = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  c.stderr?.resume();
-  children.push(c);
-  return c;
-}
-
-function firstLine(c: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    c.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) resolve(buf.slice(0, nl));
-    });
-    c.once('exit', () => reject(new Error('process exited early')));
-  });
-}
-
-async function runJson(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
-  const c = start(process.execPath, [RELAY_BIN, ...args, '--output', 'json'], env);
-  let out = '';
-  c.stdout?.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  await once(c, 'exit');
-  return JSON.parse(out) as Record<string, unknown>;
-}
-
-type Dial = () => Promise<net.Socket>;
-
-function connectVia(relayUrl: string, key: string, target: string): Dial {
-  const u = new URL(relayUrl);
-  return () =>
-    new Promise((resolve, reject) => {
-      const s = tls.connect({ host: u.hostname, port: Number(u.port), rejectUnauthorized: false });
-      let buf = '';
-      const onData = (c: Buffer): void => {
-        buf += c.toString('latin1');
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        s.off('data', onData);
-        if (buf.startsWith('HTTP/1.1 200')) resolve(s);
-        else reject(new Error(buf.split('\r\n')[0]));
-      };
-      s.on('data', onData);
-      s.once('error', reject);
-      s.once('secureConnect', () =>
-        s.write(
-          `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: Bearer ${key}\r\n\r\n`,
-        ),
-      );
-    });
-}
-
-async function download(dial: Dial, bytes: number): Promise<number> {
-  const s = await dial();
-  let got = 0;
-  s.on('data', (d: Buffer) => {
-    got += d.length;
-  });
-  s.write(`GET /${bytes} HTTP/1.1\r\nHost: x\r\n\r\n`);
-  await once(s, 'end');
-  s.destroy();
-  return got;
-}
 
 async function bulk(dial: Dial, streams: number): Promise<number> {
   const bytes = MB * 1024 * 1024;
   const t0 = performance.now();
   const got = await Promise.all(Array.from({ length: streams }, () => download(dial, bytes)));
   return got.reduce((a, b) => a + b, 0) / 1e6 / ((performance.now() - t0) / 1000);
-}
-
-async function latency(fn: () => Promise<unknown>, n: number): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 5; i++) await fn();
-  const t: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = performance.now();
-    await fn();
-    t.push(performance.now() - s);
-  }
-  t.sort((a, b) => a - b);
-  return { p50: t[Math.floor(n * 0.5)] ?? 0, p99: t[Math.floor(n * 0.99)] ?? 0 };
-}
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 /**
@@ -242,7 +134,8 @@ async function main(): Promise<void> {
     }
     const tpLog = readFileSync(join(dir, 'tp.log'), 'utf8');
     if (/ERROR/.test(tpLog)) console.log(`tinyproxy log: ${tpLog.slice(0, 400)}`);
-    const via = (name: string) => connectVia(ready.url, ready.adminKey, `${name}.clusters.local:${upPort}`);
+    const via = (name: string) =>
+      connectVia(ready.url, undefined, ready.adminKey, `${name}.clusters.local:${upPort}`);
 
     console.log(`\nhub -> agent download through the relay, ${MB} MiB per stream (MB/s = 10^6 bytes/s)`);
     console.log('| agent egress | streams | MB/s | vs direct agent |');

@@ -1,0 +1,159 @@
+/**
+ * Shared set-up for the benchmarks that run the real binaries (proxy-bench, tunnel-bench,
+ * proxy-egress-bench): process tracking, a byte-source upstream, CONNECT and direct dialers, and the
+ * download / latency / CPU measurements they all report.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { dirname, join } from 'node:path';
+import tls from 'node:tls';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const RELAY_BIN = join(here, '../relay/cli/main.js');
+export const CLIENT_BIN = join(here, '../tunnel-client/cli/main.js');
+
+/** Every process a benchmark started; each benchmark kills the survivors at the end. */
+export const children: ChildProcess[] = [];
+
+/** A byte source: `GET /<bytes>` is answered with that many bytes, then the connection closes. */
+export const UPSTREAM_SRC = `
+const net = require('node:net');
+const blk = Buffer.alloc(65536, 97);
+net.createServer((c) => {
+  let head = '';
+  c.on('data', (d) => {
+    if (head === null) return;
+    head += d.toString('latin1');
+    const end = head.indexOf('\\r\\n\\r\\n');
+    if (end < 0) return;
+    let left = Number(/^GET \\/(\\d+)/.exec(head)?.[1] ?? '0');
+    head = null;
+    c.write('HTTP/1.1 200 OK\\r\\ncontent-length: ' + left + '\\r\\nconnection: close\\r\\n\\r\\n');
+    const pump = () => {
+      while (left > 0) {
+        const part = left >= blk.length ? blk : blk.subarray(0, left);
+        left -= part.length;
+        if (!c.write(part)) return void c.once('drain', pump);
+      }
+      c.end();
+    };
+    pump();
+  });
+  c.on('error', () => {});
+}).listen(0, '127.0.0.1', function () { process.stdout.write(this.address().port + '\\n'); });
+`;
+
+export function start(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const c = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  c.stderr?.resume();
+  children.push(c);
+  return c;
+}
+
+export function firstLine(c: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    c.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve(buf.slice(0, nl));
+    });
+    c.once('exit', () => reject(new Error('process exited early')));
+  });
+}
+
+/** Runs a `tunnel-relay` admin command with `--output json` and parses what it prints. */
+export async function runJson(args: string[], env: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
+  const c = start(process.execPath, [RELAY_BIN, ...args, '--output', 'json'], env);
+  let out = '';
+  c.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  await once(c, 'exit');
+  return JSON.parse(out) as Record<string, unknown>;
+}
+
+/** Opens a byte pipe: direct TCP, or CONNECT through the relay (TLS to the relay). */
+export type Dial = () => Promise<net.Socket>;
+
+/** CONNECT through the relay; `ca` pins its certificate (without it the certificate is not checked). */
+export function connectVia(relayUrl: string, ca: string | undefined, key: string, target: string): Dial {
+  const u = new URL(relayUrl);
+  const trust = ca ? { ca, servername: 'localhost' } : { rejectUnauthorized: false };
+  return () =>
+    new Promise((resolve, reject) => {
+      const s = tls.connect({ host: u.hostname, port: Number(u.port), ...trust });
+      let buf = '';
+      const onData = (c: Buffer): void => {
+        buf += c.toString('latin1');
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        s.off('data', onData);
+        if (buf.startsWith('HTTP/1.1 200')) resolve(s);
+        else reject(new Error(buf.split('\r\n')[0]));
+      };
+      s.on('data', onData);
+      s.once('error', reject);
+      s.once('secureConnect', () =>
+        s.write(
+          `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: Bearer ${key}\r\n\r\n`,
+        ),
+      );
+    });
+}
+
+export function direct(port: number): Dial {
+  return () =>
+    new Promise((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => resolve(s));
+      s.once('error', reject);
+    });
+}
+
+/** Downloads `bytes` over a dialed pipe; resolves with the bytes received. */
+export async function download(dial: Dial, bytes: number): Promise<number> {
+  const s = await dial();
+  let got = 0;
+  s.on('data', (d: Buffer) => {
+    got += d.length;
+  });
+  s.write(`GET /${bytes} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  await once(s, 'end');
+  s.destroy();
+  return got;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (0 where unavailable). */
+export function procCpu(pid: number | undefined): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** p50 and p99 of `n` sequential calls, after 5 warm-up calls. */
+export async function latency(fn: () => Promise<unknown>, n: number): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 5; i++) await fn();
+  const t: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const s = performance.now();
+    await fn();
+    t.push(performance.now() - s);
+  }
+  t.sort((a, b) => a - b);
+  return { p50: t[Math.floor(n * 0.5)] ?? 0, p99: t[Math.floor(n * 0.99)] ?? 0 };
+}
+
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
