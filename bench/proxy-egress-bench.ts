@@ -21,13 +21,11 @@ import {
   connectVia,
   type Dial,
   download,
-  firstLine,
   freePort,
   latency,
-  RELAY_BIN,
   runJson,
   start,
-  UPSTREAM_SRC,
+  startRelayAndUpstream,
 } from './tunnel-fixture.js';
 
 const MB = Number(process.argv[2] ?? '32');
@@ -76,25 +74,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'proxy-egress-bench-'));
   try {
     console.log(`machine: ${describeMachine()}`);
-    const up = start(process.execPath, ['-e', UPSTREAM_SRC]);
-    const upPort = Number(await firstLine(up));
-    const relay = start(process.execPath, [
-      RELAY_BIN,
-      'serve',
-      '--output',
-      'json',
-      '--listen',
-      '127.0.0.1:0',
-      '--data-dir',
-      join(dir, 'relay'),
-      '--udp-port',
-      'off',
-      '--stun-port',
-      'off',
-      '--log-level',
-      'warn',
-    ]);
-    const ready = JSON.parse(await firstLine(relay)) as { url: string; caPin: string; adminKey: string };
+    const { ready, upPort, env } = await startRelayAndUpstream(dir);
     const relayPort = Number(new URL(ready.url).port);
     const proxyPort = await freePort();
     writeFileSync(
@@ -105,12 +85,6 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 300));
     const proxyUrl = `http://127.0.0.1:${proxyPort}`;
     const nodeProxyUrl = `http://127.0.0.1:${await nodeConnectProxy()}`;
-    const env = {
-      ...process.env,
-      TUNNEL_RELAY_URL: ready.url,
-      TUNNEL_ACCESS_KEY: ready.adminKey,
-      TUNNEL_RELAY_CA_PIN: ready.caPin,
-    };
     for (const [name, agentEnv] of [
       ['direct', { ...process.env, HTTPS_PROXY: '', https_proxy: '' }],
       ['proxied', { ...process.env, HTTPS_PROXY: proxyUrl, NO_PROXY: '', no_proxy: '' }],

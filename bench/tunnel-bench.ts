@@ -22,14 +22,12 @@ import {
   type Dial,
   direct,
   download,
-  firstLine,
   freePort,
   latency,
   procCpu,
-  RELAY_BIN,
   runJson,
   start,
-  UPSTREAM_SRC,
+  startRelayAndUpstream,
 } from './tunnel-fixture.js';
 
 const MB = Number(process.argv[2] ?? '256');
@@ -152,31 +150,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tunnel-bench-'));
   try {
     console.log(`machine: ${describeMachine()}`);
-    const up = start(process.execPath, ['-e', UPSTREAM_SRC]);
-    const upPort = Number(await firstLine(up));
-    const relay = start(process.execPath, [
-      RELAY_BIN,
-      'serve',
-      '--output',
-      'json',
-      '--listen',
-      '127.0.0.1:0',
-      '--data-dir',
-      join(dir, 'relay'),
-      '--udp-port',
-      'off',
-      '--stun-port',
-      'off',
-      '--log-level',
-      'warn',
-    ]);
-    const ready = JSON.parse(await firstLine(relay)) as { url: string; caPin: string; adminKey: string };
-    const env = {
-      ...process.env,
-      TUNNEL_RELAY_URL: ready.url,
-      TUNNEL_ACCESS_KEY: ready.adminKey,
-      TUNNEL_RELAY_CA_PIN: ready.caPin,
-    };
+    const { relay, ready, upPort, env } = await startRelayAndUpstream(dir);
     const created = await runJson(['cluster', 'create', 'bench'], env);
     const joinArgs = (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
     const agent = start(process.execPath, [

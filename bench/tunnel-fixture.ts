@@ -157,3 +157,42 @@ export async function freePort(): Promise<number> {
   await new Promise((r) => s.close(r));
   return port;
 }
+
+export interface BenchRelay {
+  relay: ChildProcess;
+  ready: { url: string; caPin: string; adminKey: string };
+  /** Port of the byte-source upstream (UPSTREAM_SRC) the agents will serve. */
+  upPort: number;
+  /** Environment for `tunnel-relay` admin commands against this relay. */
+  env: NodeJS.ProcessEnv;
+}
+
+/** Starts the byte-source upstream and `tunnel-relay serve` (data in `dir`/relay, UDP and STUN off). */
+export async function startRelayAndUpstream(dir: string): Promise<BenchRelay> {
+  const up = start(process.execPath, ['-e', UPSTREAM_SRC]);
+  const upPort = Number(await firstLine(up));
+  const relay = start(process.execPath, [
+    RELAY_BIN,
+    'serve',
+    '--output',
+    'json',
+    '--listen',
+    '127.0.0.1:0',
+    '--data-dir',
+    join(dir, 'relay'),
+    '--udp-port',
+    'off',
+    '--stun-port',
+    'off',
+    '--log-level',
+    'warn',
+  ]);
+  const ready = JSON.parse(await firstLine(relay)) as BenchRelay['ready'];
+  const env = {
+    ...process.env,
+    TUNNEL_RELAY_URL: ready.url,
+    TUNNEL_ACCESS_KEY: ready.adminKey,
+    TUNNEL_RELAY_CA_PIN: ready.caPin,
+  };
+  return { relay, ready, upPort, env };
+}
