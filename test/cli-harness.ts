@@ -171,3 +171,29 @@ export async function cleanup(): Promise<void> {
   children.clear();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 }
+
+/** What a curl run printed and how it exited. */
+export interface Curl {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function curl(args: string[], ms = 60_000): Promise<Curl> {
+  return new Promise((resolve) => {
+    const c = spawn('curl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    c.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    c.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const t = setTimeout(() => c.kill('SIGKILL'), ms);
+    c.on('exit', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

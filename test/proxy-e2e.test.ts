@@ -19,6 +19,7 @@ import {
   CLIENT_BIN,
   cleanEnv,
   cleanup,
+  curl,
   Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -68,31 +69,6 @@ async function waitConnected(name: string, ms = 15_000): Promise<void> {
     if (Date.now() > end) throw new Error(`${name} never connected: ${r.stdout}${r.stderr}`);
     await sleep(200);
   }
-}
-
-interface Curl {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function curl(args: string[], ms = 60_000): Promise<Curl> {
-  return new Promise((resolve) => {
-    const c = spawn('curl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    c.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    c.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const t = setTimeout(() => c.kill('SIGKILL'), ms);
-    c.on('exit', (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
 }
 
 const viaRelay = () => [

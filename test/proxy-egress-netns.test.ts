@@ -5,14 +5,15 @@
  * the firewall's counters show packets to the proxy and none dropped (nothing tried to leave for any
  * other destination, UDP included).
  */
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   buildIfStale,
   CLIENT_BIN,
+  type Curl,
   cleanEnv,
   cleanup,
+  curl,
   type Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -63,36 +64,9 @@ afterAll(async () => {
   await cleanupAll();
 });
 
-function curlViaRelay(url: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const c = spawn(
-      'curl',
-      [
-        '-sS',
-        '-p',
-        '-x',
-        ready.url,
-        '--proxy-insecure',
-        '--proxy-header',
-        `Proxy-Authorization: Bearer ${ready.adminKey}`,
-        url,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    c.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    c.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const t = setTimeout(() => c.kill('SIGKILL'), 30_000);
-    c.on('exit', (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function curlViaRelay(url: string): Promise<Curl> {
+  const auth = `Proxy-Authorization: Bearer ${ready.adminKey}`;
+  return curl(['-sS', '-p', '-x', ready.url, '--proxy-insecure', '--proxy-header', auth, url], 30_000);
 }
 
 describe('agent in a namespace that may only reach the proxy', () => {

@@ -5,15 +5,16 @@
  * auth: right credentials work, wrong ones fail with a message naming the proxy and 407 and never the
  * password; `--proxy` wins over the environment.
  */
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   buildIfStale,
   CLIENT_BIN,
+  type Curl,
   cleanEnv,
   cleanup,
+  curl,
   Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -48,36 +49,9 @@ function connects(p: Tinyproxy): number {
   return (p.log().match(new RegExp(`CONNECT 127\\.0\\.0\\.1:${relayPort} `, 'g')) ?? []).length;
 }
 
-function curlViaRelay(url: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const c = spawn(
-      'curl',
-      [
-        '-sS',
-        '-p',
-        '-x',
-        ready.url,
-        '--proxy-insecure',
-        '--proxy-header',
-        `Proxy-Authorization: Bearer ${ready.adminKey}`,
-        url,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    c.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    c.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const t = setTimeout(() => c.kill('SIGKILL'), 30_000);
-    c.on('exit', (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function curlViaRelay(url: string): Promise<Curl> {
+  const auth = `Proxy-Authorization: Bearer ${ready.adminKey}`;
+  return curl(['-sS', '-p', '-x', ready.url, '--proxy-insecure', '--proxy-header', auth, url], 30_000);
 }
 
 async function waitConnected(name: string, ms = 15_000): Promise<void> {
