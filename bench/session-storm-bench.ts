@@ -1,0 +1,655 @@
+/**
+ * WireGuard-session connect storm, relay responsiveness and memory per connected agent (issue #4).
+ * Processes: this one orchestrates; a real relay (startRelay + data plane: DERP at /derp and the hub node,
+ * plus the same DERP server on a plain-HTTP port standing in for TLS terminated in front) in a child; the
+ * storm's agents in `workers` child processes; a probe child with GET /healthz loops and one agent that
+ * pings the hub through its WireGuard session (kept out of the storm processes so their event loops do
+ * not colour the latencies).
+ * Phases, each in a fresh relay process on the same store (N + 1 agents registered and Accepted through
+ * the store before the relay starts, as after a relay restart):
+ *   empty - a relay with no agents registered: idle memory, to show the hub's per-peer cost;
+ *   derp  - baseline: N bare DERP clients with the agents' keys (no WireGuard) over wss://;
+ *   wss   - N real AgentSessions over wss:// (TLS in the relay): a session = handshake with the hub done;
+ *   ws    - the same over ws:// (the relay's DERP server on plain HTTP, TLS terminated elsewhere).
+ * Reported: time until all N are connected / have a session (and the per-agent p50/p99/max), DERP
+ * reconnects and repeated WireGuard initiations, relay CPU per agent (/proc), /healthz latency on a
+ * kept-alive connection and on a new TLS connection each time, and the pinging agent's RTT, idle (same
+ * relay, before the storm) vs during the storm; relay RSS / JS heap delta per agent after gc.
+ * Run: npm run build && node --expose-gc dist/bench/session-storm-bench.js [agents=2000] [workers=1]
+ *      [--phases=empty,derp,wss,ws] [--default-cap: leave the hub at its default peer cap]
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { resolveRelayConfig } from '../relay/config.js';
+import { type DataPlane, dataPlanePlugin } from '../relay/data-plane.js';
+import { hashSecret, newId, newSecret } from '../relay/secrets.js';
+import { startRelay } from '../relay/server.js';
+import { SqliteStore } from '../relay/store/sqlite.js';
+import { connectDerp, type DerpClient, type DerpClientOptions } from '../shared/derp/client.js';
+import { tryParseIpv4 } from '../shared/ip/echo-prober.js';
+import {
+  buildIcmpEchoPacket,
+  ICMP_ECHO_REPLY,
+  ICMP_ECHO_REQUEST,
+  parseIcmpEcho,
+  parseIpv4Address,
+} from '../shared/ip/index.js';
+import { generateKeyPair, keyToBase64, publicKeyFromPrivate } from '../shared/keys.js';
+import { DEFAULT_MAX_PEERS } from '../shared/wireguard/constants.js';
+import type { Tunnel } from '../tunnel-client/agent/types.js';
+import { AgentSession } from '../tunnel-client/session/agent-session.js';
+import { describeMachine, ratio } from './machine.js';
+
+type Phase = 'empty' | 'derp' | 'wss' | 'ws';
+interface AgentSpec {
+  priv: string;
+  tunnel: Tunnel;
+}
+interface Ready {
+  url: string;
+  plainPort: number;
+  caPin: string;
+  hubPublicKey: string;
+}
+interface Mem {
+  rss: number;
+  heapUsed: number;
+  external: number;
+  clients: number;
+  hubPeers: number;
+  sessionsUp: number;
+  extra: Record<string, number>;
+}
+interface Sample {
+  t: number;
+  ms: number;
+  ok: boolean;
+}
+interface AgentReport {
+  /** Epoch ms per agent: connected (DERP) / session (handshake with the hub done); NaN = never. */
+  connected: number[];
+  session: number[];
+  reconnects: number;
+  initiations: number;
+  cpuMs: number;
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (s: string) => process.stderr.write(`[session-storm] ${s}\n`);
+const PING_EVERY_MS = 20;
+const STORM_TIMEOUT_MS = 120_000;
+const SETTLE_MS = 3_000;
+const IDLE_MS = 2_500;
+
+/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (USER_HZ = 100). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+function peakRssMiB(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
+/** Waits for the first IPC message carrying `key` (after sending `cmd`, if given). */
+function ask<T>(child: ChildProcess, key: string, cmd?: object): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`child exited (${code}) waiting for ${key}`));
+    const on = (m: Record<string, unknown>) => {
+      if (!(key in m)) return;
+      child.off('message', on);
+      child.off('exit', onExit);
+      resolve(m[key] as T);
+    };
+    child.on('message', on);
+    child.once('exit', onExit);
+    if (cmd) child.send(cmd);
+  });
+}
+
+function spawnChild(role: string, args: string[] = [], gc = false): ChildProcess {
+  return fork(fileURLToPath(import.meta.url), [role, ...args], {
+    execArgv: gc ? ['--expose-gc'] : [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+// --- child: the relay ---------------------------------------------------------------------------
+
+async function relayChild(dir: string, maxPeers: number): Promise<void> {
+  const config = resolveRelayConfig({
+    flags: { listen: '127.0.0.1:0', dataDir: dir, logLevel: 'error', udpPort: 'off', stunPort: 'off' },
+  });
+  let dp: DataPlane | undefined;
+  const relay = await startRelay(config, {
+    logStream: process.stderr,
+    plugins: [dataPlanePlugin(maxPeers > 0 ? { hub: { maxPeers } } : {}, (d) => (dp = d))],
+  });
+  const plane = dp!;
+  const plain = createHttpServer();
+  plane.derp.attach(plain);
+  await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
+  const ready: Ready = {
+    url: relay.url,
+    plainPort: (plain.address() as AddressInfo).port,
+    caPin: relay.caPin,
+    hubPublicKey: relay.hubPublicKey,
+  };
+  process.send!({ ready });
+  process.on('message', (m: { cmd: string }) => {
+    if (m.cmd !== 'mem') return;
+    for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
+    const u = process.memoryUsage();
+    const d = plane.derp.stats;
+    const h = plane.hub.stats;
+    const mem: Mem = {
+      rss: u.rss,
+      heapUsed: u.heapUsed,
+      external: u.external + u.arrayBuffers,
+      clients: d.clients,
+      hubPeers: h.agents,
+      sessionsUp: plane.hub.device.peers.filter((p) => p.isSessionUp).length,
+      extra: {
+        handshakeTimeouts: d.handshakeTimeouts,
+        refusedFull: d.refusedFull,
+        replaced: d.replaced,
+        cookieSent: h.device.drops['cookie-sent'],
+        rateLimited: h.device.drops['rate-limited'],
+        handshakeDrops: h.device.drops.handshake,
+        notAdmitted: h.dropped.notAdmitted,
+        lookupFull: h.dropped.lookupFull,
+      },
+    };
+    process.send!({ mem });
+  });
+}
+
+// --- child: the probe (GET /healthz loops and one pinging agent) -------------------------------
+
+async function probeChild(): Promise<void> {
+  const { url, spec, caPin } = await new Promise<{ url: string; spec: AgentSpec; caPin?: string }>((r) =>
+    process.once('message', r as (m: unknown) => void),
+  );
+  const keep = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+  const samples: Record<'kept' | 'fresh' | 'ping', Sample[]> = { kept: [], fresh: [], ping: [] };
+  let running = true;
+  const get = (agent: HttpsAgent | false): Promise<boolean> =>
+    new Promise((resolve) => {
+      const req = httpsRequest(
+        `${url}/healthz`,
+        { agent, rejectUnauthorized: false, timeout: 30_000 },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode === 200));
+        },
+      );
+      req.on('error', () => resolve(false));
+      req.on('timeout', () => req.destroy());
+      req.end();
+    });
+  const loop = async (which: 'kept' | 'fresh', agent: HttpsAgent | false) => {
+    while (running) {
+      const t = now();
+      const ok = await get(agent);
+      samples[which].push({ t, ms: now() - t, ok });
+      await sleep(Math.max(0, PING_EVERY_MS - (now() - t)));
+    }
+  };
+  // The pinging agent: ICMP echo to the hub inside its WireGuard session; the reply carries the send time.
+  const self = parseIpv4Address(spec.tunnel.address.split('/')[0]!);
+  const hub = parseIpv4Address(spec.tunnel.hubAddress);
+  const MAGIC = 'stormpng';
+  const session = new AgentSession({
+    privateKey: Buffer.from(spec.priv, 'base64'),
+    tunnel: spec.tunnel,
+    caPin,
+    onInnerPacket: (p) => {
+      const ip = tryParseIpv4(p);
+      if (!ip) return;
+      const e = parseIcmpEcho(ip);
+      if (e.type !== ICMP_ECHO_REPLY || e.data.length !== 16 || e.data.toString('latin1', 0, 8) !== MAGIC)
+        return;
+      const t = e.data.readDoubleBE(8);
+      samples.ping.push({ t, ms: now() - t, ok: true });
+    },
+  });
+  await session.whenUp(30_000);
+  process.send!({ probeReady: true });
+  let seq = 0;
+  const ping = setInterval(() => {
+    const data = Buffer.alloc(16);
+    data.write(MAGIC, 0, 'latin1');
+    data.writeDoubleBE(now(), 8);
+    seq = (seq + 1) & 0xffff;
+    session.sendInner(
+      buildIcmpEchoPacket(
+        { src: self, dst: hub, type: ICMP_ECHO_REQUEST, identifier: 0x5757, sequence: seq },
+        data,
+      ),
+    );
+  }, PING_EVERY_MS);
+  const loops = [loop('kept', keep), loop('fresh', false)];
+  await new Promise((r) => process.once('message', r));
+  running = false;
+  clearInterval(ping);
+  await Promise.all(loops);
+  process.send!({ samples });
+}
+
+// --- child: storm agents --------------------------------------------------------------------------
+
+async function agentsChild(): Promise<void> {
+  const { specs, mode, caPin } = await new Promise<{ specs: AgentSpec[]; mode: Phase; caPin?: string }>((r) =>
+    process.once('message', r as (m: unknown) => void),
+  );
+  await new Promise((r) => process.once('message', r)); // go
+  const cpu0 = process.cpuUsage();
+  const rep: AgentReport = {
+    connected: specs.map(() => Number.NaN),
+    session: specs.map(() => Number.NaN),
+    reconnects: 0,
+    initiations: 0,
+    cpuMs: 0,
+  };
+  let up = 0;
+  const keep: Array<{ close(): unknown }> = [];
+  specs.forEach((s, i) => {
+    const priv = Buffer.from(s.priv, 'base64');
+    const onState = (e: { state: string }) => {
+      if (e.state === 'connected' && Number.isNaN(rep.connected[i]!)) {
+        rep.connected[i] = now();
+        if (mode === 'derp') up++;
+      }
+      if (e.state === 'reconnecting') rep.reconnects++;
+    };
+    if (mode === 'derp') {
+      keep.push(
+        connectDerp({
+          url: s.tunnel.derpUrl,
+          keyPair: { privateKey: priv, publicKey: publicKeyFromPrivate(priv) },
+          ...(caPin ? { caPin } : {}),
+          onPacket: () => {},
+          onState,
+        }),
+      );
+      return;
+    }
+    // Counts WireGuard initiations (message type 1) on their way to the relay.
+    const connect = (o: DerpClientOptions): DerpClient => {
+      const c = connectDerp(o);
+      const send = c.send.bind(c);
+      c.send = (dst, p) => {
+        if (p[0] === 1) rep.initiations++;
+        return send(dst, p);
+      };
+      return c;
+    };
+    const session = new AgentSession({
+      privateKey: priv,
+      tunnel: s.tunnel,
+      caPin,
+      derp: { onState },
+      connect,
+    });
+    session.hub.once('session', () => {
+      rep.session[i] = now();
+      up++;
+    });
+    keep.push(session);
+  });
+  const report = () => {
+    const cpu = process.cpuUsage(cpu0);
+    rep.cpuMs = (cpu.user + cpu.system) / 1000;
+    process.send!({ report: rep });
+  };
+  let reported = false;
+  const progress = setInterval(() => {
+    process.send!({ progress: up });
+    if (up === specs.length && !reported) {
+      reported = true;
+      report();
+    }
+  }, 100);
+  // 'report' (the storm timed out: report what we have), then 'stop' (exit without closing anything).
+  process.on('message', (m: { cmd: string }) => {
+    if (m.cmd === 'report') report();
+    if (m.cmd === 'stop') {
+      clearInterval(progress);
+      process.exit(0);
+    }
+  });
+}
+
+// --- parent -------------------------------------------------------------------------------------
+
+interface Stat {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+  failed: number;
+}
+function stat(xs: number[], failed = 0): Stat {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? Number.NaN;
+  return { n: s.length, p50: q(0.5), p99: q(0.99), max: s[s.length - 1] ?? Number.NaN, failed };
+}
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
+const kib = (bytes: number, n: number) => f1(bytes / Math.max(1, n) / 1024);
+
+/** Registers `n` agents (real key pairs) as Accepted clusters directly in the store (setup, not measured). */
+async function seed(dir: string, n: number): Promise<Array<{ priv: string; address: string; psk: string }>> {
+  const store = new SqliteStore(join(dir, 'relay.db'));
+  const t = Date.now();
+  const audit = { at: t, actor: 'bench', action: 'seed', target: '', source: 'local', detail: {} };
+  const out: Array<{ priv: string; address: string; psk: string }> = [];
+  for (let i = 0; i < n; i++) {
+    const kp = generateKeyPair();
+    const psk = newSecret('psk');
+    await store.createCluster(
+      { name: `storm-${i}`, group: 'default', displayName: `storm-${i}`, createdAt: t },
+      { id: newId('p_'), hash: hashSecret(psk), expiresAt: t + 86_400_000 },
+      audit,
+    );
+    const r = await store.register(
+      {
+        cluster: `storm-${i}`,
+        publicKey: keyToBase64(kp.publicKey),
+        agentVersion: '0.1.0',
+        claims: {},
+        now: t,
+        credential: { id: newId('a_'), hash: hashSecret(newSecret('agent')), expiresAt: null },
+        presharedKey: keyToBase64(randomBytes(32)),
+        via: { kind: 'psk', pskHash: hashSecret(psk) },
+      },
+      audit,
+    );
+    if (!r.ok || !r.cluster.address || !r.cluster.presharedKey) throw new Error(`seed failed: ${String(r)}`);
+    out.push({ priv: keyToBase64(kp.privateKey), address: r.cluster.address, psk: r.cluster.presharedKey });
+  }
+  await store.close();
+  return out;
+}
+
+interface PhaseResult {
+  phase: Phase;
+  n: number;
+  stormS: number;
+  connectedS: Stat;
+  sessionS: Stat;
+  reconnects: number;
+  initiations: number;
+  relayCpuS: number;
+  agentCpuS: number;
+  before: Mem;
+  after: Mem;
+  peakRssMiB: number;
+  probes: Record<string, { idle: Stat; storm: Stat }>;
+}
+
+async function startRelayChild(dir: string, maxPeers: number) {
+  const relay = spawnChild('relay', [dir, String(maxPeers)], true);
+  const ready = await ask<Ready>(relay, 'ready');
+  return { relay, ready };
+}
+
+async function runPhase(
+  phase: Phase,
+  dir: string,
+  agents: Array<{ priv: string; address: string; psk: string }>,
+  workers: number,
+  maxPeers: number,
+): Promise<PhaseResult> {
+  const { relay, ready } = await startRelayChild(dir, maxPeers);
+  const tls = phase !== 'ws';
+  const host = new URL(ready.url).host;
+  const derpUrl = tls ? `wss://${host}/derp` : `ws://127.0.0.1:${ready.plainPort}/derp`;
+  const caPin = tls ? ready.caPin : undefined;
+  const spec = (a: { priv: string; address: string; psk: string }): AgentSpec => ({
+    priv: a.priv,
+    tunnel: {
+      hubPublicKey: ready.hubPublicKey,
+      presharedKey: a.psk,
+      address: `${a.address}/32`,
+      hubAddress: '100.64.0.1',
+      relayUrl: ready.url,
+      derpUrl,
+      udpEndpoint: null,
+    },
+  });
+  const [pinger, ...storm] = agents.map(spec);
+  const probe = spawnChild('probe');
+  probe.send({ url: ready.url, spec: pinger!, ...(caPin ? { caPin } : {}) });
+  await ask(probe, 'probeReady');
+  const kids = Array.from({ length: workers }, () => spawnChild('agents'));
+  kids.forEach((k, w) => {
+    k.send({ specs: storm.filter((_, i) => i % workers === w), mode: phase, ...(caPin ? { caPin } : {}) });
+  });
+  await sleep(IDLE_MS); // idle baseline of the probes
+  const before = await ask<Mem>(relay, 'mem', { cmd: 'mem' });
+  const cpu0 = cpuMs(relay.pid!);
+  const ups = kids.map(() => 0);
+  kids.forEach((k, w) => {
+    k.on('message', (m: { progress?: number }) => {
+      if (m.progress !== undefined) ups[w] = m.progress;
+    });
+  });
+  const t0 = now();
+  for (const k of kids) k.send({ cmd: 'go' });
+  const reports = kids.map((k) => ask<AgentReport>(k, 'report'));
+  let done = false;
+  void Promise.all(reports).then(() => (done = true));
+  let lastLog = 0;
+  while (!done && now() - t0 < STORM_TIMEOUT_MS) {
+    await sleep(50);
+    if (now() - lastLog > 2000) {
+      lastLog = now();
+      log(
+        `${phase}: ${ups.reduce((a, b) => a + b, 0)}/${storm.length} up after ${f1((now() - t0) / 1000)} s`,
+      );
+    }
+  }
+  if (!done) for (const k of kids) k.send({ cmd: 'report' });
+  const reps = await Promise.all(reports);
+  const relayCpuS = (cpuMs(relay.pid!) - cpu0) / 1000;
+  const tEnd = now();
+  await sleep(SETTLE_MS);
+  const probeSamples = await ask<Record<string, Sample[]>>(probe, 'samples', { cmd: 'stop' });
+  const after = await ask<Mem>(relay, 'mem', { cmd: 'mem' });
+  const peak = peakRssMiB(relay.pid!);
+  for (const k of kids) await stopChild(k);
+  await stopChild(probe);
+  await stopChild(relay);
+  const all = (pick: (r: AgentReport) => number[]) => reps.flatMap(pick);
+  const secs = (xs: number[]) => {
+    const ok = xs.filter((x) => Number.isFinite(x)).map((x) => (x - t0) / 1000);
+    return stat(ok, xs.length - ok.length);
+  };
+  const connectedS = secs(all((r) => r.connected));
+  const sessionS = secs(all((r) => r.session));
+  const last = phase === 'derp' ? connectedS : sessionS;
+  const probes: PhaseResult['probes'] = {};
+  for (const [name, xs] of Object.entries(probeSamples)) {
+    const inWin = (a: number, b: number) => xs.filter((x) => x.t >= a && x.t < b);
+    const idle = inWin(0, t0);
+    const during = inWin(t0, tEnd);
+    probes[name] = {
+      idle: stat(
+        idle.filter((x) => x.ok).map((x) => x.ms),
+        idle.filter((x) => !x.ok).length,
+      ),
+      storm: stat(
+        during.filter((x) => x.ok).map((x) => x.ms),
+        during.filter((x) => !x.ok).length,
+      ),
+    };
+  }
+  return {
+    phase,
+    n: storm.length,
+    stormS: last.failed > 0 ? (tEnd - t0) / 1000 : last.max,
+    connectedS,
+    sessionS,
+    reconnects: reps.reduce((a, r) => a + r.reconnects, 0),
+    initiations: reps.reduce((a, r) => a + r.initiations, 0),
+    relayCpuS,
+    agentCpuS: reps.reduce((a, r) => a + r.cpuMs, 0) / 1000,
+    before,
+    after,
+    peakRssMiB: peak,
+    probes,
+  };
+}
+
+async function idleMemory(dir: string): Promise<Mem> {
+  const { relay } = await startRelayChild(dir, 0);
+  await sleep(1000);
+  const m = await ask<Mem>(relay, 'mem', { cmd: 'mem' });
+  await stopChild(relay);
+  return m;
+}
+
+async function main(): Promise<void> {
+  const pos = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  const n = Number(pos[0] ?? 2000);
+  const workers = Number(pos[1] ?? 1);
+  const phasesArg = process.argv.find((a) => a.startsWith('--phases='))?.slice(9) ?? 'empty,derp,wss,ws';
+  const phases = phasesArg.split(',') as Phase[];
+  const defaultCap = process.argv.includes('--default-cap');
+  const maxPeers = defaultCap ? 0 : n + 1;
+  const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  console.log(`# session-storm-bench on ${describeMachine()}`);
+  console.log(
+    `${n} agents in ${workers} worker process(es); load average at start ${load}; hub peer cap ` +
+      `${defaultCap ? `${DEFAULT_MAX_PEERS} (default)` : `${maxPeers} (raised from the default ${DEFAULT_MAX_PEERS})`}`,
+  );
+  const dir = mkdtempSync(join(tmpdir(), 'session-storm-'));
+  const emptyDir = mkdtempSync(join(tmpdir(), 'session-storm-empty-'));
+  try {
+    const t = performance.now();
+    const agents = await seed(dir, n + 1);
+    log(`seeded ${n + 1} agents in ${f1((performance.now() - t) / 1000)} s`);
+    const results: PhaseResult[] = [];
+    let empty: Mem | undefined;
+    for (const phase of phases) {
+      if (phase === 'empty') {
+        empty = await idleMemory(emptyDir);
+        continue;
+      }
+      log(`phase ${phase}`);
+      results.push(await runPhase(phase, dir, agents, workers, maxPeers));
+    }
+    report(results, empty, n);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(emptyDir, { recursive: true, force: true });
+  }
+}
+
+const LABEL: Record<Phase, string> = {
+  empty: 'relay with no agents',
+  derp: 'bare DERP clients, wss:// (baseline)',
+  wss: 'WireGuard sessions, wss://',
+  ws: 'WireGuard sessions, ws:// (TLS in front)',
+};
+
+function report(results: PhaseResult[], empty: Mem | undefined, n: number): void {
+  console.log('\n### Connect storm\n');
+  console.log(
+    '| phase | connected / with session | all in (s) | per-agent p50 / p99 / max (s) | DERP reconnects | ' +
+      'WireGuard initiations | relay CPU s | relay CPU ms per agent | agent processes CPU s |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    const s = r.phase === 'derp' ? r.connectedS : r.sessionS;
+    console.log(
+      `| ${LABEL[r.phase]} | ${r.connectedS.n} / ${r.phase === 'derp' ? '-' : r.sessionS.n} of ${r.n} | ` +
+        `${f2(r.stormS)}${s.failed > 0 ? ' (timed out)' : ''} | ${f2(s.p50)} / ${f2(s.p99)} / ${f2(s.max)} | ` +
+        `${r.reconnects} | ${r.phase === 'derp' ? '-' : r.initiations} | ${f2(r.relayCpuS)} | ` +
+        `${f2((r.relayCpuS * 1000) / Math.max(1, s.n))} | ${f2(r.agentCpuS)} |`,
+    );
+  }
+  const derp = results.find((r) => r.phase === 'derp');
+  console.log('\n### Relay responsiveness (latency in ms, idle = same relay before the storm)\n');
+  console.log(
+    '| phase | probe | idle p50 / p99 / max | storm p50 / p99 / max | p50 ratio | p99 ratio | failed idle / storm | samples idle / storm |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|');
+  const probeName: Record<string, string> = {
+    kept: 'GET /healthz, kept-alive HTTPS',
+    fresh: 'GET /healthz, new TLS connection',
+    ping: 'agent ICMP echo to the hub (WireGuard)',
+  };
+  for (const r of results) {
+    for (const [name, p] of Object.entries(r.probes)) {
+      const x = (s: Stat) => `${f2(s.p50)} / ${f2(s.p99)} / ${f2(s.max)}`;
+      console.log(
+        `| ${LABEL[r.phase]} | ${probeName[name] ?? name} | ${x(p.idle)} | ${x(p.storm)} | ` +
+          `${f2(p.storm.p50 / p.idle.p50)}x | ${f2(p.storm.p99 / p.idle.p99)}x | ${p.idle.failed} / ${p.storm.failed} | ` +
+          `${p.idle.n} / ${p.storm.n} |`,
+      );
+    }
+  }
+  console.log('\n### Relay memory per idle connected agent (after gc; target <= 32 KiB, derper ~63 KB)\n');
+  console.log(
+    '| phase | clients / hub sessions up | RSS MiB before -> after (peak) | RSS per agent KiB | JS heap per agent KiB | external+buffers per agent KiB | RSS vs bare DERP |',
+  );
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    const added = Math.max(1, r.after.clients - r.before.clients);
+    const rss = r.after.rss - r.before.rss;
+    const mib = (b: number) => f1(b / 2 ** 20);
+    const base =
+      derp && r.phase !== 'derp'
+        ? ratio(
+            rss / added,
+            (derp.after.rss - derp.before.rss) / Math.max(1, derp.after.clients - derp.before.clients),
+          )
+        : '100%';
+    console.log(
+      `| ${LABEL[r.phase]} | ${r.after.clients} / ${r.after.sessionsUp} | ${mib(r.before.rss)} -> ${mib(r.after.rss)} (${f1(r.peakRssMiB)}) | ` +
+        `${kib(rss, added)} | ${kib(r.after.heapUsed - r.before.heapUsed, added)} | ` +
+        `${kib(r.after.external - r.before.external, added)} | ${base} |`,
+    );
+  }
+  const first = results[0];
+  if (empty && first) {
+    const peers = first.before.hubPeers;
+    console.log(
+      `\nHub peers without a connection (relay with ${peers} registered agents vs a relay with none, both idle ` +
+        `after gc): RSS ${kib(first.before.rss - empty.rss, peers)} KiB, JS heap ` +
+        `${kib(first.before.heapUsed - empty.heapUsed, peers)} KiB per registered agent.`,
+    );
+  }
+  for (const r of results) console.log(`relay counters after ${r.phase}: ${JSON.stringify(r.after.extra)}`);
+  console.log(
+    `(${n} storm agents; each AgentSession sends an ICMP probe to the hub every 2 s, also when idle)`,
+  );
+}
+
+const role = process.argv[2];
+const fail = (err: unknown) => {
+  console.error(err);
+  process.exit(1);
+};
+if (role === 'relay') relayChild(process.argv[3]!, Number(process.argv[4])).catch(fail);
+else if (role === 'probe') probeChild().catch(fail);
+else if (role === 'agents') agentsChild().catch(fail);
+else main().then(() => process.exit(0), fail);
