@@ -1,10 +1,11 @@
 /**
  * An in-process relay client (the hub node): the same routing, policy and counters as a WebSocket client,
- * with no socket, no handshake and no frame encoding. Packets for it are handed to onPacket synchronously
- * (the payload is a view into the sender's frame, valid only during the call).
+ * with no socket, no handshake and no frame encoding (except in place, when a payload sent comes with
+ * room for the frame header). Packets for it are handed to onPacket synchronously (the payload is a view
+ * into the sender's frame, valid only during the call).
  */
 
-import { MAX_PACKET_LEN } from '../../shared/derp/frames.js';
+import { encodeSendPacketInPlace, FRAME_HEADER_LEN, MAX_PACKET_LEN } from '../../shared/derp/frames.js';
 import type { DerpClientLike, DerpPacketHandler, DerpPeerGoneHandler } from '../../shared/derp/types.js';
 import { TunnelError } from '../../shared/errors.js';
 import { KEY_LEN } from '../../shared/keys.js';
@@ -58,8 +59,18 @@ export class LocalPeer implements RoutedPeer, DerpClientLike {
     const stats = this.#router.stats;
     stats.packetsIn++;
     stats.bytesIn += payload.length;
-    const d = Buffer.from(dst.buffer, dst.byteOffset, dst.byteLength);
-    const p = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+    // A payload granted room (shared/packet-room.ts) becomes a SendPacket frame in place, which a socket
+    // client's deliver() turns into its RecvPacket frame in place: no copy on the way to the socket.
+    const frame = encodeSendPacketInPlace(dst, payload);
+    if (frame) {
+      const body = FRAME_HEADER_LEN + KEY_LEN;
+      this.#router.route(this, frame.subarray(FRAME_HEADER_LEN, body), frame.subarray(body), frame);
+      return true;
+    }
+    const d = Buffer.isBuffer(dst) ? dst : Buffer.from(dst.buffer, dst.byteOffset, dst.byteLength);
+    const p = Buffer.isBuffer(payload)
+      ? payload
+      : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
     this.#router.route(this, d, p, null);
     return true;
   }

@@ -53,10 +53,17 @@ export interface ArqOptions {
   incarnation?: number;
   /** Cap on partially reassembled PUSHF segments (default 64). */
   maxReassembly?: number;
+  /**
+   * Free bytes reserved before / after every datagram for the headers and trailers of the layers below
+   * (0..1024 each, default 0). The datagram is then handed to `output` as a view granted that room
+   * (shared/packet-room.ts), and the layers below write into it instead of copying.
+   */
+  headroom?: number;
+  tailroom?: number;
 }
 
 export type ArqConfig = Required<
-  Omit<ArqOptions, 'clock' | 'output' | 'conv' | 'mtu' | 'defer' | 'incarnation'>
+  Omit<ArqOptions, 'clock' | 'output' | 'conv' | 'mtu' | 'defer' | 'incarnation' | 'headroom' | 'tailroom'>
 >;
 
 export const ARQ_DEFAULTS: ArqConfig = {

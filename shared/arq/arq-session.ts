@@ -91,7 +91,15 @@ export class ArqSession extends EventEmitter {
     this.conv = opts.conv;
     this.#clock = opts.clock;
     this.incarnation = opts.incarnation ?? randomInt(1, 256);
-    this.#dw = new DatagramWriter(opts.conv, this.incarnation, opts.mtu, opts.output, this.stats);
+    this.#dw = new DatagramWriter(
+      opts.conv,
+      this.incarnation,
+      opts.mtu,
+      opts.output,
+      this.stats,
+      opts.headroom,
+      opts.tailroom,
+    );
     this.#defer = opts.defer;
     this.#rmtWnd = cfg.recvWindow;
     this.#sw = new SendWindow(cfg.initialSn);

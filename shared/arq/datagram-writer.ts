@@ -1,9 +1,19 @@
 /**
  * Packs segments into datagrams of at most `mtu` bytes (layout in segment.ts) and hands each full datagram
  * to `output`. One copy of the data, into the datagram buffer.
+ *
+ * With `headroom`/`tailroom` > 0 each datagram is allocated with that much free room before and after it
+ * and handed to `output` as a view granted that room (shared/packet-room.ts): the layers below (inner
+ * IPv4/UDP, WireGuard, DERP) then write their headers and trailers in place, so a datagram costs one
+ * allocation all the way to the socket. The datagram's unused bytes up to `mtu` count as tailroom too.
  */
+import { TunnelError } from '../errors.js';
+import { grantRoom, MAX_ROOM } from '../packet-room.js';
 import type { ArqStats } from './arq-options.js';
 import { FRAG_HEADER, SEG_HEADER } from './segment.js';
+
+/** Small datagrams built in a buffer larger than this are copied out, and the buffer reused. */
+const SPARE_MIN = 4096;
 
 export class DatagramWriter {
   mtu: number;
@@ -11,16 +21,38 @@ export class DatagramWriter {
   readonly #inc: number;
   readonly #output: (d: Buffer) => void;
   readonly #stats: ArqStats;
-  #dg: Buffer | null = null;
+  readonly #head: number;
+  readonly #tail: number;
+  /** The whole allocation of the datagram being built: headroom | mtu bytes | tailroom. */
+  #raw: Buffer | null = null;
+  /** Segment bytes written so far, from #raw[#head]. */
   #len = 0;
   #spare: Buffer | null = null;
 
-  constructor(conv: number, inc: number, mtu: number, output: (d: Buffer) => void, stats: ArqStats) {
+  constructor(
+    conv: number,
+    inc: number,
+    mtu: number,
+    output: (d: Buffer) => void,
+    stats: ArqStats,
+    headroom = 0,
+    tailroom = 0,
+  ) {
+    for (const [name, v] of [
+      ['headroom', headroom],
+      ['tailroom', tailroom],
+    ] as const) {
+      if (!Number.isInteger(v) || v < 0 || v > 1024) {
+        throw new TunnelError('BAD_CONFIG', `ARQ ${name} ${v} is out of range 0..1024`);
+      }
+    }
     this.#conv = conv;
     this.#inc = inc;
     this.mtu = mtu;
     this.#output = output;
     this.#stats = stats;
+    this.#head = headroom;
+    this.#tail = tailroom;
   }
 
   /** Bytes in the datagram being built (0 = none). */
@@ -41,15 +73,17 @@ export class DatagramWriter {
   ): void {
     const extra = fragOff >= 0 ? FRAG_HEADER : 0;
     const dlen = (data ? data.length : 0) + extra;
-    if (this.#dg && this.#len + SEG_HEADER + dlen > this.#dg.length) this.finish();
-    if (!this.#dg) {
+    const head = this.#head;
+    if (this.#raw && this.#len + SEG_HEADER + dlen > this.#raw.length - head - this.#tail) this.finish();
+    if (!this.#raw) {
+      const size = head + this.mtu + this.#tail;
       const spare = this.#spare;
       this.#spare = null;
-      this.#dg = spare && spare.length === this.mtu ? spare : Buffer.allocUnsafe(this.mtu);
+      this.#raw = spare && spare.length === size ? spare : this.#alloc(size);
       this.#len = 0;
     }
-    const b = this.#dg;
-    let o = this.#len;
+    const b = this.#raw;
+    let o = head + this.#len;
     b.writeUInt32LE(this.#conv, o);
     b[o + 4] = cmd;
     b[o + 5] = this.#inc;
@@ -65,25 +99,43 @@ export class DatagramWriter {
       o += FRAG_HEADER;
     }
     if (data) o += data.copy(b, o);
-    this.#len = o;
+    this.#len = o - head;
   }
 
   /** Sends the datagram being built, if any. */
   finish(): void {
-    const dg = this.#dg;
-    if (!dg || this.#len === 0) return;
+    const raw = this.#raw;
+    const len = this.#len;
+    if (!raw || len === 0) return;
+    const head = this.#head;
+    const cap = raw.length - head - this.#tail;
     let out: Buffer;
-    if (this.#len * 2 < dg.length && dg.length > 4096) {
+    if (len * 2 < cap && cap > SPARE_MIN) {
       // Small datagram in a large (relay-MTU) buffer: copy it out and keep the buffer for the next one.
-      out = Buffer.from(dg.subarray(0, this.#len));
-      this.#spare = dg;
+      const copy = this.#alloc(head + len + this.#tail);
+      raw.copy(copy, head, head, head + len);
+      out = this.#view(copy, len);
+      this.#spare = raw;
     } else {
-      out = dg.subarray(0, this.#len);
+      out = this.#view(raw, len);
     }
-    this.#dg = null;
+    this.#raw = null;
     this.#len = 0;
     this.#stats.datagramsOut++;
     this.#stats.bytesOut += out.length;
     this.#output(out);
+  }
+
+  #alloc(size: number): Buffer {
+    // Without room, the pool may serve small datagrams; with room the allocation must be the datagram's own.
+    return this.#head + this.#tail === 0 ? Buffer.allocUnsafe(size) : Buffer.allocUnsafeSlow(size);
+  }
+
+  /** The datagram of `len` bytes in `raw`, granted the room around it when the writer reserves any. */
+  #view(raw: Buffer, len: number): Buffer {
+    const head = this.#head;
+    const out = raw.subarray(head, head + len);
+    if (head + this.#tail === 0) return out;
+    return grantRoom(out, head, Math.min(raw.length - head - len, MAX_ROOM));
   }
 }

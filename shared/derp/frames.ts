@@ -26,6 +26,7 @@
  */
 import { TunnelError } from '../errors.js';
 import { KEY_LEN } from '../keys.js';
+import { growPacket } from '../packet-room.js';
 
 /** Protocol version carried in ClientInfo/ServerInfo JSON. 2: RecvPacket starts with the source key. */
 export const PROTOCOL_VERSION = 2;
@@ -115,18 +116,44 @@ export function decodeServerKey(body: Buffer): ServerKeyBody {
 
 // --- Send/Recv packet -----------------------------------------------------------------------------
 
-function encodeKeyed(type: number, key: Uint8Array, payload: Uint8Array): Buffer {
+/**
+ * Room a sender reserves before a packet so that its SendPacket frame header (5) and destination key (32)
+ * are written in place (shared/packet-room.ts).
+ */
+export const SEND_PACKET_HEADROOM = FRAME_HEADER_LEN + KEY_LEN;
+
+function checkPacketLen(payload: Uint8Array): void {
   if (payload.length > MAX_PACKET_LEN) {
     throw new TunnelError('WIRE_TOO_LARGE', `packet is ${payload.length} bytes, limit ${MAX_PACKET_LEN}`);
   }
+}
+
+function encodeKeyed(type: number, key: Uint8Array, payload: Uint8Array): Buffer {
+  checkPacketLen(payload);
   const f = allocFrame(type, KEY_LEN + payload.length);
   f.set(key, FRAME_HEADER_LEN);
   f.set(payload, FRAME_HEADER_LEN + KEY_LEN);
   return f;
 }
 
+/**
+ * The SendPacket frame for `payload` built in place in the room granted before it (a view ending where
+ * `payload` ends), or null when `payload` has no such grant. Same bytes as encodeSendPacket.
+ */
+export function encodeSendPacketInPlace(dst: Uint8Array, payload: Uint8Array): Buffer | null {
+  checkPacketLen(payload);
+  if (dst.length !== KEY_LEN) return null;
+  const f = growPacket(payload, SEND_PACKET_HEADROOM, 0);
+  if (!f) return null;
+  f[0] = FrameType.SendPacket;
+  f.writeUInt32BE(KEY_LEN + payload.length, 1);
+  f.set(dst, FRAME_HEADER_LEN);
+  return f;
+}
+
+/** A SendPacket frame: in place when `payload` was granted SEND_PACKET_HEADROOM, else a new buffer. */
 export function encodeSendPacket(dst: Uint8Array, payload: Uint8Array): Buffer {
-  return encodeKeyed(FrameType.SendPacket, dst, payload);
+  return encodeSendPacketInPlace(dst, payload) ?? encodeKeyed(FrameType.SendPacket, dst, payload);
 }
 
 export function encodeRecvPacket(src: Uint8Array, payload: Uint8Array): Buffer {

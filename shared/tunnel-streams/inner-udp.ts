@@ -2,9 +2,12 @@
  * Inner UDP datagrams of the stream session: pick the ARQ datagram out of a decrypted inner IP packet,
  * and wrap an ARQ datagram into one. No I/O.
  */
+import { SEND_PACKET_HEADROOM } from '../derp/frames.js';
 import { isTunnelError } from '../errors.js';
-import { parseIpv4Packet } from '../ip/ipv4.js';
+import { IPV4_MAX_PACKET, parseIpv4Packet } from '../ip/ipv4.js';
 import { IPV4_UDP_OVERHEAD, parseUdp, writeUdpHeaders } from '../ip/udp.js';
+import { growPacket } from '../packet-room.js';
+import { TRANSPORT_HEADROOM, TRANSPORT_TAILROOM } from '../wireguard/transport.js';
 import { STREAMS_PORT } from './constants.js';
 
 export type InnerDropReason = 'not-ipv4-udp' | 'wrong-port' | 'wrong-address' | 'malformed';
@@ -38,15 +41,31 @@ export function pickStreamDatagram(
   }
 }
 
-/** A new inner packet carrying a copy of `datagram` from `src` to `dst` (UDP checksum 0: WireGuard authenticates). */
+/**
+ * Room the stream session's ARQ reserves around each datagram so that every layer below writes in place
+ * (shared/packet-room.ts): inner IPv4/UDP header, WireGuard transport header, DERP SendPacket header and
+ * key before it; WireGuard padding and tag after it.
+ */
+export const STREAM_DATAGRAM_HEADROOM = IPV4_UDP_OVERHEAD + TRANSPORT_HEADROOM + SEND_PACKET_HEADROOM;
+export const STREAM_DATAGRAM_TAILROOM = TRANSPORT_TAILROOM;
+
+/**
+ * The inner packet carrying `datagram` from `src` to `dst` (UDP checksum 0: WireGuard authenticates): the
+ * IPv4/UDP headers written in place in front of `datagram` when it was granted IPV4_UDP_OVERHEAD bytes of
+ * headroom (the result is then a view handing the rest of the room down), else a new buffer with a copy.
+ */
 export function wrapStreamDatagram(
   src: number,
   dst: number,
   datagram: Uint8Array,
   port = STREAMS_PORT,
 ): Buffer {
-  const out = Buffer.allocUnsafe(IPV4_UDP_OVERHEAD + datagram.length);
-  out.set(datagram, IPV4_UDP_OVERHEAD);
-  writeUdpHeaders(out, 0, { src, dst, srcPort: port, dstPort: port, checksum: false }, datagram.length);
+  const len = datagram.length;
+  let out = len + IPV4_UDP_OVERHEAD <= IPV4_MAX_PACKET ? growPacket(datagram, IPV4_UDP_OVERHEAD, 0) : null;
+  if (!out) {
+    out = Buffer.allocUnsafe(IPV4_UDP_OVERHEAD + len);
+    out.set(datagram, IPV4_UDP_OVERHEAD);
+  }
+  writeUdpHeaders(out, 0, { src, dst, srcPort: port, dstPort: port, checksum: false }, len);
   return out;
 }

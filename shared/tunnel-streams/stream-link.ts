@@ -15,7 +15,7 @@ import { TunnelError } from '../errors.js';
 import type { MuxSession } from '../mux/mux-session.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { type MuxBindingOptions, muxOverArq } from '../mux/transport.js';
-import { wrapStreamDatagram } from './inner-udp.js';
+import { STREAM_DATAGRAM_HEADROOM, STREAM_DATAGRAM_TAILROOM, wrapStreamDatagram } from './inner-udp.js';
 
 /** ARQ tuning a binding may pass through (everything but what the link decides). */
 export type LinkArqOptions = Partial<Omit<ArqOptions, 'conv' | 'mtu' | 'clock' | 'output' | 'defer'>>;
@@ -54,6 +54,9 @@ export class StreamLink extends EventEmitter {
       mtu: o.mtu,
       clock: o.clock,
       defer: o.defer ?? setImmediate,
+      // Room for the headers below the ARQ: each layer writes in place (one buffer per datagram).
+      headroom: STREAM_DATAGRAM_HEADROOM,
+      tailroom: STREAM_DATAGRAM_TAILROOM,
       output: (d) => {
         try {
           o.send(wrapStreamDatagram(o.local, o.remote, d, o.port));

@@ -1,13 +1,24 @@
 /**
  * Transport data (reference §6, §7): one datagram per inner packet, padded with zeros to a multiple of
- * 16 but never past the MTU, sealed in place (header, then ciphertext || tag) with the keypair's send
- * key and counter as the nonce; opened in place on receive. No AAD.
+ * 16 but never past the MTU, sealed (header, then ciphertext || tag) with the keypair's send key and
+ * counter as the nonce; opened in place on receive. No AAD.
+ *
+ * When the inner packet is a view granted room (shared/packet-room.ts) of at least TRANSPORT_HEADROOM
+ * before and (padding + tag) after it, the datagram is built around it in place: header written in
+ * front, padding and tag behind, the packet encrypted where it lies. Otherwise a new buffer is allocated.
+ * Both paths produce the same bytes.
  */
 
+import { growPacket } from '../packet-room.js';
 import { PADDING_MULTIPLE } from './constants.js';
 import { AEAD_TAG_LEN, type Aead } from './crypto/aead.js';
 import type { Keypair } from './keypair.js';
 import { DATA_COUNTER, DATA_HEADER_LEN, writeTransportHeader } from './messages.js';
+
+/** Room a sender reserves before an inner packet for the transport header (sealed in place). */
+export const TRANSPORT_HEADROOM = DATA_HEADER_LEN;
+/** Room a sender reserves after an inner packet: padding (at most 15) and the Poly1305 tag. */
+export const TRANSPORT_TAILROOM = PADDING_MULTIPLE - 1 + AEAD_TAG_LEN;
 
 /** wireguard-go calculatePaddingSize: the padded plaintext length for an inner packet of `len` bytes. */
 export function paddedLength(len: number, mtu: number): number {
@@ -21,7 +32,8 @@ export function paddedLength(len: number, mtu: number): number {
 
 /**
  * Builds the transport datagram for `packet` (empty = keepalive) under `kp` and advances its send counter.
- * `nonce` is a 12-byte scratch buffer whose first 4 bytes are zero.
+ * `nonce` is a 12-byte scratch buffer whose first 4 bytes are zero. When `packet` was granted room (see
+ * the top of this file) it is encrypted in place and the result is a view around it.
  */
 export function sealTransport(
   aead: Aead,
@@ -30,18 +42,20 @@ export function sealTransport(
   mtu: number,
   nonce: Buffer,
 ): Buffer {
-  const padded = paddedLength(packet.length, mtu);
-  const out = Buffer.allocUnsafe(DATA_HEADER_LEN + padded + AEAD_TAG_LEN);
+  const len = packet.length;
+  const padded = paddedLength(len, mtu);
+  const grown = growPacket(packet, DATA_HEADER_LEN, padded - len + AEAD_TAG_LEN);
+  const out = grown ?? Buffer.allocUnsafe(DATA_HEADER_LEN + padded + AEAD_TAG_LEN);
   const counter = kp.sendCounter;
   writeTransportHeader(out, kp.remoteIndex, counter);
   nonce.writeUInt32LE(counter % 0x1_0000_0000, 4);
   nonce.writeUInt32LE(Math.floor(counter / 0x1_0000_0000), 8);
   const body = out.subarray(DATA_HEADER_LEN);
-  if (padded === packet.length) {
+  if (!grown && padded === len) {
     aead.seal(body, kp.sendKey, nonce, packet); // no padding: seal straight from the caller's buffer
   } else {
-    out.set(packet, DATA_HEADER_LEN);
-    out.fill(0, DATA_HEADER_LEN + packet.length, DATA_HEADER_LEN + padded);
+    if (!grown) out.set(packet, DATA_HEADER_LEN);
+    if (padded > len) out.fill(0, DATA_HEADER_LEN + len, DATA_HEADER_LEN + padded);
     aead.seal(body, kp.sendKey, nonce, body.subarray(0, padded)); // in place
   }
   kp.sendCounter = counter + 1;
