@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTunnelError } from '../errors.js';
+import { allocPacket, headroomOf } from '../packet-room.js';
 import {
   decodeHealth,
   decodePacket,
@@ -16,12 +17,14 @@ import {
   encodeRecvPacket,
   encodeRestarting,
   encodeSendPacket,
+  encodeSendPacketInPlace,
   encodeServerKey,
   FrameType,
   frameBody,
   MAGIC,
   MAX_PACKET_LEN,
   PeerGoneReason,
+  SEND_PACKET_HEADROOM,
 } from './frames.js';
 
 const key = (b: number) => Buffer.alloc(32, b);
@@ -103,5 +106,40 @@ describe('frames', () => {
         }
       }),
     );
+  });
+
+  it('property: SendPacket built in the room before a payload is byte-identical to the copied frame', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 3000 }),
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.integer({ min: 0, max: 64 }),
+        (bytes, dst, extra) => {
+          const expected = encodeSendPacket(dst, Buffer.from(bytes));
+          const p = allocPacket(bytes.length, SEND_PACKET_HEADROOM + extra, 0);
+          p.set(bytes);
+          const f = encodeSendPacket(dst, p);
+          expect(f.equals(expected)).toBe(true);
+          expect(f.buffer).toBe(p.buffer);
+          expect(f.byteOffset + f.length).toBe(p.byteOffset + p.length);
+          expect(headroomOf(f)).toBe(extra);
+          expect(decodePacket(frameBody(f)).payload.equals(Buffer.from(bytes))).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it('encodeSendPacketInPlace returns null without enough room, a plain buffer or a bad key; the fallback copies', () => {
+    const short = allocPacket(10, SEND_PACKET_HEADROOM - 1, 0);
+    expect(encodeSendPacketInPlace(key(1), short)).toBeNull();
+    expect(encodeSendPacketInPlace(key(1), Buffer.alloc(10))).toBeNull();
+    const roomy = allocPacket(10, SEND_PACKET_HEADROOM, 0);
+    expect(encodeSendPacketInPlace(Buffer.alloc(31), roomy)).toBeNull();
+    expect(headroomOf(roomy)).toBe(SEND_PACKET_HEADROOM); // still granted: a bad key never touches it
+    const copied = encodeSendPacket(key(1), short.fill(5));
+    expect(copied.buffer).not.toBe(short.buffer);
+    expect(copied.toString('hex')).toBe(`040000002a${'01'.repeat(32)}${'05'.repeat(10)}`);
+    const big = allocPacket(MAX_PACKET_LEN + 1, SEND_PACKET_HEADROOM, 0);
+    expect(() => encodeSendPacketInPlace(key(1), big)).toThrow(/limit 65535/);
   });
 });

@@ -1,0 +1,99 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isTunnelError } from '../errors.js';
+import { headroomOf, tailroomOf } from '../packet-room.js';
+import { newArqStats } from './arq-options.js';
+import { DatagramWriter } from './datagram-writer.js';
+import { CMD_ACK, CMD_PUSH, CMD_PUSHF } from './segment.js';
+
+type Put = [cmd: number, sn: number, data: Buffer | null, fragOff: number, fragTotal: number];
+
+/** Runs the same puts through a writer with the given room and returns what it output (with the room seen). */
+function write(mtu: number, head: number, tail: number, puts: Put[]) {
+  const out: Array<{ d: Buffer; head: number; tail: number }> = [];
+  const stats = newArqStats();
+  const w = new DatagramWriter(
+    9,
+    3,
+    mtu,
+    (d) => out.push({ d, head: headroomOf(d), tail: tailroomOf(d) }),
+    stats,
+    head,
+    tail,
+  );
+  for (const [cmd, sn, data, off, total] of puts) w.put(cmd, 100, 5, sn, 1, data, off, total);
+  w.finish();
+  return { out, stats };
+}
+
+const arbPut: fc.Arbitrary<Put> = fc.oneof(
+  fc.tuple(fc.constant(CMD_ACK), fc.nat(1000), fc.constant(null), fc.constant(-1), fc.constant(0)),
+  fc
+    .tuple(fc.nat(1000), fc.uint8Array({ maxLength: 900 }))
+    .map(([sn, d]): Put => [CMD_PUSH, sn, Buffer.from(d), -1, 0]),
+  fc
+    .tuple(fc.nat(1000), fc.uint8Array({ maxLength: 500 }), fc.nat(3000))
+    .map(([sn, d, off]): Put => [CMD_PUSHF, sn, Buffer.from(d), off, off + d.length]),
+);
+
+describe('DatagramWriter room', () => {
+  it('property: datagrams with room are byte-identical to datagrams without, and granted the room', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1024, max: 9000 }),
+        fc.integer({ min: 0, max: 128 }),
+        fc.integer({ min: 0, max: 64 }),
+        fc.array(arbPut, { maxLength: 40 }),
+        (mtu, head, tail, puts) => {
+          const plain = write(mtu, 0, 0, puts);
+          const roomy = write(mtu, head, tail, puts);
+          expect(roomy.out.map((o) => o.d.toString('hex'))).toEqual(
+            plain.out.map((o) => o.d.toString('hex')),
+          );
+          expect(roomy.stats.bytesOut).toBe(plain.stats.bytesOut);
+          for (const { d, head: h, tail: t } of roomy.out) {
+            expect(d.length).toBeLessThanOrEqual(mtu);
+            if (head + tail === 0) continue;
+            expect(h).toBe(head);
+            expect(t).toBeGreaterThanOrEqual(tail);
+            expect(d.byteOffset).toBe(head); // its own allocation
+            expect(d.byteOffset + d.length + t).toBe(d.buffer.byteLength);
+          }
+          for (const { head: h, tail: t } of plain.out) expect(h + t).toBe(0);
+        },
+      ),
+    );
+  });
+
+  it('copies a small datagram out of a large buffer into its own allocation with the same room', () => {
+    const { out } = write(65_475, 81, 31, [[CMD_ACK, 1, null, -1, 0]]);
+    expect(out).toHaveLength(1);
+    const { d, head, tail } = out[0]!;
+    expect(d.length).toBe(24);
+    expect([head, tail]).toEqual([81, 31]);
+    expect(d.buffer.byteLength).toBe(81 + 24 + 31);
+  });
+
+  it('a full datagram keeps the unused bytes of its buffer as tailroom', () => {
+    const data = Buffer.alloc(5000, 1);
+    const { out } = write(8192, 16, 31, [[CMD_PUSH, 0, data, -1, 0]]);
+    expect(out[0]!.d.length).toBe(5024);
+    expect(out[0]!.tail).toBe(8192 - 5024 + 31);
+  });
+
+  it('refuses a room outside 0..1024', () => {
+    for (const [h, t] of [
+      [-1, 0],
+      [0, 1025],
+      [0.5, 0],
+    ] as const) {
+      let err: unknown;
+      try {
+        new DatagramWriter(1, 1, 1400, () => {}, newArqStats(), h, t);
+      } catch (e) {
+        err = e;
+      }
+      expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
+    }
+  });
+});
