@@ -16,7 +16,7 @@
  * kept-alive connection and on a new TLS connection each time, and the pinging agent's RTT, idle (same
  * relay, before the storm) vs during the storm; relay RSS / JS heap delta per agent after gc.
  * Run: npm run build && node --expose-gc dist/bench/session-storm-bench.js [agents=2000] [workers=1]
- *      [--phases=empty,derp,wss,ws] [--default-cap: leave the hub at its default peer cap]
+ *      [--phases=empty,derp-wss,wss,derp-ws,ws] [--default-cap: leave the hub at its default peer cap]
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -27,6 +27,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeHeapSnapshot } from 'node:v8';
 import { resolveRelayConfig } from '../relay/config.js';
 import { type DataPlane, dataPlanePlugin } from '../relay/data-plane.js';
 import { hashSecret, newId, newSecret } from '../relay/secrets.js';
@@ -47,7 +48,9 @@ import type { Tunnel } from '../tunnel-client/agent/types.js';
 import { AgentSession } from '../tunnel-client/session/agent-session.js';
 import { describeMachine, ratio } from './machine.js';
 
-type Phase = 'empty' | 'derp' | 'wss' | 'ws';
+type Phase = 'empty' | 'derp-wss' | 'wss' | 'derp-ws' | 'ws';
+const isBare = (p: Phase): boolean => p.startsWith('derp');
+const isTls = (p: Phase): boolean => p.endsWith('wss');
 interface AgentSpec {
   priv: string;
   tunnel: Tunnel;
@@ -88,6 +91,8 @@ const PING_EVERY_MS = 20;
 const STORM_TIMEOUT_MS = 120_000;
 const SETTLE_MS = 3_000;
 const IDLE_MS = 2_500;
+/** --heap-snapshot=DIR: the relay writes a heap snapshot per phase after the storm (for finding per-agent objects). */
+const SNAPSHOT_DIR = process.argv.find((a) => a.startsWith('--heap-snapshot='))?.slice(16);
 
 /** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (USER_HZ = 100). */
 function cpuMs(pid: number): number {
@@ -152,8 +157,9 @@ async function relayChild(dir: string, maxPeers: number): Promise<void> {
     hubPublicKey: relay.hubPublicKey,
   };
   process.send!({ ready });
-  process.on('message', (m: { cmd: string }) => {
+  process.on('message', (m: { cmd: string; snapshot?: string }) => {
     if (m.cmd !== 'mem') return;
+    if (m.snapshot) writeHeapSnapshot(m.snapshot);
     for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
     const u = process.memoryUsage();
     const d = plane.derp.stats;
@@ -274,11 +280,11 @@ async function agentsChild(): Promise<void> {
     const onState = (e: { state: string }) => {
       if (e.state === 'connected' && Number.isNaN(rep.connected[i]!)) {
         rep.connected[i] = now();
-        if (mode === 'derp') up++;
+        if (isBare(mode)) up++;
       }
       if (e.state === 'reconnecting') rep.reconnects++;
     };
-    if (mode === 'derp') {
+    if (isBare(mode)) {
       keep.push(
         connectDerp({
           url: s.tunnel.derpUrl,
@@ -418,7 +424,7 @@ async function runPhase(
   maxPeers: number,
 ): Promise<PhaseResult> {
   const { relay, ready } = await startRelayChild(dir, maxPeers);
-  const tls = phase !== 'ws';
+  const tls = isTls(phase);
   const host = new URL(ready.url).host;
   const derpUrl = tls ? `wss://${host}/derp` : `ws://127.0.0.1:${ready.plainPort}/derp`;
   const caPin = tls ? ready.caPin : undefined;
@@ -472,7 +478,8 @@ async function runPhase(
   const tEnd = now();
   await sleep(SETTLE_MS);
   const probeSamples = await ask<Record<string, Sample[]>>(probe, 'samples', { cmd: 'stop' });
-  const after = await ask<Mem>(relay, 'mem', { cmd: 'mem' });
+  const snapshot = SNAPSHOT_DIR ? join(SNAPSHOT_DIR, `relay-${phase}.heapsnapshot`) : undefined;
+  const after = await ask<Mem>(relay, 'mem', { cmd: 'mem', ...(snapshot ? { snapshot } : {}) });
   const peak = peakRssMiB(relay.pid!);
   for (const k of kids) await stopChild(k);
   await stopChild(probe);
@@ -484,7 +491,7 @@ async function runPhase(
   };
   const connectedS = secs(all((r) => r.connected));
   const sessionS = secs(all((r) => r.session));
-  const last = phase === 'derp' ? connectedS : sessionS;
+  const last = isBare(phase) ? connectedS : sessionS;
   const probes: PhaseResult['probes'] = {};
   for (const [name, xs] of Object.entries(probeSamples)) {
     const inWin = (a: number, b: number) => xs.filter((x) => x.t >= a && x.t < b);
@@ -530,7 +537,8 @@ async function main(): Promise<void> {
   const pos = process.argv.slice(2).filter((a) => !a.startsWith('--'));
   const n = Number(pos[0] ?? 2000);
   const workers = Number(pos[1] ?? 1);
-  const phasesArg = process.argv.find((a) => a.startsWith('--phases='))?.slice(9) ?? 'empty,derp,wss,ws';
+  const phasesArg =
+    process.argv.find((a) => a.startsWith('--phases='))?.slice(9) ?? 'empty,derp-wss,wss,derp-ws,ws';
   const phases = phasesArg.split(',') as Phase[];
   const defaultCap = process.argv.includes('--default-cap');
   const maxPeers = defaultCap ? 0 : n + 1;
@@ -565,7 +573,8 @@ async function main(): Promise<void> {
 
 const LABEL: Record<Phase, string> = {
   empty: 'relay with no agents',
-  derp: 'bare DERP clients, wss:// (baseline)',
+  'derp-wss': 'bare DERP clients, wss:// (baseline)',
+  'derp-ws': 'bare DERP clients, ws:// (baseline)',
   wss: 'WireGuard sessions, wss://',
   ws: 'WireGuard sessions, ws:// (TLS in front)',
 };
@@ -578,15 +587,14 @@ function report(results: PhaseResult[], empty: Mem | undefined, n: number): void
   );
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
-    const s = r.phase === 'derp' ? r.connectedS : r.sessionS;
+    const s = isBare(r.phase) ? r.connectedS : r.sessionS;
     console.log(
-      `| ${LABEL[r.phase]} | ${r.connectedS.n} / ${r.phase === 'derp' ? '-' : r.sessionS.n} of ${r.n} | ` +
+      `| ${LABEL[r.phase]} | ${r.connectedS.n} / ${isBare(r.phase) ? '-' : r.sessionS.n} of ${r.n} | ` +
         `${f2(r.stormS)}${s.failed > 0 ? ' (timed out)' : ''} | ${f2(s.p50)} / ${f2(s.p99)} / ${f2(s.max)} | ` +
-        `${r.reconnects} | ${r.phase === 'derp' ? '-' : r.initiations} | ${f2(r.relayCpuS)} | ` +
+        `${r.reconnects} | ${isBare(r.phase) ? '-' : r.initiations} | ${f2(r.relayCpuS)} | ` +
         `${f2((r.relayCpuS * 1000) / Math.max(1, s.n))} | ${f2(r.agentCpuS)} |`,
     );
   }
-  const derp = results.find((r) => r.phase === 'derp');
   console.log('\n### Relay responsiveness (latency in ms, idle = same relay before the storm)\n');
   console.log(
     '| phase | probe | idle p50 / p99 / max | storm p50 / p99 / max | p50 ratio | p99 ratio | failed idle / storm | samples idle / storm |',
@@ -609,24 +617,27 @@ function report(results: PhaseResult[], empty: Mem | undefined, n: number): void
   }
   console.log('\n### Relay memory per idle connected agent (after gc; target <= 32 KiB, derper ~63 KB)\n');
   console.log(
-    '| phase | clients / hub sessions up | RSS MiB before -> after (peak) | RSS per agent KiB | JS heap per agent KiB | external+buffers per agent KiB | RSS vs bare DERP |',
+    '| phase | clients / hub sessions up | relay RSS MiB: no agents / before / after (peak) | ' +
+      'connection (+ session) per agent: RSS / JS heap / external KiB | RSS vs bare DERP, same listener | ' +
+      'total per agent incl. its hub peer (vs relay with no agents): RSS / JS heap KiB |',
   );
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|');
+  const perAgent = (r: PhaseResult) =>
+    (r.after.rss - r.before.rss) / Math.max(1, r.after.clients - r.before.clients);
   for (const r of results) {
     const added = Math.max(1, r.after.clients - r.before.clients);
-    const rss = r.after.rss - r.before.rss;
     const mib = (b: number) => f1(b / 2 ** 20);
-    const base =
-      derp && r.phase !== 'derp'
-        ? ratio(
-            rss / added,
-            (derp.after.rss - derp.before.rss) / Math.max(1, derp.after.clients - derp.before.clients),
-          )
-        : '100%';
+    const bare = results.find((b) => isBare(b.phase) && isTls(b.phase) === isTls(r.phase));
+    const vsBare =
+      bare && !isBare(r.phase) ? ratio(perAgent(r), perAgent(bare)) : isBare(r.phase) ? '100%' : '-';
+    const total = empty
+      ? `${kib(r.after.rss - empty.rss, added)} / ${kib(r.after.heapUsed - empty.heapUsed, added)}`
+      : '-';
     console.log(
-      `| ${LABEL[r.phase]} | ${r.after.clients} / ${r.after.sessionsUp} | ${mib(r.before.rss)} -> ${mib(r.after.rss)} (${f1(r.peakRssMiB)}) | ` +
-        `${kib(rss, added)} | ${kib(r.after.heapUsed - r.before.heapUsed, added)} | ` +
-        `${kib(r.after.external - r.before.external, added)} | ${base} |`,
+      `| ${LABEL[r.phase]} | ${r.after.clients} / ${r.after.sessionsUp} | ` +
+        `${empty ? mib(empty.rss) : '-'} / ${mib(r.before.rss)} / ${mib(r.after.rss)} (${f1(r.peakRssMiB)}) | ` +
+        `${kib(r.after.rss - r.before.rss, added)} / ${kib(r.after.heapUsed - r.before.heapUsed, added)} / ` +
+        `${kib(r.after.external - r.before.external, added)} | ${vsBare} | ${total} |`,
     );
   }
   const first = results[0];

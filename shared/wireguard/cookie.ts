@@ -70,9 +70,15 @@ export class CookieChecker {
   }
 }
 
+/**
+ * The two keys (HASH(label || peer pk)) are derived when used instead of stored: a hub holds one generator
+ * per agent and sends it a handshake message rarely (a response per initiation, every two minutes in steady
+ * state), so one BLAKE2s of 40 bytes per message is cheaper than two 32-byte digests kept per peer (each
+ * digest holds its own ArrayBuffer, ~0.45 KiB of RSS).
+ */
 export class CookieGenerator {
-  readonly #mac1Key: Buffer;
-  readonly #cookieKey: Buffer;
+  /** The peer's public key (the caller's Buffer, kept by reference: never written). */
+  readonly #peerPublicKey: Uint8Array;
   #cookie: Uint8Array | null = null;
   #cookieSetAt = Number.NEGATIVE_INFINITY;
   #lastMac1: Uint8Array | null = null;
@@ -81,15 +87,14 @@ export class CookieGenerator {
     peerPublicKey: Uint8Array,
     private readonly refreshTime: number,
   ) {
-    this.#mac1Key = hash(LABEL_MAC1_BYTES, peerPublicKey);
-    this.#cookieKey = hash(LABEL_COOKIE_BYTES, peerPublicKey);
+    this.#peerPublicKey = peerPublicKey;
   }
 
   /** Fills mac1 and mac2 (zeros without a fresh cookie) into the last 32 bytes of `msg`. */
   addMacs(msg: Buffer, now: number): void {
     const n = msg.length - MACS_TRAILER;
     if (n < 0) throw new TunnelError('INTERNAL', 'handshake message too short for macs');
-    const m1 = mac(this.#mac1Key, msg.subarray(0, n));
+    const m1 = mac(hash(LABEL_MAC1_BYTES, this.#peerPublicKey), msg.subarray(0, n));
     msg.set(m1, n);
     this.#lastMac1 = m1;
     if (this.#cookie && now - this.#cookieSetAt <= this.refreshTime) {
@@ -102,7 +107,8 @@ export class CookieGenerator {
   /** Decrypts a cookie reply with the last mac1 sent as AAD; false (ignored) when it does not open. */
   consumeReply(reply: CookieReply, now: number): boolean {
     if (!this.#lastMac1) return false;
-    const cookie = xaeadOpen(this.#cookieKey, reply.nonce, reply.encryptedCookie, this.#lastMac1);
+    const cookieKey = hash(LABEL_COOKIE_BYTES, this.#peerPublicKey);
+    const cookie = xaeadOpen(cookieKey, reply.nonce, reply.encryptedCookie, this.#lastMac1);
     if (!cookie) return false;
     this.#cookie = cookie;
     this.#cookieSetAt = now;

@@ -16,7 +16,7 @@ import {
   writeInitiation,
   writeResponse,
 } from './messages.js';
-import { compareTai64n, TAI64N_LEN, type TimestampGenerator } from './tai64n.js';
+import { compareTai64n, type TimestampGenerator, ZERO_TAI64N } from './tai64n.js';
 
 export const C0: Buffer = hash(Buffer.from(CONSTRUCTION));
 export const H0: Buffer = hash(C0, Buffer.from(IDENTIFIER));
@@ -40,7 +40,7 @@ export class Handshake {
   localIndex = 0;
   remoteIndex = 0;
   /** Newest TAI64N consumed from this peer (replay check). */
-  lastTimestamp: Buffer = Buffer.alloc(TAI64N_LEN);
+  lastTimestamp: Buffer = ZERO_TAI64N; // replaced, never written in place
   /** Monotonic ms of the last initiation consumed (flood check). */
   lastInitiationConsumed = Number.NEGATIVE_INFINITY;
 

@@ -22,8 +22,14 @@ export function compareTai64n(a: Uint8Array, b: Uint8Array): number {
   return Buffer.compare(a, b);
 }
 
+/**
+ * The all-zero timestamp every generator and handshake starts from. Shared and never written: holders
+ * replace it with a new Buffer (a hub keeps thousands of peers; one 12-byte Buffer each adds up).
+ */
+export const ZERO_TAI64N: Buffer = Buffer.alloc(TAI64N_LEN);
+
 export class TimestampGenerator {
-  #last: Buffer = Buffer.alloc(TAI64N_LEN);
+  #last: Buffer = ZERO_TAI64N;
 
   next(wallMs: number): Buffer {
     let ts = tai64n(wallMs);
