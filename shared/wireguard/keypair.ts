@@ -22,6 +22,11 @@ export class Keypair {
   ) {}
 }
 
+const NOT_PROMOTED: { readonly promoted: boolean; readonly dropped: Keypair | null } = Object.freeze({
+  promoted: false,
+  dropped: null,
+});
+
 export class Keypairs {
   previous: Keypair | null = null;
   current: Keypair | null = null;
@@ -52,7 +57,7 @@ export class Keypairs {
 
   /** Called for every authenticated receive; true when `kp` was `next` and got promoted. */
   receivedWith(kp: Keypair): { promoted: boolean; dropped: Keypair | null } {
-    if (this.next !== kp) return { promoted: false, dropped: null };
+    if (this.next !== kp) return NOT_PROMOTED; // every transport datagram: no allocation
     const dropped = this.previous;
     this.previous = this.current;
     this.current = kp;

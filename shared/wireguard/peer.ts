@@ -4,7 +4,6 @@
  * the device's injected Clock; every threshold comes from the device's WireGuardTimers.
  */
 import { EventEmitter } from 'node:events';
-import type { TimerHandle } from '../clock.js';
 import { isTunnelError } from '../errors.js';
 import { CookieGenerator } from './cookie.js';
 import type { PublicKeyHandle } from './crypto/x25519.js';
@@ -13,12 +12,11 @@ import { Keypair, Keypairs } from './keypair.js';
 import { readTransportCounter } from './messages.js';
 import { createInitiation, createResponse, deriveSession, Handshake } from './noise.js';
 import type { Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
+import { PeerTimer } from './peer-timer.js';
 import { TimestampGenerator } from './tai64n.js';
 import { openTransport, sealTransport } from './transport.js';
 
 export type { Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
-
-type TimerName = 'retransmit' | 'sendKeepalive' | 'newHandshake' | 'zeroKeyMaterial' | 'persistentKeepalive';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -51,7 +49,12 @@ export class Peer extends EventEmitter<PeerEvents> {
 
   readonly #host: PeerHost;
   readonly #staged: Buffer[] = [];
-  readonly #timers = new Map<TimerName, TimerHandle>();
+  // wireguard-go's five peer timers; each fires only while the peer is open.
+  readonly #retransmit: PeerTimer;
+  readonly #sendKeepaliveTimer: PeerTimer;
+  readonly #newHandshake: PeerTimer;
+  readonly #zeroKeyMaterial: PeerTimer;
+  readonly #persistentKeepalive: PeerTimer;
   readonly #nonce = Buffer.alloc(12);
   #handshakeIndex: number | null = null;
   #lastSentHandshake = Number.NEGATIVE_INFINITY;
@@ -72,6 +75,23 @@ export class Peer extends EventEmitter<PeerEvents> {
     this.cookies = new CookieGenerator(remoteStatic.raw, host.timers.cookieRefreshTime);
     this.endpoint = endpoint;
     this.persistentKeepalive = persistentKeepalive;
+    const timer = (fn: () => void) =>
+      new PeerTimer(host.clock, () => {
+        if (!this.#closed) fn();
+      });
+    this.#retransmit = timer(() => this.#expiredRetransmit());
+    this.#sendKeepaliveTimer = timer(() => this.#expiredSendKeepalive());
+    this.#newHandshake = timer(() => {
+      this.#host.debug('retrying handshake: stopped hearing back');
+      this.sendHandshakeInitiation(false);
+    });
+    this.#zeroKeyMaterial = timer(() => {
+      this.#host.debug('zeroing key material');
+      for (const kp of this.keypairs.clear()) this.#host.indices.delete(kp.localIndex);
+      this.#dropHandshakeIndex();
+      this.handshake.clear();
+    });
+    this.#persistentKeepalive = timer(() => this.sendKeepalive());
   }
 
   get publicKey(): Buffer {
@@ -219,8 +239,7 @@ export class Peer extends EventEmitter<PeerEvents> {
 
   close(): void {
     this.#closed = true;
-    for (const h of this.#timers.values()) this.#host.clock.clearTimer(h);
-    this.#timers.clear();
+    for (const t of this.#allTimers()) t.stop();
     this.drops.closed += this.#staged.length;
     this.#staged.length = 0;
     this.#host.indices.deletePeer(this);
@@ -231,54 +250,46 @@ export class Peer extends EventEmitter<PeerEvents> {
   // --- timers (wireguard-go timers.go) ----------------------------------------------------------
 
   timersDataSent(): void {
-    if (!this.#timers.has('newHandshake')) {
+    if (!this.#newHandshake.armed) {
       const t = this.#host.timers;
-      this.#arm('newHandshake', t.keepaliveTimeout + t.rekeyTimeout + this.#jitter(), () => {
-        this.#host.debug('retrying handshake: stopped hearing back');
-        this.sendHandshakeInitiation(false);
-      });
+      this.#newHandshake.arm(t.keepaliveTimeout + t.rekeyTimeout + this.#jitter());
     }
   }
 
   timersDataReceived(): void {
-    if (!this.#timers.has('sendKeepalive')) {
-      this.#arm('sendKeepalive', this.#host.timers.keepaliveTimeout, () => this.#expiredSendKeepalive());
+    if (!this.#sendKeepaliveTimer.armed) {
+      this.#sendKeepaliveTimer.arm(this.#host.timers.keepaliveTimeout);
     } else {
       this.#needAnotherKeepalive = true;
     }
   }
 
   timersAnyAuthenticatedPacketSent(): void {
-    this.#disarm('sendKeepalive');
+    this.#sendKeepaliveTimer.disarm();
   }
 
   timersAnyAuthenticatedPacketReceived(): void {
-    this.#disarm('newHandshake');
+    this.#newHandshake.disarm();
   }
 
   timersHandshakeInitiated(): void {
-    this.#arm('retransmit', this.#host.timers.rekeyTimeout + this.#jitter(), () => this.#expiredRetransmit());
+    this.#retransmit.arm(this.#host.timers.rekeyTimeout + this.#jitter());
   }
 
   timersHandshakeComplete(): void {
-    this.#disarm('retransmit');
+    this.#retransmit.disarm();
     this.handshakeAttempts = 0;
     this.#sentLastMinuteHandshake = false;
     this.lastHandshakeAt = this.#host.clock.wallNow();
   }
 
   timersSessionDerived(): void {
-    this.#arm('zeroKeyMaterial', this.#host.timers.rejectAfterTime * 3, () => {
-      this.#host.debug('zeroing key material');
-      for (const kp of this.keypairs.clear()) this.#host.indices.delete(kp.localIndex);
-      this.#dropHandshakeIndex();
-      this.handshake.clear();
-    });
+    this.#zeroKeyMaterial.arm(this.#host.timers.rejectAfterTime * 3);
   }
 
   timersAnyAuthenticatedPacketTraversal(): void {
     if (this.persistentKeepalive > 0) {
-      this.#arm('persistentKeepalive', this.persistentKeepalive * 1000, () => this.sendKeepalive());
+      this.#persistentKeepalive.arm(this.persistentKeepalive * 1000);
     }
   }
 
@@ -286,10 +297,10 @@ export class Peer extends EventEmitter<PeerEvents> {
     const t = this.#host.timers;
     if (this.handshakeAttempts > t.maxTimerHandshakes) {
       this.#host.debug(`handshake did not complete after ${this.handshakeAttempts + 1} attempts, giving up`);
-      this.#disarm('sendKeepalive');
+      this.#sendKeepaliveTimer.disarm();
       this.drops['handshake-timeout'] += this.#staged.length;
       this.#staged.length = 0;
-      if (!this.#timers.has('zeroKeyMaterial')) this.timersSessionDerived();
+      if (!this.#zeroKeyMaterial.armed) this.timersSessionDerived();
       this.emit('handshake-timeout');
       return;
     }
@@ -301,7 +312,7 @@ export class Peer extends EventEmitter<PeerEvents> {
     this.sendKeepalive();
     if (this.#needAnotherKeepalive) {
       this.#needAnotherKeepalive = false;
-      this.#arm('sendKeepalive', this.#host.timers.keepaliveTimeout, () => this.#expiredSendKeepalive());
+      this.#sendKeepaliveTimer.arm(this.#host.timers.keepaliveTimeout);
     }
   }
 
@@ -405,20 +416,13 @@ export class Peer extends EventEmitter<PeerEvents> {
     return Math.floor(Math.random() * this.#host.timers.rekeyTimeoutJitterMax);
   }
 
-  #arm(name: TimerName, ms: number, fn: () => void): void {
-    this.#host.clock.clearTimer(this.#timers.get(name));
-    const h = this.#host.clock.setTimer(ms, () => {
-      if (this.#timers.get(name) === h) this.#timers.delete(name);
-      if (!this.#closed) fn();
-    });
-    this.#timers.set(name, h);
-  }
-
-  #disarm(name: TimerName): void {
-    const h = this.#timers.get(name);
-    if (h) {
-      this.#host.clock.clearTimer(h);
-      this.#timers.delete(name);
-    }
+  #allTimers(): PeerTimer[] {
+    return [
+      this.#retransmit,
+      this.#sendKeepaliveTimer,
+      this.#newHandshake,
+      this.#zeroKeyMaterial,
+      this.#persistentKeepalive,
+    ];
   }
 }
