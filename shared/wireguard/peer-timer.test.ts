@@ -30,6 +30,8 @@ describe('PeerTimer', () => {
     t.arm(5);
     t.stop();
     expect(clock.pendingTimers).toBe(0);
+    t.arm(5); // stopped for good
+    expect(t.armed).toBe(false);
     clock.advance(10);
     expect(fired).toEqual([150, 160]);
   });

@@ -15,6 +15,7 @@ export class PeerTimer {
   /** When the clock timer fires (Infinity = none set). */
   #at = Number.POSITIVE_INFINITY;
   #handle: TimerHandle | undefined;
+  #stopped = false;
   readonly #onClock = (): void => {
     this.#handle = undefined;
     this.#at = Number.POSITIVE_INFINITY;
@@ -37,8 +38,9 @@ export class PeerTimer {
     return this.#due !== Number.POSITIVE_INFINITY;
   }
 
-  /** (Re)arms the timer to fire `ms` from now, replacing any earlier or later deadline. */
+  /** (Re)arms the timer to fire `ms` from now, replacing any earlier or later deadline. No-op once stopped. */
   arm(ms: number): void {
+    if (this.#stopped) return;
     const now = this.#clock.now();
     this.#due = now + ms;
     if (this.#at > this.#due) {
@@ -51,8 +53,9 @@ export class PeerTimer {
     this.#due = Number.POSITIVE_INFINITY;
   }
 
-  /** Disarms and releases the clock timer (the peer is closing). */
+  /** Disarms for good and releases the clock timer (the peer is closing). */
   stop(): void {
+    this.#stopped = true;
     this.#due = Number.POSITIVE_INFINITY;
     this.#at = Number.POSITIVE_INFINITY;
     this.#clock.clearTimer(this.#handle);

@@ -49,7 +49,7 @@ export class Peer extends EventEmitter<PeerEvents> {
 
   readonly #host: PeerHost;
   readonly #staged: Buffer[] = [];
-  // wireguard-go's five peer timers; each fires only while the peer is open.
+  // wireguard-go's five peer timers.
   readonly #retransmit: PeerTimer;
   readonly #sendKeepaliveTimer: PeerTimer;
   readonly #newHandshake: PeerTimer;
@@ -75,10 +75,8 @@ export class Peer extends EventEmitter<PeerEvents> {
     this.cookies = new CookieGenerator(remoteStatic.raw, host.timers.cookieRefreshTime);
     this.endpoint = endpoint;
     this.persistentKeepalive = persistentKeepalive;
-    const timer = (fn: () => void) =>
-      new PeerTimer(host.clock, () => {
-        if (!this.#closed) fn();
-      });
+    // close() stops them all: none fires after it.
+    const timer = (fn: () => void) => new PeerTimer(host.clock, fn);
     this.#retransmit = timer(() => this.#expiredRetransmit());
     this.#sendKeepaliveTimer = timer(() => this.#expiredSendKeepalive());
     this.#newHandshake = timer(() => {
