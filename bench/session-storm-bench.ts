@@ -17,6 +17,7 @@
  * relay, before the storm) vs during the storm; relay RSS / JS heap delta per agent after gc.
  * Run: npm run build && node --expose-gc dist/bench/session-storm-bench.js [agents=2000] [workers=1]
  *      [--phases=empty,derp-wss,wss,derp-ws,ws] [--default-cap: leave the hub at its default peer cap]
+ *      [--timeout=120: seconds to wait for all sessions] [--heap-snapshot=DIR]
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -88,7 +89,9 @@ const now = (): number => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (s: string) => process.stderr.write(`[session-storm] ${s}\n`);
 const PING_EVERY_MS = 20;
-const STORM_TIMEOUT_MS = 120_000;
+/** --timeout=SECONDS: give up waiting for the storm after this long (default 120 s). */
+const STORM_TIMEOUT_MS =
+  Number(process.argv.find((a) => a.startsWith('--timeout='))?.slice(10) ?? 120) * 1000;
 const SETTLE_MS = 3_000;
 const IDLE_MS = 2_500;
 /** --heap-snapshot=DIR: the relay writes a heap snapshot per phase after the storm (for finding per-agent objects). */
