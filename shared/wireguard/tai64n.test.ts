@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { compareTai64n, TimestampGenerator, tai64n } from './tai64n.js';
+import { generateKeyPair } from '../keys.js';
+import { Device } from './device.js';
+import { compareTai64n, TimestampGenerator, tai64n, ZERO_TAI64N } from './tai64n.js';
 
 describe('TAI64N', () => {
   it('encodes 0x400000000000000a + seconds, big-endian, nanoseconds whitened to 2^24', () => {
@@ -22,5 +24,35 @@ describe('TAI64N', () => {
       expect(compareTai64n(t, prev)).toBeGreaterThan(0);
       prev = t;
     }
+  });
+
+  it('generators and handshakes start from the shared zero timestamp and never write into it', () => {
+    const g = new TimestampGenerator();
+    const base = Date.UTC(2026, 0, 1);
+    for (const ms of [base, base, base - 5000, base + 1]) g.next(ms);
+    // Two devices handshake in process (initiation, response, keepalive): the responder replaces its
+    // peer's lastTimestamp, the initiator its generator's.
+    const a = generateKeyPair();
+    const b = generateKeyPair();
+    const devs: Device[] = [];
+    const mk = (self: typeof a, other: typeof a, addr: string, i: number) => {
+      const d = new Device({
+        privateKey: self.privateKey,
+        send: (dg) => devs[1 - i]!.receive(Buffer.from(dg), { key: `dev:${i}` }),
+        onPacket: () => {},
+      });
+      d.addPeer({ publicKey: other.publicKey, endpoint: { key: `dev:${1 - i}` }, allowedIps: [addr] });
+      devs.push(d);
+      return d;
+    };
+    const da = mk(a, b, '10.0.0.2/32', 0);
+    const db = mk(b, a, '10.0.0.1/32', 1);
+    da.getPeer(b.publicKey)!.sendHandshakeInitiation(false);
+    expect(da.getPeer(b.publicKey)!.isSessionUp).toBe(true);
+    expect(db.getPeer(a.publicKey)!.isSessionUp).toBe(true);
+    expect(db.getPeer(a.publicKey)!.handshake.lastTimestamp).not.toBe(ZERO_TAI64N);
+    da.close();
+    db.close();
+    expect(ZERO_TAI64N.equals(Buffer.alloc(12))).toBe(true);
   });
 });
