@@ -18,7 +18,10 @@ export const CLIENT_BIN = join(here, '../tunnel-client/cli/main.js');
 /** Every process a benchmark started; each benchmark kills the survivors at the end. */
 export const children: ChildProcess[] = [];
 
-/** A byte source: `GET /<bytes>` is answered with that many bytes, then the connection closes. */
+/**
+ * A byte source: `GET /<bytes>` is answered with that many bytes, then the connection closes. `GET /echo`
+ * is answered with a header, then every byte that follows is echoed back (for round trips on one connection).
+ */
 export const UPSTREAM_SRC = `
 const net = require('node:net');
 const blk = Buffer.alloc(65536, 97);
@@ -29,6 +32,12 @@ net.createServer((c) => {
     head += d.toString('latin1');
     const end = head.indexOf('\\r\\n\\r\\n');
     if (end < 0) return;
+    if (head.startsWith('GET /echo ')) {
+      head = null;
+      c.write('HTTP/1.1 200 OK\\r\\n\\r\\n');
+      c.on('data', (e) => c.write(e));
+      return;
+    }
     let left = Number(/^GET \\/(\\d+)/.exec(head)?.[1] ?? '0');
     head = null;
     c.write('HTTP/1.1 200 OK\\r\\ncontent-length: ' + left + '\\r\\nconnection: close\\r\\n\\r\\n');
@@ -124,6 +133,45 @@ export async function download(dial: Dial, bytes: number): Promise<number> {
   await once(s, 'end');
   s.destroy();
   return got;
+}
+
+/**
+ * Opens one connection, switches the byte source to echo, and returns a function that sends `size` bytes
+ * and resolves when they are all back (one round trip through whatever the dial goes through).
+ */
+export async function echoPipe(dial: Dial, size = 100): Promise<{ rtt(): Promise<void>; close(): void }> {
+  const s = await dial();
+  s.setNoDelay(true);
+  let want = -1;
+  let wake: (() => void) | null = null;
+  let head = '';
+  s.on('data', (d: Buffer) => {
+    if (want < 0) {
+      head += d.toString('latin1');
+      if (head.includes('\r\n\r\n')) {
+        want = 0;
+        wake?.();
+      }
+      return;
+    }
+    want -= d.length;
+    if (want <= 0) wake?.();
+  });
+  s.on('error', () => {});
+  const arrived = (): Promise<void> => new Promise((r) => (wake = r));
+  const ready = arrived();
+  s.write('GET /echo HTTP/1.1\r\nHost: x\r\n\r\n');
+  await ready;
+  const msg = Buffer.alloc(size, 98);
+  return {
+    rtt: () => {
+      want = size;
+      const p = arrived();
+      s.write(msg);
+      return p;
+    },
+    close: () => s.destroy(),
+  };
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (0 where unavailable). */

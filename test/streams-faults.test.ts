@@ -229,15 +229,15 @@ describe('hub -> agent streams over WireGuard on a faulty path', () => {
         expect(l.counters.duplicated).toBeGreaterThan(0);
         expect(l.counters.reordered).toBeGreaterThan(0);
       }
-      // Several handshakes completed while the streams were running (not just the first one).
-      // Several handshakes (counted once, on the hub's side: one per completed handshake) happened while
-      // the streams were running, before and after the blackout. The agent saw as many (give or take one
-      // whose last message was lost).
-      const rekeys = hub.handshakesAt.filter((t) => t > transferStart && t < transferEnd);
-      expect(rekeys.length).toBeGreaterThanOrEqual(4);
-      expect(rekeys.some((t) => t < blackoutAt)).toBe(true);
-      expect(rekeys.some((t) => t > blackoutAt + 2_000)).toBe(true);
-      expect(Math.abs(agent.handshakesAt.length - hub.handshakesAt.length)).toBeLessThanOrEqual(1);
+      // Several handshakes happened while the streams were running, before and after the blackout, and
+      // both sides saw them. (Their counts need not match: under loss both sides may initiate at once, and
+      // a handshake whose last message is lost completes on one side only.)
+      for (const side of [hub, agent]) {
+        const during = side.handshakesAt.filter((t) => t > transferStart && t < transferEnd);
+        expect(during.length).toBeGreaterThanOrEqual(4);
+        expect(during.some((t) => t < blackoutAt)).toBe(true);
+        expect(during.some((t) => t > blackoutAt + 2_000)).toBe(true);
+      }
       // Same session throughout: the ARQ conv never changed and no stream was refused or reset.
       expect(hub.binding.stats.linksStarted).toBe(1);
       expect(agent.binding.stats.linksStarted).toBe(1);

@@ -24,6 +24,18 @@ export interface ArqOptions {
   recvBufferBytes?: number;
   /** write() returns false once queued + unacknowledged bytes exceed this (default 8 MiB). */
   sendHighWater?: number;
+  /**
+   * write() also returns false once the bytes written but not yet sent exceed this (default 64 KiB), like
+   * TCP_NOTSENT_LOWAT: the writer (the mux, with its per-stream queues and round robin) keeps the backlog, so
+   * a new stream's bytes never wait behind megabytes of another's.
+   */
+  notSentLowWater?: number;
+  /**
+   * Caps the bytes in flight at maxDeliveryRate x (2 x minRtt + this many ms), at least 4 segments
+   * (inflight-cap.ts). 0 = off (default; only the loss-based window limits). Meant for paths that queue
+   * instead of dropping (the relay's TCP), where it bounds how long new bytes wait behind a bulk transfer.
+   */
+  queueTargetMs?: number;
   /** Longest delay before a pending ACK is sent (default 10 ms). */
   ackDelayMs?: number;
   /** Send ACKs at once when this many are pending (default 2, like TCP's every-second-segment rule). */
@@ -71,6 +83,8 @@ export const ARQ_DEFAULTS: ArqConfig = {
   recvWindow: 2048,
   recvBufferBytes: 32 * 1024 * 1024,
   sendHighWater: 8 * 1024 * 1024,
+  notSentLowWater: 64 * 1024,
+  queueTargetMs: 0,
   ackDelayMs: 10,
   ackEvery: 2,
   initialRtoMs: 300,

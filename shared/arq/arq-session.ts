@@ -21,6 +21,7 @@ import {
 } from './arq-options.js';
 import { Congestion, RttEstimator } from './congestion.js';
 import { DatagramWriter } from './datagram-writer.js';
+import { InflightCap } from './inflight-cap.js';
 import { RecvWindow } from './recv-window.js';
 import {
   CMD_ACK,
@@ -43,6 +44,15 @@ import { type OutSeg, SendWindow } from './send-window.js';
 const TIMEOUT_BURST = 2;
 /** Datagrams queued when input() is re-entered from output(); beyond this they are dropped and counted. */
 const MAX_REENTRANT = 1024;
+/**
+ * Units of the ts field per millisecond. The ts a sender puts in PUSH segments is only echoed by the
+ * receiver, so its unit is the sender's choice: 1/16 ms gives RTT samples fine enough for delay control
+ * on loopback-scale paths, and the u32 still spans 74 hours (differences are taken modulo 2^32).
+ */
+const TS_PER_MS = 16;
+const tsAt = (now: number): number => Math.floor(now * TS_PER_MS) >>> 0;
+/** The in-flight cap never goes below this many full segments (enough to keep a pipeline of processes busy). */
+const INFLIGHT_FLOOR_SEGMENTS = 4;
 
 export class ArqSession extends EventEmitter {
   readonly conv: number;
@@ -61,6 +71,7 @@ export class ArqSession extends EventEmitter {
   readonly #sq = new SendQueue();
   readonly #sw: SendWindow;
   readonly #cc: Congestion;
+  readonly #cap: InflightCap;
   readonly #rtt: RttEstimator;
   #rmtWnd: number;
   #fast: OutSeg[] = [];
@@ -105,6 +116,7 @@ export class ArqSession extends EventEmitter {
     this.#sw = new SendWindow(cfg.initialSn);
     this.#rw = new RecvWindow(cfg.recvWindow, cfg.recvBufferBytes, cfg.maxReassembly, cfg.initialSn);
     this.#cc = new Congestion(cfg.congestionControl, cfg.initialCwnd, cfg.sendWindow);
+    this.#cap = new InflightCap(cfg.queueTargetMs, INFLIGHT_FLOOR_SEGMENTS * (opts.mtu - SEG_HEADER));
     this.#rtt = new RttEstimator(cfg.initialRtoMs, cfg.minRtoMs, cfg.maxRtoMs, cfg.ackDelayMs);
     this.#probeWait = cfg.probeMinMs;
     this.#lastRecvAt = this.#clock.now();
@@ -136,6 +148,14 @@ export class ArqSession extends EventEmitter {
   get cwnd(): number {
     return this.#cc.cwnd;
   }
+  /** The cap on unacknowledged bytes (Infinity when queueTargetMs is 0 or before it is measured). */
+  get inflightCap(): number {
+    return this.#cap.bytes;
+  }
+  /** Bytes written and not yet sent. */
+  get notSentBytes(): number {
+    return this.#sq.bytes;
+  }
   /** Bytes held by the receive side: out-of-order, undelivered and partially reassembled segments. */
   get recvHeldBytes(): number {
     return this.#rw.heldBytes;
@@ -163,7 +183,7 @@ export class ArqSession extends EventEmitter {
       this.#tailDue = true;
       this.#arm();
     }
-    const ok = this.bufferedBytes <= this.#cfg.sendHighWater;
+    const ok = this.#writableNow();
     if (!ok) this.#needDrain = true;
     return ok;
   }
@@ -222,7 +242,7 @@ export class ArqSession extends EventEmitter {
     this.stats.bytesIn += datagram.length;
     const h = this.#h;
     const now = this.#clock.now();
-    const ts32 = now >>> 0;
+    const ts32 = tsAt(now);
     const unaBefore = this.#sw.una;
     let valid = false;
     let maxAck = -1;
@@ -254,8 +274,11 @@ export class ArqSession extends EventEmitter {
       this.#rmtWnd = h.wnd;
       this.#sw.onUna(h.una);
       if (h.cmd === CMD_ACK) {
-        const rtt = seqDiff(ts32, h.ts);
-        if (rtt >= 0 && rtt < 120_000) this.#rtt.sample(rtt);
+        const rtt = seqDiff(ts32, h.ts) / TS_PER_MS;
+        if (rtt >= 0 && rtt < 120_000) {
+          this.#rtt.sample(rtt);
+          this.#cap.onRttSample(rtt, now);
+        }
         this.#sw.onAck(h.sn);
         if (maxAck < 0 || seqDiff(h.sn, maxAck) > 0) {
           maxAck = h.sn;
@@ -279,6 +302,7 @@ export class ArqSession extends EventEmitter {
     }
     const advanced = seqDiff(this.#sw.una, unaBefore);
     if (advanced > 0) this.#cc.onAdvance(advanced, this.#sw.una);
+    if (advanced > 0) this.#cap.onAdvance(this.#sw.una, this.#sw.sndNxt, this.#sw.delivered, now);
     if (this.#acks.length >= 2 * this.#cfg.ackEvery) this.#ackNow = true;
     if (this.#acks.length > 0 && this.#ackDueAt === Number.POSITIVE_INFINITY) {
       this.#ackDueAt = now + this.#cfg.ackDelayMs;
@@ -334,7 +358,13 @@ export class ArqSession extends EventEmitter {
       seg = sw.pipe < limit ? sw.nextLost() : undefined;
     }
     const mss = this.mss;
-    while (this.#sq.bytes > 0 && sw.pipe < limit && (tail || this.#sq.bytes >= mss)) {
+    const cap = this.#cap.bytes;
+    while (
+      this.#sq.bytes > 0 &&
+      sw.pipe < limit &&
+      sw.unackedBytes < cap &&
+      (tail || this.#sq.bytes >= mss)
+    ) {
       this.#transmit(sw.add(this.#sq.take(mss), this.#rtt.rto), now, wnd, una);
     }
     this.#tailDue = this.#sq.bytes > 0;
@@ -376,12 +406,12 @@ export class ArqSession extends EventEmitter {
       this.#probeWait = this.#cfg.probeMinMs;
     }
     if (this.#needWask) {
-      this.#dw.put(CMD_WASK, wnd, now >>> 0, 0, una, null);
+      this.#dw.put(CMD_WASK, wnd, tsAt(now), 0, una, null);
       this.stats.probesSent++;
       this.#needWask = false;
     }
     if (this.#needWins) {
-      this.#dw.put(CMD_WINS, wnd, now >>> 0, 0, una, null);
+      this.#dw.put(CMD_WINS, wnd, tsAt(now), 0, una, null);
       this.#needWins = false;
     }
   }
@@ -389,13 +419,19 @@ export class ArqSession extends EventEmitter {
   #wouldSend(tail: boolean, now: number): boolean {
     const sw = this.#sw;
     if (this.#fast.length > 0 || now >= sw.nextResendAt || this.#needWask || this.#needWins) return true;
-    const room = sw.pipe < this.#cc.limit(this.#rmtWnd);
-    if (sw.lostCount > 0 && room) return true;
+    if (sw.lostCount > 0 && sw.pipe < this.#cc.limit(this.#rmtWnd)) return true;
+    const room = this.#roomToSend();
     return this.#sq.bytes > 0 && room && (tail || this.#sq.bytes >= this.mss);
   }
 
+  /** Whether a new segment may go now: congestion and peer windows, and the in-flight cap. */
+  #roomToSend(): boolean {
+    const sw = this.#sw;
+    return sw.pipe < this.#cc.limit(this.#rmtWnd) && sw.unackedBytes < this.#cap.bytes;
+  }
+
   #transmit(seg: OutSeg, now: number, wnd: number, una: number): void {
-    this.#sw.sent(seg, now);
+    this.#sw.sent(seg, now, tsAt(now));
     this.stats.segmentsSent++;
     const mss = this.mss;
     if (seg.data.length <= mss) {
@@ -464,7 +500,7 @@ export class ArqSession extends EventEmitter {
     let at = Number.POSITIVE_INFINITY;
     const now = this.#clock.now();
     const sw = this.#sw;
-    if (this.#tailDue && this.#sq.bytes > 0 && sw.pipe < this.#cc.limit(this.#rmtWnd)) {
+    if (this.#tailDue && this.#sq.bytes > 0 && this.#roomToSend()) {
       if (!this.#defer) at = now;
       else if (!this.#deferred) {
         this.#deferred = true;
@@ -487,7 +523,9 @@ export class ArqSession extends EventEmitter {
 
   readonly #onDeferred = (): void => {
     this.#deferred = false;
-    if (!this.#closed) this.flush(true);
+    if (this.#closed) return;
+    this.flush(true);
+    this.#maybeDrain();
   };
 
   #onTimer(): void {
@@ -503,11 +541,16 @@ export class ArqSession extends EventEmitter {
     }
     if (this.#rmtWnd === 0 && this.#sq.bytes > 0 && this.#probeAt === 0) this.#probeAt = now;
     this.flush(true);
+    this.#maybeDrain();
     this.#maybeFinishEnd();
   }
 
+  #writableNow(): boolean {
+    return this.bufferedBytes <= this.#cfg.sendHighWater && this.#sq.bytes <= this.#cfg.notSentLowWater;
+  }
+
   #maybeDrain(): void {
-    if (this.#needDrain && !this.#closed && this.bufferedBytes <= this.#cfg.sendHighWater) {
+    if (this.#needDrain && !this.#closed && this.#writableNow()) {
       this.#needDrain = false;
       this.emit('drain');
     }

@@ -9,7 +9,7 @@
  *    5   1  inc   u8   sender's incarnation tag, 1..255, random per session object; 0 = none. A tag that
  *                       changes mid-session means the peer restarted (see ArqSession)
  *    6   2  wnd   u16  sender's free receive window, in segments
- *    8   4  ts    u32  PUSH/PUSHF: send time (ms, sender's clock); ACK: the ts of the segment acknowledged
+ *    8   4  ts    u32  PUSH/PUSHF: send time (sender's clock, sender's unit: ours is 1/16 ms); ACK: the ts echoed
  *   12   4  sn    u32  PUSH/PUSHF: sequence number; ACK: the sn acknowledged; WASK/WINS: 0
  *   16   4  una   u32  every sn < una has been received (cumulative ack)
  *   20   4  len   u32  bytes of data that follow (0 for ACK/WASK/WINS)

@@ -7,7 +7,7 @@ import { seqDiff } from './segment.js';
 export interface OutSeg {
   sn: number;
   data: Buffer;
-  /** Send time (ms, u32) of the latest transmission. */
+  /** Send time (ts units, u32) of the latest transmission. */
   ts: number;
   resendAt: number;
   rto: number;
@@ -28,6 +28,8 @@ export class SendWindow {
   lostCount = 0;
   /** Earliest resendAt among segments (may be stale-early, never late). */
   nextResendAt = Number.POSITIVE_INFINITY;
+  /** Bytes acknowledged so far. */
+  delivered = 0;
   #sb: OutSeg[] = [];
   #head = 0;
   #lost: OutSeg[] = [];
@@ -69,14 +71,14 @@ export class SendWindow {
     return seg;
   }
 
-  /** Records a transmission of `seg` at `now`. */
-  sent(seg: OutSeg, now: number): void {
+  /** Records a transmission of `seg` at `now` (ms), stamped `ts` (the session's ts units). */
+  sent(seg: OutSeg, now: number, ts: number): void {
     if (seg.lost) {
       seg.lost = false;
       this.lostCount--;
     }
     seg.xmit++;
-    seg.ts = now >>> 0;
+    seg.ts = ts;
     seg.fastack = 0;
     seg.resendAt = now + seg.rto;
     if (seg.resendAt < this.nextResendAt) this.nextResendAt = seg.resendAt;
@@ -184,6 +186,7 @@ export class SendWindow {
     seg.acked = true;
     this.unacked--;
     this.unackedBytes -= seg.data.length;
+    this.delivered += seg.data.length;
     if (seg.lost) {
       seg.lost = false;
       this.lostCount--;

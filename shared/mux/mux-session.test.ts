@@ -309,3 +309,35 @@ describe('MuxSession timers (fake clock)', () => {
     expect(e.message).toMatch(/idle-timeout/);
   });
 });
+
+describe('MuxSession scheduling', () => {
+  it('gives a stream that becomes ready its turn within one frame of a busy stream, even when every write blocks', async () => {
+    const sent: number[] = []; // stream id of each Data frame header, in order
+    const mux = new MuxSession({
+      role: 'client',
+      clock: new FakeClock(0),
+      keepAliveMs: 0,
+      initialWindow: 16 * 1024 * 1024,
+      write: (b) => {
+        if (b.length === 12 && b[1] === TYPE_DATA) sent.push(b.readUInt32BE(4));
+        return false; // the transport is always "full": one frame per drain
+      },
+    });
+    const bulk = mux.open();
+    const small = mux.open();
+    // The peer's ACK raising the bulk stream's send window beyond the base 256 KiB.
+    mux.input(encodeHeader(TYPE_WINDOW_UPDATE, 0, bulk.id, 8 * 1024 * 1024));
+    bulk.write(randomBytes(4 * 1024 * 1024));
+    for (let i = 0; i < 8; i++) mux.transportDrained();
+    expect(sent.every((id) => id === bulk.id)).toBe(true);
+    const before = sent.length;
+    small.write(Buffer.from('GET / HTTP/1.1\r\n\r\n'));
+    for (let i = 0; i < 3; i++) mux.transportDrained();
+    const after = sent.slice(before);
+    expect(after.indexOf(small.id)).toBeGreaterThanOrEqual(0);
+    expect(after.indexOf(small.id)).toBeLessThanOrEqual(1);
+    // And the bulk stream keeps going once the small one is served.
+    expect(after.at(-1)).toBe(bulk.id);
+    mux.close();
+  });
+});

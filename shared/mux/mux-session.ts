@@ -324,16 +324,20 @@ export class MuxSession extends EventEmitter {
     if (!ok) this.#blocked = true;
   }
 
-  /** Sends pending stream data round-robin, one frame per stream per turn, while the transport accepts. */
+  /**
+   * Sends pending stream data round-robin while the transport accepts: the stream at the head of the queue
+   * sends one frame and goes to the back if it has more. The turn survives a blocked transport, so a stream
+   * that just became ready is at most one frame per busy stream away from the wire.
+   */
   #pump(): void {
     if (this.#pumping) return;
     this.#pumping = true;
     try {
-      while (!this.#blocked && !this.#closed && this.#pending.size > 0) {
-        for (const s of this.#pending) {
-          if (!s.sendSome()) this.#pending.delete(s);
-          if (this.#blocked || this.#closed) break;
-        }
+      const pending = this.#pending;
+      while (!this.#blocked && !this.#closed && pending.size > 0) {
+        const s = pending.values().next().value as MuxStream;
+        pending.delete(s);
+        if (s.sendSome()) pending.add(s);
       }
     } finally {
       this.#pumping = false;

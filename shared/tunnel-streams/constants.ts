@@ -22,3 +22,12 @@ export const DIRECT_ARQ_MTU = 1420 - IPV4_UDP_OVERHEAD;
 export function arqMtuFor(path: 'direct' | 'relayed'): number {
   return path === 'direct' ? DIRECT_ARQ_MTU : RELAYED_ARQ_MTU;
 }
+
+/**
+ * ARQ tuning of the relay path. It runs over the relay's TCP connections, which queue instead of dropping,
+ * so the loss-based window alone would fill every buffer on the way: the in-flight cap (inflight-cap.ts)
+ * keeps about queueTargetMs of data queued, which bounds how long a new stream's bytes wait behind a bulk
+ * stream. Every datagram with data is acknowledged at once (ackEvery 1), so that RTT samples do not include
+ * an ACK delay; at ~64 KB per segment that is one small ACK per 64 KB.
+ */
+export const RELAYED_ARQ_TUNING = { ackEvery: 1, queueTargetMs: 4 } as const;

@@ -16,7 +16,7 @@ import type { Clock } from '../clock.js';
 import { TunnelError } from '../errors.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { openTarget } from '../mux/open-target.js';
-import { RELAYED_ARQ_MTU, STREAMS_PORT } from './constants.js';
+import { RELAYED_ARQ_MTU, RELAYED_ARQ_TUNING, STREAMS_PORT } from './constants.js';
 import { type InnerDropReason, pickStreamDatagram } from './inner-udp.js';
 import { type LinkArqOptions, type LinkMuxOptions, StreamLink } from './stream-link.js';
 
@@ -173,7 +173,7 @@ export class StreamBinding {
       clock: o.clock,
       send: o.send,
       ...(o.defer ? { defer: o.defer } : {}),
-      ...(o.arq ? { arq: o.arq } : {}),
+      arq: { ...RELAYED_ARQ_TUNING, ...o.arq },
       ...(o.mux ? { mux: o.mux } : {}),
     });
     this.#links.set(remote, link);

@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { type Clock, FakeClock } from '../clock.js';
+import { ArqSession } from './arq-session.js';
+import { pumpInto } from './faulty-path.js';
+import { InflightCap } from './inflight-cap.js';
+
+/**
+ * A one-way bottleneck that queues instead of dropping (like the relay's TCP): datagrams leave one after
+ * another at `bytesPerMs`, then take `latencyMs`. Records how long each one waited in the queue.
+ */
+class Bottleneck {
+  deliver: (d: Buffer) => void = () => {};
+  readonly waits: number[] = [];
+  #freeAt = 0;
+  constructor(
+    readonly clock: Clock,
+    readonly bytesPerMs: number,
+    readonly latencyMs: number,
+  ) {}
+  send = (d: Buffer): void => {
+    const now = this.clock.now();
+    const start = Math.max(now, this.#freeAt);
+    this.waits.push(start - now);
+    this.#freeAt = start + d.length / this.bytesPerMs;
+    this.clock.setTimer(this.#freeAt + this.latencyMs - now, () => this.deliver(d));
+  };
+}
+
+function transfer(queueTargetMs: number, bytes: number) {
+  const clock = new FakeClock(0);
+  const ab = new Bottleneck(clock, 50_000, 1); // 50 MB/s, 1 ms each way
+  const ba = new Bottleneck(clock, 50_000, 1);
+  const opts = {
+    conv: 9,
+    mtu: 65_475,
+    clock,
+    ackEvery: 1,
+    queueTargetMs,
+    sendWindow: 4096,
+    recvWindow: 4096,
+  };
+  const a = new ArqSession({ ...opts, output: ab.send });
+  const b = new ArqSession({ ...opts, output: ba.send });
+  ab.deliver = (d) => b.input(d);
+  ba.deliver = (d) => a.input(d);
+  let got = 0;
+  let doneAt = -1;
+  b.on('data', (d: Buffer) => {
+    got += d.length;
+    if (got === bytes) doneAt = clock.now();
+  });
+  pumpInto(a, randomBytes(bytes), 64 * 1024);
+  while (doneAt < 0 && clock.now() < 60_000) clock.advance(1);
+  const waits = ab.waits.slice(ab.waits.length / 2); // steady state
+  waits.sort((x, y) => x - y);
+  return { a, doneAt, p99Wait: waits[Math.floor(waits.length * 0.99)] ?? 0 };
+}
+
+describe('InflightCap', () => {
+  it('is off (Infinity) when the target is 0, whatever it is fed', () => {
+    const c = new InflightCap(0, 1000);
+    c.onRttSample(5, 0);
+    for (let i = 0; i < 10; i++) c.onAdvance(i, i + 1, i * 1000, i);
+    expect(c.enabled).toBe(false);
+    expect(c.bytes).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('caps at rate x (2 x minRtt + target), never below the floor, and keeps the min RTT of 5-10 s', () => {
+    const c = new InflightCap(4, 10_000);
+    expect(c.bytes).toBe(Number.POSITIVE_INFINITY); // nothing measured yet
+    c.onRttSample(3, 0);
+    c.onRttSample(1, 1);
+    c.onRttSample(2, 2);
+    expect(c.minRtt).toBe(1);
+    // One round per 2 ms, 100 kB acknowledged per round: 50 kB/ms.
+    for (let r = 0; r <= 6; r++) c.onAdvance(r, r + 1, r * 100_000, r * 2);
+    expect(c.rate).toBeCloseTo(50_000, 5);
+    expect(c.bytes).toBeCloseTo(50_000 * (2 * 1 + 4), 5);
+    // A slow phase: the average over the last rounds falls, the cap follows, down to the floor.
+    for (let r = 7; r <= 14; r++) c.onAdvance(r, r + 1, 600_000 + (r - 6) * 100, r * 2);
+    expect(c.bytes).toBe(10_000);
+    // The minimum RTT sample ages out after two buckets (5-10 s).
+    c.onRttSample(2.5, 6_000);
+    c.onRttSample(2.5, 11_000);
+    expect(c.minRtt).toBe(2.5);
+  });
+
+  it('a round ends only when the cumulative ack passes the sn that was next when it began', () => {
+    const c = new InflightCap(4, 0);
+    c.onRttSample(1, 0);
+    c.onAdvance(0, 10, 0, 0); // round 1 runs until una reaches 10
+    c.onAdvance(5, 12, 50_000, 1);
+    c.onAdvance(9, 12, 90_000, 2);
+    expect(c.rate).toBe(0);
+    c.onAdvance(10, 20, 100_000, 3); // round 2 begins
+    c.onAdvance(20, 30, 200_000, 5); // round 3 begins: two rounds measured
+    expect(c.rate).toBeCloseTo(200_000 / 5, 5);
+  });
+});
+
+describe('ArqSession with queueTargetMs over a path that queues', () => {
+  it('keeps the queue near the target and still fills the path', () => {
+    const bytes = 40 * 1024 * 1024;
+    const capped = transfer(4, bytes);
+    expect(capped.doneAt).toBeGreaterThan(0);
+    // 40 MiB at 50 MB/s is 839 ms: the cap costs little throughput...
+    expect(capped.doneAt).toBeLessThan(1_000);
+    // ...and datagrams wait about the target (2 x 1 ms min RTT... + 4 ms), not the whole window.
+    expect(capped.p99Wait).toBeLessThan(12);
+    expect(Number.isFinite(capped.a.inflightCap)).toBe(true);
+
+    // Without the cap the loss-free path lets the window grow and the queue with it.
+    const loose = transfer(0, bytes);
+    expect(loose.doneAt).toBeGreaterThan(0);
+    expect(loose.p99Wait).toBeGreaterThan(3 * capped.p99Wait);
+  });
+});
+
+describe('ArqSession notSentLowWater', () => {
+  it('write() turns false once unsent bytes pass the mark, far below sendHighWater, and drains', () => {
+    const clock = new FakeClock(0);
+    const b = new Bottleneck(clock, 1_000, 1);
+    const a = new ArqSession({
+      conv: 1,
+      mtu: 1392,
+      clock,
+      output: b.send,
+      notSentLowWater: 16 * 1024,
+      initialCwnd: 2,
+    });
+    const peer = new ArqSession({ conv: 1, mtu: 1392, clock, output: (d) => a.input(d) });
+    b.deliver = (d) => peer.input(d);
+    let drains = 0;
+    a.on('drain', () => drains++);
+    let ok = true;
+    let written = 0;
+    while (ok) {
+      ok = a.write(Buffer.alloc(4096));
+      written += 4096;
+    }
+    expect(written).toBeLessThan(64 * 1024);
+    expect(a.notSentBytes).toBeGreaterThan(16 * 1024);
+    expect(a.bufferedBytes).toBeLessThan(1024 * 1024);
+    for (let i = 0; i < 200 && drains === 0; i++) clock.advance(5);
+    expect(drains).toBe(1);
+    expect(a.notSentBytes).toBeLessThanOrEqual(16 * 1024);
+  });
+});
