@@ -22,73 +22,31 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer as createHttpServer } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeHeapSnapshot } from 'node:v8';
-import { resolveRelayConfig } from '../relay/config.js';
-import { type DataPlane, dataPlanePlugin } from '../relay/data-plane.js';
 import { hashSecret, newId, newSecret } from '../relay/secrets.js';
-import { startRelay } from '../relay/server.js';
 import { SqliteStore } from '../relay/store/sqlite.js';
-import { connectDerp, type DerpClient, type DerpClientOptions } from '../shared/derp/client.js';
-import { tryParseIpv4 } from '../shared/ip/echo-prober.js';
-import {
-  buildIcmpEchoPacket,
-  ICMP_ECHO_REPLY,
-  ICMP_ECHO_REQUEST,
-  parseIcmpEcho,
-  parseIpv4Address,
-} from '../shared/ip/index.js';
-import { generateKeyPair, keyToBase64, publicKeyFromPrivate } from '../shared/keys.js';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import { DEFAULT_MAX_PEERS } from '../shared/wireguard/constants.js';
-import type { Tunnel } from '../tunnel-client/agent/types.js';
-import { AgentSession } from '../tunnel-client/session/agent-session.js';
 import { describeMachine, ratio } from './machine.js';
+import {
+  type AgentReport,
+  type AgentSpec,
+  agentsChild,
+  isBare,
+  isTls,
+  log,
+  type Mem,
+  now,
+  type Phase,
+  probeChild,
+  type Ready,
+  relayChild,
+  type Sample,
+  sleep,
+} from './session-storm-children.js';
 
-type Phase = 'empty' | 'derp-wss' | 'wss' | 'derp-ws' | 'ws';
-const isBare = (p: Phase): boolean => p.startsWith('derp');
-const isTls = (p: Phase): boolean => p.endsWith('wss');
-interface AgentSpec {
-  priv: string;
-  tunnel: Tunnel;
-}
-interface Ready {
-  url: string;
-  plainPort: number;
-  caPin: string;
-  hubPublicKey: string;
-}
-interface Mem {
-  rss: number;
-  heapUsed: number;
-  external: number;
-  clients: number;
-  hubPeers: number;
-  sessionsUp: number;
-  extra: Record<string, number>;
-}
-interface Sample {
-  t: number;
-  ms: number;
-  ok: boolean;
-}
-interface AgentReport {
-  /** Epoch ms per agent: connected (DERP) / session (handshake with the hub done); NaN = never. */
-  connected: number[];
-  session: number[];
-  reconnects: number;
-  initiations: number;
-  cpuMs: number;
-}
-
-const now = (): number => performance.timeOrigin + performance.now();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const log = (s: string) => process.stderr.write(`[session-storm] ${s}\n`);
-const PING_EVERY_MS = 20;
 /** --timeout=SECONDS: give up waiting for the storm after this long (default 120 s). */
 const STORM_TIMEOUT_MS =
   Number(process.argv.find((a) => a.startsWith('--timeout='))?.slice(10) ?? 120) * 1000;
@@ -136,213 +94,6 @@ async function stopChild(child: ChildProcess): Promise<void> {
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGKILL');
   await exited;
-}
-
-// --- child: the relay ---------------------------------------------------------------------------
-
-async function relayChild(dir: string, maxPeers: number): Promise<void> {
-  const config = resolveRelayConfig({
-    flags: { listen: '127.0.0.1:0', dataDir: dir, logLevel: 'error', udpPort: 'off', stunPort: 'off' },
-  });
-  let dp: DataPlane | undefined;
-  const relay = await startRelay(config, {
-    logStream: process.stderr,
-    plugins: [dataPlanePlugin(maxPeers > 0 ? { hub: { maxPeers } } : {}, (d) => (dp = d))],
-  });
-  const plane = dp!;
-  const plain = createHttpServer();
-  plane.derp.attach(plain);
-  await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
-  const ready: Ready = {
-    url: relay.url,
-    plainPort: (plain.address() as AddressInfo).port,
-    caPin: relay.caPin,
-    hubPublicKey: relay.hubPublicKey,
-  };
-  process.send!({ ready });
-  process.on('message', (m: { cmd: string; snapshot?: string }) => {
-    if (m.cmd !== 'mem') return;
-    if (m.snapshot) writeHeapSnapshot(m.snapshot);
-    for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
-    const u = process.memoryUsage();
-    const d = plane.derp.stats;
-    const h = plane.hub.stats;
-    const mem: Mem = {
-      rss: u.rss,
-      heapUsed: u.heapUsed,
-      external: u.external + u.arrayBuffers,
-      clients: d.clients,
-      hubPeers: h.agents,
-      sessionsUp: plane.hub.device.peers.filter((p) => p.isSessionUp).length,
-      extra: {
-        handshakeTimeouts: d.handshakeTimeouts,
-        refusedFull: d.refusedFull,
-        replaced: d.replaced,
-        cookieSent: h.device.drops['cookie-sent'],
-        rateLimited: h.device.drops['rate-limited'],
-        handshakeDrops: h.device.drops.handshake,
-        notAdmitted: h.dropped.notAdmitted,
-        lookupFull: h.dropped.lookupFull,
-      },
-    };
-    process.send!({ mem });
-  });
-}
-
-// --- child: the probe (GET /healthz loops and one pinging agent) -------------------------------
-
-async function probeChild(): Promise<void> {
-  const { url, spec, caPin } = await new Promise<{ url: string; spec: AgentSpec; caPin?: string }>((r) =>
-    process.once('message', r as (m: unknown) => void),
-  );
-  const keep = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
-  const samples: Record<'kept' | 'fresh' | 'ping', Sample[]> = { kept: [], fresh: [], ping: [] };
-  let running = true;
-  const get = (agent: HttpsAgent | false): Promise<boolean> =>
-    new Promise((resolve) => {
-      const req = httpsRequest(
-        `${url}/healthz`,
-        { agent, rejectUnauthorized: false, timeout: 30_000 },
-        (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode === 200));
-        },
-      );
-      req.on('error', () => resolve(false));
-      req.on('timeout', () => req.destroy());
-      req.end();
-    });
-  const loop = async (which: 'kept' | 'fresh', agent: HttpsAgent | false) => {
-    while (running) {
-      const t = now();
-      const ok = await get(agent);
-      samples[which].push({ t, ms: now() - t, ok });
-      await sleep(Math.max(0, PING_EVERY_MS - (now() - t)));
-    }
-  };
-  // The pinging agent: ICMP echo to the hub inside its WireGuard session; the reply carries the send time.
-  const self = parseIpv4Address(spec.tunnel.address.split('/')[0]!);
-  const hub = parseIpv4Address(spec.tunnel.hubAddress);
-  const MAGIC = 'stormpng';
-  const session = new AgentSession({
-    privateKey: Buffer.from(spec.priv, 'base64'),
-    tunnel: spec.tunnel,
-    caPin,
-    onInnerPacket: (p) => {
-      const ip = tryParseIpv4(p);
-      if (!ip) return;
-      const e = parseIcmpEcho(ip);
-      if (e.type !== ICMP_ECHO_REPLY || e.data.length !== 16 || e.data.toString('latin1', 0, 8) !== MAGIC)
-        return;
-      const t = e.data.readDoubleBE(8);
-      samples.ping.push({ t, ms: now() - t, ok: true });
-    },
-  });
-  await session.whenUp(30_000);
-  process.send!({ probeReady: true });
-  let seq = 0;
-  const ping = setInterval(() => {
-    const data = Buffer.alloc(16);
-    data.write(MAGIC, 0, 'latin1');
-    data.writeDoubleBE(now(), 8);
-    seq = (seq + 1) & 0xffff;
-    session.sendInner(
-      buildIcmpEchoPacket(
-        { src: self, dst: hub, type: ICMP_ECHO_REQUEST, identifier: 0x5757, sequence: seq },
-        data,
-      ),
-    );
-  }, PING_EVERY_MS);
-  const loops = [loop('kept', keep), loop('fresh', false)];
-  await new Promise((r) => process.once('message', r));
-  running = false;
-  clearInterval(ping);
-  await Promise.all(loops);
-  process.send!({ samples });
-}
-
-// --- child: storm agents --------------------------------------------------------------------------
-
-async function agentsChild(): Promise<void> {
-  const { specs, mode, caPin } = await new Promise<{ specs: AgentSpec[]; mode: Phase; caPin?: string }>((r) =>
-    process.once('message', r as (m: unknown) => void),
-  );
-  await new Promise((r) => process.once('message', r)); // go
-  const cpu0 = process.cpuUsage();
-  const rep: AgentReport = {
-    connected: specs.map(() => Number.NaN),
-    session: specs.map(() => Number.NaN),
-    reconnects: 0,
-    initiations: 0,
-    cpuMs: 0,
-  };
-  let up = 0;
-  const keep: Array<{ close(): unknown }> = [];
-  specs.forEach((s, i) => {
-    const priv = Buffer.from(s.priv, 'base64');
-    const onState = (e: { state: string }) => {
-      if (e.state === 'connected' && Number.isNaN(rep.connected[i]!)) {
-        rep.connected[i] = now();
-        if (isBare(mode)) up++;
-      }
-      if (e.state === 'reconnecting') rep.reconnects++;
-    };
-    if (isBare(mode)) {
-      keep.push(
-        connectDerp({
-          url: s.tunnel.derpUrl,
-          keyPair: { privateKey: priv, publicKey: publicKeyFromPrivate(priv) },
-          ...(caPin ? { caPin } : {}),
-          onPacket: () => {},
-          onState,
-        }),
-      );
-      return;
-    }
-    // Counts WireGuard initiations (message type 1) on their way to the relay.
-    const connect = (o: DerpClientOptions): DerpClient => {
-      const c = connectDerp(o);
-      const send = c.send.bind(c);
-      c.send = (dst, p) => {
-        if (p[0] === 1) rep.initiations++;
-        return send(dst, p);
-      };
-      return c;
-    };
-    const session = new AgentSession({
-      privateKey: priv,
-      tunnel: s.tunnel,
-      caPin,
-      derp: { onState },
-      connect,
-    });
-    session.hub.once('session', () => {
-      rep.session[i] = now();
-      up++;
-    });
-    keep.push(session);
-  });
-  const report = () => {
-    const cpu = process.cpuUsage(cpu0);
-    rep.cpuMs = (cpu.user + cpu.system) / 1000;
-    process.send!({ report: rep });
-  };
-  let reported = false;
-  const progress = setInterval(() => {
-    process.send!({ progress: up });
-    if (up === specs.length && !reported) {
-      reported = true;
-      report();
-    }
-  }, 100);
-  // 'report' (the storm timed out: report what we have), then 'stop' (exit without closing anything).
-  process.on('message', (m: { cmd: string }) => {
-    if (m.cmd === 'report') report();
-    if (m.cmd === 'stop') {
-      clearInterval(progress);
-      process.exit(0);
-    }
-  });
 }
 
 // --- parent -------------------------------------------------------------------------------------
