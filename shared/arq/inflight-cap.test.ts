@@ -27,10 +27,10 @@ class Bottleneck {
   };
 }
 
-function transfer(queueTargetMs: number, bytes: number) {
+function transfer(queueTargetMs: number, bytes: number, latencyMs = 1) {
   const clock = new FakeClock(0);
-  const ab = new Bottleneck(clock, 50_000, 1); // 50 MB/s, 1 ms each way
-  const ba = new Bottleneck(clock, 50_000, 1);
+  const ab = new Bottleneck(clock, 50_000, latencyMs); // 50 MB/s
+  const ba = new Bottleneck(clock, 50_000, latencyMs);
   const opts = {
     conv: 9,
     mtu: 65_475,
@@ -114,6 +114,20 @@ describe('ArqSession with queueTargetMs over a path that queues', () => {
     const loose = transfer(0, bytes);
     expect(loose.doneAt).toBeGreaterThan(0);
     expect(loose.p99Wait).toBeGreaterThan(3 * capped.p99Wait);
+  });
+});
+
+describe('ArqSession with queueTargetMs over a long path', () => {
+  it('still fills a path whose bandwidth-delay product is far above the floor (25 ms each way)', () => {
+    const bytes = 40 * 1024 * 1024;
+    const capped = transfer(4, bytes, 25);
+    const loose = transfer(0, bytes, 25);
+    expect(capped.doneAt).toBeGreaterThan(0);
+    expect(loose.doneAt).toBeGreaterThan(0);
+    // The cap tracks rate x RTT, so it does not throttle a long path (BDP 2.5 MB against a 256 KiB floor).
+    expect(capped.doneAt).toBeLessThan(loose.doneAt * 1.15);
+    expect(Number.isFinite(capped.a.inflightCap)).toBe(true);
+    expect(capped.a.inflightCap).toBeGreaterThan(2 * 1024 * 1024);
   });
 });
 
