@@ -414,6 +414,9 @@ const fail = (err: unknown) => {
   console.error(err);
   process.exit(1);
 };
+// A child whose parent is gone (crashed, killed) exits instead of lingering with its sockets open.
+if (role === 'relay' || role === 'probe' || role === 'agents')
+  process.on('disconnect', () => process.exit(0));
 if (role === 'relay') relayChild(process.argv[3]!, Number(process.argv[4])).catch(fail);
 else if (role === 'probe') probeChild().catch(fail);
 else if (role === 'agents') agentsChild().catch(fail);
