@@ -9,10 +9,13 @@
  * - Start: every accepted agent in the store becomes a hub peer (up to the device's maxPeers).
  * - Close (fastify preClose, i.e. RunningRelay.close / SIGTERM): clients get the Restarting frame, then
  *   their sockets close; the hub node stops.
+ * - Metrics: the DERP server's and the hub's counters are exported on /metrics (data-plane-metrics.ts),
+ *   read at scrape time.
  * Used as a StartOptions plugin: `startRelay(config, { plugins: [dataPlanePlugin(opts)] })`.
  */
 import type { FastifyInstance } from 'fastify';
 import type { RelayContext } from './context.js';
+import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
 import type { DerpLimits } from './derp/limits.js';
 import { createDerpServer, type DerpServer, type DerpServerOptions } from './derp/server.js';
 import type { KeyEvent } from './hooks.js';
@@ -68,32 +71,46 @@ export async function mountDataPlane(
     ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
     ...(opts.derpLimits ? { limits: opts.derpLimits } : {}),
   });
-  const hub = new HubNode({
+  let hubMetrics: HubMetrics | undefined;
+  const hub: HubNode = new HubNode({
     privateKey: hubKey.privateKey,
     derp,
     clock: ctx.clock,
-    lookup: (k) => ctx.hooks.admittedPeer(k),
+    lookup: async (k) => {
+      const p = await ctx.hooks.admittedPeer(k);
+      // The hub adds the peer when this resolves: watch its handshakes from then on.
+      if (p) setImmediate(() => watchAgent(p.publicKey));
+      return p;
+    },
     onStatus: (cluster, s) => ctx.hooks.updateConnection(cluster, s),
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
   });
+  hubMetrics = new HubMetrics(hub);
+  const watchAgent = (publicKey: string): void => {
+    const peer = hub.agent(publicKey)?.peer;
+    if (peer) hubMetrics?.watch(peer);
+  };
   let skipped = 0;
   for (const c of await ctx.store.listClusters()) {
     if (c.status !== 'Accepted' || !c.publicKey || !c.address || !c.presharedKey) continue;
     if (hub.full) skipped++;
-    else
+    else if (
       hub.addAgent({
         cluster: c.name,
         publicKey: c.publicKey,
         address: c.address,
         presharedKey: c.presharedKey,
-      });
+      })
+    )
+      watchAgent(c.publicKey);
   }
   if (skipped > 0) log.warn({ skipped }, 'hub: peer cap reached; accepted agents left out at start');
 
   const revoke = (why: string, report: boolean) => (e: KeyEvent) => {
     const key = Buffer.from(e.publicKey, 'base64');
     derp.closeClient(key, why);
+    hubMetrics?.retire(e.publicKey);
     hub.removeAgent(e.publicKey);
     if (report) ctx.hooks.updateConnection(e.cluster, { connected: false, path: 'none', rttMs: null });
   };
@@ -104,6 +121,10 @@ export async function mountDataPlane(
   ctx.hooks.on('cluster-denied', onDenied);
   ctx.hooks.on('agent-unjoined', onUnjoined);
   const detach = derp.attach(app.server);
+  const removeCollector = ctx.metrics.addCollector(() => [
+    ...derpFamilies(derp.stats),
+    ...(hubMetrics?.families() ?? []),
+  ]);
 
   let closing: Promise<void> | null = null;
   const dp: DataPlane = {
@@ -115,6 +136,7 @@ export async function mountDataPlane(
         ctx.hooks.off('cluster-denied', onDenied);
         ctx.hooks.off('agent-unjoined', onUnjoined);
         detach();
+        removeCollector();
         await derp.shutdown();
         hub.close();
       })();

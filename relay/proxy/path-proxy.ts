@@ -73,6 +73,31 @@ export function forwardHeaders(raw: string[], extraDrop: ReadonlySet<string> = n
   return out;
 }
 
+/** Counters of the path proxy (exported on /metrics by the hub proxy plugin). */
+export interface PathProxyStats {
+  /** Plain requests answered by the upstream, by status class (`1xx`..`5xx`, else `other`). */
+  forwarded: Record<string, number>;
+  /** Plain requests the relay answered with an error, by its status; `aborted`: failed mid-response. */
+  failed: Record<string, number>;
+  /** Upgrade requests spliced to the upstream (its answer travels inside the spliced bytes). */
+  upgrades: number;
+  /** Upgrade requests the relay refused, by status. */
+  upgradeFailed: Record<string, number>;
+}
+
+export function newPathProxyStats(): PathProxyStats {
+  return { forwarded: {}, failed: {}, upgrades: 0, upgradeFailed: {} };
+}
+
+const bump = (r: Record<string, number>, k: string | number): void => {
+  r[k] = (r[k] ?? 0) + 1;
+};
+
+/** `2xx` for 200..299; `other` outside 100..599 (keeps the label set bounded). */
+export function statusClass(code: number): string {
+  return code >= 100 && code < 600 ? `${Math.floor(code / 100)}xx` : 'other';
+}
+
 type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>;
 
 async function authorize(ctx: Ctx, req: IncomingMessage, cluster: string, upgrade: boolean): Promise<void> {
@@ -102,6 +127,7 @@ async function forward(
   streams: HubStreams,
   req: IncomingMessage,
   res: ServerResponse,
+  stats: PathProxyStats,
 ): Promise<void> {
   const p = parseProxyPath(req.url ?? '');
   if (!p) throw new TunnelError('NOT_FOUND', 'no such proxy path');
@@ -121,6 +147,7 @@ async function forward(
       reject(new TunnelError('STREAM_RESET', `upstream request failed: ${err.message}`));
     });
     upstream.on('response', (ures) => {
+      bump(stats.forwarded, statusClass(ures.statusCode ?? 502));
       res.writeHead(ures.statusCode ?? 502, ures.statusMessage, forwardHeaders(ures.rawHeaders));
       ures.pipe(res);
       ures.on('error', (e) => res.destroy(e));
@@ -146,6 +173,7 @@ export function handleProxyUpgrade(
   req: IncomingMessage,
   socket: Duplex,
   head: Buffer,
+  stats: PathProxyStats = newPathProxyStats(),
 ): boolean {
   const p = parseProxyPath(req.url ?? '');
   if (!p) return false;
@@ -155,6 +183,7 @@ export function handleProxyUpgrade(
     const stream: MuxStream = await streams.open(p.cluster, '@upstream');
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();
+    stats.upgrades++;
     const hdrs = forwardHeaders(req.rawHeaders);
     const upgrade = req.headers.upgrade ?? '';
     let text = `${req.method ?? 'GET'} ${p.upstreamPath} HTTP/1.1\r\n`;
@@ -167,21 +196,30 @@ export function handleProxyUpgrade(
     const e = asTunnelError(err);
     if (e.code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
     if (e.code === 'INTERNAL') ctx.log.error({ err }, 'proxy upgrade failed');
-    writeErrorResponse(socket, proxyStatus(e, false), e);
+    const status = proxyStatus(e, false);
+    bump(stats.upgradeFailed, status);
+    writeErrorResponse(socket, status, e);
   });
   return true;
 }
 
 /** Registers the plain-request routes on `app`. */
-export function registerPathProxy(app: FastifyInstance, ctx: Ctx, streams: HubStreams): void {
+export function registerPathProxy(
+  app: FastifyInstance,
+  ctx: Ctx,
+  streams: HubStreams,
+  stats: PathProxyStats = newPathProxyStats(),
+): void {
   const onRequest = async (
     request: { raw: IncomingMessage },
     reply: { hijack(): void; raw: ServerResponse },
   ): Promise<void> => {
     reply.hijack();
     const res = reply.raw;
-    forward(ctx, streams, request.raw, res).catch((err: unknown) => {
-      const code = asTunnelError(err).code;
+    forward(ctx, streams, request.raw, res, stats).catch((err: unknown) => {
+      const e = asTunnelError(err);
+      const code = e.code;
+      bump(stats.failed, res.headersSent ? 'aborted' : proxyStatus(e, false));
       if (code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
       if (code === 'INTERNAL') ctx.log.error({ err }, 'proxy request failed');
       sendError(res, err);

@@ -3,6 +3,7 @@
  * puts the stream binding on the hub's inner packets, and serves
  *   CONNECT <cluster>.clusters.local:<port>       (https server 'connect')
  *   /api/v1/clusters/:name/proxy[/*]              (Fastify routes, hijacked; Upgrade via 'upgrade')
+ * Its counters (streams, proxy results) are exported on /metrics (proxy-metrics.ts).
  * Used instead of dataPlanePlugin(): `startRelay(config, { plugins: [hubProxyPlugin()] })`.
  */
 import type { IncomingMessage } from 'node:http';
@@ -14,7 +15,13 @@ import type { RelayContext } from '../context.js';
 import { type DataPlane, type DataPlaneOptions, mountDataPlane } from '../data-plane.js';
 import { attachConnectProxy, type ConnectProxyStats } from './connect-proxy.js';
 import { HubStreams, type HubStreamsOptions } from './hub-streams.js';
-import { handleProxyUpgrade, registerPathProxy } from './path-proxy.js';
+import {
+  handleProxyUpgrade,
+  newPathProxyStats,
+  type PathProxyStats,
+  registerPathProxy,
+} from './path-proxy.js';
+import { proxyFamilies, streamFamilies } from './proxy-metrics.js';
 import { writeErrorResponse } from './raw-response.js';
 
 export interface HubProxyOptions {
@@ -26,6 +33,7 @@ export interface HubProxy {
   readonly dataPlane: DataPlane;
   readonly streams: HubStreams;
   readonly connectStats: ConnectProxyStats;
+  readonly pathStats: PathProxyStats;
 }
 
 export function hubProxyPlugin(
@@ -45,13 +53,14 @@ export function hubProxyPlugin(
           isRelayConnected: (k) => dp?.derp.isConnected(parseKey(k, 'agent key')) === true,
         },
     });
+    const pathStats = newPathProxyStats();
     const userInner = opts.dataPlane?.hub?.onInnerPacket;
     // An 'upgrade' listener of our own (added before the DERP server's) takes every Upgrade path but
     // /derp; with two listeners the DERP server no longer answers other paths with 404.
     const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === '/derp') return;
-      if (handleProxyUpgrade(ctx, streams, req, socket, head)) return;
+      if (handleProxyUpgrade(ctx, streams, req, socket, head, pathStats)) return;
       writeErrorResponse(socket, 404, new TunnelError('NOT_FOUND', `no Upgrade endpoint at ${path}`));
     };
     app.server.on('upgrade', onUpgrade);
@@ -66,12 +75,17 @@ export function hubProxyPlugin(
     });
     const connectStats: ConnectProxyStats = { established: 0, failed: {} };
     const detachConnect = attachConnectProxy(app.server, ctx, streams, connectStats);
-    registerPathProxy(app, ctx, streams);
+    registerPathProxy(app, ctx, streams, pathStats);
+    const removeCollector = ctx.metrics.addCollector(() => [
+      ...streamFamilies(streams.binding),
+      ...proxyFamilies(connectStats, pathStats),
+    ]);
     app.addHook('preClose', async () => {
+      removeCollector();
       detachConnect();
       app.server.off('upgrade', onUpgrade);
       streams.close();
     });
-    onMounted?.({ dataPlane: dp, streams, connectStats });
+    onMounted?.({ dataPlane: dp, streams, connectStats, pathStats });
   };
 }

@@ -18,6 +18,7 @@ import type { MuxStream } from '../mux/mux-stream.js';
 import { openTarget } from '../mux/open-target.js';
 import { RELAYED_ARQ_MTU, RELAYED_ARQ_TUNING, STREAMS_PORT } from './constants.js';
 import { type InnerDropReason, pickStreamDatagram } from './inner-udp.js';
+import { addLinkTotals, type LinkTotals, newLinkTotals, sumLinkTotals } from './link-totals.js';
 import { type LinkArqOptions, type LinkMuxOptions, StreamLink } from './stream-link.js';
 
 export const DEFAULT_MAX_LINKS = 1024;
@@ -69,6 +70,8 @@ export class StreamBinding {
   };
   readonly #o: StreamBindingOptions;
   readonly #links = new Map<number, StreamLink>();
+  /** Counters of the links that closed (see linkTotals()). */
+  readonly #closedTotals = newLinkTotals();
   readonly #port: number;
   readonly #max: number;
   #closed = false;
@@ -85,6 +88,18 @@ export class StreamBinding {
 
   link(remote: number): StreamLink | undefined {
     return this.#links.get(remote);
+  }
+
+  /** Open streams over all live links. */
+  get streamCount(): number {
+    let n = 0;
+    for (const l of this.#links.values()) n += l.mux.streamCount;
+    return n;
+  }
+
+  /** ARQ and mux counters summed over every link this binding had (never decrease). */
+  linkTotals(): LinkTotals {
+    return sumLinkTotals(this.#closedTotals, this.#links.values());
   }
 
   /**
@@ -180,6 +195,7 @@ export class StreamBinding {
     this.stats.linksStarted++;
     link.on('close', () => {
       if (this.#links.get(remote) === link) this.#links.delete(remote);
+      addLinkTotals(this.#closedTotals, link);
     });
     if (o.role === 'server') link.on('stream', (s: MuxStream) => o.onStream?.(s, remote));
     return link;
