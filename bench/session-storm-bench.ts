@@ -36,6 +36,7 @@ import {
   agentsChild,
   isBare,
   isTls,
+  type LoopDelay,
   log,
   type Mem,
   now,
@@ -161,6 +162,9 @@ interface PhaseResult {
   before: Mem;
   after: Mem;
   peakRssMiB: number;
+  /** The relay's event-loop delay during the storm. */
+  lag: LoopDelay;
+  idleLag: LoopDelay;
   probes: Record<string, { idle: Stat; storm: Stat }>;
 }
 
@@ -198,6 +202,7 @@ async function runPhase(
   const probe = spawnChild('probe');
   probe.send({ url: ready.url, spec: pinger!, ...(caPin ? { caPin } : {}) });
   await ask(probe, 'probeReady');
+  relay.send({ cmd: 'loop-reset' });
   const kids = Array.from({ length: workers }, () => spawnChild('agents'));
   kids.forEach((k, w) => {
     k.send({ specs: storm.filter((_, i) => i % workers === w), mode: phase, ...(caPin ? { caPin } : {}) });
@@ -211,6 +216,8 @@ async function runPhase(
       if (m.progress !== undefined) ups[w] = m.progress;
     });
   });
+  const idleLag = await ask<LoopDelay>(relay, 'lag', { cmd: 'loop' });
+  relay.send({ cmd: 'loop-reset' });
   const t0 = now();
   for (const k of kids) k.send({ cmd: 'go' });
   const reports = kids.map((k) => ask<AgentReport>(k, 'report'));
@@ -229,6 +236,7 @@ async function runPhase(
   if (!done) for (const k of kids) k.send({ cmd: 'report' });
   const reps = await Promise.all(reports);
   const relayCpuS = (cpuMs(relay.pid!) - cpu0) / 1000;
+  const lag = await ask<LoopDelay>(relay, 'lag', { cmd: 'loop' });
   const tEnd = now();
   await sleep(SETTLE_MS);
   const probeSamples = await ask<Record<string, Sample[]>>(probe, 'samples', { cmd: 'stop' });
@@ -275,6 +283,8 @@ async function runPhase(
     before,
     after,
     peakRssMiB: peak,
+    lag,
+    idleLag,
     probes,
   };
 }
@@ -368,6 +378,11 @@ function report(results: PhaseResult[], empty: Mem | undefined, n: number): void
           `${p.idle.n} / ${p.storm.n} |`,
       );
     }
+    const l = (d: LoopDelay) => `${f1(d.p50)} / ${f1(d.p99)} / ${f1(d.max)}`;
+    console.log(
+      `| ${LABEL[r.phase]} | relay event-loop delay | ${l(r.idleLag)} | ${l(r.lag)} | ` +
+        `${f2(r.lag.p50 / r.idleLag.p50)}x | ${f2(r.lag.p99 / r.idleLag.p99)}x | | |`,
+    );
   }
   console.log('\n### Relay memory per idle connected agent (after gc; target <= 32 KiB, derper ~63 KB)\n');
   console.log(

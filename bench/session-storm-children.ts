@@ -6,6 +6,7 @@
 import { createServer as createHttpServer } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
 import { resolveRelayConfig } from '../relay/config.js';
 import { type DataPlane, dataPlanePlugin } from '../relay/data-plane.js';
@@ -45,6 +46,12 @@ export interface Mem {
   sessionsUp: number;
   extra: Record<string, number>;
 }
+/** Event-loop delay percentiles, ms. */
+export interface LoopDelay {
+  p50: number;
+  p99: number;
+  max: number;
+}
 export interface Sample {
   t: number;
   ms: number;
@@ -63,6 +70,7 @@ export const now = (): number => performance.timeOrigin + performance.now();
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const log = (s: string) => process.stderr.write(`[session-storm] ${s}\n`);
 export const PING_EVERY_MS = 20;
+const LOOP_RESOLUTION_MS = 10;
 
 // --- child: the relay ---------------------------------------------------------------------------
 
@@ -86,7 +94,21 @@ export async function relayChild(dir: string, maxPeers: number): Promise<void> {
     hubPublicKey: relay.hubPublicKey,
   };
   process.send!({ ready });
+  // Event-loop delay of the relay process, from 'loop-reset' (storm start) to 'loop' (all sessions up).
+  const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+  loop.enable();
   process.on('message', (m: { cmd: string; snapshot?: string }) => {
+    if (m.cmd === 'loop-reset') loop.reset();
+    if (m.cmd === 'loop') {
+      // The histogram holds whole sampling intervals (resolution + delay): report the delay beyond it.
+      const ms = (ns: number) => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS);
+      const lag: LoopDelay = {
+        p50: ms(loop.percentile(50)),
+        p99: ms(loop.percentile(99)),
+        max: ms(loop.max),
+      };
+      process.send!({ lag });
+    }
     if (m.cmd !== 'mem') return;
     if (m.snapshot) writeHeapSnapshot(m.snapshot);
     for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
@@ -96,7 +118,7 @@ export async function relayChild(dir: string, maxPeers: number): Promise<void> {
     const mem: Mem = {
       rss: u.rss,
       heapUsed: u.heapUsed,
-      external: u.external + u.arrayBuffers,
+      external: u.external, // includes arrayBuffers (Node's Buffers)
       clients: d.clients,
       hubPeers: h.agents,
       sessionsUp: plane.hub.device.peers.filter((p) => p.isSessionUp).length,
