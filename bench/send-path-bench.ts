@@ -7,7 +7,7 @@
  * mode run alternately; the in-place figures as a ratio of the baseline measured in this run.
  * Run: npm run build && node dist/bench/send-path-bench.js [MiB per run, default 512] [rounds, default 3]
  */
-import { PerformanceObserver, constants as perf } from 'node:perf_hooks';
+import { type PerformanceEntry, PerformanceObserver, constants as perf } from 'node:perf_hooks';
 import { newArqStats } from '../shared/arq/arq-options.js';
 import { DatagramWriter } from '../shared/arq/datagram-writer.js';
 import { CMD_PUSH, SEG_HEADER } from '../shared/arq/segment.js';
