@@ -7,6 +7,12 @@ import { FakeClock } from '../../shared/clock.js';
 import { EchoProber, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { buildUdpPacket, parseIpv4Address } from '../../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey, type KeyPair, keyToBase64 } from '../../shared/keys.js';
+import { allocPacket, headroomOf } from '../../shared/packet-room.js';
+import {
+  STREAM_DATAGRAM_HEADROOM,
+  STREAM_DATAGRAM_TAILROOM,
+  wrapStreamDatagram,
+} from '../../shared/tunnel-streams/inner-udp.js';
 import { Device } from '../../shared/wireguard/device.js';
 import { createDerpServer, type DerpServer } from '../derp/server.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
@@ -146,6 +152,43 @@ describe('HubNode', () => {
     expect(w.lookups).toBe(0);
     expect(w.inner.map((p) => p.subarray(28).toString())).toEqual(['hello']);
     expect(w.hub.agent(a.info.publicKey)!.peer.drops['allowed-ips']).toBe(1);
+  });
+
+  it('inner packets granted the stream room travel in place both ways and arrive intact', async () => {
+    const w = world();
+    const a = agent(w, 2);
+    w.hub.addAgent(a.info);
+    a.hubPeer.send(a.prober.probe()); // handshake first: a staged packet is copied, not sent in place
+    await settle();
+    expect(a.hubPeer.isSessionUp).toBe(true);
+    const src = parseIpv4Address('100.64.0.2');
+    const hub = parseIpv4Address('100.64.0.1');
+    // Inner packets as the stream link builds them: the ARQ datagram carries the room, the IPv4/UDP
+    // header goes in front in place, and the device seals and frames the rest in place.
+    const roomy = (from: number, to: number, body: Buffer): Buffer => {
+      const d = allocPacket(body.length, STREAM_DATAGRAM_HEADROOM, STREAM_DATAGRAM_TAILROOM);
+      body.copy(d);
+      return wrapStreamDatagram(from, to, d, 2000);
+    };
+    // This agent's device has the default MTU (1420); the hub's is the relay's (65,503).
+    const ups = [1, 15, 1000, 1392].map((n) => Buffer.alloc(n, n & 0xff));
+    const downs = [1, 15, 1000, 20_000, 65_475].map((n) => Buffer.alloc(n, (n + 1) & 0xff));
+    for (const b of ups) {
+      const up = roomy(src, hub, b);
+      a.device.send(up);
+      expect(headroomOf(up)).toBe(0); // the room went into the WireGuard and DERP headers
+    }
+    for (const b of downs) {
+      const down = roomy(hub, src, b);
+      w.hub.sendInner(down);
+      expect(headroomOf(down)).toBe(0);
+    }
+    await settle();
+    const hex = (bs: Buffer[]) => bs.map((b) => b.toString('hex'));
+    expect(w.inner.map((p) => p.subarray(28).toString('hex'))).toEqual(hex(ups));
+    expect(a.got.filter((p) => p[9] === 17).map((p) => p.subarray(28).toString('hex'))).toEqual(hex(downs));
+    expect(a.hubPeer.drops['bad-size'] + a.hubPeer.drops.decrypt).toBe(0);
+    expect(w.hub.agent(a.info.publicKey)!.peer.drops.decrypt).toBe(0);
   });
 
   it('a key the store does not admit is never added; held datagrams are capped', async () => {
