@@ -71,7 +71,6 @@ export async function mountDataPlane(
     ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
     ...(opts.derpLimits ? { limits: opts.derpLimits } : {}),
   });
-  let hubMetrics: HubMetrics | undefined;
   const hub: HubNode = new HubNode({
     privateKey: hubKey.privateKey,
     derp,
@@ -86,11 +85,12 @@ export async function mountDataPlane(
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
   });
-  hubMetrics = new HubMetrics(hub);
-  const watchAgent = (publicKey: string): void => {
+  // The lookup above runs on a datagram (after attach()), so hubMetrics is set by then.
+  const hubMetrics = new HubMetrics(hub);
+  function watchAgent(publicKey: string): void {
     const peer = hub.agent(publicKey)?.peer;
-    if (peer) hubMetrics?.watch(peer);
-  };
+    if (peer) hubMetrics.watch(peer);
+  }
   let skipped = 0;
   for (const c of await ctx.store.listClusters()) {
     if (c.status !== 'Accepted' || !c.publicKey || !c.address || !c.presharedKey) continue;
@@ -110,7 +110,7 @@ export async function mountDataPlane(
   const revoke = (why: string, report: boolean) => (e: KeyEvent) => {
     const key = Buffer.from(e.publicKey, 'base64');
     derp.closeClient(key, why);
-    hubMetrics?.retire(e.publicKey);
+    hubMetrics.retire(e.publicKey);
     hub.removeAgent(e.publicKey);
     if (report) ctx.hooks.updateConnection(e.cluster, { connected: false, path: 'none', rttMs: null });
   };
@@ -123,7 +123,7 @@ export async function mountDataPlane(
   const detach = derp.attach(app.server);
   const removeCollector = ctx.metrics.addCollector(() => [
     ...derpFamilies(derp.stats),
-    ...(hubMetrics?.families() ?? []),
+    ...hubMetrics.families(),
   ]);
 
   let closing: Promise<void> | null = null;
