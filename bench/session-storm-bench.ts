@@ -4,17 +4,19 @@
  * plus the same DERP server on a plain-HTTP port standing in for TLS terminated in front) in a child; the
  * storm's agents in `workers` child processes; a probe child with GET /healthz loops and one agent that
  * pings the hub through its WireGuard session (kept out of the storm processes so their event loops do
- * not colour the latencies).
+ * not colour the latencies). The children live in session-storm-children.ts.
  * Phases, each in a fresh relay process on the same store (N + 1 agents registered and Accepted through
  * the store before the relay starts, as after a relay restart):
- *   empty - a relay with no agents registered: idle memory, to show the hub's per-peer cost;
- *   derp  - baseline: N bare DERP clients with the agents' keys (no WireGuard) over wss://;
- *   wss   - N real AgentSessions over wss:// (TLS in the relay): a session = handshake with the hub done;
- *   ws    - the same over ws:// (the relay's DERP server on plain HTTP, TLS terminated elsewhere).
+ *   empty    - a relay with no agents registered: idle memory, for totals per agent;
+ *   derp-wss - baseline: N bare DERP clients with the agents' keys (no WireGuard) over wss://;
+ *   wss      - N real AgentSessions over wss:// (TLS in the relay): a session = handshake with the hub done;
+ *   derp-ws  - baseline: bare DERP clients over ws:// (the relay's DERP server on plain HTTP);
+ *   ws       - AgentSessions over ws:// (TLS terminated elsewhere).
  * Reported: time until all N are connected / have a session (and the per-agent p50/p99/max), DERP
- * reconnects and repeated WireGuard initiations, relay CPU per agent (/proc), /healthz latency on a
- * kept-alive connection and on a new TLS connection each time, and the pinging agent's RTT, idle (same
- * relay, before the storm) vs during the storm; relay RSS / JS heap delta per agent after gc.
+ * reconnects and WireGuard initiations, relay CPU per agent (/proc) and while all sit idle afterwards;
+ * /healthz latency on a kept-alive connection and on a new TLS connection each time, the pinging agent's
+ * RTT and the relay's event-loop delay, idle (same relay, before the storm) vs during the storm; relay RSS,
+ * JS heap and external deltas per agent after gc, against the relay before the storm and the empty relay.
  * Run: npm run build && node --expose-gc dist/bench/session-storm-bench.js [agents=2000] [workers=1]
  *      [--phases=empty,derp-wss,wss,derp-ws,ws] [--default-cap: leave the hub at its default peer cap]
  *      [--timeout=120: seconds to wait for all sessions] [--heap-snapshot=DIR]
@@ -158,6 +160,8 @@ interface PhaseResult {
   reconnects: number;
   initiations: number;
   relayCpuS: number;
+  /** Relay CPU while the N agents sit connected after the storm, % of one core. */
+  idleCpuPct: number;
   agentCpuS: number;
   before: Mem;
   after: Mem;
@@ -238,8 +242,12 @@ async function runPhase(
   const relayCpuS = (cpuMs(relay.pid!) - cpu0) / 1000;
   const lag = await ask<LoopDelay>(relay, 'lag', { cmd: 'loop' });
   const tEnd = now();
-  await sleep(SETTLE_MS);
   const probeSamples = await ask<Record<string, Sample[]>>(probe, 'samples', { cmd: 'stop' });
+  // Idle cost of N connected agents (their 2 s ICMP probes, DERP pings, the hub's status tick), probes stopped.
+  await sleep(1000);
+  const idle0 = cpuMs(relay.pid!);
+  await sleep(SETTLE_MS);
+  const idleCpuPct = ((cpuMs(relay.pid!) - idle0) / SETTLE_MS) * 100;
   const snapshot = SNAPSHOT_DIR ? join(SNAPSHOT_DIR, `relay-${phase}.heapsnapshot`) : undefined;
   const after = await ask<Mem>(relay, 'mem', { cmd: 'mem', ...(snapshot ? { snapshot } : {}) });
   const peak = peakRssMiB(relay.pid!);
@@ -279,6 +287,7 @@ async function runPhase(
     reconnects: reps.reduce((a, r) => a + r.reconnects, 0),
     initiations: reps.reduce((a, r) => a + r.initiations, 0),
     relayCpuS,
+    idleCpuPct,
     agentCpuS: reps.reduce((a, r) => a + r.cpuMs, 0) / 1000,
     before,
     after,
@@ -347,16 +356,17 @@ function report(results: PhaseResult[], empty: Mem | undefined, n: number): void
   console.log('\n### Connect storm\n');
   console.log(
     '| phase | connected / with session | all in (s) | per-agent p50 / p99 / max (s) | DERP reconnects | ' +
-      'WireGuard initiations | relay CPU s | relay CPU ms per agent | agent processes CPU s |',
+      'WireGuard initiations | relay CPU s | relay CPU ms per agent | agent processes CPU s | ' +
+      'relay CPU afterwards, all connected and idle |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     const s = isBare(r.phase) ? r.connectedS : r.sessionS;
     console.log(
       `| ${LABEL[r.phase]} | ${r.connectedS.n} / ${isBare(r.phase) ? '-' : r.sessionS.n} of ${r.n} | ` +
         `${f2(r.stormS)}${s.failed > 0 ? ' (timed out)' : ''} | ${f2(s.p50)} / ${f2(s.p99)} / ${f2(s.max)} | ` +
         `${r.reconnects} | ${isBare(r.phase) ? '-' : r.initiations} | ${f2(r.relayCpuS)} | ` +
-        `${f2((r.relayCpuS * 1000) / Math.max(1, s.n))} | ${f2(r.agentCpuS)} |`,
+        `${f2((r.relayCpuS * 1000) / Math.max(1, s.n))} | ${f2(r.agentCpuS)} | ${f1(r.idleCpuPct)} % of a core |`,
     );
   }
   console.log('\n### Relay responsiveness (latency in ms, idle = same relay before the storm)\n');
