@@ -59,7 +59,8 @@ export interface HubNodeOptions {
   /** Whether a key may be a peer, and its parameters (the store: registered and Accepted). */
   lookup(publicKey: Buffer): Promise<AdmittedPeer | null>;
   onStatus?: (cluster: string, status: ConnectionStatus) => void;
-  /** Inner packets that are not ICMP echo for the hub. `packet` is a view: copy to keep it. */
+  /** Inner packets that are not ICMP echo for the hub. `packet` is a view into the decrypted
+   * datagram, which nothing reuses (see Device.receive). */
   onInnerPacket?: (packet: Buffer, agent: HubAgent) => void;
   clock?: Clock;
   maxPeers?: number;

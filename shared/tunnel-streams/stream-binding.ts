@@ -128,8 +128,10 @@ export class StreamBinding {
       link = this.#start(d.src, conv);
       if (!link) return true;
     }
-    // ArqSession.input takes ownership: hand it a copy, not a view of the decrypt buffer.
-    link.input(Buffer.from(d.payload));
+    // ArqSession.input keeps views into the datagram until the data are read. No copy: the packet is a view
+    // into the decrypted transport datagram, which no transport reuses (WebSocket messages, DERP frames and
+    // UDP reads are fresh buffers; Device.receive documents the rule).
+    link.input(d.payload);
     return true;
   }
 

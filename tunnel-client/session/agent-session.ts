@@ -37,7 +37,8 @@ export interface AgentSessionOptions {
   clock?: Clock;
   /** Called when connected/handshake change, and every STATUS_REFRESH_MS. */
   onChange?: () => void;
-  /** Inner packets that are not the session's own ICMP. `packet` is a view: copy to keep it. */
+  /** Inner packets that are not the session's own ICMP. `packet` is a view into the decrypted
+   * datagram, which nothing reuses (see Device.receive). */
   onInnerPacket?: (packet: Buffer) => void;
   log?: (line: string) => void;
   probeIntervalMs?: number;
