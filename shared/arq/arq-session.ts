@@ -37,7 +37,7 @@ import {
   type SegmentHeader,
   seqDiff,
 } from './segment.js';
-import { SendQueue } from './send-queue.js';
+import { flatSegment, SendQueue } from './send-queue.js';
 import { type OutSeg, SendWindow } from './send-window.js';
 
 /** Segments resent at once when a retransmission timeout fires; the rest wait for window room. */
@@ -434,15 +434,18 @@ export class ArqSession extends EventEmitter {
     this.#sw.sent(seg, now, tsAt(now));
     this.stats.segmentsSent++;
     const mss = this.mss;
-    if (seg.data.length <= mss) {
+    if (seg.len <= mss) {
       this.#dw.put(CMD_PUSH, wnd, seg.ts, seg.sn, una, seg.data);
       return;
     }
     this.stats.fragmentedSends++;
     const piece = mss - FRAG_HEADER;
-    for (let off = 0; off < seg.data.length; off += piece) {
-      const part = seg.data.subarray(off, Math.min(seg.data.length, off + piece));
-      this.#dw.put(CMD_PUSHF, wnd, seg.ts, seg.sn, una, part, off, seg.data.length);
+    // Rare (the MTU shrank under segments in flight): cut pieces out of one flat copy, kept for later resends.
+    const data = flatSegment(seg.data);
+    seg.data = data;
+    for (let off = 0; off < data.length; off += piece) {
+      const part = data.subarray(off, Math.min(data.length, off + piece));
+      this.#dw.put(CMD_PUSHF, wnd, seg.ts, seg.sn, una, part, off, data.length);
     }
   }
 

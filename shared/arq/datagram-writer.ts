@@ -11,6 +11,7 @@ import { TunnelError } from '../errors.js';
 import { grantRoom, MAX_ROOM } from '../packet-room.js';
 import type { ArqStats } from './arq-options.js';
 import { FRAG_HEADER, SEG_HEADER } from './segment.js';
+import { type Segment, segmentLength } from './send-queue.js';
 
 /** Small datagrams built in a buffer larger than this are copied out, and the buffer reused. */
 const SPARE_MIN = 4096;
@@ -67,12 +68,12 @@ export class DatagramWriter {
     ts: number,
     sn: number,
     una: number,
-    data: Buffer | null,
+    data: Segment | null,
     fragOff = -1,
     fragTotal = 0,
   ): void {
     const extra = fragOff >= 0 ? FRAG_HEADER : 0;
-    const dlen = (data ? data.length : 0) + extra;
+    const dlen = (data ? segmentLength(data) : 0) + extra;
     const head = this.#head;
     if (this.#raw && this.#len + SEG_HEADER + dlen > this.#raw.length - head - this.#tail) this.finish();
     if (!this.#raw) {
@@ -98,7 +99,10 @@ export class DatagramWriter {
       b.writeUInt16LE(fragTotal, o + 2);
       o += FRAG_HEADER;
     }
-    if (data) o += data.copy(b, o);
+    if (data) {
+      if (Array.isArray(data)) for (const piece of data) o += piece.copy(b, o);
+      else o += data.copy(b, o);
+    }
     this.#len = o - head;
   }
 

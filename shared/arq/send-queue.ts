@@ -1,7 +1,24 @@
 /**
- * Bytes written but not yet cut into segments. Segments are views into the written buffers when a
- * whole segment lies inside one of them; bytes are copied only when a segment spans two writes.
+ * Bytes written but not yet cut into segments. A segment is a view into a written buffer, or the list of
+ * views when it spans several writes (the mux writes a 12-byte header and its payload separately): the
+ * bytes are never copied here, only once into the datagram.
  */
+
+/** A segment's data: one view, or the views it spans, in order. */
+export type Segment = Buffer | Buffer[];
+
+/** Total bytes of a segment. */
+export function segmentLength(d: Segment): number {
+  if (!Array.isArray(d)) return d.length;
+  let n = 0;
+  for (const b of d) n += b.length;
+  return n;
+}
+
+/** The segment as one Buffer (a copy only when it is a list of views). */
+export function flatSegment(d: Segment): Buffer {
+  return Array.isArray(d) ? Buffer.concat(d) : d;
+}
 export class SendQueue {
   #bufs: Buffer[] = [];
   #head = 0;
@@ -18,8 +35,11 @@ export class SendQueue {
     this.#bytes += b.length;
   }
 
-  /** Removes and returns up to `n` bytes (n > 0, queue not empty). */
-  take(n: number): Buffer {
+  /**
+   * Removes and returns up to `n` bytes (n > 0, queue not empty): one view when they lie inside one written
+   * buffer, otherwise the list of views they span (never a copy; the datagram writer copies them once).
+   */
+  take(n: number): Segment {
     const first = this.#bufs[this.#head]!;
     const avail = first.length - this.#off;
     if (avail >= n) {
@@ -30,12 +50,12 @@ export class SendQueue {
       return out;
     }
     const len = Math.min(n, this.#bytes);
-    const out = Buffer.allocUnsafe(len);
+    const out: Buffer[] = [];
     let filled = 0;
     while (filled < len) {
       const b = this.#bufs[this.#head]!;
       const k = Math.min(b.length - this.#off, len - filled);
-      b.copy(out, filled, this.#off, this.#off + k);
+      out.push(b.subarray(this.#off, this.#off + k));
       filled += k;
       this.#off += k;
       if (this.#off === b.length) this.#advance();

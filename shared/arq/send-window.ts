@@ -3,10 +3,13 @@
  * bookkeeping for selective acks, fast-retransmit counting, timeouts and the lost queue.
  */
 import { seqDiff } from './segment.js';
+import { type Segment, segmentLength } from './send-queue.js';
 
 export interface OutSeg {
   sn: number;
-  data: Buffer;
+  data: Segment;
+  /** Bytes of data. */
+  len: number;
   /** Send time (ts units, u32) of the latest transmission. */
   ts: number;
   resendAt: number;
@@ -51,10 +54,12 @@ export class SendWindow {
     return this.unacked - this.lostCount;
   }
 
-  add(data: Buffer, rto: number): OutSeg {
+  add(data: Segment, rto: number): OutSeg {
+    const len = segmentLength(data);
     const seg: OutSeg = {
       sn: this.sndNxt,
       data,
+      len,
       ts: 0,
       resendAt: 0,
       rto,
@@ -67,7 +72,7 @@ export class SendWindow {
     this.sndNxt = (this.sndNxt + 1) >>> 0;
     this.#sb.push(seg);
     this.unacked++;
-    this.unackedBytes += data.length;
+    this.unackedBytes += len;
     return seg;
   }
 
@@ -185,8 +190,8 @@ export class SendWindow {
     if (seg.acked) return;
     seg.acked = true;
     this.unacked--;
-    this.unackedBytes -= seg.data.length;
-    this.delivered += seg.data.length;
+    this.unackedBytes -= seg.len;
+    this.delivered += seg.len;
     if (seg.lost) {
       seg.lost = false;
       this.lostCount--;
