@@ -9,10 +9,11 @@ function unescapeLabel(v: string): string {
 
 /** Parses one sample line `name{k="v",...} value` (values as escaped by labelText). */
 function parseSample(line: string): { name: string; labels: Record<string, string>; value: string } {
-  const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
+  // `s`: a label value may hold a raw carriage return (only \\, " and line feed are escaped).
+  const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/s.exec(line);
   if (!m) throw new Error(`not a sample line: ${line}`);
   const labels: Record<string, string> = {};
-  const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+  const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/gs;
   for (const l of (m[3] ?? '').matchAll(re)) labels[l[1]!] = unescapeLabel(l[2]!);
   return { name: m[1]!, labels, value: m[4]! };
 }

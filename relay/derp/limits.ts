@@ -38,7 +38,7 @@ export interface DerpLimits {
 export const DEFAULT_DERP_LIMITS: DerpLimits = {
   maxClients: 10_000,
   maxHandshaking: 4_096,
-  handshakeTimeoutMs: 5_000,
+  handshakeTimeoutMs: 10_000,
   queueDepth: 32,
   writeHighWaterBytes: 256 * 1024,
   writeTimeoutMs: 10_000,

@@ -16,7 +16,11 @@ import type { DerpClientLike } from '../../shared/derp/types.js';
 import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { keyToBase64, parseKey } from '../../shared/keys.js';
-import { DEFAULT_MAX_PEERS, type WireGuardTimers } from '../../shared/wireguard/constants.js';
+import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
+
+/** Agents the hub holds sessions with by default: as many as the DERP server admits clients (maxClients). */
+export const HUB_DEFAULT_MAX_PEERS = 10_000;
+
 import { Device, type DeviceStats, type Peer } from '../../shared/wireguard/device.js';
 import { HUB_ADDRESS } from '../addresses.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
@@ -122,7 +126,9 @@ export class HubNode {
       privateKey: opts.privateKey,
       clock: this.#clock,
       mtu: HUB_MTU,
-      ...(opts.maxPeers !== undefined ? { maxPeers: opts.maxPeers } : {}),
+      maxPeers: opts.maxPeers ?? HUB_DEFAULT_MAX_PEERS,
+      // Every datagram reaches the hub from a DERP key the relay admitted: no cookie round trips under load.
+      authenticatedSources: true,
       ...(opts.timers ? { timers: opts.timers } : {}),
       send: (d, e) => {
         if (!this.#paths.send(d, e)) {
@@ -251,7 +257,7 @@ export class HubNode {
 
   /** True when the device holds maxPeers peers (addAgent refuses new agents). */
   get full(): boolean {
-    return this.#agents.size >= (this.#o.maxPeers ?? DEFAULT_MAX_PEERS);
+    return this.#agents.size >= (this.#o.maxPeers ?? HUB_DEFAULT_MAX_PEERS);
   }
 
   get stats(): HubStats {

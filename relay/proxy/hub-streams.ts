@@ -8,6 +8,7 @@
  * error at once instead of waiting for the mux keepalive), and so is a link whose cluster is deleted,
  * denied or unjoined.
  */
+
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
@@ -17,6 +18,7 @@ import { StreamBinding, type StreamBindingOptions } from '../../shared/tunnel-st
 import { HUB_ADDRESS } from '../addresses.js';
 import type { RelayContext } from '../context.js';
 import type { KeyEvent } from '../hooks.js';
+import { HUB_DEFAULT_MAX_PEERS } from '../hub/hub-node.js';
 
 export const DEFAULT_DISCONNECT_GRACE_MS = 8_000;
 const WATCH_INTERVAL_MS = 1_000;
@@ -56,6 +58,8 @@ export class HubStreams {
   constructor(o: HubStreamsOptions) {
     this.#o = o;
     this.binding = new StreamBinding({
+      // One stream link per agent with streams in use: as many as the hub holds sessions.
+      maxLinks: HUB_DEFAULT_MAX_PEERS,
       ...o.binding,
       role: 'client',
       local: parseIpv4Address(HUB_ADDRESS),

@@ -172,6 +172,21 @@ describe('Device handshake between two instances', () => {
     l.close();
   });
 
+  it('under load with authenticated sources (the hub): no cookie round trip, but the per-source rate limit', () => {
+    const l = new Link({ underLoadB: () => true, authenticatedB: true });
+    l.peerOfA.send(udpFrom(A_ADDR, B_ADDR, 'c'));
+    l.pump();
+    // The first initiation is answered at once: no cookie reply, no 5 s wait for a retry.
+    expect(l.b.stats.drops['cookie-sent']).toBe(0);
+    expect(l.sentBy('b', MSG_COOKIE_REPLY)).toHaveLength(0);
+    expect(l.gotB.length).toBe(1);
+    // A source replaying initiations faster than 20/s (burst 5) is still limited.
+    const init = l.sentBy('a', MSG_INITIATION)[0]!.data;
+    for (let i = 0; i < 10; i++) l.b.receive(Buffer.from(init), l.endpointA);
+    expect(l.b.stats.drops['rate-limited']).toBeGreaterThanOrEqual(5);
+    l.close();
+  });
+
   it('garbage never throws out of receive and is counted', () => {
     const l = new Link();
     for (const g of [

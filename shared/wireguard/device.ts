@@ -60,6 +60,12 @@ export interface DeviceOptions {
   maxStagedPerPeer?: number;
   /** Overrides the built-in under-load detection (mac2/cookies are enforced while it returns true). */
   underLoad?: () => boolean;
+  /**
+   * Every datagram's source endpoint was authenticated by the transport (the relay admitted that DERP key),
+   * so replies reach the real sender. Under load the cookie round trip, which only proves that, is skipped;
+   * the per-source handshake rate limit still applies. Default false (a UDP source address proves nothing).
+   */
+  authenticatedSources?: boolean;
   crypto?: CryptoSuite;
   logger?: { debug(...args: unknown[]): void };
 }
@@ -304,7 +310,7 @@ export class Device {
       if (!this.#cookies.checkMac1(d)) return void this.#stats.drops.mac1++;
       if (this.#isUnderLoad()) {
         const source = Buffer.from(from.key);
-        if (!this.#cookies.checkMac2(d, source, this.#clock.now())) {
+        if (!this.#o.authenticatedSources && !this.#cookies.checkMac2(d, source, this.#clock.now())) {
           this.#host.sendDatagram(
             this.#cookies.createReply(d, msg.senderIndex, source, this.#clock.now()),
             from,

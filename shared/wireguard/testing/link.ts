@@ -21,6 +21,8 @@ export interface LinkOptions {
   pskA?: Buffer;
   pskB?: Buffer;
   underLoadB?: () => boolean;
+  /** Device B trusts its transport to authenticate sources (the hub behind the relay). */
+  authenticatedB?: boolean;
   clock?: FakeClock;
 }
 
@@ -54,12 +56,19 @@ export class Link {
 
   constructor(o: LinkOptions = {}) {
     this.clock = o.clock ?? new FakeClock();
-    const mk = (priv: Buffer, side: 'a' | 'b', got: Buffer[], underLoad?: () => boolean) =>
+    const mk = (
+      priv: Buffer,
+      side: 'a' | 'b',
+      got: Buffer[],
+      underLoad?: () => boolean,
+      authenticatedSources = false,
+    ) =>
       new Device({
         privateKey: priv,
         clock: this.clock,
         timers: o.timers,
         underLoad,
+        authenticatedSources,
         send: (d) => {
           const w: Wire = { from: side, data: Buffer.from(d), at: this.clock.now() };
           this.log.push(w);
@@ -68,7 +77,7 @@ export class Link {
         onPacket: (p) => got.push(Buffer.from(p)),
       });
     this.a = mk(this.keysA.privateKey, 'a', this.gotA);
-    this.b = mk(this.keysB.privateKey, 'b', this.gotB, o.underLoadB);
+    this.b = mk(this.keysB.privateKey, 'b', this.gotB, o.underLoadB, o.authenticatedB);
     this.peerOfA = this.a.addPeer({
       publicKey: this.keysB.publicKey,
       presharedKey: o.pskA,
