@@ -18,7 +18,7 @@
  * RTT and the relay's event-loop delay, idle (same relay, before the storm) vs during the storm; relay RSS,
  * JS heap and external deltas per agent after gc, against the relay before the storm and the empty relay.
  * Run: npm run build && node --expose-gc dist/bench/session-storm-bench.js [agents=2000] [workers=1]
- *      [--phases=empty,derp-wss,wss,derp-ws,ws] [--default-cap: leave the hub at its default peer cap]
+ *      [--phases=empty,derp-wss,wss,derp-ws,ws] [--default-cap: never raise the hub's peer cap (10,000) for runs above it]
  *      [--timeout=120: seconds to wait for all sessions] [--heap-snapshot=DIR]
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -27,10 +27,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { HUB_DEFAULT_MAX_PEERS } from '../relay/hub/hub-node.js';
 import { hashSecret, newId, newSecret } from '../relay/secrets.js';
 import { SqliteStore } from '../relay/store/sqlite.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
-import { DEFAULT_MAX_PEERS } from '../shared/wireguard/constants.js';
 import { describeMachine, ratio } from './machine.js';
 import {
   type AgentReport,
@@ -327,12 +327,13 @@ async function main(): Promise<void> {
     process.argv.find((a) => a.startsWith('--phases='))?.slice(9) ?? 'empty,derp-wss,wss,derp-ws,ws';
   const phases = phasesArg.split(',') as Phase[];
   const defaultCap = process.argv.includes('--default-cap');
-  const maxPeers = defaultCap ? 0 : n + 1;
+  // The shipped cap (10,000) holds the default 2,000 agents; larger runs raise it unless --default-cap.
+  const maxPeers = defaultCap || n + 1 <= HUB_DEFAULT_MAX_PEERS ? 0 : n + 1;
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   console.log(`# session-storm-bench on ${describeMachine()}`);
   console.log(
     `${n} agents in ${workers} worker process(es); load average at start ${load}; hub peer cap ` +
-      `${defaultCap ? `${DEFAULT_MAX_PEERS} (default)` : `${maxPeers} (raised from the default ${DEFAULT_MAX_PEERS})`}`,
+      `${maxPeers === 0 ? `${HUB_DEFAULT_MAX_PEERS} (default)` : `${maxPeers} (raised from the default ${HUB_DEFAULT_MAX_PEERS})`}`,
   );
   const dir = mkdtempSync(join(tmpdir(), 'session-storm-'));
   const emptyDir = mkdtempSync(join(tmpdir(), 'session-storm-empty-'));
