@@ -16,7 +16,10 @@ export class PeerTimer {
   #at = Number.POSITIVE_INFINITY;
   #handle: TimerHandle | undefined;
   #stopped = false;
-  readonly #onClock = (): void => {
+  /** The clock callback, made on first use: most of a hub's idle peers never set some of their timers. */
+  #onClock: (() => void) | undefined;
+
+  #fire(): void {
     this.#handle = undefined;
     this.#at = Number.POSITIVE_INFINITY;
     if (this.#due === Number.POSITIVE_INFINITY) return;
@@ -27,7 +30,7 @@ export class PeerTimer {
     }
     this.#due = Number.POSITIVE_INFINITY;
     this.#fn();
-  };
+  }
 
   constructor(clock: Clock, fn: () => void) {
     this.#clock = clock;
@@ -64,6 +67,7 @@ export class PeerTimer {
 
   #set(now: number, at: number): void {
     this.#at = at;
+    this.#onClock ??= () => this.#fire();
     this.#handle = this.#clock.setTimer(at - now, this.#onClock);
   }
 }
