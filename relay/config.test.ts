@@ -120,3 +120,99 @@ describe('resolveRelayConfig', () => {
     expect(parseListen('[::1]:8443')).toEqual({ host: '::1', port: 8443 });
   });
 });
+
+describe('plain-http (TLS terminated in front)', () => {
+  const url = 'https://relay.example.com';
+
+  it('layers like the other keys: file < env < flags, and resolves public-ca-file against cwd', () => {
+    const f = file(
+      'plain.yaml',
+      'plain-http: true\npublic-url: https://from-file.example\npublicCaFile: ca.pem\n',
+    );
+    const fromFile = resolveRelayConfig({ cwd: dir, configFile: f, flags: { dataDir: 'd' } });
+    expect(fromFile.plainHttp).toBe(true);
+    expect(fromFile.publicCaFile).toBe(join(dir, 'ca.pem'));
+    expect(fromFile.publicUrl).toBe('https://from-file.example');
+    // env turns plain-http off over the file; the file's public-ca-file then no longer applies.
+    expect(
+      badConfig(() =>
+        resolveRelayConfig({
+          cwd: dir,
+          configFile: f,
+          env: { TUNNEL_RELAY_PLAIN_HTTP: 'false' },
+          flags: { dataDir: 'd' },
+        }),
+      ),
+    ).toMatch(/^public-ca-file \(.*plain\.yaml\): "ca.pem" only applies with plain-http/);
+  });
+
+  it('is off by default with no public CA', () => {
+    const c = resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd' } });
+    expect(c.plainHttp).toBe(false);
+    expect(c.publicCaFile).toBeNull();
+  });
+
+  it('accepts --plain-http with an https public URL, from env or flags', () => {
+    const viaEnv = resolveRelayConfig({
+      cwd: dir,
+      env: {
+        TUNNEL_RELAY_PLAIN_HTTP: 'true',
+        TUNNEL_RELAY_PUBLIC_URL: url,
+        TUNNEL_RELAY_PUBLIC_CA_FILE: 'x/ca.pem',
+      },
+      flags: { dataDir: 'd' },
+    });
+    expect(viaEnv).toMatchObject({ plainHttp: true, publicUrl: url, publicCaFile: join(dir, 'x/ca.pem') });
+    const flagWins = resolveRelayConfig({
+      cwd: dir,
+      env: { TUNNEL_RELAY_PLAIN_HTTP: 'true', TUNNEL_RELAY_PUBLIC_URL: url },
+      flags: { dataDir: 'd', plainHttp: false },
+    });
+    expect(flagWins.plainHttp).toBe(false);
+  });
+
+  it('needs a public URL and refuses http:// ones, naming the value', () => {
+    expect(
+      badConfig(() => resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', plainHttp: true } })),
+    ).toMatch(/^public-url \(--plain-http\): plain-http needs --public-url https:/);
+    expect(
+      badConfig(() =>
+        resolveRelayConfig({
+          cwd: dir,
+          flags: { dataDir: 'd', plainHttp: true, publicUrl: 'http://relay.example.com:80' },
+        }),
+      ),
+    ).toMatch(
+      /^public-url \(--public-url\): must start with https:\/\/, got "http:\/\/relay.example.com:80"/,
+    );
+  });
+
+  it('refuses --tls-cert / --tls-key with it, naming the value', () => {
+    const flags = { dataDir: 'd', plainHttp: true, publicUrl: url };
+    expect(
+      badConfig(() =>
+        resolveRelayConfig({ cwd: dir, flags: { ...flags, tlsCert: 'c.pem', tlsKey: 'k.pem' } }),
+      ),
+    ).toMatch(/^tls-cert \(--tls-cert\): "c.pem" cannot be used with plain-http/);
+    expect(
+      badConfig(() =>
+        resolveRelayConfig({
+          cwd: dir,
+          env: { TUNNEL_RELAY_TLS_CERT: 'c.pem', TUNNEL_RELAY_TLS_KEY: 'k.pem' },
+          flags,
+        }),
+      ),
+    ).toMatch(/^tls-cert \(TUNNEL_RELAY_TLS_CERT\): "c.pem"/);
+  });
+
+  it('refuses public-ca-file without plain-http and non-boolean plain-http values', () => {
+    expect(
+      badConfig(() => resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', publicCaFile: 'ca.pem' } })),
+    ).toMatch(/^public-ca-file \(--public-ca-file\): "ca.pem" only applies with plain-http/);
+    expect(
+      badConfig(() =>
+        resolveRelayConfig({ cwd: dir, env: { TUNNEL_RELAY_PLAIN_HTTP: 'maybe' }, flags: { dataDir: 'd' } }),
+      ),
+    ).toMatch(/^plain-http \(TUNNEL_RELAY_PLAIN_HTTP\): expected true or false, got "maybe"/);
+  });
+});

@@ -32,6 +32,13 @@ export interface RelayConfig {
   logLevel: LogLevel;
   /** Lease duration handed to agents (they renew this often, with jitter). */
   leaseDurationSeconds: number;
+  /**
+   * Serve plain HTTP on `listen` (TLS is terminated in front, by a load balancer); `publicUrl` is then
+   * required and https://, and tlsCert/tlsKey must be null.
+   */
+  plainHttp: boolean;
+  /** PEM file of the CA that signed the terminator's certificate (plain-http only); null = system trust. */
+  publicCaFile: string | null;
 }
 
 /** Flag / file keys in their camelCase form, with the kebab-case spelling used by flags and YAML. */
@@ -46,6 +53,8 @@ const KEYS = {
   stunPort: 'stun-port',
   logLevel: 'log-level',
   leaseDuration: 'lease-duration',
+  plainHttp: 'plain-http',
+  publicCaFile: 'public-ca-file',
 } as const;
 type Key = keyof typeof KEYS;
 type Raw = Partial<Record<Key, unknown>>;
@@ -136,11 +145,20 @@ function parseUrl(value: unknown, source: string): string {
   } catch {
     bad('public-url', source, `not a URL: ${JSON.stringify(value)}`);
   }
-  if (u.protocol !== 'https:') bad('public-url', source, `must start with https://, got ${u.protocol}`);
+  if (u.protocol !== 'https:') {
+    bad('public-url', source, `must start with https://, got ${JSON.stringify(value)}`);
+  }
   if (u.username || u.password || u.search || u.hash) {
     bad('public-url', source, 'must not carry credentials, a query or a fragment');
   }
   return u.origin + u.pathname.replace(/\/+$/, '');
+}
+
+function parseBool(value: unknown, key: string, source: string): boolean {
+  if (value === true || value === false) return value;
+  if (typeof value === 'string' && /^(true|1|yes|on)$/i.test(value)) return true;
+  if (typeof value === 'string' && /^(false|0|no|off)$/i.test(value)) return false;
+  bad(key, source, `expected true or false, got ${JSON.stringify(value)}`);
 }
 
 function parseStore(value: unknown, source: string, cwd: string): StoreConfig {
@@ -239,6 +257,34 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     }
     leaseDurationSeconds = n;
   }
+  const plainV = pick('plainHttp');
+  const plainHttp = plainV ? parseBool(plainV[0], 'plain-http', plainV[1]) : false;
+  const caFileV = pick('publicCaFile');
+  const publicCaFile = caFileV ? pathValue(caFileV[0], 'public-ca-file', caFileV[1], cwd) : null;
+  if (plainHttp) {
+    const where = plainV![1];
+    if (!publicV) {
+      bad(
+        'public-url',
+        where,
+        'plain-http needs --public-url https://... (the URL agents and users reach through the TLS terminator)',
+      );
+    }
+    if (certV)
+      bad(
+        'tls-cert',
+        certV[1],
+        `${JSON.stringify(certV[0])} cannot be used with plain-http (TLS is terminated in front)`,
+      );
+    if (keyV)
+      bad(
+        'tls-key',
+        keyV[1],
+        `${JSON.stringify(keyV[0])} cannot be used with plain-http (TLS is terminated in front)`,
+      );
+  } else if (caFileV) {
+    bad('public-ca-file', caFileV[1], `${JSON.stringify(caFileV[0])} only applies with plain-http`);
+  }
   return {
     listen,
     publicUrl,
@@ -250,5 +296,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     stunPort,
     logLevel,
     leaseDurationSeconds,
+    plainHttp,
+    publicCaFile,
   };
 }

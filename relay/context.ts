@@ -21,8 +21,9 @@ export interface RelayContext {
   metrics: Metrics;
   limiter: { bySource: FailureLimiter; byCluster: FailureLimiter };
   hubPublicKey: Buffer;
-  caPin: string;
-  caPem: string;
+  /** Trust advertised in join commands and kubeconfigs; null = none (plain-http without --public-ca-file). */
+  caPin: string | null;
+  caPem: string | null;
   /** The URL agents use; fixed once the server listens. */
   publicUrl(): string;
 }

@@ -4,6 +4,7 @@
  *   <dataDir>/hub.key                 the hub node's WireGuard private key, base64, mode 0600
  * and, in the store, the first admin access key (only its hash; the key itself is returned once).
  */
+import { X509Certificate } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
@@ -93,6 +94,35 @@ export function loadOrCreateTls(config: RelayConfig, nowWall: number): TlsIdenti
   }
   if (!matches) throw new TunnelError('BAD_CONFIG', 'tls-key: the private key does not belong to tls-cert');
   return { certPem, keyPem, certDer, caPin: caPinOf(certDer) };
+}
+
+/** The CA advertised to agents and kubeconfigs when TLS is terminated in front of the relay. */
+export interface PublicCa {
+  /** Every certificate in the file, PEM (certificate-authority-data of kubeconfigs). */
+  pem: string;
+  /** `sha256:<hex>` of the first certificate's DER (the join command's --ca-pin). */
+  pin: string;
+}
+
+const PEM_CERT = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
+
+/** Reads --public-ca-file: one or more PEM certificates; BAD_CONFIG naming the file when unusable. */
+export function loadPublicCa(path: string): PublicCa {
+  const text = readOrFail(path, 'public-ca-file');
+  const blocks = text.match(PEM_CERT) ?? [];
+  if (blocks.length === 0) {
+    throw new TunnelError('BAD_CONFIG', `public-ca-file: ${path} holds no PEM CERTIFICATE block`);
+  }
+  let firstDer: Buffer | null = null;
+  for (const block of blocks) {
+    try {
+      const x = new X509Certificate(block);
+      firstDer ??= Buffer.from(x.raw);
+    } catch {
+      throw new TunnelError('BAD_CONFIG', `public-ca-file: ${path} holds a certificate that does not parse`);
+    }
+  }
+  return { pem: `${blocks.join('\n')}\n`, pin: caPinOf(firstDer!) };
 }
 
 export function loadOrCreateHubKey(dataDir: string): KeyPair {

@@ -21,7 +21,14 @@ import { keyToBase64 } from '../shared/keys.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { RelayHooks } from './hooks.js';
-import { ensureAdminKey, ensureDataDir, loadOrCreateHubKey, loadOrCreateTls } from './identity.js';
+import {
+  ensureAdminKey,
+  ensureDataDir,
+  loadOrCreateHubKey,
+  loadOrCreateTls,
+  loadPublicCa,
+  type TlsIdentity,
+} from './identity.js';
 import { createLogger, redactUrl } from './logger.js';
 import { Metrics } from './metrics.js';
 import { FailureLimiter } from './rate-limit.js';
@@ -55,12 +62,19 @@ export interface StartOptions {
 }
 
 export interface RunningRelay {
-  /** https://host:port the server is bound to. */
+  /** https://host:port the server is bound to (http:// with plain-http). */
   url: string;
   /** URL given to agents (config publicUrl, or `url`). */
   publicUrl: string;
+  /**
+   * Pin and PEM clients are told to trust: the relay's own certificate, or with plain-http the
+   * --public-ca-file certificate(s). Empty strings only with plain-http and no --public-ca-file
+   * (clients use their system trust store).
+   */
   caPin: string;
   caPem: string;
+  /** True when the relay serves plain HTTP behind a TLS terminator. */
+  plainHttp: boolean;
   /** The first admin access key: only on the start that created it. */
   adminKey?: string;
   /** Base64 WireGuard public key of the hub node. */
@@ -150,10 +164,15 @@ function mapError(err: FastifyError): TunnelError {
 export async function startRelay(config: RelayConfig, opts: StartOptions = {}): Promise<RunningRelay> {
   const clock = opts.clock ?? realClock;
   const log = createLogger(config.logLevel, opts.logStream);
-  const tls = onDisk('data-dir', config.dataDir, () => {
+  // With plain-http the relay has no certificate of its own: clients see the terminator's.
+  const tls: TlsIdentity | null = onDisk('data-dir', config.dataDir, () => {
     ensureDataDir(config.dataDir);
-    return loadOrCreateTls(config, clock.wallNow());
+    return config.plainHttp ? null : loadOrCreateTls(config, clock.wallNow());
   });
+  const publicCa = config.publicCaFile ? loadPublicCa(config.publicCaFile) : null;
+  const trust = tls
+    ? { pin: tls.caPin, pem: tls.certPem }
+    : { pin: publicCa?.pin ?? null, pem: publicCa?.pem ?? null };
   const hub = onDisk('data-dir', config.dataDir, () => loadOrCreateHubKey(config.dataDir));
   const store = opts.store ?? openStore(config);
   let adminKey: string | null;
@@ -177,13 +196,13 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
       byCluster: new FailureLimiter(clock, REGISTER_FAILURES),
     },
     hubPublicKey: hub.publicKey,
-    caPin: tls.caPin,
-    caPem: tls.certPem,
+    caPin: trust.pin,
+    caPem: trust.pem,
     publicUrl: () => config.publicUrl ?? boundUrl,
   };
 
   const app = Fastify({
-    https: { cert: tls.certPem, key: tls.keyPem },
+    ...(tls ? { https: { cert: tls.certPem, key: tls.keyPem } } : {}),
     loggerInstance: log,
     bodyLimit: BODY_LIMIT,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
@@ -258,9 +277,12 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     );
   }
   const addr = app.server.address() as AddressInfo;
-  boundUrl = `https://${urlHost(config.listen.host)}:${addr.port}`;
-  log.info({ url: boundUrl, publicUrl: ctx.publicUrl(), caPin: tls.caPin }, 'relay listening');
-  if (!certCovers(tls.certDer, ctx.publicUrl())) {
+  boundUrl = `${tls ? 'https' : 'http'}://${urlHost(config.listen.host)}:${addr.port}`;
+  log.info(
+    { url: boundUrl, publicUrl: ctx.publicUrl(), caPin: trust.pin, plainHttp: config.plainHttp },
+    'relay listening',
+  );
+  if (tls && !certCovers(tls.certDer, ctx.publicUrl())) {
     log.warn(
       { publicUrl: ctx.publicUrl() },
       'the TLS certificate does not name the public URL host: agents that check names will refuse it; ' +
@@ -272,8 +294,9 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   const relay: RunningRelay = {
     url: boundUrl,
     publicUrl: ctx.publicUrl(),
-    caPin: tls.caPin,
-    caPem: tls.certPem,
+    caPin: trust.pin ?? '',
+    caPem: trust.pem ?? '',
+    plainHttp: config.plainHttp,
     hubPublicKey: keyToBase64(hub.publicKey),
     hubPrivateKey: hub.privateKey,
     fastify: app as unknown as FastifyInstance,

@@ -22,13 +22,17 @@ interface ServeFlags {
   config?: string;
   logLevel?: string;
   leaseDuration?: string;
+  plainHttp?: boolean;
+  publicCaFile?: string;
   output: OutputFormat;
 }
 
 /** `startOptions` lets the binary's wiring add plugins (data plane) without changing this command. */
 export function serveCommand(startOptions: StartOptions = {}): Command {
   return new Command('serve')
-    .description('run the relay (control-plane API, packet relay, hub node) on one TLS port')
+    .description(
+      'run the relay (control-plane API, packet relay, hub node) on one TLS port (or plain HTTP behind a TLS terminator)',
+    )
     .option('--listen <host:port>', 'address of the TLS port (default 127.0.0.1:8443; port 0 picks one)')
     .option('--public-url <url>', 'URL agents and tools use to reach this relay (default: the bound address)')
     .option('--data-dir <dir>', 'where the certificate, keys and SQLite store live (default ~/.tunnel-relay)')
@@ -42,6 +46,14 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
       new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default info)'),
     )
     .option('--lease-duration <seconds>', 'lease duration handed to agents, 10-3600 (default 60)')
+    .option(
+      '--plain-http',
+      'serve plain HTTP on --listen behind a TLS-terminating load balancer (needs --public-url https://...)',
+    )
+    .option(
+      '--public-ca-file <file>',
+      'with --plain-http: PEM CA of the terminator certificate, pinned in join commands and kubeconfigs',
+    )
     .addOption(outputOption())
     .action(async (flags: ServeFlags) => serve(flags, startOptions));
 }
@@ -60,18 +72,24 @@ async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<voi
       event: 'ready',
       url: relay.url,
       publicUrl: relay.publicUrl,
-      caPin: relay.caPin,
+      ...(relay.caPin !== '' ? { caPin: relay.caPin } : {}),
+      ...(relay.plainHttp ? { plainHttp: true } : {}),
       ...(relay.adminKey ? { adminKey: relay.adminKey } : {}),
     });
   } else {
     out.line(
       `relay listening on ${relay.url}${relay.publicUrl !== relay.url ? ` (public URL ${relay.publicUrl})` : ''}`,
     );
-    out.line(`CA pin: ${relay.caPin}`);
+    if (relay.plainHttp) {
+      out.line(`plain HTTP: TLS is terminated in front; agents and users reach ${relay.publicUrl}`);
+    }
+    if (relay.caPin !== '') out.line(`CA pin: ${relay.caPin}`);
+    else out.line('CA pin: none (clients verify the public URL against their system trust store)');
     if (relay.adminKey) {
       out.line(`admin access key (shown only now; store it safely): ${relay.adminKey}`);
       out.line('next: export TUNNEL_RELAY_URL and TUNNEL_ACCESS_KEY, then');
-      out.line(`  tunnel-relay cluster create NAME --server ${relay.publicUrl} --ca-pin ${relay.caPin}`);
+      const pin = relay.caPin !== '' ? ` --ca-pin ${relay.caPin}` : '';
+      out.line(`  tunnel-relay cluster create NAME --server ${relay.publicUrl}${pin}`);
     }
   }
   const signal = await untilSignal();

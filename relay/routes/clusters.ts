@@ -22,8 +22,10 @@ import type { ClusterRecord, NewSecret } from '../store/types.js';
 
 const DEFAULT_PSK_TTL = '24h';
 
-export function joinCommand(publicUrl: string, cluster: string, psk: string, caPin: string): string {
-  return `tunnel-client join --relay ${publicUrl} --cluster ${cluster} --psk ${psk} --ca-pin ${caPin}`;
+/** The agent's join command; without a pin the agent verifies the relay against its system trust store. */
+export function joinCommand(publicUrl: string, cluster: string, psk: string, caPin: string | null): string {
+  const pin = caPin === null ? '' : ` --ca-pin ${caPin}`;
+  return `tunnel-client join --relay ${publicUrl} --cluster ${cluster} --psk ${psk}${pin}`;
 }
 
 function issuePsk(ctx: RelayContext, ttlText: string | undefined): { psk: string; record: NewSecret } {
@@ -175,7 +177,10 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
           name: ctxName,
           cluster: {
             server: `${ctx.publicUrl()}/api/v1/clusters/${c.name}/proxy`,
-            'certificate-authority-data': Buffer.from(ctx.caPem).toString('base64'),
+            // Without a CA (plain-http, no --public-ca-file) kubectl uses the system trust store.
+            ...(ctx.caPem === null
+              ? {}
+              : { 'certificate-authority-data': Buffer.from(ctx.caPem).toString('base64') }),
           },
         },
       ],
