@@ -150,6 +150,11 @@ export class HubMetrics {
         'Admitted keys whose first datagrams wait for a store lookup.',
         s.pendingLookups,
       ),
+      gauge(
+        `${p}handshake_queue`,
+        'WireGuard handshake messages waiting for their turn at the hub (cap 4,096).',
+        s.handshakeQueue,
+      ),
       counter(`${p}handshakes_total`, 'WireGuard handshakes completed by the hub.', one(this.#handshakes)),
       counter(
         `${p}datagrams_received_total`,
@@ -174,6 +179,7 @@ export class HubMetrics {
         [{ stage: 'hub', reason: 'not_admitted' }, s.dropped.notAdmitted],
         [{ stage: 'hub', reason: 'pending_overflow' }, s.dropped.pendingOverflow],
         [{ stage: 'hub', reason: 'path_failed' }, s.dropped.pathFailed],
+        [{ stage: 'hub', reason: 'handshake_queue_full' }, s.dropped.handshakeQueueFull],
       ]),
     ];
   }

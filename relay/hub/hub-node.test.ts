@@ -14,9 +14,10 @@ import {
   wrapStreamDatagram,
 } from '../../shared/tunnel-streams/inner-udp.js';
 import { Device } from '../../shared/wireguard/device.js';
+import { HubMetrics } from '../data-plane-metrics.js';
 import { createDerpServer, type DerpServer } from '../derp/server.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
-import { HubNode, MAX_PENDING_PER_KEY } from './hub-node.js';
+import { HubNode, type HubNodeOptions, MAX_PENDING_PER_KEY } from './hub-node.js';
 
 const closers: Array<() => unknown> = [];
 afterEach(async () => {
@@ -34,7 +35,9 @@ interface World {
   lookups: number;
 }
 
-function world(opts: { lookupDelay?: Promise<void>; maxPeers?: number } = {}): World {
+function world(
+  opts: { lookupDelay?: Promise<void>; maxPeers?: number; hub?: Partial<HubNodeOptions> } = {},
+): World {
   const clock = new FakeClock();
   const hubKey = generateKeyPair();
   const derp = createDerpServer({
@@ -65,6 +68,7 @@ function world(opts: { lookupDelay?: Promise<void>; maxPeers?: number } = {}): W
     onInnerPacket: (p) => w.inner.push(Buffer.from(p)),
     statusIntervalMs: 1_000,
     ...(opts.maxPeers ? { maxPeers: opts.maxPeers } : {}),
+    ...opts.hub,
   });
   closers.push(() => derp.shutdown());
   closers.push(() => w.hub.close());
@@ -125,7 +129,8 @@ describe('HubNode', () => {
     const a = agent(w, 2);
     w.admitted.set(a.info.publicKey, a.info);
     a.hubPeer.send(a.prober.probe()); // staged; starts a handshake
-    await settle();
+    await settle(); // the lookup
+    await settle(); // the initiation's turn in the handshake queue
     expect(w.lookups).toBe(1);
     expect(w.hub.agent(a.info.publicKey)?.cluster).toBe('edge-2');
     expect(w.hub.agentForCluster('edge-2')?.publicKey).toBe(a.info.publicKey);
@@ -284,5 +289,144 @@ describe('HubNode', () => {
     expect(w.hub.addAgent(b.info)).toBe(false);
     expect(w.hub.stats.agents).toBe(1);
     expect(w.hub.agent(b.info.publicKey)).toBeUndefined();
+  });
+});
+
+describe('HubNode handshake queue', () => {
+  /** A hand-driven `defer`: each call queues one turn; step() runs the oldest. */
+  function turns() {
+    const q: Array<() => void> = [];
+    return {
+      defer: (fn: () => void) => void q.push(fn),
+      get scheduled() {
+        return q.length;
+      },
+      step(): boolean {
+        const fn = q.shift();
+        fn?.();
+        return fn !== undefined;
+      },
+    };
+  }
+
+  it('a burst of initiations from N agents is handled at most K per deferred turn, in order; all sessions complete', () => {
+    const N = 40;
+    const K = 8;
+    const t = turns();
+    const w = world({ hub: { defer: t.defer, handshakeBatch: K } });
+    const agents = Array.from({ length: N }, (_, i) => agent(w, i + 2));
+    const order: number[] = [];
+    agents.forEach((a, i) => {
+      expect(w.hub.addAgent(a.info)).toBe(true);
+      a.hubPeer.on('handshake', () => order.push(i));
+    });
+    // Each agent's DERP client delivers its initiation to the hub synchronously: all N wait in the queue.
+    for (const a of agents) a.hubPeer.send(a.prober.probe());
+    expect(w.hub.stats.handshakeQueue).toBe(N);
+    expect(w.hub.device.stats.rxDatagrams).toBe(0);
+    expect(order).toEqual([]);
+    let turnsRun = 0;
+    let prev = 0;
+    while (t.step()) {
+      turnsRun++;
+      const done = order.length;
+      expect(done - prev).toBeLessThanOrEqual(K);
+      expect(w.hub.stats.handshakeQueue).toBe(N - done);
+      prev = done;
+    }
+    expect(turnsRun).toBe(Math.ceil(N / K));
+    // Responses went back in arrival order; each agent's staged probe then went through at once.
+    expect(order).toEqual(agents.map((_, i) => i));
+    for (const a of agents) {
+      expect(a.hubPeer.isSessionUp).toBe(true);
+      expect(a.prober.received).toBe(1);
+    }
+    expect(w.hub.stats.dropped.handshakeQueueFull).toBe(0);
+  });
+
+  it('transport data is not delayed behind waiting handshakes', () => {
+    const t = turns();
+    const w = world({ hub: { defer: t.defer, handshakeBatch: 4 } });
+    const live = agent(w, 2);
+    w.hub.addAgent(live.info);
+    live.hubPeer.send(live.prober.probe());
+    while (t.step());
+    expect(live.prober.received).toBe(1);
+    const storm = Array.from({ length: 12 }, (_, i) => agent(w, i + 3));
+    for (const a of storm) {
+      w.hub.addAgent(a.info);
+      a.hubPeer.send(a.prober.probe());
+    }
+    expect(w.hub.stats.handshakeQueue).toBe(12);
+    // The live session's ping is answered inside the same callback, with no queue turn run.
+    live.hubPeer.send(live.prober.probe());
+    expect(live.prober.received).toBe(2);
+    expect(w.hub.stats.handshakeQueue).toBe(12);
+    t.step();
+    live.hubPeer.send(live.prober.probe());
+    expect(live.prober.received).toBe(3);
+    expect(w.hub.stats.handshakeQueue).toBe(8);
+  });
+
+  it('a full queue drops new handshake messages, counts them (metrics too), and the agents retry later', () => {
+    const t = turns();
+    const cap = 5;
+    const w = world({ hub: { defer: t.defer, handshakeBatch: 2, handshakeQueueCap: cap } });
+    const metrics = new HubMetrics(w.hub);
+    const agents = Array.from({ length: 8 }, (_, i) => agent(w, i + 2));
+    for (const a of agents) {
+      w.hub.addAgent(a.info);
+      a.hubPeer.send(a.prober.probe());
+    }
+    expect(w.hub.stats.handshakeQueue).toBe(cap);
+    expect(w.hub.stats.dropped.handshakeQueueFull).toBe(3);
+    const dropped = metrics
+      .families()
+      .find((f) => f.name === 'tunnel_relay_hub_dropped_total')!
+      .samples.find(([l]) => l.stage === 'hub' && l.reason === 'handshake_queue_full');
+    expect(dropped?.[1]).toBe(3);
+    const depth = metrics.families().find((f) => f.name === 'tunnel_relay_hub_handshake_queue')!;
+    expect(depth.samples[0]?.[1]).toBe(cap);
+    while (t.step());
+    expect(agents.map((a) => a.hubPeer.isSessionUp)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
+    // The dropped agents' initiators retry after REKEY_TIMEOUT (5 s + jitter).
+    w.clock.advance(6_000);
+    while (t.step());
+    expect(agents.every((a) => a.hubPeer.isSessionUp)).toBe(true);
+    expect(w.hub.stats.dropped.handshakeQueueFull).toBe(3);
+  });
+
+  it('held datagrams of a key looked up on demand go through the queue; close empties it', async () => {
+    const t = turns();
+    const w = world({ hub: { defer: t.defer } });
+    const a = agent(w, 2);
+    w.admitted.set(a.info.publicKey, a.info);
+    a.hubPeer.send(a.prober.probe());
+    expect(w.hub.stats.pendingLookups).toBe(1);
+    await settle();
+    expect(w.hub.agent(a.info.publicKey)).toBeDefined();
+    expect(w.hub.stats.handshakeQueue).toBe(1);
+    expect(a.hubPeer.isSessionUp).toBe(false);
+    t.step();
+    expect(a.hubPeer.isSessionUp).toBe(true);
+    expect(a.prober.received).toBe(1);
+
+    const b = agent(w, 3);
+    w.hub.addAgent(b.info);
+    b.hubPeer.send(b.prober.probe());
+    expect(w.hub.stats.handshakeQueue).toBe(1);
+    w.hub.close();
+    expect(w.hub.stats.handshakeQueue).toBe(0);
+    while (t.step());
+    expect(b.hubPeer.isSessionUp).toBe(false);
   });
 });

@@ -24,10 +24,17 @@ export const HUB_DEFAULT_MAX_PEERS = 10_000;
 import { Device, type DeviceStats, type Peer } from '../../shared/wireguard/device.js';
 import { HUB_ADDRESS } from '../addresses.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
+import { type Defer, HandshakeQueue } from './handshake-queue.js';
 import { type DerpEndpoint, derpEndpoint, PathTable } from './paths.js';
 
 /** WireGuard transport overhead: 16-byte header + 16-byte tag. Relay frames carry up to 65,535 bytes. */
 export const HUB_MTU = MAX_PACKET_LEN - 32;
+/**
+ * A queued handshake message that is a view into a larger buffer is copied when that buffer exceeds this
+ * (DERP payloads are views into the socket chunk that carried them, up to 64 KiB, never reused; holding
+ * the view would pin the whole chunk while the message waits).
+ */
+export const HANDSHAKE_VIEW_MAX_BACKING = 8_192;
 /** Agents whose first datagrams wait for a store lookup at once; more are dropped. */
 export const MAX_PENDING_LOOKUPS = 256;
 /** Datagrams held per key while its lookup runs (a handshake initiation and a few retries). */
@@ -73,13 +80,39 @@ export interface HubNodeOptions {
   probeIntervalMs?: number;
   deadAfterMs?: number;
   log?: (obj: object, msg: string) => void;
+  /** Schedules a turn of the handshake queue (default setImmediate). */
+  defer?: Defer;
+  /** Handshake messages processed per turn (default HANDSHAKE_BATCH). */
+  handshakeBatch?: number;
+  /** Handshake messages waiting at most (default HANDSHAKE_QUEUE_CAP). */
+  handshakeQueueCap?: number;
 }
 
 export interface HubStats {
   device: DeviceStats;
   agents: number;
   pendingLookups: number;
-  dropped: { lookupFull: number; notAdmitted: number; pendingOverflow: number; pathFailed: number };
+  /** Handshake messages waiting for their turn now. */
+  handshakeQueue: number;
+  dropped: {
+    lookupFull: number;
+    notAdmitted: number;
+    pendingOverflow: number;
+    pathFailed: number;
+    handshakeQueueFull: number;
+  };
+}
+
+interface QueuedHandshake {
+  readonly d: Buffer;
+  readonly e: DerpEndpoint;
+}
+
+/** True for WireGuard handshake messages (initiation 1, response 2, cookie reply 3; type word LE). */
+function isHandshakeMessage(d: Buffer): boolean {
+  if (d.length < 4) return false;
+  const t = d.readUInt32LE(0);
+  return t >= 1 && t <= 3;
 }
 
 interface AgentRecord extends HubAgent {
@@ -107,7 +140,14 @@ export class HubNode {
   readonly #byCluster = new Map<string, AgentRecord>();
   readonly #pending = new Map<string, Buffer[]>();
   readonly #hubAddr = parseIpv4Address(HUB_ADDRESS);
-  readonly #dropped = { lookupFull: 0, notAdmitted: 0, pendingOverflow: 0, pathFailed: 0 };
+  readonly #dropped = {
+    lookupFull: 0,
+    notAdmitted: 0,
+    pendingOverflow: 0,
+    pathFailed: 0,
+    handshakeQueueFull: 0,
+  };
+  readonly #handshakes: HandshakeQueue<QueuedHandshake>;
   readonly #statusMs: number;
   readonly #probeMs: number;
   readonly #deadMs: number;
@@ -122,6 +162,12 @@ export class HubNode {
     this.#statusMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
     this.#probeMs = opts.probeIntervalMs ?? DEFAULT_HUB_PROBE_INTERVAL_MS;
     this.#deadMs = opts.deadAfterMs ?? DEFAULT_HUB_DEAD_AFTER_MS;
+    this.#handshakes = new HandshakeQueue<QueuedHandshake>({
+      handle: (q) => this.device.receive(q.d, q.e),
+      ...(opts.defer ? { defer: opts.defer } : {}),
+      ...(opts.handshakeBatch !== undefined ? { batch: opts.handshakeBatch } : {}),
+      ...(opts.handshakeQueueCap !== undefined ? { cap: opts.handshakeQueueCap } : {}),
+    });
     this.device = new Device({
       privateKey: opts.privateKey,
       clock: this.#clock,
@@ -265,6 +311,7 @@ export class HubNode {
       device: this.device.stats,
       agents: this.#agents.size,
       pendingLookups: this.#pending.size,
+      handshakeQueue: this.#handshakes.depth,
       dropped: { ...this.#dropped },
     };
   }
@@ -274,6 +321,7 @@ export class HubNode {
     this.#closed = true;
     this.#clock.clearTimer(this.#timer);
     this.#pending.clear();
+    this.#handshakes.close();
     this.#local.close();
     this.device.close();
     this.#agents.clear();
@@ -283,17 +331,30 @@ export class HubNode {
 
   // --- receive ----------------------------------------------------------------------------------
 
+  /**
+   * Transport data goes to the device at once; handshake messages wait in the handshake queue (at most
+   * HANDSHAKE_BATCH per turn), so a burst of initiations does not hold the event loop in one callback.
+   */
+  #receive(d: Buffer, e: DerpEndpoint): void {
+    if (!isHandshakeMessage(d)) {
+      this.device.receive(d, e);
+      return;
+    }
+    const held = d.buffer.byteLength > HANDSHAKE_VIEW_MAX_BACKING ? Buffer.from(d) : d;
+    if (!this.#handshakes.push({ d: held, e })) this.#dropped.handshakeQueueFull++;
+  }
+
   #fromDerp(src: Buffer, payload: Buffer): void {
     const cached = this.#bySrcBuffer.get(src);
     if (cached && this.#byPeer.has(cached.peer)) {
-      this.device.receive(payload, cached.endpoint);
+      this.#receive(payload, cached.endpoint);
       return;
     }
     const id = src.toString('base64');
     const rec = this.#agents.get(id);
     if (rec) {
       this.#bySrcBuffer.set(src, rec);
-      this.device.receive(payload, rec.endpoint);
+      this.#receive(payload, rec.endpoint);
       return;
     }
     // First datagram from an admitted key the hub does not know yet: ask the store, hold a few.
@@ -321,7 +382,7 @@ export class HubNode {
     }
     const rec = this.#agents.get(id);
     if (!rec) return;
-    for (const d of held) this.device.receive(d, rec.endpoint);
+    for (const d of held) this.#receive(d, rec.endpoint);
   }
 
   #onInner(packet: Buffer, peer: Peer): void {
