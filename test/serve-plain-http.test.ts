@@ -160,7 +160,13 @@ async function createCluster(s: Side, name: string): Promise<string[]> {
   return (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ');
 }
 
-async function joinAndRun(s: Side, name: string, joinWords: string[], extra: string[]): Promise<void> {
+async function joinAndRun(
+  s: Side,
+  name: string,
+  joinWords: string[],
+  extra: string[],
+  env: NodeJS.ProcessEnv = cleanEnv(),
+): Promise<void> {
   expect(joinWords.slice(0, 2)).toEqual(['tunnel-client', 'join']);
   const stateDir = join(tempDir('plain-http-agent-'), 'state');
   const args = [
@@ -170,9 +176,9 @@ async function joinAndRun(s: Side, name: string, joinWords: string[], extra: str
     '--upstream',
     `http://127.0.0.1:${upstreamPort}`,
   ];
-  const j = await run(CLIENT_BIN, [...args, ...extra, '--wait'], cleanEnv(), 20_000);
+  const j = await run(CLIENT_BIN, [...args, ...extra, '--wait'], env, 20_000);
   expect(j.code, `${j.stdout}${j.stderr}`).toBe(0);
-  agents.push(new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv()));
+  agents.push(new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], env));
   const end = Date.now() + 15_000;
   for (;;) {
     const r = await admin(s, 'cluster', 'get', name, '--output', 'json');
@@ -290,5 +296,21 @@ describe('serve --plain-http without --public-ca-file (system / --ca-file trust)
     ]);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('hello from upstream');
+  }, 45_000);
+
+  it('join without --ca-pin or --ca-file uses the system trust store (here: NODE_EXTRA_CA_CERTS)', async () => {
+    const words = await createCluster(b, 'edge-sys');
+    expect(words).not.toContain('--ca-pin');
+    // Without the CA in the store the same join fails on the certificate.
+    const stateDir = join(tempDir('plain-http-untrusted-'), 'state');
+    const bad = await run(
+      CLIENT_BIN,
+      [...words.slice(1), '--state-dir', stateDir, '--wait'],
+      cleanEnv(),
+      20_000,
+    );
+    expect(bad.code).not.toBe(0);
+    expect(`${bad.stdout}${bad.stderr}`).toMatch(/RELAY_UNREACHABLE.*certificate/);
+    await joinAndRun(b, 'edge-sys', words, [], cleanEnv({ NODE_EXTRA_CA_CERTS: caFile }));
   }, 45_000);
 });
