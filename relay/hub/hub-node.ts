@@ -2,7 +2,9 @@
  * The hub node: the relay's own WireGuard identity (100.64.0.1) as a user-space Device whose peers are
  * the accepted agents (their key, the per-pair preshared key, allowed IP = the agent's /32). It reaches
  * agents through the DERP server's in-process client (no socket): datagrams from the relay go straight
- * to device.receive(), datagrams to an agent go to the path its Endpoint names (paths.ts).
+ * to device.receive() (transport data at once; handshake messages through the bounded handshake queue,
+ * a batch per event-loop turn: handshake-queue.ts), datagrams to an agent go to the path its Endpoint
+ * names (paths.ts).
  *
  * Peers are added for every accepted agent at start (addAgent) and on demand when an admitted key sends
  * its first datagram (lookup, e.g. a registration accepted after start); removeAgent on delete, deny or
