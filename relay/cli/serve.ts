@@ -83,7 +83,8 @@ async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<voi
     if (relay.plainHttp) {
       out.line(`plain HTTP: TLS is terminated in front; agents and users reach ${relay.publicUrl}`);
     }
-    if (relay.caPin !== '') out.line(`CA pin: ${relay.caPin}`);
+    if (relay.caPin !== '')
+      out.line(`CA pin: ${relay.caPin}${relay.plainHttp ? ' (of --public-ca-file)' : ''}`);
     else out.line('CA pin: none (clients verify the public URL against their system trust store)');
     if (relay.adminKey) {
       out.line(`admin access key (shown only now; store it safely): ${relay.adminKey}`);
