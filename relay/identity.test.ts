@@ -1,11 +1,11 @@
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../shared/errors.js';
 import { resolveRelayConfig } from './config.js';
-import { certAltNames, loadOrCreateHubKey, loadOrCreateTls } from './identity.js';
+import { certAltNames, loadOrCreateHubKey, loadOrCreateTls, loadPublicCa } from './identity.js';
 import { certCovers, startRelay } from './server.js';
 import { SqliteStore } from './store/sqlite.js';
 import { LogCapture } from './test-support.js';
@@ -144,6 +144,92 @@ describe('relay identity', () => {
     } catch (err) {
       expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
       expect((err as Error).message).toMatch(/^tls-cert: cannot read .*ENOENT/);
+    }
+  });
+});
+
+describe('plain-http: the public CA', () => {
+  it('loadPublicCa pins the first certificate and keeps every certificate of the file', () => {
+    const a = createSelfSignedCert({ commonName: 'ca-a', altNames: ['a.example'], now: Date.now() });
+    const b = createSelfSignedCert({ commonName: 'ca-b', altNames: ['b.example'], now: Date.now() });
+    const f = join(dir, 'public-ca.pem');
+    writeFileSync(f, `# bundle\n${a.certPem}\n${b.certPem}`);
+    const ca = loadPublicCa(f);
+    expect(ca.pin).toBe(caPinOf(a.certDer));
+    expect(ca.pem).toBe(`${a.certPem.trimEnd()}\n${b.certPem.trimEnd()}\n`);
+  });
+
+  it('refuses a missing file, one without certificates and one whose certificate does not parse', () => {
+    const cases: Array<[string, string | null, RegExp]> = [
+      [join(dir, 'absent.pem'), null, /^public-ca-file: cannot read .*ENOENT/],
+      [
+        join(dir, 'key-only.pem'),
+        createSelfSignedCert({ commonName: 'k', altNames: [], now: 0 }).keyPem,
+        /holds no PEM CERTIFICATE block/,
+      ],
+      [
+        join(dir, 'garbage.pem'),
+        '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n',
+        /holds a certificate that does not parse/,
+      ],
+    ];
+    for (const [path, text, re] of cases) {
+      if (text !== null) writeFileSync(path, text);
+      try {
+        loadPublicCa(path);
+        expect.unreachable();
+      } catch (err) {
+        expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
+        expect((err as Error).message).toMatch(re);
+      }
+    }
+  });
+
+  it('startRelay with plain-http serves HTTP, creates no TLS files and advertises the public CA or none', async () => {
+    const a = createSelfSignedCert({ commonName: 'ca-a', altNames: ['relay.example.com'], now: Date.now() });
+    const f = join(dir, 'plain-ca.pem');
+    writeFileSync(f, a.certPem);
+    const withCa = await startRelay(
+      resolveRelayConfig({
+        flags: {
+          dataDir: join(dir, 'plain-1'),
+          listen: '127.0.0.1:0',
+          plainHttp: true,
+          publicUrl: 'https://relay.example.com',
+          publicCaFile: f,
+        },
+      }),
+      { logStream: new LogCapture() },
+    );
+    try {
+      expect(withCa.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(withCa.publicUrl).toBe('https://relay.example.com');
+      expect(withCa.plainHttp).toBe(true);
+      expect(withCa.caPin).toBe(caPinOf(a.certDer));
+      expect(withCa.context.caPem).toBe(`${a.certPem.trimEnd()}\n`);
+      expect(existsSync(join(dir, 'plain-1', 'tls'))).toBe(false);
+      const res = await fetch(`${withCa.url}/healthz`);
+      expect(res.status).toBe(200);
+    } finally {
+      await withCa.close();
+    }
+    const none = await startRelay(
+      resolveRelayConfig({
+        flags: {
+          dataDir: join(dir, 'plain-2'),
+          listen: '127.0.0.1:0',
+          plainHttp: true,
+          publicUrl: 'https://r.example',
+        },
+      }),
+      { logStream: new LogCapture() },
+    );
+    try {
+      expect(none.caPin).toBe('');
+      expect(none.context.caPin).toBeNull();
+      expect(none.context.caPem).toBeNull();
+    } finally {
+      await none.close();
     }
   });
 });

@@ -6,7 +6,8 @@
  * Relay A: --public-ca-file holds the certificate its terminator serves (the test CA itself: a
  *   self-signed CA certificate naming localhost). The join command carries its pin; the agent joins
  *   through the terminator and its session comes up; curl reaches the agent's upstream through the
- *   path proxy and CONNECT, both via the terminator.
+ *   path proxy and CONNECT, both via the terminator. The pin is a leaf pin (shared/http/pin.ts): behind
+ *   a terminator that serves a leaf signed by that CA, the printed pin fails with CA_PIN_MISMATCH.
  * Relay B: no --public-ca-file; its terminator serves the CA-signed leaf. The join command carries no
  *   pin, the kubeconfig no CA, and `tunnel-client join --ca-file <CA>` works.
  */
@@ -189,12 +190,15 @@ async function joinAndRun(
 }
 
 let a: Side;
+let leafCred: { key: string; cert: string };
+const extraServers: tls.Server[] = [];
 let b: Side;
 
 beforeAll(async () => {
   buildIfStale();
   dir = tempDir('plain-http-');
   const certs = makeCerts();
+  leafCred = certs.leaf;
   caPem = certs.ca.cert;
   caFile = join(dir, 'ca.pem');
   upstream = http.createServer(sampleHandler('upstream'));
@@ -209,6 +213,7 @@ afterAll(async () => {
     await s.relay.stop();
     s.terminator.close();
   }
+  for (const t of extraServers) t.close();
   upstream?.close();
   await cleanup();
 });
@@ -222,7 +227,7 @@ describe('serve --plain-http with --public-ca-file', () => {
     expect(a.ready.caPin).toBe(pinOfCertificate(der));
     // The relay port itself speaks HTTP, not TLS.
     const r = await curl(['-sS', `${a.ready.url}/healthz`, '-o', '/dev/null', '-w', '%{http_code}'], 10_000);
-    expect(r.stdout).not.toBe('000');
+    expect(r.stdout).toBe('200');
   });
 
   it('the join command carries the public CA pin; the agent joins through the terminator and connects', async () => {
@@ -269,6 +274,19 @@ describe('serve --plain-http with --public-ca-file', () => {
     ]);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('hello from upstream');
+  });
+
+  it('the printed pin is a leaf pin: a terminator serving a leaf signed by that CA fails with CA_PIN_MISMATCH', async () => {
+    const relayPort = Number(new URL(a.ready.url).port);
+    const [t, port] = await startTerminator(leafCred, () => relayPort);
+    extraServers.push(t);
+    const words = await createCluster(a, 'edge-leaf');
+    const via = words.map((w) => (w === a.publicUrl ? `https://localhost:${port}` : w));
+    expect(via).toContain(`https://localhost:${port}`);
+    const stateDir = join(tempDir('plain-http-leaf-'), 'state');
+    const r = await run(CLIENT_BIN, [...via.slice(1), '--state-dir', stateDir, '--wait'], cleanEnv(), 20_000);
+    expect(r.code).not.toBe(0);
+    expect(`${r.stdout}${r.stderr}`).toMatch(/CA_PIN_MISMATCH/);
   });
 });
 
