@@ -189,6 +189,7 @@ describe('plain-http: the public CA', () => {
     const a = createSelfSignedCert({ commonName: 'ca-a', altNames: ['relay.example.com'], now: Date.now() });
     const f = join(dir, 'plain-ca.pem');
     writeFileSync(f, a.certPem);
+    const quiet = new LogCapture();
     const withCa = await startRelay(
       resolveRelayConfig({
         flags: {
@@ -199,7 +200,7 @@ describe('plain-http: the public CA', () => {
           publicCaFile: f,
         },
       }),
-      { logStream: new LogCapture() },
+      { logStream: quiet },
     );
     try {
       expect(withCa.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -213,6 +214,24 @@ describe('plain-http: the public CA', () => {
     } finally {
       await withCa.close();
     }
+    const logs = new LogCapture();
+    const elsewhere = await startRelay(
+      resolveRelayConfig({
+        flags: {
+          dataDir: join(dir, 'plain-3'),
+          listen: '127.0.0.1:0',
+          plainHttp: true,
+          publicUrl: 'https://other.example.com',
+          publicCaFile: f,
+        },
+      }),
+      { logStream: logs },
+    );
+    await elsewhere.close();
+    expect(logs.text).toContain(
+      'does not name the public URL host, so it is not the one the terminator serves',
+    );
+    expect(quiet.text).not.toContain('--public-ca-file');
     const none = await startRelay(
       resolveRelayConfig({
         flags: {

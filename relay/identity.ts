@@ -102,6 +102,8 @@ export interface PublicCa {
   pem: string;
   /** `sha256:<hex>` of the first certificate's DER (the join command's --ca-pin). */
   pin: string;
+  /** The first certificate, DER. */
+  firstDer: Buffer;
 }
 
 const PEM_CERT = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
@@ -122,7 +124,7 @@ export function loadPublicCa(path: string): PublicCa {
       throw new TunnelError('BAD_CONFIG', `public-ca-file: ${path} holds a certificate that does not parse`);
     }
   }
-  return { pem: `${blocks.join('\n')}\n`, pin: caPinOf(firstDer!) };
+  return { pem: `${blocks.join('\n')}\n`, pin: caPinOf(firstDer!), firstDer: firstDer! };
 }
 
 export function loadOrCreateHubKey(dataDir: string): KeyPair {

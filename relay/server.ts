@@ -290,6 +290,15 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     );
   }
 
+  if (publicCa && !certCovers(publicCa.firstDer, ctx.publicUrl())) {
+    // Agents compare --ca-pin with the certificate the terminator presents (no chain walk).
+    log.warn(
+      { publicUrl: ctx.publicUrl() },
+      'the first certificate of --public-ca-file does not name the public URL host, so it is not the one the ' +
+        'terminator serves: the --ca-pin in join commands will not match it; join agents with --ca-file instead',
+    );
+  }
+
   let closing: Promise<void> | null = null;
   const relay: RunningRelay = {
     url: boundUrl,
