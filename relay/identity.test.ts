@@ -227,6 +227,9 @@ describe('plain-http: the public CA', () => {
       }),
       { logStream: logs },
     );
+    // Not the served certificate: no pin in join commands (it could not match), the CA still in kubeconfigs.
+    expect(elsewhere.context.caPin).toBeNull();
+    expect(elsewhere.context.caPem).toBe(`${a.certPem.trimEnd()}\n`);
     await elsewhere.close();
     expect(logs.text).toContain(
       'does not name the public URL host, so it is not the one the terminator serves',

@@ -170,9 +170,15 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     return config.plainHttp ? null : loadOrCreateTls(config, clock.wallNow());
   });
   const publicCa = config.publicCaFile ? loadPublicCa(config.publicCaFile) : null;
+  // Agents compare --ca-pin with the certificate the server presents (no chain walk), so a pin of
+  // --public-ca-file is only printed when its first certificate is the one the terminator serves (it names the
+  // public host). Otherwise join commands carry no pin and agents trust the CA through --ca-file or the system
+  // store; kubeconfigs carry the whole file either way (kubectl validates the chain).
+  const servedByTerminator =
+    publicCa !== null && config.publicUrl !== null && certCovers(publicCa.firstDer, config.publicUrl);
   const trust = tls
     ? { pin: tls.caPin, pem: tls.certPem }
-    : { pin: publicCa?.pin ?? null, pem: publicCa?.pem ?? null };
+    : { pin: servedByTerminator ? publicCa.pin : null, pem: publicCa?.pem ?? null };
   const hub = onDisk('data-dir', config.dataDir, () => loadOrCreateHubKey(config.dataDir));
   const store = opts.store ?? openStore(config);
   let adminKey: string | null;
@@ -295,7 +301,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     log.warn(
       { publicUrl: ctx.publicUrl() },
       'the first certificate of --public-ca-file does not name the public URL host, so it is not the one the ' +
-        'terminator serves: the --ca-pin in join commands will not match it; join agents with --ca-file instead',
+        'terminator serves: join commands carry no --ca-pin; join agents with --ca-file (this file) instead',
     );
   }
 
