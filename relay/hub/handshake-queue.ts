@@ -9,8 +9,12 @@
  * breaks it.
  */
 
-/** Handshake messages processed per deferred turn: 16 initiations are ~5-15 ms of X25519 work. */
-export const HANDSHAKE_BATCH = 16;
+/**
+ * Handshake messages processed per deferred turn: 32 initiations are ~5-15 ms of X25519 work. One batch
+ * runs per event-loop iteration, so while TLS handshakes make iterations long the batch also bounds the
+ * hub's handshake rate (32 per iteration); smaller batches made agents time out and retry in the storm.
+ */
+export const HANDSHAKE_BATCH = 32;
 /** Handshake messages waiting at most (4,096 x ~150 bytes ~ 0.6 MiB; ~2-4 s of work at the hub's rate). */
 export const HANDSHAKE_QUEUE_CAP = 4_096;
 

@@ -429,4 +429,23 @@ describe('HubNode handshake queue', () => {
     while (t.step());
     expect(b.hubPeer.isSessionUp).toBe(false);
   });
+
+  it('a handshake message that waited a whole retry interval is dropped as stale; the retry is answered', () => {
+    const t = turns();
+    const w = world({ hub: { defer: t.defer, handshakeBatch: 1 } });
+    const [a, b] = [agent(w, 2), agent(w, 3)];
+    for (const x of [a, b]) {
+      w.hub.addAgent(x.info);
+      x.hubPeer.send(x.prober.probe());
+    }
+    t.step();
+    expect(a.hubPeer.isSessionUp).toBe(true);
+    expect(w.hub.stats.handshakeQueue).toBe(1);
+    w.clock.advance(5_400); // b's initiator gives up on its first initiation and sends a new one
+    expect(w.hub.stats.handshakeQueue).toBe(2);
+    while (t.step());
+    expect(w.hub.stats.dropped.handshakeStale).toBe(1);
+    expect(b.hubPeer.isSessionUp).toBe(true);
+    expect(b.prober.received).toBe(1);
+  });
 });

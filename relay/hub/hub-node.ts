@@ -102,12 +102,15 @@ export interface HubStats {
     pendingOverflow: number;
     pathFailed: number;
     handshakeQueueFull: number;
+    handshakeStale: number;
   };
 }
 
 interface QueuedHandshake {
   readonly d: Buffer;
   readonly e: DerpEndpoint;
+  /** clock.now() when queued. */
+  readonly at: number;
 }
 
 /** True for WireGuard handshake messages (initiation 1, response 2, cookie reply 3; type word LE). */
@@ -148,6 +151,7 @@ export class HubNode {
     pendingOverflow: 0,
     pathFailed: 0,
     handshakeQueueFull: 0,
+    handshakeStale: 0,
   };
   readonly #handshakes: HandshakeQueue<QueuedHandshake>;
   readonly #statusMs: number;
@@ -165,7 +169,12 @@ export class HubNode {
     this.#probeMs = opts.probeIntervalMs ?? DEFAULT_HUB_PROBE_INTERVAL_MS;
     this.#deadMs = opts.deadAfterMs ?? DEFAULT_HUB_DEAD_AFTER_MS;
     this.#handshakes = new HandshakeQueue<QueuedHandshake>({
-      handle: (q) => this.device.receive(q.d, q.e),
+      handle: (q) => {
+        // Waited a whole retry interval: the initiator has sent a new initiation (new ephemeral key)
+        // and would drop the response to this one, so answering it only costs the hub.
+        if (this.#clock.now() - q.at >= this.device.timers.rekeyTimeout) this.#dropped.handshakeStale++;
+        else this.device.receive(q.d, q.e);
+      },
       ...(opts.defer ? { defer: opts.defer } : {}),
       ...(opts.handshakeBatch !== undefined ? { batch: opts.handshakeBatch } : {}),
       ...(opts.handshakeQueueCap !== undefined ? { cap: opts.handshakeQueueCap } : {}),
@@ -343,7 +352,7 @@ export class HubNode {
       return;
     }
     const held = d.buffer.byteLength > HANDSHAKE_VIEW_MAX_BACKING ? Buffer.from(d) : d;
-    if (!this.#handshakes.push({ d: held, e })) this.#dropped.handshakeQueueFull++;
+    if (!this.#handshakes.push({ d: held, e, at: this.#clock.now() })) this.#dropped.handshakeQueueFull++;
   }
 
   #fromDerp(src: Buffer, payload: Buffer): void {
