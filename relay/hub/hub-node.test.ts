@@ -17,7 +17,7 @@ import { Device } from '../../shared/wireguard/device.js';
 import { HubMetrics } from '../data-plane-metrics.js';
 import { createDerpServer, type DerpServer } from '../derp/server.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
-import { HubNode, type HubNodeOptions, MAX_PENDING_PER_KEY } from './hub-node.js';
+import { HANDSHAKE_VIEW_MAX_BACKING, HubNode, type HubNodeOptions, MAX_PENDING_PER_KEY } from './hub-node.js';
 
 const closers: Array<() => unknown> = [];
 afterEach(async () => {
@@ -447,5 +447,28 @@ describe('HubNode handshake queue', () => {
     expect(w.hub.stats.dropped.handshakeStale).toBe(1);
     expect(b.hubPeer.isSessionUp).toBe(true);
     expect(b.prober.received).toBe(1);
+  });
+
+  it('a queued handshake message that is a view into a large buffer is copied; the buffer may change meanwhile', () => {
+    const t = turns();
+    const w = world({ hub: { defer: t.defer } });
+    const a = agent(w, 2);
+    w.hub.addAgent(a.info);
+    // The agent's transport hands over views into one 64 KiB buffer and rewrites it after each send.
+    const send = a.local.send.bind(a.local);
+    const big = Buffer.alloc(65_536);
+    a.local.send = (dst: Uint8Array, p: Uint8Array) => {
+      big.set(p, 1_000);
+      const ok = send(dst, big.subarray(1_000, 1_000 + p.length));
+      big.fill(0xee);
+      return ok;
+    };
+    expect(big.length).toBeGreaterThan(HANDSHAKE_VIEW_MAX_BACKING);
+    a.hubPeer.send(a.prober.probe());
+    expect(w.hub.stats.handshakeQueue).toBe(1);
+    while (t.step());
+    expect(w.hub.device.stats.drops.mac1).toBe(0);
+    expect(a.hubPeer.isSessionUp).toBe(true);
+    expect(a.prober.received).toBe(1);
   });
 });
