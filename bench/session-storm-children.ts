@@ -131,6 +131,8 @@ export async function relayChild(dir: string, maxPeers: number): Promise<void> {
         handshakeDrops: h.device.drops.handshake,
         notAdmitted: h.dropped.notAdmitted,
         lookupFull: h.dropped.lookupFull,
+        handshakeQueueFull: h.dropped.handshakeQueueFull,
+        handshakeStale: h.dropped.handshakeStale,
       },
     };
     process.send!({ mem });
