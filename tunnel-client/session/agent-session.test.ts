@@ -80,7 +80,14 @@ function setup() {
     admission: { isAdmitted: () => true },
     policy: { canSend: (s, d) => s.equals(hubKey.publicKey) || d.equals(hubKey.publicKey) },
   });
-  const hub = new HubNode({ privateKey: hubKey.privateKey, derp, clock, lookup: async () => null });
+  const hub = new HubNode({
+    privateKey: hubKey.privateKey,
+    derp,
+    clock,
+    lookup: async () => null,
+    // The hub drains its handshake queue on deferred turns: on the fake clock here, not setImmediate.
+    defer: (fn) => void clock.setTimer(0, fn),
+  });
   const agentKey = generateKeyPair();
   const psk = keyToBase64(generatePresharedKey());
   const info = {
