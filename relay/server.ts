@@ -46,6 +46,11 @@ import type { Store } from './store/types.js';
 export const BODY_LIMIT = 64 * 1024;
 /** Idle keep-alive connections are kept this long (> 1.25 x the default 60 s lease). */
 export const KEEP_ALIVE_MS = 90_000;
+/**
+ * A TLS handshake not finished after this long is cut (Node's default is 120 s): bytes that are not TLS can
+ * look like the start of a long record and would otherwise hold the socket open, as would a slow client.
+ */
+export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** close(): how long in-flight requests may take before their connections are cut. */
 export const CLOSE_GRACE_MS = 10_000;
 /** Failed registrations: 10 per source address or per cluster name within 5 minutes. */
@@ -208,7 +213,9 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   };
 
   const app = Fastify({
-    ...(tls ? { https: { cert: tls.certPem, key: tls.keyPem } } : {}),
+    ...(tls
+      ? { https: { cert: tls.certPem, key: tls.keyPem, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS } }
+      : {}),
     loggerInstance: log,
     bodyLimit: BODY_LIMIT,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
