@@ -161,7 +161,7 @@ async function main(): Promise<void> {
         `direct ${direct.ms.toFixed(1)}, CONNECT ${viaConnect.ms.toFixed(1)}, path ${viaPath.ms.toFixed(1)})`,
     );
     say(
-      `   tunnel: path=${after.path}, hub-measured RTT ${after.rttMs} ms (CONNECT and path proxy timings include a TLS handshake with the relay)`,
+      `   tunnel: path=${after.path}, hub-measured RTT ${after.rttMs === null || after.rttMs === undefined ? 'not measured yet (the hub probes every 5 s)' : `${after.rttMs} ms`} (CONNECT and path proxy timings include a TLS handshake with the relay)`,
     );
     say('8. stopping agent and relay');
     agent.kill('SIGTERM');
