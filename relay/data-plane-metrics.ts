@@ -5,25 +5,17 @@
  */
 import type { DerpStats } from './derp/peer.js';
 import type { HubNode } from './hub/hub-node.js';
-import { type Family, type Labels, RunningTotals } from './metrics.js';
+import {
+  byReason,
+  counterFamily as counter,
+  type Family,
+  gaugeFamily as gauge,
+  type Labels,
+  oneSample as one,
+  RunningTotals,
+} from './metrics.js';
 
 type Peer = HubNode['device']['peers'][number];
-
-const counter = (name: string, help: string, samples: Array<[Labels, number]>): Family => ({
-  name,
-  help,
-  type: 'counter',
-  samples,
-});
-const gauge = (name: string, help: string, value: number): Family => ({
-  name,
-  help,
-  type: 'gauge',
-  samples: [[{}, value]],
-});
-const one = (v: number): Array<[Labels, number]> => [[{}, v]];
-const byReason = (r: Record<string, number>, extra: Labels = {}): Array<[Labels, number]> =>
-  Object.entries(r).map(([reason, v]) => [{ ...extra, reason }, v]);
 
 /** The DERP server's counters (relay/derp/peer.ts DerpStats). */
 export function derpFamilies(s: Readonly<DerpStats>): Family[] {

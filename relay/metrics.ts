@@ -18,6 +18,25 @@ export interface Family {
 /** Called on every scrape; must be cheap (no I/O) and return bounded label sets. */
 export type Collector = () => Family[];
 
+/** Family builders for collectors: a counter with its samples, a one-sample gauge. */
+export const counterFamily = (name: string, help: string, samples: Array<[Labels, number]>): Family => ({
+  name,
+  help,
+  type: 'counter',
+  samples,
+});
+export const gaugeFamily = (name: string, help: string, value: number): Family => ({
+  name,
+  help,
+  type: 'gauge',
+  samples: [[{}, value]],
+});
+/** One unlabelled sample. */
+export const oneSample = (v: number): Array<[Labels, number]> => [[{}, v]];
+/** One sample per key of `r`, labelled `reason` (plus `extra`). */
+export const byReason = (r: Record<string, number>, extra: Labels = {}): Array<[Labels, number]> =>
+  Object.entries(r).map(([reason, v]) => [{ ...extra, reason }, v]);
+
 /** Label value escaping per the text format: backslash, double quote and line feed. */
 export function escapeLabelValue(v: string): string {
   return v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));

@@ -5,25 +5,16 @@
  * drops, and the CONNECT / path proxy results. Labels are fixed names and HTTP statuses only.
  */
 import type { StreamBinding } from '../../shared/tunnel-streams/stream-binding.js';
-import type { Family, Labels } from '../metrics.js';
+import {
+  byReason,
+  counterFamily as counter,
+  type Family,
+  gaugeFamily as gauge,
+  type Labels,
+  oneSample as one,
+} from '../metrics.js';
 import type { ConnectProxyStats } from './connect-proxy.js';
 import type { PathProxyStats } from './path-proxy.js';
-
-const counter = (name: string, help: string, samples: Array<[Labels, number]>): Family => ({
-  name,
-  help,
-  type: 'counter',
-  samples,
-});
-const gauge = (name: string, help: string, value: number): Family => ({
-  name,
-  help,
-  type: 'gauge',
-  samples: [[{}, value]],
-});
-const one = (v: number): Array<[Labels, number]> => [[{}, v]];
-const byReason = (r: Record<string, number>): Array<[Labels, number]> =>
-  Object.entries(r).map(([reason, v]) => [{ reason }, v]);
 
 export function streamFamilies(b: StreamBinding): Family[] {
   const t = b.linkTotals();
