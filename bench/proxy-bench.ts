@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeMachine } from './machine.js';
 import {
-  CLIENT_BIN,
   children,
   connectVia,
   type Dial,
@@ -20,8 +19,8 @@ import {
   download,
   latency,
   procCpu,
-  runJson,
   start,
+  startBenchAgent,
   startRelayAndUpstream,
 } from './tunnel-fixture.js';
 
@@ -71,30 +70,9 @@ async function main(): Promise<void> {
   try {
     console.log(`machine: ${describeMachine()}`);
     const { relay, ready, upPort, env } = await startRelayAndUpstream(dir);
-    const created = await runJson(['cluster', 'create', 'bench'], env);
-    const joinArgs = (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
     watched.relay = relay.pid;
-    const agentProc = start(process.execPath, [
-      CLIENT_BIN,
-      ...joinArgs,
-      '--upstream',
-      `http://127.0.0.1:${upPort}`,
-      '--state-dir',
-      join(dir, 'agent'),
-    ]);
+    const { agent: agentProc, ca } = await startBenchAgent(env, dir, upPort);
     watched.agent = agentProc.pid;
-    for (let i = 0; ; i++) {
-      const c = await runJson(['cluster', 'get', 'bench'], env);
-      if (c.connected === true) break;
-      if (i > 150) throw new Error('agent did not connect');
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    const kc = await runJson(['kubeconfig', 'bench'], env);
-    const ca = Buffer.from(
-      (kc.clusters as Array<{ cluster: Record<string, string> }>)[0]?.cluster['certificate-authority-data'] ??
-        '',
-      'base64',
-    ).toString();
     const socatPort = 20000 + Math.floor(Math.random() * 20000);
     start('socat', [`TCP-LISTEN:${socatPort},bind=127.0.0.1,fork,reuseaddr`, `TCP:127.0.0.1:${upPort}`]);
     await new Promise((r) => setTimeout(r, 300));

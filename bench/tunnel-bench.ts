@@ -17,7 +17,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeMachine } from './machine.js';
 import {
-  CLIENT_BIN,
   children,
   connectVia,
   type Dial,
@@ -27,8 +26,8 @@ import {
   freePort,
   latency,
   procCpu,
-  runJson,
   start,
+  startBenchAgent,
   startRelayAndUpstream,
 } from './tunnel-fixture.js';
 
@@ -153,28 +152,7 @@ async function main(): Promise<void> {
   try {
     console.log(`machine: ${describeMachine()}`);
     const { relay, ready, upPort, env } = await startRelayAndUpstream(dir);
-    const created = await runJson(['cluster', 'create', 'bench'], env);
-    const joinArgs = (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
-    const agent = start(process.execPath, [
-      CLIENT_BIN,
-      ...joinArgs,
-      '--upstream',
-      `http://127.0.0.1:${upPort}`,
-      '--state-dir',
-      join(dir, 'agent'),
-    ]);
-    for (let i = 0; ; i++) {
-      const c = await runJson(['cluster', 'get', 'bench'], env);
-      if (c.connected === true) break;
-      if (i > 150) throw new Error('agent did not connect');
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    const kc = await runJson(['kubeconfig', 'bench'], env);
-    const ca = Buffer.from(
-      (kc.clusters as Array<{ cluster: Record<string, string> }>)[0]?.cluster['certificate-authority-data'] ??
-        '',
-      'base64',
-    ).toString();
+    const { agent, ca } = await startBenchAgent(env, dir, upPort);
     const via = connectVia(ready.url, ca, ready.adminKey, `bench.clusters.local:${upPort}`);
 
     const canSsh = process.getuid?.() === 0 && existsSync(SSHD);

@@ -244,3 +244,39 @@ export async function startRelayAndUpstream(dir: string): Promise<BenchRelay> {
   };
   return { relay, ready, upPort, env };
 }
+
+/**
+ * Creates cluster `name` on the relay, starts a `tunnel-client` agent for it serving `upPort` (state in
+ * `dir`/agent), waits until the relay shows it connected, and returns the agent and the relay's CA (from
+ * the cluster's kubeconfig) for CONNECT dials.
+ */
+export async function startBenchAgent(
+  env: NodeJS.ProcessEnv,
+  dir: string,
+  upPort: number,
+  name = 'bench',
+): Promise<{ agent: ChildProcess; ca: string }> {
+  const created = await runJson(['cluster', 'create', name], env);
+  const joinArgs = (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
+  const agent = start(process.execPath, [
+    CLIENT_BIN,
+    ...joinArgs,
+    '--upstream',
+    `http://127.0.0.1:${upPort}`,
+    '--state-dir',
+    join(dir, 'agent'),
+  ]);
+  for (let i = 0; ; i++) {
+    const c = await runJson(['cluster', 'get', name], env);
+    if (c.connected === true) break;
+    if (i > 150) throw new Error('agent did not connect');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const kc = await runJson(['kubeconfig', name], env);
+  const ca = Buffer.from(
+    (kc.clusters as Array<{ cluster: Record<string, string> }>)[0]?.cluster['certificate-authority-data'] ??
+      '',
+    'base64',
+  ).toString();
+  return { agent, ca };
+}
