@@ -132,6 +132,17 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** Polls `tunnel-relay cluster get NAME` (with the admin env `env`) until the relay shows it connected. */
+export async function waitConnected(env: NodeJS.ProcessEnv, name: string, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const r = await run(RELAY_BIN, ['cluster', 'get', name, '--output', 'json'], env);
+    if (r.code === 0 && JSON.parse(r.stdout).connected === true) return;
+    if (Date.now() > end) throw new Error(`${name} never connected: ${r.stdout}${r.stderr}`);
+    await sleep(200);
+  }
+}
+
 export interface ReadyLine {
   event: 'ready';
   url: string;

@@ -27,6 +27,7 @@ import {
   sleep,
   startServe,
   tempDir,
+  waitConnected,
 } from './cli-harness.js';
 import { listen, sampleHandler } from './proxy-fixtures.js';
 
@@ -57,16 +58,6 @@ async function join_(name: string, start: boolean): Promise<void> {
   );
   expect(j.code, j.stderr).toBe(0);
   if (start) agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
-}
-
-async function waitConnected(name: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const r = await admin('cluster', 'get', name, '--output', 'json');
-    if (r.code === 0 && JSON.parse(r.stdout).connected === true) return;
-    if (Date.now() > end) throw new Error(`${name} never connected: ${r.stdout}${r.stderr}`);
-    await sleep(200);
-  }
 }
 
 type Scrape = { values: Map<string, number>; types: Map<string, string>; text: string };
@@ -129,7 +120,7 @@ beforeAll(async () => {
   });
   await join_('edge-1', true);
   await join_('edge-2', false);
-  await waitConnected('edge-1');
+  await waitConnected(adminEnv, 'edge-1', 20_000);
   const k = await admin('kubeconfig', 'edge-1', '--output', 'json');
   expect(k.code, k.stderr).toBe(0);
   const ca = JSON.parse(k.stdout).clusters[0].cluster['certificate-authority-data'];

@@ -27,6 +27,7 @@ import {
   sleep,
   startServe,
   tempDir,
+  waitConnected,
 } from './cli-harness.js';
 import { certFor, connectTunnel, listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 
@@ -54,21 +55,11 @@ async function joinAndRun(name: string, flags: string[], env: NodeJS.ProcessEnv)
   const j = await run(CLIENT_BIN, [...join_, '--state-dir', stateDir, ...flags, '--wait'], env, 40_000);
   expect(j.code, j.stderr).toBe(0);
   agents[name] = { proc: startAgent(stateDir, env), stateDir, env };
-  await waitConnected(name);
+  await waitConnected(adminEnv, name);
 }
 
 function startAgent(stateDir: string, env: NodeJS.ProcessEnv): Proc {
   return new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], env);
-}
-
-async function waitConnected(name: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const r = await admin('cluster', 'get', name, '--output', 'json');
-    if (r.code === 0 && JSON.parse(r.stdout).connected === true) return;
-    if (Date.now() > end) throw new Error(`${name} never connected: ${r.stdout}${r.stderr}`);
-    await sleep(200);
-  }
 }
 
 const viaRelay = () => [
@@ -320,7 +311,7 @@ describe('faults', () => {
     expect(stderr).toMatch(/curl: \(\d+\)/);
     // Back: the agent restarts and CONNECT works again.
     a.proc = startAgent(a.stateDir, a.env);
-    await waitConnected('edge-1');
+    await waitConnected(adminEnv, 'edge-1');
     const r = await curl([...viaRelay(), `http://edge-1.clusters.local:${plainPort}/hello`]);
     expect(r.stdout).toBe('hello from plain');
   }, 90_000);
@@ -352,7 +343,7 @@ describe('faults', () => {
     expect(warm.stdout).toBe('hello from plain');
     await a.proc.stop('SIGKILL');
     a.proc = startAgent(a.stateDir, a.env);
-    await waitConnected('edge-2', 20_000);
+    await waitConnected(adminEnv, 'edge-2', 20_000);
     const r = await curl([...viaRelay(), `http://edge-2.clusters.local:${plainPort}/hello`]);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe('hello from plain');
@@ -365,7 +356,7 @@ describe('faults', () => {
     expect(await relay.stop('SIGTERM')).toBe(0);
     const restarted = await startServe(join(dir, 'relay'), `127.0.0.1:${port}`);
     relay = restarted.proc;
-    await waitConnected('edge-2', 20_000);
+    await waitConnected(adminEnv, 'edge-2', 20_000);
     // The agent still holds the old hub's session (old conv); the new hub starts another and the agent adopts it.
     const after = await curl([...viaRelay(), `http://edge-2.clusters.local:${plainPort}/hello`]);
     expect(after.stderr).toBe('');

@@ -22,6 +22,7 @@ import {
   sleep,
   startServe,
   tempDir,
+  waitConnected,
 } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { startTinyproxy, type Tinyproxy } from './helpers/tinyproxy.js';
@@ -52,16 +53,6 @@ function connects(p: Tinyproxy): number {
 function curlViaRelay(url: string): Promise<Curl> {
   const auth = `Proxy-Authorization: Bearer ${ready.adminKey}`;
   return curl(['-sS', '-p', '-x', ready.url, '--proxy-insecure', '--proxy-header', auth, url], 30_000);
-}
-
-async function waitConnected(name: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const r = await admin('cluster', 'get', name, '--output', 'json');
-    if (r.code === 0 && JSON.parse(r.stdout).connected === true) return;
-    if (Date.now() > end) throw new Error(`${name} never connected: ${r.stdout}${r.stderr}`);
-    await sleep(200);
-  }
 }
 
 beforeAll(async () => {
@@ -109,7 +100,7 @@ describe('agent through tinyproxy', () => {
 
     const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], env);
     try {
-      await waitConnected('edge-1');
+      await waitConnected(adminEnv, 'edge-1');
       const r = await curlViaRelay(`http://edge-1.clusters.local:${upstreamPort}/hello`);
       expect(r.stderr).toBe('');
       expect(r.stdout).toBe('hello from upstream');

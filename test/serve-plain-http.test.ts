@@ -30,9 +30,9 @@ import {
   RELAY_BIN,
   type ReadyLine,
   run,
-  sleep,
   startServe,
   tempDir,
+  waitConnected,
 } from './cli-harness.js';
 import { listen, sampleHandler } from './proxy-fixtures.js';
 
@@ -180,13 +180,7 @@ async function joinAndRun(
   const j = await run(CLIENT_BIN, [...args, ...extra, '--wait'], env, 20_000);
   expect(j.code, `${j.stdout}${j.stderr}`).toBe(0);
   agents.push(new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], env));
-  const end = Date.now() + 15_000;
-  for (;;) {
-    const r = await admin(s, 'cluster', 'get', name, '--output', 'json');
-    if (r.code === 0 && JSON.parse(r.stdout).connected === true) return;
-    if (Date.now() > end) throw new Error(`${name} never connected: ${r.stdout}${r.stderr}`);
-    await sleep(200);
-  }
+  await waitConnected(s.env, name);
 }
 
 let a: Side;
