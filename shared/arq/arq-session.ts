@@ -46,8 +46,8 @@ const TIMEOUT_BURST = 2;
 const MAX_REENTRANT = 1024;
 /**
  * Units of the ts field per millisecond. The ts a sender puts in PUSH segments is only echoed by the
- * receiver, so its unit is the sender's choice: 1/16 ms gives RTT samples fine enough for delay control
- * on loopback-scale paths, and the u32 still spans 74 hours (differences are taken modulo 2^32).
+ * receiver, so its unit is the sender's choice: 1/16 ms gives RTT samples fine enough for the in-flight
+ * cap's minimum RTT on loopback-scale paths, and the u32 still spans 74 hours (differences are modulo 2^32).
  */
 const TS_PER_MS = 16;
 const tsAt = (now: number): number => Math.floor(now * TS_PER_MS) >>> 0;
@@ -301,8 +301,10 @@ export class ArqSession extends EventEmitter {
       }
     }
     const advanced = seqDiff(this.#sw.una, unaBefore);
-    if (advanced > 0) this.#cc.onAdvance(advanced, this.#sw.una);
-    if (advanced > 0) this.#cap.onAdvance(this.#sw.una, this.#sw.sndNxt, this.#sw.delivered, now);
+    if (advanced > 0) {
+      this.#cc.onAdvance(advanced, this.#sw.una);
+      this.#cap.onAdvance(this.#sw.una, this.#sw.sndNxt, this.#sw.delivered, now);
+    }
     if (this.#acks.length >= 2 * this.#cfg.ackEvery) this.#ackNow = true;
     if (this.#acks.length > 0 && this.#ackDueAt === Number.POSITIVE_INFINITY) {
       this.#ackDueAt = now + this.#cfg.ackDelayMs;
@@ -358,13 +360,7 @@ export class ArqSession extends EventEmitter {
       seg = sw.pipe < limit ? sw.nextLost() : undefined;
     }
     const mss = this.mss;
-    const cap = this.#cap.bytes;
-    while (
-      this.#sq.bytes > 0 &&
-      sw.pipe < limit &&
-      sw.unackedBytes < cap &&
-      (tail || this.#sq.bytes >= mss)
-    ) {
+    while (this.#sq.bytes > 0 && this.#roomToSend() && (tail || this.#sq.bytes >= mss)) {
       this.#transmit(sw.add(this.#sq.take(mss), this.#rtt.rto), now, wnd, una);
     }
     this.#tailDue = this.#sq.bytes > 0;
