@@ -1,6 +1,6 @@
 /**
  * A cap on the bytes in flight, from the path's measured delivery rate and minimum RTT (the estimate BBR
- * builds its window from): cap = maxRate x (2 x minRtt + queueTargetMs), never below `floorBytes`.
+ * builds its window from): cap = rate x (2 x minRtt + queueTargetMs), never below `floorBytes`.
  *
  * Why: on a path that queues instead of dropping (the relay path runs over TCP), a loss-based window grows
  * without bound and every byte in flight waits in some buffer ahead of the next stream's reply. Bytes in
