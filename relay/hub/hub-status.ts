@@ -1,0 +1,107 @@
+/**
+ * The hub's view of each agent's session: connected (relay connection up, a handshake done, an
+ * authenticated datagram within deadAfterMs), path, lastHandshake, rttMs, bytesIn/Out. Every
+ * statusIntervalMs it reports every agent (onStatus) and pings each connected agent whose session is up
+ * with ICMP echo at most every probeIntervalMs (its prober measures the RTT from the replies).
+ */
+import type { Clock, TimerHandle } from '../../shared/clock.js';
+import type { ConnectionStatus } from '../hooks.js';
+import type { AgentRecord } from './peer-directory.js';
+
+export const DEFAULT_STATUS_INTERVAL_MS = 2_000;
+/** The hub pings each agent this often (RTT), once its session is up. */
+export const DEFAULT_HUB_PROBE_INTERVAL_MS = 5_000;
+/** No authenticated datagram from an agent for this long: not connected. */
+export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
+
+/** The parts of an agent record the status reads and updates. */
+export type StatusRecord = Pick<
+  AgentRecord,
+  'cluster' | 'key' | 'peer' | 'prober' | 'lastRxBytes' | 'lastRxAt' | 'lastProbeAt'
+>;
+
+export interface HubStatusOptions {
+  clock: Clock;
+  /** Whether the agent's key holds a relay connection now. */
+  isConnected(key: Buffer): boolean;
+  /** The agents reported on each tick. */
+  agents(): Iterable<StatusRecord>;
+  onStatus?: (cluster: string, status: ConnectionStatus) => void;
+  statusIntervalMs?: number;
+  probeIntervalMs?: number;
+  deadAfterMs?: number;
+}
+
+export class HubStatus {
+  readonly #o: HubStatusOptions;
+  readonly #statusMs: number;
+  readonly #probeMs: number;
+  readonly #deadMs: number;
+  #timer: TimerHandle | undefined;
+  #closed = false;
+
+  /** Starts the status timer. */
+  constructor(opts: HubStatusOptions) {
+    this.#o = opts;
+    this.#statusMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
+    this.#probeMs = opts.probeIntervalMs ?? DEFAULT_HUB_PROBE_INTERVAL_MS;
+    this.#deadMs = opts.deadAfterMs ?? DEFAULT_HUB_DEAD_AFTER_MS;
+    this.#arm();
+  }
+
+  /** The agent's status now (counts bytes received since the last look as a sign of life). */
+  of(rec: StatusRecord): ConnectionStatus {
+    const now = this.#o.clock.now();
+    const peer = rec.peer;
+    if (peer.rxBytes !== rec.lastRxBytes) {
+      rec.lastRxBytes = peer.rxBytes;
+      rec.lastRxAt = now;
+    }
+    const connected =
+      this.#o.isConnected(rec.key) &&
+      peer.lastHandshakeAt !== null &&
+      rec.lastRxAt !== null &&
+      now - rec.lastRxAt < this.#deadMs;
+    return {
+      connected,
+      path: connected ? 'relayed' : 'none',
+      lastHandshake: peer.lastHandshakeAt,
+      rttMs: connected ? rec.prober.roundedRttMs : null,
+      bytesIn: peer.rxBytes,
+      bytesOut: peer.txBytes,
+    };
+  }
+
+  /** Reports the agent's status now (e.g. its relay connection went); nothing once closed. */
+  report(rec: StatusRecord): void {
+    if (this.#closed) return;
+    this.#o.onStatus?.(rec.cluster, this.of(rec));
+  }
+
+  /** The agent's peer completed a handshake: a sign of life, reported at once. */
+  onHandshake(rec: StatusRecord): void {
+    rec.lastRxAt = this.#o.clock.now();
+    this.report(rec);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#o.clock.clearTimer(this.#timer);
+  }
+
+  #arm(): void {
+    this.#timer = this.#o.clock.setTimer(this.#statusMs, () => {
+      if (this.#closed) return;
+      const now = this.#o.clock.now();
+      for (const rec of this.#o.agents()) {
+        const s = this.of(rec);
+        if (s.connected && rec.peer.isSessionUp && now - rec.lastProbeAt >= this.#probeMs) {
+          rec.lastProbeAt = now;
+          rec.peer.send(rec.prober.probe());
+        }
+        this.#o.onStatus?.(rec.cluster, s);
+      }
+      this.#arm();
+    });
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * The hub's agents: one record per accepted agent (its WireGuard peer on the hub device, its DERP
+ * endpoint, its probe state), found by key, by peer and by cluster. Agents are added for every accepted
+ * agent at start (add) and on demand when an admitted key the hub does not know sends its first datagram:
+ * the store is asked (lookup), a few datagrams wait for the answer (capped per key and in keys), then go
+ * on to `deliver`. remove on delete, deny or unjoin. The cap on agents is the device's maxPeers.
+ */
+import type { Clock } from '../../shared/clock.js';
+import { EchoProber } from '../../shared/ip/echo-prober.js';
+import { parseIpv4Address } from '../../shared/ip/index.js';
+import { keyToBase64, parseKey } from '../../shared/keys.js';
+import type { Device, Peer } from '../../shared/wireguard/device.js';
+import type { AdmittedPeer } from '../hooks.js';
+import { type DerpEndpoint, derpEndpoint } from './paths.js';
+
+/** Agents whose first datagrams wait for a store lookup at once; more are dropped. */
+export const MAX_PENDING_LOOKUPS = 256;
+/** Datagrams held per key while its lookup runs (a handshake initiation and a few retries). */
+export const MAX_PENDING_PER_KEY = 4;
+
+export interface HubAgent {
+  readonly cluster: string;
+  readonly publicKey: string;
+  readonly address: string;
+  readonly peer: Peer;
+}
+
+export interface AgentRecord extends HubAgent {
+  readonly key: Buffer;
+  readonly endpoint: DerpEndpoint;
+  readonly prober: EchoProber;
+  lastRxBytes: number;
+  lastRxAt: number | null;
+  lastProbeAt: number;
+}
+
+export interface PeerDirectoryOptions {
+  device: Pick<Device, 'addPeer' | 'removePeer'>;
+  clock: Clock;
+  /** The hub's own inner address (the probes' source). */
+  hubAddr: number;
+  /** Agents held at most (the device's maxPeers). */
+  maxPeers: number;
+  /** Whether a key may be a peer, and its parameters (the store: registered and Accepted). */
+  lookup(publicKey: Buffer): Promise<AdmittedPeer | null>;
+  /** A datagram from a known agent (at once, or once its lookup admitted it). */
+  deliver(datagram: Buffer, rec: AgentRecord): void;
+  /** The agent's peer completed a handshake. */
+  onHandshake(rec: AgentRecord): void;
+  log?: (obj: object, msg: string) => void;
+}
+
+export class PeerDirectory {
+  readonly #o: PeerDirectoryOptions;
+  readonly #agents = new Map<string, AgentRecord>();
+  /** Per-packet fast paths without formatting keys: the relay passes each sender's own key Buffer. */
+  readonly #bySrcBuffer = new WeakMap<Buffer, AgentRecord>();
+  readonly #byPeer = new Map<Peer, AgentRecord>();
+  readonly #byCluster = new Map<string, AgentRecord>();
+  readonly #pending = new Map<string, Buffer[]>();
+  readonly dropped = { lookupFull: 0, notAdmitted: 0, pendingOverflow: 0 };
+  #closed = false;
+
+  constructor(opts: PeerDirectoryOptions) {
+    this.#o = opts;
+  }
+
+  get size(): number {
+    return this.#agents.size;
+  }
+
+  /** Keys whose lookup is running. */
+  get pendingLookups(): number {
+    return this.#pending.size;
+  }
+
+  /** True when maxPeers agents are held (add refuses new agents). */
+  get full(): boolean {
+    return this.#agents.size >= this.#o.maxPeers;
+  }
+
+  get(publicKey: string): AgentRecord | undefined {
+    return this.#agents.get(publicKey);
+  }
+
+  forCluster(cluster: string): AgentRecord | undefined {
+    return this.#byCluster.get(cluster);
+  }
+
+  forPeer(peer: Peer): AgentRecord | undefined {
+    return this.#byPeer.get(peer);
+  }
+
+  values(): IterableIterator<AgentRecord> {
+    return this.#agents.values();
+  }
+
+  /**
+   * Adds (or refreshes) an accepted agent as a peer. False when the device is full or closed, or the
+   * record is unusable (logged; never throws).
+   */
+  add(p: AdmittedPeer): boolean {
+    if (this.#closed) return false;
+    let key: Buffer;
+    let psk: Buffer;
+    let dst: number;
+    try {
+      key = parseKey(p.publicKey, 'agent public key');
+      psk = parseKey(p.presharedKey, 'preshared key');
+      dst = parseIpv4Address(p.address);
+    } catch (err) {
+      this.#o.log?.({ cluster: p.cluster, err: (err as Error).message }, 'hub: agent record unusable');
+      return false;
+    }
+    const existing = this.#agents.get(p.publicKey);
+    if (existing?.address === p.address && existing.cluster === p.cluster) {
+      if (psk.equals(existing.peer.presharedKey)) return true;
+    }
+    if (existing) this.remove(p.publicKey);
+    const endpoint = derpEndpoint(key);
+    let peer: Peer;
+    try {
+      peer = this.#o.device.addPeer({
+        publicKey: key,
+        presharedKey: psk,
+        endpoint,
+        allowedIps: [`${p.address}/32`],
+      });
+    } catch (err) {
+      this.#o.log?.({ cluster: p.cluster, err: (err as Error).message }, 'hub: agent not added');
+      return false;
+    }
+    const rec: AgentRecord = {
+      cluster: p.cluster,
+      publicKey: p.publicKey,
+      address: p.address,
+      peer,
+      key,
+      endpoint,
+      prober: new EchoProber({ clock: this.#o.clock, src: this.#o.hubAddr, dst }),
+      lastRxBytes: 0,
+      lastRxAt: null,
+      lastProbeAt: Number.NEGATIVE_INFINITY,
+    };
+    peer.on('handshake', () => this.#o.onHandshake(rec));
+    this.#agents.set(p.publicKey, rec);
+    this.#byPeer.set(peer, rec);
+    this.#byCluster.set(p.cluster, rec);
+    return true;
+  }
+
+  /** Removes the agent's peer and forgets datagrams waiting for its lookup. */
+  remove(publicKey: string | Buffer): boolean {
+    const id = typeof publicKey === 'string' ? publicKey : keyToBase64(publicKey);
+    this.#pending.delete(id);
+    const rec = this.#agents.get(id);
+    if (!rec) return false;
+    this.#agents.delete(id);
+    this.#byPeer.delete(rec.peer);
+    if (this.#byCluster.get(rec.cluster) === rec) this.#byCluster.delete(rec.cluster);
+    this.#o.device.removePeer(rec.key);
+    return true;
+  }
+
+  /**
+   * A datagram from DERP key `src`: to `deliver` when the agent is known; otherwise held (a copy) while
+   * the store is asked about the key, or dropped and counted when the caps are reached.
+   */
+  fromSource(src: Buffer, payload: Buffer): void {
+    const cached = this.#bySrcBuffer.get(src);
+    if (cached && this.#byPeer.has(cached.peer)) {
+      this.#o.deliver(payload, cached);
+      return;
+    }
+    const id = src.toString('base64');
+    const rec = this.#agents.get(id);
+    if (rec) {
+      this.#bySrcBuffer.set(src, rec);
+      this.#o.deliver(payload, rec);
+      return;
+    }
+    // First datagram from an admitted key the hub does not know yet: ask the store, hold a few.
+    const held = this.#pending.get(id);
+    if (held) {
+      if (held.length >= MAX_PENDING_PER_KEY) this.dropped.pendingOverflow++;
+      else held.push(Buffer.from(payload));
+      return;
+    }
+    if (this.#pending.size >= MAX_PENDING_LOOKUPS) return void this.dropped.lookupFull++;
+    this.#pending.set(id, [Buffer.from(payload)]);
+    this.#o.lookup(Buffer.from(src)).then(
+      (p) => this.#lookedUp(id, p),
+      () => this.#lookedUp(id, null),
+    );
+  }
+
+  /** Forgets every agent record and waiting datagram (the device's peers go with the device). */
+  close(): void {
+    this.#closed = true;
+    this.#pending.clear();
+    this.#agents.clear();
+    this.#byPeer.clear();
+    this.#byCluster.clear();
+  }
+
+  #lookedUp(id: string, p: AdmittedPeer | null): void {
+    const held = this.#pending.get(id);
+    this.#pending.delete(id);
+    if (this.#closed || !held) return;
+    if (!p || p.publicKey !== id || !this.add(p)) {
+      this.dropped.notAdmitted += held.length;
+      return;
+    }
+    const rec = this.#agents.get(id);
+    if (!rec) return;
+    for (const d of held) this.#o.deliver(d, rec);
+  }
+}
