@@ -12,9 +12,11 @@
  * `node dist/bench/tunnel-bench.js [MiB per bulk download, default 256] [small-request samples, default 300]`.
  */
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describeMachine } from './machine.js';
 import {
   children,
@@ -29,11 +31,15 @@ import {
   start,
   startBenchAgent,
   startRelayAndUpstream,
+  warmUp,
 } from './tunnel-fixture.js';
 
 const MB = Number(process.argv[2] ?? '256');
-const SAMPLES = Number(process.argv[3] ?? '300');
+const SAMPLES = Number(process.argv[3] ?? '500');
 const SSHD = '/usr/sbin/sshd';
+const BULK_CHILD = join(dirname(fileURLToPath(import.meta.url)), 'bulk-child.js');
+/** Each latency row is measured after this long of the same requests (JIT, caches). */
+const WARM_MS = 1000;
 
 /** Best of 3 single-stream downloads of MB MiB, in MB/s (10^6 B/s). */
 async function bulk(dial: Dial): Promise<{ mbps: number }> {
@@ -46,22 +52,25 @@ async function bulk(dial: Dial): Promise<{ mbps: number }> {
   return { mbps: best };
 }
 
-/** One endless download on `dial` until stop(); resolves stop() with the MB/s it got meanwhile. */
-async function saturate(dial: Dial): Promise<() => number> {
-  const s = await dial();
-  let got = 0;
-  s.on('data', (d: Buffer) => {
-    got += d.length;
+/**
+ * One endless download in its own process (bench/bulk-child.ts) until stop(); stop() resolves with the MB/s it
+ * got meanwhile. `args` are bulk-child's: `direct <port>` or `via <url> <caFile> <key> <target>`.
+ */
+async function saturate(args: string[]): Promise<() => Promise<number>> {
+  const c = start(process.execPath, [BULK_CHILD, ...args]);
+  let out = '';
+  c.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
   });
-  s.on('error', () => {});
-  s.write(`GET /${1024 * 1024 * 1024 * 1024} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  for (let i = 0; !out.includes('ready'); i++) {
+    if (i > 200 || c.exitCode !== null) throw new Error('bulk download did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
   await new Promise((r) => setTimeout(r, 1500)); // let it reach full speed
-  const g0 = got;
-  const t0 = performance.now();
-  return () => {
-    const mbps = (got - g0) / 1e6 / ((performance.now() - t0) / 1000);
-    s.destroy();
-    return mbps;
+  return async () => {
+    c.kill('SIGTERM');
+    await once(c, 'exit');
+    return Number(out.split('\n')[1]);
   };
 }
 
@@ -178,33 +187,42 @@ async function main(): Promise<void> {
     );
 
     console.log(
-      `\n(b) small requests, ${SAMPLES} samples each: a new connection per request (GET of 100 bytes; for` +
-        ' CONNECT that includes the TLS handshake with the relay and a stream open), and 100-byte round trips' +
-        ' on one established connection (the upstream echoes); without and with one bulk download on the same' +
-        ' path',
+      `\n(b) small requests, ${SAMPLES} samples each after ${WARM_MS} ms of the same requests: a new connection` +
+        ' per request (GET of 100 bytes; for CONNECT that includes the TLS handshake with the relay and a stream' +
+        ' open), and 100-byte round trips on one established connection (the upstream echoes); without and with' +
+        ' one bulk download on the same path, run by another process',
     );
     console.log(
-      '| path | bulk stream | new conn p50 ms | new conn p99 ms | established p50 ms | established p99 ms | bulk MB/s meanwhile |',
+      '| path | bulk stream | new conn p50 ms | new conn p99 ms | established p50 ms | established p90 ms | established p99 ms | bulk MB/s meanwhile |',
     );
-    console.log('|---|---|---|---|---|---|---|');
-    const paths: [string, Dial][] = [
-      ['direct TCP', direct(upPort)],
-      ['CONNECT via relay + agent', via],
+    console.log('|---|---|---|---|---|---|---|---|');
+    const caFile = join(dir, 'relay-ca.pem');
+    writeFileSync(caFile, ca);
+    const paths: [string, Dial, string[]][] = [
+      ['direct TCP', direct(upPort), ['direct', String(upPort)]],
+      [
+        'CONNECT via relay + agent',
+        via,
+        ['via', ready.url, caFile, ready.adminKey, `bench.clusters.local:${upPort}`],
+      ],
     ];
-    if (ssh) paths.push(['ssh -R', direct(ssh.port)]);
+    if (ssh) paths.push(['ssh -R', direct(ssh.port), ['direct', String(ssh.port)]]);
     const idle = new Map<string, { p50: number; p99: number }>();
-    for (const [name, dial] of paths) {
+    for (const [name, dial, bulkArgs] of paths) {
       for (const busy of [false, true]) {
-        const stop = busy ? await saturate(dial) : undefined;
-        const fresh = await latency(() => download(dial, 100), SAMPLES);
+        const stop = busy ? await saturate(bulkArgs) : undefined;
+        const fresh = () => download(dial, 100);
+        await warmUp(fresh, WARM_MS);
+        const f0 = await latency(fresh, SAMPLES);
         const pipe = await echoPipe(dial);
+        await warmUp(() => pipe.rtt(), WARM_MS);
         const kept = await latency(() => pipe.rtt(), SAMPLES);
         pipe.close();
-        const mbps = stop?.();
+        const mbps = stop ? await stop() : undefined;
         if (!busy) idle.set(name, kept);
         const f = (n: number): string => n.toFixed(2);
         console.log(
-          `| ${name} | ${busy ? 'yes' : 'no'} | ${f(fresh.p50)} | ${f(fresh.p99)} | ${f(kept.p50)} | ${f(kept.p99)} | ${mbps === undefined ? '-' : mbps.toFixed(1)} |`,
+          `| ${name} | ${busy ? 'yes' : 'no'} | ${f(f0.p50)} | ${f(f0.p99)} | ${f(kept.p50)} | ${f(kept.p90)} | ${f(kept.p99)} | ${mbps === undefined ? '-' : mbps.toFixed(1)} |`,
         );
       }
     }

@@ -55,8 +55,15 @@ net.createServer((c) => {
 }).listen(0, '127.0.0.1', function () { process.stdout.write(this.address().port + '\\n'); });
 `;
 
+/**
+ * Opt-in: BENCH_NODE_ARGS (space-separated) is put in front of the arguments of every Node child (relay,
+ * agent, byte source, admin commands), e.g. `--import /tmp/gc-log.mjs` to log its garbage collections.
+ */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+
 export function start(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  const c = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = cmd === process.execPath ? [...NODE_ARGS, ...args] : args;
+  const c = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   c.stderr?.resume();
   children.push(c);
   return c;
@@ -185,8 +192,11 @@ export function procCpu(pid: number | undefined): number {
   }
 }
 
-/** p50 and p99 of `n` sequential calls, after 5 warm-up calls. */
-export async function latency(fn: () => Promise<unknown>, n: number): Promise<{ p50: number; p99: number }> {
+/** p50, p90 and p99 (ms) of `n` sequential calls, after 5 warm-up calls. */
+export async function latency(
+  fn: () => Promise<unknown>,
+  n: number,
+): Promise<{ p50: number; p90: number; p99: number }> {
   for (let i = 0; i < 5; i++) await fn();
   const t: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -195,7 +205,14 @@ export async function latency(fn: () => Promise<unknown>, n: number): Promise<{ 
     t.push(performance.now() - s);
   }
   t.sort((a, b) => a - b);
-  return { p50: t[Math.floor(n * 0.5)] ?? 0, p99: t[Math.floor(n * 0.99)] ?? 0 };
+  const q = (p: number): number => t[Math.floor(n * p)] ?? 0;
+  return { p50: q(0.5), p90: q(0.9), p99: q(0.99) };
+}
+
+/** Calls `fn` over and over for `ms` milliseconds (JIT and caches warm before a latency measurement). */
+export async function warmUp(fn: () => Promise<unknown>, ms: number): Promise<void> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) await fn();
 }
 
 export async function freePort(): Promise<number> {
