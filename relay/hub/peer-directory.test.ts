@@ -27,7 +27,13 @@ interface Lookup {
 
 function rig(maxPeers = 16) {
   const clock = new FakeClock();
-  const device = new Device({ privateKey: generateKeyPair().privateKey, clock, maxPeers, send: () => {} });
+  const device = new Device({
+    privateKey: generateKeyPair().privateKey,
+    clock,
+    maxPeers,
+    send: () => {},
+    onPacket: () => {},
+  });
   const lookups: Lookup[] = [];
   const got: Array<{ d: Buffer; rec: AgentRecord }> = [];
   const logs: string[] = [];
