@@ -3,12 +3,15 @@
  * sequence numbers, cumulative una + per-segment selective ACKs, fast retransmit, RTO from measured RTT,
  * send/receive windows, TCP-like congestion control, delayed ACKs, zero-window probing, dead-link detection.
  *
- * Ownership: write() keeps references to the given buffers until acknowledged; input() keeps views into
- * the given datagram (delivered data are views into it). Neither buffer may be reused by the caller.
+ * Ownership: write() keeps references to the given buffers until their bytes are cut into segments (copied
+ * into buffers of their own, pooled when large: send-queue.ts); input() keeps views into the given datagram
+ * (delivered data are views into it). Neither buffer may be reused by the caller. Datagrams handed to
+ * output() may come from a pool (datagram-writer.ts): only the bottom of the send path gives them back.
  * Events: 'data' (Buffer, in order), 'drain', 'error' (TunnelError; only if someone listens), 'close' (err?).
  */
 import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { type BufferPool, POOLED_MIN_BYTES, poolFor } from '../buffer-pool.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import { TunnelError } from '../errors.js';
 import {
@@ -37,7 +40,7 @@ import {
   type SegmentHeader,
   seqDiff,
 } from './segment.js';
-import { flatSegment, SendQueue } from './send-queue.js';
+import { SendQueue } from './send-queue.js';
 import { type OutSeg, SendWindow } from './send-window.js';
 
 /** Segments resent at once when a retransmission timeout fires; the rest wait for window room. */
@@ -53,6 +56,11 @@ const TS_PER_MS = 16;
 const tsAt = (now: number): number => Math.floor(now * TS_PER_MS) >>> 0;
 /** The in-flight cap never goes below this many full segments (enough to keep a pipeline of processes busy). */
 const INFLIGHT_FLOOR_SEGMENTS = 4;
+
+export interface ArqPoolOptions {
+  /** Where segment and datagram buffers of a size come from (default: the process-wide pools, poolFor). */
+  pools?: (size: number) => BufferPool;
+}
 
 export class ArqSession extends EventEmitter {
   readonly conv: number;
@@ -94,14 +102,16 @@ export class ArqSession extends EventEmitter {
   readonly #h: SegmentHeader = { conv: 0, cmd: 0, inc: 0, wnd: 0, ts: 0, sn: 0, una: 0, len: 0 };
   #peerInc = 0;
   readonly #dw: DatagramWriter;
+  readonly #pools: (size: number) => BufferPool;
 
-  constructor(opts: ArqOptions) {
+  constructor(opts: ArqOptions & ArqPoolOptions) {
     super();
     const cfg = resolveArqConfig(opts);
     this.#cfg = cfg;
     this.conv = opts.conv;
     this.#clock = opts.clock;
     this.incarnation = opts.incarnation ?? randomInt(1, 256);
+    this.#pools = opts.pools ?? poolFor;
     this.#dw = new DatagramWriter(
       opts.conv,
       this.incarnation,
@@ -110,6 +120,7 @@ export class ArqSession extends EventEmitter {
       this.stats,
       opts.headroom,
       opts.tailroom,
+      this.#pools,
     );
     this.#defer = opts.defer;
     this.#rmtWnd = cfg.recvWindow;
@@ -360,8 +371,11 @@ export class ArqSession extends EventEmitter {
       seg = sw.pipe < limit ? sw.nextLost() : undefined;
     }
     const mss = this.mss;
+    // Segments of their own, from the pool of datagram-sized buffers (one free list for both).
+    const size = this.#dw.bufferSize;
+    const pool = this.#sq.bytes >= POOLED_MIN_BYTES && size >= POOLED_MIN_BYTES ? this.#pools(size) : null;
     while (this.#sq.bytes > 0 && this.#roomToSend() && (tail || this.#sq.bytes >= mss)) {
-      this.#transmit(sw.add(this.#sq.take(mss), this.#rtt.rto), now, wnd, una);
+      this.#transmit(sw.add(this.#sq.take(mss, pool), this.#rtt.rto, pool), now, wnd, una);
     }
     this.#tailDue = this.#sq.bytes > 0;
     if (this.#fast.length > 0) {
@@ -436,9 +450,8 @@ export class ArqSession extends EventEmitter {
     }
     this.stats.fragmentedSends++;
     const piece = mss - FRAG_HEADER;
-    // Rare (the MTU shrank under segments in flight): cut pieces out of one flat copy, kept for later resends.
-    const data = flatSegment(seg.data);
-    seg.data = data;
+    // Rare (the MTU shrank under segments in flight): cut pieces out of the segment's buffer.
+    const data = seg.data;
     for (let off = 0; off < data.length; off += piece) {
       const part = data.subarray(off, Math.min(data.length, off + piece));
       this.#dw.put(CMD_PUSHF, wnd, seg.ts, seg.sn, una, part, off, data.length);

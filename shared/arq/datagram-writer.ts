@@ -6,12 +6,17 @@
  * and handed to `output` as a view granted that room (shared/packet-room.ts): the layers below (inner
  * IPv4/UDP, WireGuard, DERP) then write their headers and trailers in place, so a datagram costs one
  * allocation all the way to the socket. The datagram's unused bytes up to `mtu` count as tailroom too.
+ *
+ * With room, a datagram buffer of at least POOLED_MIN_BYTES comes from a pool (shared/buffer-pool.ts,
+ * `pools`, by default the process-wide one of that size) and is handed down whole (handDown()): the bottom
+ * of the send path gives it back with releaseSent() once its socket is done with it. A small datagram built
+ * in such a buffer is copied out and the buffer given back at once.
  */
+import { type BufferPool, handDown, POOLED_MIN_BYTES, poolFor } from '../buffer-pool.js';
 import { TunnelError } from '../errors.js';
 import { grantRoom, MAX_ROOM } from '../packet-room.js';
 import type { ArqStats } from './arq-options.js';
 import { FRAG_HEADER, SEG_HEADER } from './segment.js';
-import { type Segment, segmentLength } from './send-queue.js';
 
 /** Small datagrams built in a buffer larger than this are copied out, and the buffer reused. */
 const SPARE_MIN = 4096;
@@ -28,7 +33,10 @@ export class DatagramWriter {
   #raw: Buffer | null = null;
   /** Segment bytes written so far, from #raw[#head]. */
   #len = 0;
+  /** The pool #raw came from (null: a plain allocation). */
+  #rawPool: BufferPool | null = null;
   #spare: Buffer | null = null;
+  readonly #pools: (size: number) => BufferPool;
 
   constructor(
     conv: number,
@@ -38,6 +46,7 @@ export class DatagramWriter {
     stats: ArqStats,
     headroom = 0,
     tailroom = 0,
+    pools: (size: number) => BufferPool = poolFor,
   ) {
     for (const [name, v] of [
       ['headroom', headroom],
@@ -54,6 +63,12 @@ export class DatagramWriter {
     this.#stats = stats;
     this.#head = headroom;
     this.#tail = tailroom;
+    this.#pools = pools;
+  }
+
+  /** Size of a datagram buffer: headroom + mtu + tailroom. */
+  get bufferSize(): number {
+    return this.#head + this.mtu + this.#tail;
   }
 
   /** Bytes in the datagram being built (0 = none). */
@@ -68,19 +83,26 @@ export class DatagramWriter {
     ts: number,
     sn: number,
     una: number,
-    data: Segment | null,
+    data: Buffer | null,
     fragOff = -1,
     fragTotal = 0,
   ): void {
     const extra = fragOff >= 0 ? FRAG_HEADER : 0;
-    const dlen = (data ? segmentLength(data) : 0) + extra;
+    const dlen = (data ? data.length : 0) + extra;
     const head = this.#head;
     if (this.#raw && this.#len + SEG_HEADER + dlen > this.#raw.length - head - this.#tail) this.finish();
     if (!this.#raw) {
       const size = head + this.mtu + this.#tail;
       const spare = this.#spare;
       this.#spare = null;
-      this.#raw = spare && spare.length === size ? spare : this.#alloc(size);
+      this.#rawPool = null;
+      if (this.#head + this.#tail > 0 && size >= POOLED_MIN_BYTES) {
+        const pool = this.#pools(size);
+        this.#rawPool = pool;
+        this.#raw = pool.take();
+      } else {
+        this.#raw = spare && spare.length === size ? spare : this.#alloc(size);
+      }
       this.#len = 0;
     }
     const b = this.#raw;
@@ -99,10 +121,7 @@ export class DatagramWriter {
       b.writeUInt16LE(fragTotal, o + 2);
       o += FRAG_HEADER;
     }
-    if (data) {
-      if (Array.isArray(data)) for (const piece of data) o += piece.copy(b, o);
-      else o += data.copy(b, o);
-    }
+    if (data) o += data.copy(b, o);
     this.#len = o - head;
   }
 
@@ -119,11 +138,14 @@ export class DatagramWriter {
       const copy = this.#alloc(head + len + this.#tail);
       raw.copy(copy, head, head, head + len);
       out = this.#view(copy, len);
-      this.#spare = raw;
+      if (this.#rawPool) this.#rawPool.give(raw);
+      else this.#spare = raw;
     } else {
       out = this.#view(raw, len);
+      if (this.#rawPool) handDown(this.#rawPool, raw);
     }
     this.#raw = null;
+    this.#rawPool = null;
     this.#len = 0;
     this.#stats.datagramsOut++;
     this.#stats.bytesOut += out.length;

@@ -1,58 +1,53 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type ArqStats, newArqStats } from './arq-options.js';
-import { DatagramWriter } from './datagram-writer.js';
-import { CMD_PUSH } from './segment.js';
-import { flatSegment, SendQueue, segmentLength } from './send-queue.js';
+import { BufferPool, POOLED_MIN_BYTES, PoolBudget } from '../buffer-pool.js';
+import { SendQueue } from './send-queue.js';
 
 describe('SendQueue', () => {
-  it('cuts any sequence of writes into segments that reassemble to the same bytes, without copying', () => {
+  it('property: cuts any sequence of writes into segments of their own that reassemble to the same bytes', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.integer({ min: 0, max: 3000 }), { minLength: 1, maxLength: 30 }),
-        fc.integer({ min: 1, max: 4000 }),
-        (sizes, mss) => {
+        fc.array(fc.integer({ min: 0, max: 12_000 }), { minLength: 1, maxLength: 30 }),
+        fc.integer({ min: 500, max: 20_000 }),
+        fc.boolean(),
+        (sizes, mss, pooled) => {
+          const pool = pooled ? new BufferPool(16_384, { budget: new PoolBudget(1 << 20) }) : null;
           const q = new SendQueue();
           const written = sizes.map((n) => randomBytes(n));
+          const original = Buffer.concat(written);
           for (const b of written) q.push(b);
-          const total = sizes.reduce((a, b) => a + b, 0);
-          expect(q.bytes).toBe(total);
+          expect(q.bytes).toBe(original.length);
           const out: Buffer[] = [];
           while (q.bytes > 0) {
-            const seg = q.take(mss);
-            expect(segmentLength(seg)).toBe(Math.min(mss, q.bytes + segmentLength(seg)));
-            // Every piece is a view into one of the written buffers (same memory), never a copy.
-            for (const piece of Array.isArray(seg) ? seg : [seg]) {
-              expect(written.some((w) => w.buffer === piece.buffer)).toBe(true);
-            }
-            out.push(flatSegment(seg));
+            const before = q.bytes;
+            const seg = q.take(mss, pool);
+            expect(seg.length).toBe(Math.min(mss, before));
+            expect(q.bytes).toBe(before - seg.length);
+            // Never a view into a written buffer: those may die as soon as they are cut.
+            expect(written.some((w) => w.buffer === seg.buffer)).toBe(false);
+            const fromPool = pool?.owns(seg) ?? false;
+            expect(fromPool).toBe(pool !== null && seg.length >= POOLED_MIN_BYTES && seg.length <= pool.size);
+            out.push(Buffer.from(seg));
           }
-          expect(Buffer.concat(out).equals(Buffer.concat(written))).toBe(true);
+          // The segments own their bytes: scribbling over the written buffers changes nothing.
+          for (const w of written) w.fill(0xee);
+          expect(Buffer.concat(out).equals(original)).toBe(true);
         },
       ),
       { numRuns: 200 },
     );
   });
-});
 
-describe('DatagramWriter with a segment spanning several writes', () => {
-  it('writes the same datagram bytes for a list of views as for one flat buffer', () => {
-    fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 500 }), { minLength: 1, maxLength: 8 }), (sizes) => {
-        const pieces = sizes.map((n) => randomBytes(n));
-        const got: Buffer[][] = [[], []];
-        const stats: ArqStats[] = [newArqStats(), newArqStats()];
-        const writers = [0, 1].map(
-          (i) => new DatagramWriter(5, 9, 4096, (d) => got[i]!.push(Buffer.from(d)), stats[i]!),
-        );
-        writers[0]!.put(CMD_PUSH, 10, 123, 7, 6, pieces);
-        writers[1]!.put(CMD_PUSH, 10, 123, 7, 6, Buffer.concat(pieces));
-        for (const w of writers) w.finish();
-        expect(got[0]).toHaveLength(1);
-        expect(got[0]![0]!.equals(got[1]![0]!)).toBe(true);
-      }),
-      { numRuns: 100 },
-    );
+  it('clear() drops everything queued', () => {
+    const q = new SendQueue();
+    q.push(Buffer.alloc(100, 1));
+    q.push(Buffer.alloc(50, 2));
+    q.take(120);
+    expect(q.bytes).toBe(30);
+    q.clear();
+    expect(q.bytes).toBe(0);
+    q.push(Buffer.from([9, 8, 7]));
+    expect([...q.take(10)]).toEqual([9, 8, 7]);
   });
 });

@@ -1,24 +1,11 @@
 /**
- * Bytes written but not yet cut into segments. A segment is a view into a written buffer, or the list of
- * views when it spans several writes (the mux writes a 12-byte header and its payload separately): the
- * bytes are never copied here, only once into the datagram.
+ * Bytes written but not yet cut into segments. A segment owns its bytes: take() copies what it spans out of
+ * the written buffers (into one pooled buffer when large, shared/buffer-pool.ts), so the written buffers
+ * (upstream reads, mux headers) are dropped as soon as they are cut and die young, while the segment waits
+ * in the send window for its acknowledgement. The datagram writer then copies from that one buffer.
  */
+import { type BufferPool, POOLED_MIN_BYTES } from '../buffer-pool.js';
 
-/** A segment's data: one view, or the views it spans, in order. */
-export type Segment = Buffer | Buffer[];
-
-/** Total bytes of a segment. */
-export function segmentLength(d: Segment): number {
-  if (!Array.isArray(d)) return d.length;
-  let n = 0;
-  for (const b of d) n += b.length;
-  return n;
-}
-
-/** The segment as one Buffer (a copy only when it is a list of views). */
-export function flatSegment(d: Segment): Buffer {
-  return Array.isArray(d) ? Buffer.concat(d) : d;
-}
 export class SendQueue {
   #bufs: Buffer[] = [];
   #head = 0;
@@ -36,26 +23,21 @@ export class SendQueue {
   }
 
   /**
-   * Removes and returns up to `n` bytes (n > 0, queue not empty): one view when they lie inside one written
-   * buffer, otherwise the list of views they span (never a copy; the datagram writer copies them once).
+   * Removes and returns up to `n` bytes (n > 0, queue not empty) as a buffer of their own: taken from `pool`
+   * when at least POOLED_MIN_BYTES long and no longer than the pool's buffers (the result is then a view of
+   * the pooled buffer: give it back with pool.give() once acknowledged), else a plain allocation.
    */
-  take(n: number): Segment {
-    const first = this.#bufs[this.#head]!;
-    const avail = first.length - this.#off;
-    if (avail >= n) {
-      const out = first.subarray(this.#off, this.#off + n);
-      this.#off += n;
-      if (this.#off === first.length) this.#advance();
-      this.#bytes -= n;
-      return out;
-    }
+  take(n: number, pool: BufferPool | null = null): Buffer {
     const len = Math.min(n, this.#bytes);
-    const out: Buffer[] = [];
+    const out =
+      pool && len >= POOLED_MIN_BYTES && len <= pool.size
+        ? pool.take().subarray(0, len)
+        : Buffer.allocUnsafe(len);
     let filled = 0;
     while (filled < len) {
       const b = this.#bufs[this.#head]!;
       const k = Math.min(b.length - this.#off, len - filled);
-      out.push(b.subarray(this.#off, this.#off + k));
+      b.copy(out, filled, this.#off, this.#off + k);
       filled += k;
       this.#off += k;
       if (this.#off === b.length) this.#advance();

@@ -1,13 +1,19 @@
 /**
  * Segments sent and not yet acknowledged, in sn order (contiguous from una to sndNxt - 1), with the
  * bookkeeping for selective acks, fast-retransmit counting, timeouts and the lost queue.
+ *
+ * A segment whose bytes came from a pool (send-queue.ts) is given back to it when the segment is
+ * acknowledged (cumulatively or selectively) and on clear(); never while it is unacknowledged (in flight,
+ * marked lost or queued for a fast retransmission), since a retransmission copies from it again.
  */
+import type { BufferPool } from '../buffer-pool.js';
 import { seqDiff } from './segment.js';
-import { type Segment, segmentLength } from './send-queue.js';
 
 export interface OutSeg {
   sn: number;
-  data: Segment;
+  data: Buffer;
+  /** The pool `data` goes back to once acknowledged (null: not pooled, or given back already). */
+  pool: BufferPool | null;
   /** Bytes of data. */
   len: number;
   /** Send time (ts units, u32) of the latest transmission. */
@@ -54,11 +60,13 @@ export class SendWindow {
     return this.unacked - this.lostCount;
   }
 
-  add(data: Segment, rto: number): OutSeg {
-    const len = segmentLength(data);
+  /** Adds a segment; `pool` is where its data goes back once acknowledged, if it came from a pool. */
+  add(data: Buffer, rto: number, pool: BufferPool | null = null): OutSeg {
+    const len = data.length;
     const seg: OutSeg = {
       sn: this.sndNxt,
       data,
+      pool: pool?.owns(data) ? pool : null,
       len,
       ts: 0,
       resendAt: 0,
@@ -176,6 +184,7 @@ export class SendWindow {
   }
 
   clear(): void {
+    for (let i = this.#head; i < this.#sb.length; i++) this.#giveBack(this.#sb[i]!);
     this.#sb = [];
     this.#head = 0;
     this.#lost = [];
@@ -189,6 +198,7 @@ export class SendWindow {
   #markAcked(seg: OutSeg): void {
     if (seg.acked) return;
     seg.acked = true;
+    this.#giveBack(seg);
     this.unacked--;
     this.unackedBytes -= seg.len;
     this.delivered += seg.len;
@@ -196,6 +206,13 @@ export class SendWindow {
       seg.lost = false;
       this.lostCount--;
     }
+  }
+
+  #giveBack(seg: OutSeg): void {
+    const pool = seg.pool;
+    if (!pool) return;
+    seg.pool = null;
+    pool.give(seg.data);
   }
 
   #trim(): void {
