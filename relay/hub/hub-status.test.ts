@@ -8,7 +8,7 @@ import { EchoProber, echoReplyFor, tryParseIpv4 } from '../../shared/ip/echo-pro
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey } from '../../shared/keys.js';
 import { Device } from '../../shared/wireguard/device.js';
-import type { ConnectionStatus } from '../hooks.js';
+import { type ConnectionStatus, NO_CONNECTION } from '../hooks.js';
 import { HubStatus, type HubStatusOptions, type StatusRecord } from './hub-status.js';
 
 const closers: Array<() => void> = [];
@@ -97,14 +97,7 @@ function rig(opts: Partial<HubStatusOptions> = {}) {
 describe('HubStatus', () => {
   it('connected needs the relay connection, a handshake and a recent datagram', () => {
     const r = rig({ deadAfterMs: 15_000 });
-    expect(r.status.of(r.rec)).toEqual({
-      connected: false,
-      path: 'none',
-      lastHandshake: null,
-      rttMs: null,
-      bytesIn: 0,
-      bytesOut: 0,
-    });
+    expect(r.status.of(r.rec)).toEqual(NO_CONNECTION);
     r.agentSends();
     const up = r.status.of(r.rec);
     expect(up.connected).toBe(true);

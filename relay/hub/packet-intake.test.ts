@@ -38,14 +38,8 @@ const e = derpEndpoint(generateKeyPair().publicKey);
 
 describe('isHandshakeMessage', () => {
   it('is true exactly for types 1-3 in the little-endian first word', () => {
-    expect([0, 1, 2, 3, 4, 5, 0x0100].map((t) => isHandshakeMessage(msg(t)))).toEqual([
-      false,
-      true,
-      true,
-      true,
-      false,
-      false,
-      false,
+    expect([0, 1, 2, 3, 4, 5, 0x0100, 0x01000001].filter((t) => isHandshakeMessage(msg(t)))).toEqual([
+      1, 2, 3,
     ]);
     expect(isHandshakeMessage(Buffer.from([1, 0, 0]))).toBe(false);
     expect(isHandshakeMessage(Buffer.alloc(0))).toBe(false);
