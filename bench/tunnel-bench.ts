@@ -17,7 +17,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createSelfSignedCert } from '../relay/tls/self-signed.js';
 import { describeMachine } from './machine.js';
+import { measurePrimitives } from './primitive-costs.js';
 import {
   children,
   connectVia,
@@ -234,6 +236,25 @@ async function main(): Promise<void> {
           `p99 +${(tun.p99 - base.p99).toFixed(2)} ms (target: p99 added <= 2 ms)`,
       );
     }
+
+    const cert = createSelfSignedCert({ commonName: 'bench', altNames: ['127.0.0.1'], now: Date.now() });
+    const p = await measurePrimitives(256 * 1024 * 1024, { key: cert.keyPem, cert: cert.certPem });
+    const perGiB = (cpu: number): number => (cpu * 1024) / MB; // bulkCpu measured one MB-MiB download
+    const g = (n: number): string => n.toFixed(2);
+    console.log(
+      '\n(c) CPU s per GiB, measured now: the building blocks (both ends of a Node loopback connection; the' +
+        ' WireGuard AEAD, ChaCha20-Poly1305 64 KiB, sodium-native) and the tunnels of (a)',
+    );
+    console.log('| what | CPU s per GiB |');
+    console.log('|---|---|');
+    console.log(`| Node TCP connection, writer + reader | ${g(p.tcpPair)} |`);
+    console.log(`| Node TLS connection, writer + reader | ${g(p.tlsPair)} |`);
+    console.log(`| ChaCha20-Poly1305 seal / open | ${g(p.seal)} / ${g(p.open)} |`);
+    console.log(
+      `| floor for relay + agent (half a TCP connection, seal, 1.5 TLS connections, open) | ${g(p.tunnelFloor)} |`,
+    );
+    console.log(`| relay + agent, measured in (a) | ${g(perGiB(cCpu))} |`);
+    if (ssh) console.log(`| sshd + ssh, measured in (a) | ${g(perGiB(sCpu))} |`);
   } finally {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
