@@ -3,8 +3,13 @@
  * with no socket, no handshake and no frame encoding (except in place, when a payload sent comes with
  * room for the frame header). Packets for it are handed to onPacket synchronously (the payload is a view
  * into the sender's frame, valid only during the call).
+ *
+ * Pooled memory (shared/buffer-pool.ts): a packet this client sends is delivered in place; the socket peer
+ * that writes it gives the memory back. A packet delivered to onPacket is never given back here (the
+ * handler may keep views into it); one dropped because this client is closed is.
  */
 
+import { releaseSent } from '../../shared/buffer-pool.js';
 import { encodeSendPacketInPlace, FRAME_HEADER_LEN, MAX_PACKET_LEN } from '../../shared/derp/frames.js';
 import type { DerpClientLike, DerpPacketHandler, DerpPeerGoneHandler } from '../../shared/derp/types.js';
 import { TunnelError } from '../../shared/errors.js';
@@ -50,7 +55,10 @@ export class LocalPeer implements RoutedPeer, DerpClientLike {
   }
 
   send(dst: Uint8Array, payload: Uint8Array): boolean {
-    if (!this.#open) return false;
+    if (!this.#open) {
+      releaseSent(payload); // dropped: pooled memory handed down goes back (shared/buffer-pool.ts)
+      return false;
+    }
     if (dst.length !== KEY_LEN)
       throw new TunnelError('KEY_INVALID', `destination key is ${dst.length} bytes`);
     if (payload.length > MAX_PACKET_LEN) {
@@ -78,6 +86,7 @@ export class LocalPeer implements RoutedPeer, DerpClientLike {
   deliver(src: RoutedPeer, payload: Buffer): void {
     if (!this.#open) {
       this.#router.drop('gone_disconnected', payload.length);
+      releaseSent(payload);
       return;
     }
     const stats = this.#router.stats;

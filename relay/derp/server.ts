@@ -14,6 +14,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { releaseSent } from '../../shared/buffer-pool.js';
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { encodeRestarting, PeerGoneReason } from '../../shared/derp/frames.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
@@ -288,11 +289,13 @@ class DerpServerImpl implements WsRouter, DerpServer {
   route(src: RoutedPeer, dst: Buffer, payload: Buffer, frame: Buffer | null): void {
     if (!this.#policy.canSend(src.key, dst)) {
       this.drop('policy', payload.length);
+      releaseSent(payload);
       return;
     }
     const target = this.#clients.get(dst.toString('base64'));
     if (!target) {
       this.drop('unknown_dest', payload.length);
+      releaseSent(payload); // before PeerGone: nothing reads the packet any more
       this.#notHere(src, dst);
       return;
     }

@@ -8,10 +8,15 @@
  * unsent; otherwise it waits in a ring of queueDepth packets, and when the ring is full the oldest is
  * dropped (queue_head). Every write completion moves the ring along. A client whose socket makes no write
  * progress for writeTimeoutMs while packets wait is terminated. Nothing here ever blocks the sender.
+ *
+ * Pooled memory: a frame built in place in memory a pool handed down to the send path (the hub's datagrams,
+ * shared/buffer-pool.ts) is given back once the socket has written it, or when it is dropped; a payload
+ * copied into a frame of its own is given back at once.
  */
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
+import { isHandedDown, releaseSent } from '../../shared/buffer-pool.js';
 import type { TimerHandle } from '../../shared/clock.js';
 import { FrameParser } from '../../shared/derp/frame-parser.js';
 import {
@@ -236,6 +241,7 @@ export class WsPeer implements RoutedPeer {
   deliver(src: RoutedPeer, payload: Buffer, frame: Buffer | null): void {
     if (this.#state !== 'active') {
       this.#router.drop('gone_disconnected', payload.length);
+      releaseSent(payload);
       return;
     }
     let f: Buffer;
@@ -246,6 +252,7 @@ export class WsPeer implements RoutedPeer {
       src.key.copy(f, FRAME_HEADER_LEN);
     } else {
       f = encodeRecvPacket(src.key, payload);
+      releaseSent(payload);
     }
     if (this.#qLen === 0 && this.#ws.bufferedAmount < this.#router.limits.writeHighWaterBytes) {
       this.#write(f);
@@ -260,6 +267,7 @@ export class WsPeer implements RoutedPeer {
       this.#qHead = (this.#qHead + 1) % depth;
       this.#qLen--;
       this.#router.drop('queue_head', old.length - FRAME_HEADER_LEN - KEY_LEN);
+      releaseSent(old);
     }
     queue[(this.#qHead + this.#qLen) % depth] = f;
     this.#qLen++;
@@ -274,7 +282,14 @@ export class WsPeer implements RoutedPeer {
     stats.packetsOut++;
     stats.bytesOut += f.length;
     this.#batcher.hold();
-    this.#ws.send(f, SEND_OPTS, this.#onWritten);
+    if (!isHandedDown(f)) {
+      this.#ws.send(f, SEND_OPTS, this.#onWritten);
+      return;
+    }
+    this.#ws.send(f, SEND_OPTS, (err?: Error | null) => {
+      if (!err) releaseSent(f); // written: the socket is done with it (after an error it is left to the GC)
+      this.#onWritten(err);
+    });
   }
 
   #flush(): void {
@@ -367,6 +382,7 @@ export class WsPeer implements RoutedPeer {
       this.#qHead = (this.#qHead + 1) % queue.length;
       this.#qLen--;
       this.#router.drop('gone_disconnected', f.length - FRAME_HEADER_LEN - KEY_LEN);
+      releaseSent(f);
     }
     this.#pending = null;
     this.#router.unregister(this);

@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import { WebSocket } from 'ws';
+import { isHandedDown, releaseSent } from '../buffer-pool.js';
 import { type Clock, realClock, type TimerHandle } from '../clock.js';
 import { isTunnelError, TunnelError } from '../errors.js';
 import { checkPin, parseCaPin } from '../http/pin.js';
@@ -314,17 +315,31 @@ class WsDerpClient implements DerpClient {
     return this.#o.backoff ?? DEFAULT_BACKOFF;
   }
 
+  /**
+   * Sends one packet, or drops it (false) when not connected or backed up. A payload whose memory a pool
+   * handed down to the send path (shared/buffer-pool.ts) is given back once the socket has written it, or
+   * at once when dropped; after a failed write it is left to the garbage collector.
+   */
   send(dst: Uint8Array, payload: Uint8Array): boolean {
     const ws = this.#ws;
     if (this.#phase !== 'up' || !ws || this.#state !== 'connected' || ws.bufferedAmount > this.#highWater) {
       this.stats.dropped++;
+      releaseSent(payload);
       return false;
     }
     const f = encodeSendPacket(dst, payload);
     this.stats.packetsOut++;
     this.stats.bytesOut += payload.length;
     this.#batcher?.hold();
-    ws.send(f, SEND_OPTS);
+    if (isHandedDown(f)) {
+      ws.send(f, SEND_OPTS, (err) => {
+        if (!err) releaseSent(f);
+      });
+    } else {
+      // Built in a buffer of its own: the caller's payload (copied) is not needed any more.
+      releaseSent(payload);
+      ws.send(f, SEND_OPTS);
+    }
     return true;
   }
 
