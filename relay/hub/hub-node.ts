@@ -135,6 +135,15 @@ export class HubNode {
       ...(opts.handshakeBatch !== undefined ? { batch: opts.handshakeBatch } : {}),
       ...(opts.handshakeQueueCap !== undefined ? { cap: opts.handshakeQueueCap } : {}),
     });
+    this.#status = new HubStatus({
+      clock,
+      isConnected: (k) => opts.derp.isConnected(k),
+      agents: () => this.#peers.values(),
+      ...(opts.onStatus ? { onStatus: opts.onStatus } : {}),
+      ...(opts.statusIntervalMs !== undefined ? { statusIntervalMs: opts.statusIntervalMs } : {}),
+      ...(opts.probeIntervalMs !== undefined ? { probeIntervalMs: opts.probeIntervalMs } : {}),
+      ...(opts.deadAfterMs !== undefined ? { deadAfterMs: opts.deadAfterMs } : {}),
+    });
     this.#peers = new PeerDirectory({
       device: this.device,
       clock,
@@ -157,15 +166,6 @@ export class HubNode {
     );
     this.#paths.set('derp', {
       send: (d, e) => this.#local.send((e as DerpEndpoint).derpKey, d),
-    });
-    this.#status = new HubStatus({
-      clock,
-      isConnected: (k) => opts.derp.isConnected(k),
-      agents: () => this.#peers.values(),
-      ...(opts.onStatus ? { onStatus: opts.onStatus } : {}),
-      ...(opts.statusIntervalMs !== undefined ? { statusIntervalMs: opts.statusIntervalMs } : {}),
-      ...(opts.probeIntervalMs !== undefined ? { probeIntervalMs: opts.probeIntervalMs } : {}),
-      ...(opts.deadAfterMs !== undefined ? { deadAfterMs: opts.deadAfterMs } : {}),
     });
   }
 
