@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { BufferPool, isHandedDown, PoolBudget, releaseSent } from '../buffer-pool.js';
 import { isTunnelError } from '../errors.js';
 import { headroomOf, tailroomOf } from '../packet-room.js';
 import { newArqStats } from './arq-options.js';
@@ -95,5 +96,43 @@ describe('DatagramWriter room', () => {
       }
       expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
     }
+  });
+
+  it('takes datagram buffers with room from the pool, hands full ones down, and gives small ones back at once', () => {
+    const budget = new PoolBudget(1 << 22);
+    const pools = new Map<number, BufferPool>();
+    const of = (size: number) => {
+      const p = pools.get(size) ?? new BufferPool(size, { budget });
+      pools.set(size, p);
+      return p;
+    };
+    const out: Buffer[] = [];
+    const w = new DatagramWriter(9, 3, 20_000, (d) => out.push(d), newArqStats(), 81, 31, of);
+    const big = Buffer.alloc(15_000, 7);
+    w.put(CMD_PUSH, 10, 1, 1, 0, big);
+    w.finish();
+    const pool = pools.get(81 + 20_000 + 31)!;
+    expect(pool.owns(out[0]!)).toBe(true);
+    expect(isHandedDown(out[0]!)).toBe(true);
+    expect(pool.freeCount).toBe(0);
+    // A small datagram: copied into its own allocation, the pooled buffer goes straight back.
+    w.put(CMD_ACK, 10, 1, 1, 0, null);
+    w.finish();
+    expect(pool.owns(out[1]!)).toBe(false);
+    expect(isHandedDown(out[1]!)).toBe(false);
+    expect(pool.freeCount).toBe(1);
+    // The bottom of the send path releases the full one; the next datagram reuses a free buffer.
+    expect(releaseSent(out[0]!)).toBe(true);
+    expect(pool.freeCount).toBe(2);
+    w.put(CMD_PUSH, 10, 1, 2, 0, big);
+    w.finish();
+    expect(pool.stats).toMatchObject({ takes: 3, fresh: 2, refused: 0 });
+    // Without room nothing is pooled (nobody below could give it back).
+    const plain: Buffer[] = [];
+    const w0 = new DatagramWriter(9, 3, 20_000, (d) => plain.push(d), newArqStats(), 0, 0, of);
+    w0.put(CMD_PUSH, 10, 1, 1, 0, big);
+    w0.finish();
+    expect(pools.has(20_000)).toBe(false);
+    expect(isHandedDown(plain[0]!)).toBe(false);
   });
 });
