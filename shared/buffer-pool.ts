@@ -8,8 +8,10 @@
  * lists of all pools sharing a budget (by default: every pool of the process) hold at most
  * POOL_FREE_BYTES_CAP bytes together; a buffer given back beyond that is left to the garbage collector.
  * give() of a buffer this pool did not hand out, or one given back already, is refused and counted (it
- * never throws and never corrupts the free list). A pool knows its buffers by their ArrayBuffer (a
- * WeakMap), so a view of a taken buffer may be given back in its place.
+ * never throws and never corrupts the free list). A pool knows its buffers by their ArrayBuffer, marked with
+ * module-private symbols (the pool that handed it out, the whole buffer): a view of a taken buffer may be
+ * given back in its place, and memory that is never given back costs no bookkeeping (no WeakMap entries for
+ * the garbage collector to clear).
  *
  * Handing down (the send path): the layer that fills a pooled buffer and hands it down whole marks it with
  * handDown(); the bottom layer, once its socket no longer needs the bytes, calls releaseSent() with the
@@ -57,14 +59,26 @@ export interface BufferPoolOptions {
   poison?: number;
 }
 
+const OWNER = Symbol('buffer-pool owner');
+const WHOLE = Symbol('buffer-pool whole buffer');
+const HANDED = Symbol('buffer-pool handed down');
+/** The marks a pooled buffer's memory carries (absent on any other ArrayBuffer). */
+interface Marked {
+  /** The pool it is handed out from; null while on a free list or after it left the pool. */
+  [OWNER]?: BufferPool | null;
+  /** The buffer take() returned (the whole memory). */
+  [WHOLE]?: Buffer;
+  /** The pool it goes back to when released by the bottom of the send path; null when not handed down. */
+  [HANDED]?: BufferPool | null;
+}
+const marks = (view: Uint8Array): Marked => view.buffer as Marked;
+
 export class BufferPool {
   readonly size: number;
   readonly stats: BufferPoolStats = { takes: 0, fresh: 0, kept: 0, discarded: 0, refused: 0 };
   readonly #budget: PoolBudget;
   readonly #poison: number | undefined;
   #free: Buffer[] = [];
-  /** Buffers handed out and not given back, by their memory. */
-  readonly #out = new WeakMap<ArrayBufferLike, Buffer>();
 
   constructor(size: number, opts: BufferPoolOptions = {}) {
     if (!Number.isInteger(size) || size < 1) {
@@ -87,15 +101,18 @@ export class BufferPool {
     if (b) this.#budget.freeBytes -= this.size;
     else {
       b = Buffer.allocUnsafeSlow(this.size);
+      const m = marks(b);
+      m[WHOLE] = b;
+      m[HANDED] = null;
       this.stats.fresh++;
     }
-    this.#out.set(b.buffer, b);
+    marks(b)[OWNER] = this;
     return b;
   }
 
   /** Whether `view`'s memory was handed out by this pool and not given back yet. */
   owns(view: Uint8Array): boolean {
-    return this.#out.has(view.buffer);
+    return marks(view)[OWNER] === this;
   }
 
   /**
@@ -103,13 +120,14 @@ export class BufferPool {
    * afterwards. Returns false (and counts it) when this pool does not hold it as handed out.
    */
   give(view: Uint8Array): boolean {
-    const b = this.#out.get(view.buffer);
-    if (!b) {
+    const m = marks(view);
+    const b = m[WHOLE];
+    if (m[OWNER] !== this || !b) {
       this.stats.refused++;
       return false;
     }
-    this.#out.delete(view.buffer);
-    handedDown.delete(view.buffer);
+    m[OWNER] = null;
+    m[HANDED] = null;
     if (this.#poison !== undefined) b.fill(this.#poison);
     const budget = this.#budget;
     if (budget.freeBytes + this.size > budget.capBytes) {
@@ -140,15 +158,12 @@ export function poolFor(size: number): BufferPool {
   return p;
 }
 
-/** Memory handed down whole to the send path, by its ArrayBuffer, with the pool it goes back to. */
-const handedDown = new WeakMap<ArrayBufferLike, BufferPool>();
-
 /**
  * Marks `buf` (taken from `pool`, filled, and about to be handed down whole) so that the bottom of the send
  * path gives it back with releaseSent(). Nothing above the bottom may read it once handed down.
  */
 export function handDown(pool: BufferPool, buf: Uint8Array): void {
-  if (pool.owns(buf)) handedDown.set(buf.buffer, pool);
+  if (pool.owns(buf)) marks(buf)[HANDED] = pool;
 }
 
 /**
@@ -156,13 +171,14 @@ export function handDown(pool: BufferPool, buf: Uint8Array): void {
  * instead of sent): gives the memory back if it was handed down (once). Returns whether it did.
  */
 export function releaseSent(view: Uint8Array): boolean {
-  const pool = handedDown.get(view.buffer);
+  const m = marks(view);
+  const pool = m[HANDED];
   if (!pool) return false;
-  handedDown.delete(view.buffer);
+  m[HANDED] = null;
   return pool.give(view);
 }
 
 /** Whether `view`'s memory is handed down and not yet released (tests, assertions). */
 export function isHandedDown(view: Uint8Array): boolean {
-  return handedDown.has(view.buffer);
+  return !!marks(view)[HANDED];
 }
