@@ -10,6 +10,7 @@ import net from 'node:net';
 import { dirname, join } from 'node:path';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../shared/node-flags.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const RELAY_BIN = join(here, '../relay/cli/main.js');
@@ -62,7 +63,9 @@ net.createServer((c) => {
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 export function start(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  const argv = cmd === process.execPath ? [...NODE_ARGS, ...args] : args;
+  // The binaries run with the flags their `#!` line gives them (shared/node-flags.ts), as users run them.
+  const bin = args[0] === RELAY_BIN || args[0] === CLIENT_BIN ? NODE_FLAGS : [];
+  const argv = cmd === process.execPath ? [...NODE_ARGS, ...bin, ...args] : args;
   const c = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   c.stderr?.resume();
   children.push(c);

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../shared/node-flags.js';
 import { getViaConnect, httpsGet } from './clients.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -33,7 +34,10 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 function start(bin: string, args: string[], e: NodeJS.ProcessEnv): ChildProcess {
-  const c = spawn(process.execPath, [bin, ...args], { env: e, stdio: ['ignore', 'pipe', 'pipe'] });
+  const c = spawn(process.execPath, [...NODE_FLAGS, bin, ...args], {
+    env: e,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(c);
   return c;
 }

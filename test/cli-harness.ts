@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../shared/node-flags.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const RELAY_BIN = join(ROOT, 'dist/relay/cli/main.js');
@@ -69,7 +70,10 @@ export class Proc {
   readonly exited: Promise<number | null>;
 
   constructor(bin: string, args: readonly string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [...NODE_FLAGS, bin, ...args], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.add(this.child);
     this.child.stdout!.on('data', (c: Buffer) => {
       this.stdout += c.toString();
