@@ -9,7 +9,7 @@
  * Real binaries (`tunnel-relay serve`, `tunnel-client join`, /usr/sbin/sshd, ssh). sshd runs with a
  * throw-away host key and a throw-away user key in a temp dir, only that key accepted, loopback only;
  * it needs root (it is skipped with a note otherwise) and `openssh-server` installed.
- * `node dist/bench/tunnel-bench.js [MiB per bulk download, default 256] [small-request samples, default 300]`.
+ * `node dist/bench/tunnel-bench.js [MiB per bulk download, default 256] [small-request samples, default 1000]`.
  */
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -37,11 +37,14 @@ import {
 } from './tunnel-fixture.js';
 
 const MB = Number(process.argv[2] ?? '256');
-const SAMPLES = Number(process.argv[3] ?? '500');
+const SAMPLES = Number(process.argv[3] ?? '1000');
 const SSHD = '/usr/sbin/sshd';
 const BULK_CHILD = join(dirname(fileURLToPath(import.meta.url)), 'bulk-child.js');
-/** Each latency row is measured after this long of the same requests (JIT, caches). */
-const WARM_MS = 1000;
+/**
+ * Each latency row is measured after this long of the same requests: in a 5,000-sample idle run every slow
+ * sample fell in the first ~1.8 s (JIT, caches), so 3 s keeps warm-up out of the p99.
+ */
+const WARM_MS = 3000;
 
 /** Best of 3 single-stream downloads of MB MiB, in MB/s (10^6 B/s). */
 async function bulk(dial: Dial): Promise<{ mbps: number }> {
