@@ -1,8 +1,9 @@
 /**
  * Hub -> agent tunnel benchmark against an SSH reverse tunnel, in one run:
- *  (a) bulk download of one stream: direct TCP to a byte source, through `ssh -R` (the agent's role
- *      played by an ssh client dialing a local sshd on loopback; the download enters at sshd's
- *      forwarded port), and through the relay's CONNECT proxy to a `tunnel-client` agent;
+ *  (a) bulk download over one stream and over 16 parallel streams: direct TCP to a byte source, through
+ *      a wireguard-go pair between two network namespaces (bench/baselines/wireguard-go.ts), through
+ *      `ssh -R` (the agent's role played by an ssh client dialing a local sshd on loopback; the download
+ *      enters at sshd's forwarded port), and through the relay's CONNECT proxy to a `tunnel-client` agent;
  *  (b) latency and fairness: p50/p99 of small requests (a new connection each, 100-byte answer) and of
  *      100-byte round trips on one established connection, directly, through the relay and through ssh -R,
  *      each with and without one bulk stream saturating the same path.
@@ -18,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSelfSignedCert } from '../relay/tls/self-signed.js';
+import { measureWireguardGoPair } from './baselines/wireguard-go.js';
 import { describeMachine } from './machine.js';
 import { measurePrimitives } from './primitive-costs.js';
 import {
@@ -40,6 +42,8 @@ const MB = Number(process.argv[2] ?? '256');
 const SAMPLES = Number(process.argv[3] ?? '1000');
 const SSHD = '/usr/sbin/sshd';
 const BULK_CHILD = join(dirname(fileURLToPath(import.meta.url)), 'bulk-child.js');
+/** Streams of the parallel bulk download. */
+const PARALLEL = 16;
 /**
  * Each latency row is measured after this long of the same requests: in a 5,000-sample idle run every slow
  * sample fell in the first ~1.8 s (JIT, caches), so 3 s keeps warm-up out of the p99.
@@ -55,6 +59,38 @@ async function bulk(dial: Dial): Promise<{ mbps: number }> {
     best = Math.max(best, got / 1e6 / ((performance.now() - t0) / 1000));
   }
   return { mbps: best };
+}
+
+/** A difference in ms with its sign: +0.50, -0.74. */
+const signed = (n: number): string => `${n < 0 ? '-' : '+'}${Math.abs(n).toFixed(2)}`;
+
+/** `PARALLEL` downloads of MB / PARALLEL MiB at once, best of 2, in MB/s of all of them together. */
+async function bulkParallel(dial: Dial): Promise<number> {
+  let best = 0;
+  const each = Math.floor((MB * 1024 * 1024) / PARALLEL);
+  for (let i = 0; i < 2; i++) {
+    const t0 = performance.now();
+    const got = await Promise.all(Array.from({ length: PARALLEL }, () => download(dial, each)));
+    const total = got.reduce((a, b) => a + b, 0);
+    best = Math.max(best, total / 1e6 / ((performance.now() - t0) / 1000));
+  }
+  return best;
+}
+
+/**
+ * The baseline wireguard-go pair (bench/baselines/wireguard-go.ts: two namespaces joined by a veth, wireguard-go
+ * in each, a Node sender and receiver) moving MB MiB over 1 and PARALLEL connections, in MB/s; undefined (with a
+ * note) when the machine lacks root, /dev/net/tun or the tools.
+ */
+async function wireguardGo(): Promise<{ one: number; many: number } | undefined> {
+  try {
+    const r = await measureWireguardGoPair(MB * 1024 * 1024, '10.209.251.0/24', PARALLEL);
+    const mbps = (t: { bytes: number; seconds: number }): number => t.bytes / 1e6 / t.seconds;
+    return { one: mbps(r.tunnel), many: r.tunnelParallel ? mbps(r.tunnelParallel) : Number.NaN };
+  } catch (err) {
+    console.log(`(wireguard-go pair skipped: ${(err as Error).message})`);
+    return undefined;
+  }
 }
 
 /**
@@ -173,23 +209,35 @@ async function main(): Promise<void> {
     const ssh = canSsh ? await sshReverse(dir, upPort) : undefined;
     if (!ssh) console.log('(ssh -R skipped: needs root and openssh-server)');
 
-    console.log(`\n(a) bulk download, one stream of ${MB} MiB, best of 3 (MB/s = 10^6 B/s)`);
-    console.log('| path | MB/s | vs direct | vs ssh -R | tunnel CPU s |');
-    console.log('|---|---|---|---|---|');
+    const wg = await wireguardGo();
+    console.log(
+      `\n(a) bulk download of ${MB} MiB over one stream (best of 3) and over ${PARALLEL} parallel streams` +
+        ' (best of 2), MB/s = 10^6 B/s; CPU s per GiB of the tunnel processes on one stream',
+    );
+    console.log(
+      `| path | 1 stream MB/s | vs direct | vs ssh -R | ${PARALLEL} streams MB/s | vs direct | vs ssh -R | tunnel CPU s per GiB |`,
+    );
+    console.log('|---|---|---|---|---|---|---|---|');
     const d = await bulk(direct(upPort));
+    const dN = await bulkParallel(direct(upPort));
     const s = ssh ? await bulk(direct(ssh.port)) : undefined;
+    const sN = ssh ? await bulkParallel(direct(ssh.port)) : undefined;
     const sCpu = ssh ? await bulkCpu(direct(ssh.port), ssh.pids) : 0;
     const c = await bulk(via);
+    const cN = await bulkParallel(via);
     const cCpu = await bulkCpu(via, [relay.pid, agent.pid]);
+    const perGiB = (cpu: number): number => (cpu * 1024) / MB; // bulkCpu measured one MB-MiB download
     const pct = (a: number, b: number | undefined): string => (b ? `${((a / b) * 100).toFixed(0)}%` : '-');
-    console.log(`| direct TCP | ${d.mbps.toFixed(1)} | 100% | ${pct(d.mbps, s?.mbps)} | - |`);
-    if (s)
+    const row = (name: string, one: number, many: number | undefined, cpu: string): void =>
       console.log(
-        `| ssh -R (sshd + ssh) | ${s.mbps.toFixed(1)} | ${pct(s.mbps, d.mbps)} | 100% | ${sCpu.toFixed(2)} |`,
+        `| ${name} | ${one.toFixed(1)} | ${pct(one, d.mbps)} | ${pct(one, s?.mbps)} | ` +
+          `${many === undefined ? '-' : many.toFixed(1)} | ${many === undefined ? '-' : pct(many, dN)} | ` +
+          `${many === undefined ? '-' : pct(many, sN)} | ${cpu} |`,
       );
-    console.log(
-      `| CONNECT via relay + agent | ${c.mbps.toFixed(1)} | ${pct(c.mbps, d.mbps)} | ${pct(c.mbps, s?.mbps)} | ${cCpu.toFixed(2)} |`,
-    );
+    row('direct TCP, loopback', d.mbps, dN, '-');
+    if (wg) row('wireguard-go <-> wireguard-go, two namespaces', wg.one, wg.many, '-');
+    if (s) row('ssh -R (sshd + ssh)', s.mbps, sN, perGiB(sCpu).toFixed(2));
+    row('CONNECT via relay + agent', c.mbps, cN, perGiB(cCpu).toFixed(2));
 
     console.log(
       `\n(b) small requests, ${SAMPLES} samples each after ${WARM_MS} ms of the same requests: a new connection` +
@@ -235,14 +283,13 @@ async function main(): Promise<void> {
     const tun = idle.get('CONNECT via relay + agent');
     if (base && tun) {
       console.log(
-        `\nadded by the tunnel on an established connection, idle: p50 +${(tun.p50 - base.p50).toFixed(2)} ms, ` +
-          `p99 +${(tun.p99 - base.p99).toFixed(2)} ms (target: p99 added <= 2 ms)`,
+        `\nadded by the tunnel on an established connection, idle: p50 ${signed(tun.p50 - base.p50)} ms, ` +
+          `p99 ${signed(tun.p99 - base.p99)} ms (target: p99 added <= 2 ms)`,
       );
     }
 
     const cert = createSelfSignedCert({ commonName: 'bench', altNames: ['127.0.0.1'], now: Date.now() });
     const p = await measurePrimitives(256 * 1024 * 1024, { key: cert.keyPem, cert: cert.certPem });
-    const perGiB = (cpu: number): number => (cpu * 1024) / MB; // bulkCpu measured one MB-MiB download
     const g = (n: number): string => n.toFixed(2);
     console.log(
       '\n(c) CPU s per GiB, measured now: the building blocks (both ends of a Node loopback connection; the' +

@@ -31,23 +31,27 @@ srv.listen(port, () => console.log('listening'));
 setTimeout(() => { console.error('sink timeout at ' + n); process.exit(2); }, 120000).unref();
 `;
 
+/** Opens `streams` connections and sends bytes / streams on each (the last one takes the remainder). */
 const SOURCE_JS = `
 const net = require('node:net');
-const [host, port, bytes] = process.argv.slice(1);
+const [host, port, bytes, streams] = process.argv.slice(1);
 const chunk = Buffer.alloc(65536, 0x5a);
-let left = Number(bytes);
-const s = net.connect(Number(port), host, () => {
-  const pump = () => {
-    while (left > 0) {
-      const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
-      left -= piece.length;
-      if (!s.write(piece)) return s.once('drain', pump);
-    }
-    s.end();
-  };
-  pump();
-});
-s.on('error', (e) => { console.error(e.message); process.exit(1); });
+const n = Number(streams);
+for (let i = 0; i < n; i++) {
+  let left = Math.floor(Number(bytes) / n) + (i === n - 1 ? Number(bytes) % n : 0);
+  const s = net.connect(Number(port), host, () => {
+    const pump = () => {
+      while (left > 0) {
+        const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
+        left -= piece.length;
+        if (!s.write(piece)) return s.once('drain', pump);
+      }
+      s.end();
+    };
+    pump();
+  });
+  s.on('error', (e) => { console.error(e.message); process.exit(1); });
+}
 `;
 
 async function transfer(
@@ -56,6 +60,7 @@ async function transfer(
   host: string,
   port: number,
   bytes: number,
+  streams = 1,
 ): Promise<TransferResult> {
   const sink = to.spawn(process.execPath, ['-e', SINK_JS, String(port), String(bytes)], {
     timeoutMs: 130_000,
@@ -65,9 +70,13 @@ async function transfer(
     if (!sink.isRunning() || Date.now() > deadline) throw new Error(`sink did not start: ${sink.output()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  const src = from.spawn(process.execPath, ['-e', SOURCE_JS, host, String(port), String(bytes)], {
-    timeoutMs: 130_000,
-  });
+  const src = from.spawn(
+    process.execPath,
+    ['-e', SOURCE_JS, host, String(port), String(bytes), String(streams)],
+    {
+      timeoutMs: 130_000,
+    },
+  );
   const r = await sink.exited;
   await src.stop(1000);
   const line = sink
@@ -81,17 +90,22 @@ async function transfer(
 
 export interface WireguardGoBaseline {
   readonly veth: TransferResult;
+  /** One TCP connection through the tunnel. */
   readonly tunnel: TransferResult;
+  /** The same bytes over `streams` parallel TCP connections through the tunnel, when asked for. */
+  readonly tunnelParallel?: TransferResult;
 }
 
 /**
- * Measures `bytes` over the bare veth and through wireguard-go <-> wireguard-go. `subnet` selects
- * the /24 for the veth (the tunnel uses 10.209.250.0/24). Throws with the reasons when the machine
- * lacks root or tools. Everything is torn down before returning.
+ * Measures `bytes` over the bare veth and through wireguard-go <-> wireguard-go, and with `streams` > 1
+ * also over that many parallel connections through the tunnel. `subnet` selects the /24 for the veth (the
+ * tunnel uses 10.209.250.0/24). Throws with the reasons when the machine lacks root or tools. Everything
+ * is torn down before returning.
  */
 export async function measureWireguardGoPair(
   bytes = 200e6,
   subnet = '10.209.251.0/24',
+  streams = 1,
 ): Promise<WireguardGoBaseline> {
   const problems = integrationProblems();
   if (problems.length) throw new Error(`wireguard-go baseline cannot run: ${problems.join('; ')}`);
@@ -119,7 +133,8 @@ export async function measureWireguardGoPair(
     });
     const veth = await transfer(a, b, link.bAddress, 5201, bytes);
     const tunnel = await transfer(a, b, '10.209.250.2', 5202, bytes);
-    return { veth, tunnel };
+    if (streams <= 1) return { veth, tunnel };
+    return { veth, tunnel, tunnelParallel: await transfer(a, b, '10.209.250.2', 5203, bytes, streams) };
   } finally {
     await cleanupAll();
   }
