@@ -28,6 +28,15 @@ describe('Node flags of the binaries', () => {
     for (const s of starts) expect(s).toBe(`exec node ${NODE_FLAGS.join(' ')} dist/`);
   });
 
+  it('npm scripts that start a binary with node pass them', () => {
+    const scripts = Object.values(
+      (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts,
+    );
+    const starts = scripts.filter((s) => /node [^&|;]*dist\/(relay|tunnel-client)\/cli\/main\.js/.test(s));
+    expect(starts.length).toBeGreaterThan(0);
+    for (const s of starts) expect(s).toMatch(new RegExp(`^node ${NODE_FLAGS.join(' ')} dist/`));
+  });
+
   it('the #! line runs node with them (env -S splits them; node accepts them)', () => {
     // What the kernel does with a #! line: the interpreter, its one argument string, then the script.
     const dir = mkdtempSync(join(tmpdir(), 'node-flags-'));

@@ -3,7 +3,7 @@
  * command line (V8 reads them when it sizes the heap; `v8.setFlagsFromString` at start-up is too late, and
  * Node refuses this one in NODE_OPTIONS), so they are written where a process is started:
  *   - the binaries' first line: `#!/usr/bin/env -S node <flags>` (relay/cli/main.ts, tunnel-client/cli/main.ts),
- *   - deploy/Dockerfile's ENTRYPOINT and the agent's start command in deploy/kubernetes/agent.yaml,
+ *   - deploy/Dockerfile's ENTRYPOINT, the agent's start command in deploy/kubernetes/agent.yaml, `npm start`,
  *   - the benchmarks, the demo and the test harness, which start the binaries with `process.execPath`.
  * node-flags.test.ts checks that every one of those places carries exactly these flags.
  *
