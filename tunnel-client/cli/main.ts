@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --initial-old-space-size=64
+#!/usr/bin/env -S node --initial-old-space-size=64 --heap-growing-percent=200
 /**
  * tunnel-client binary: the command tree with the WireGuard session over the relay as the data plane,
  * plus the hub stream binding and the allowlist dialer (tunnel-client/dialer).
