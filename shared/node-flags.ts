@@ -16,8 +16,9 @@
  *   - `--initial-old-space-size=64` (MiB) starts the old generation with room for the young generation: it
  *     covers the first full GC, i.e. a process's first ~3 GB of bulk traffic.
  *   - `--heap-growing-percent=200` fixes the factor at 3 for every later limit (20 MB live -> 60 MB limit).
- * Measured (docs/BENCHMARKS.md, "Heap sizing"): full GCs per GiB through the relay 70-90 -> 0-1, CPU per byte
- * -30 to -40 %, bulk throughput +30-50 %, and the small-request p99 next to a bulk stream 21-25 -> 12 ms after
- * 25 s of bulk. Cost: a heap may hold up to 3x its live size (at least 64 MiB) before a full GC frees it.
+ * Measured (docs/BENCHMARKS.md, "Heap sizing"): full GCs of the agent ~80 per GiB -> under 3, CPU per byte of
+ * relay + agent -15 to -35 %, bulk throughput +15-35 %; after 25 s of bulk, relay full GCs ~5 per second
+ * (initial flag only) -> none, and the small-request p99 next to the bulk stream 24-26 -> 12-18 ms.
+ * Cost: a heap may hold up to 3x its live size (at least 64 MiB) before a full GC frees it.
  */
 export const NODE_FLAGS: readonly string[] = ['--initial-old-space-size=64', '--heap-growing-percent=200'];
