@@ -43,7 +43,7 @@ async function relayChild(): Promise<void> {
   let dp: DataPlane | undefined;
   const counts: Counts = { inner: 0, innerBytes: 0, rxDatagrams: 0, rxBytes: 0 };
   const config = resolveRelayConfig({
-    flags: { listen: '127.0.0.1:0', dataDir: dir, logLevel: 'warn', udpPort: 'off' },
+    flags: { listen: '127.0.0.1:0', dataDir: dir, logLevel: 'warn', udpPort: 'off', stunPort: 'off' },
   });
   const relay = await startRelay(config, {
     logStream: process.stderr,

@@ -18,7 +18,9 @@ describe('start-up failures', () => {
   it('an unusable data dir or store path is BAD_CONFIG naming the key', async () => {
     const file = join(dir, 'not-a-dir');
     writeFileSync(file, 'x');
-    const c1 = resolveRelayConfig({ flags: { dataDir: join(file, 'sub'), listen: '127.0.0.1:0' } });
+    const c1 = resolveRelayConfig({
+      flags: { dataDir: join(file, 'sub'), listen: '127.0.0.1:0', stunPort: 'off' },
+    });
     await expect(startRelay(c1, { logStream: new LogCapture() })).rejects.toThrow(
       /^data-dir: cannot prepare .*ENOTDIR/,
     );
@@ -26,6 +28,7 @@ describe('start-up failures', () => {
       flags: {
         dataDir: join(dir, 'ok'),
         listen: '127.0.0.1:0',
+        stunPort: 'off',
         store: `sqlite:${join(dir, 'missing', 'x.db')}`,
       },
     });
@@ -40,7 +43,7 @@ describe('start-up failures', () => {
 
   it('a port in use is BAD_CONFIG naming listen, and the store is closed again', async () => {
     const first = await startRelay(
-      resolveRelayConfig({ flags: { dataDir: join(dir, 'p1'), listen: '127.0.0.1:0' } }),
+      resolveRelayConfig({ flags: { dataDir: join(dir, 'p1'), listen: '127.0.0.1:0', stunPort: 'off' } }),
       {
         logStream: new LogCapture(),
       },
@@ -60,7 +63,9 @@ describe('start-up failures', () => {
 describe('plugin failure', () => {
   it('a plugin that throws fails startRelay and closes the store', async () => {
     const store = new SqliteStore(':memory:');
-    const config = resolveRelayConfig({ flags: { dataDir: join(dir, 'plug'), listen: '127.0.0.1:0' } });
+    const config = resolveRelayConfig({
+      flags: { dataDir: join(dir, 'plug'), listen: '127.0.0.1:0', stunPort: 'off' },
+    });
     await expect(
       startRelay(config, {
         logStream: new LogCapture(),
@@ -79,15 +84,18 @@ describe('plugin failure', () => {
 describe('certificate coverage', () => {
   it('warns at start when the public URL host is not in the existing certificate', async () => {
     const dataDir = join(dir, 'cov');
-    const a = await startRelay(resolveRelayConfig({ flags: { dataDir, listen: '127.0.0.1:0' } }), {
-      logStream: new LogCapture(),
-    });
+    const a = await startRelay(
+      resolveRelayConfig({ flags: { dataDir, listen: '127.0.0.1:0', stunPort: 'off' } }),
+      {
+        logStream: new LogCapture(),
+      },
+    );
     expect(certCovers(Buffer.from(new X509Certificate(a.caPem).raw), 'https://localhost:1')).toBe(true);
     await a.close();
     const logs = new LogCapture();
     const b = await startRelay(
       resolveRelayConfig({
-        flags: { dataDir, listen: '127.0.0.1:0', publicUrl: 'https://moved.example.com' },
+        flags: { dataDir, listen: '127.0.0.1:0', stunPort: 'off', publicUrl: 'https://moved.example.com' },
       }),
       { logStream: logs },
     );
@@ -195,6 +203,7 @@ describe('plain-http: the public CA', () => {
         flags: {
           dataDir: join(dir, 'plain-1'),
           listen: '127.0.0.1:0',
+          stunPort: 'off',
           plainHttp: true,
           publicUrl: 'https://relay.example.com',
           publicCaFile: f,
@@ -220,6 +229,7 @@ describe('plain-http: the public CA', () => {
         flags: {
           dataDir: join(dir, 'plain-3'),
           listen: '127.0.0.1:0',
+          stunPort: 'off',
           plainHttp: true,
           publicUrl: 'https://other.example.com',
           publicCaFile: f,
@@ -240,6 +250,7 @@ describe('plain-http: the public CA', () => {
         flags: {
           dataDir: join(dir, 'plain-2'),
           listen: '127.0.0.1:0',
+          stunPort: 'off',
           plainHttp: true,
           publicUrl: 'https://r.example',
         },

@@ -41,6 +41,8 @@ import { valuesRoutes } from './routes/values.js';
 import { redactSecrets } from './secrets.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/types.js';
+import { stunFamilies } from './stun/stun-metrics.js';
+import { type StunResponder, startStunResponder } from './stun/stun-responder.js';
 
 /** Request bodies over this get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT = 64 * 1024;
@@ -92,6 +94,8 @@ export interface RunningRelay {
   hooks: RelayHooks;
   log: Logger;
   context: RelayContext;
+  /** The STUN responder on UDP (`--stun-port`), or null when it is off. */
+  stun: StunResponder | null;
   close(): Promise<void>;
 }
 
@@ -289,6 +293,19 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
       `listen: cannot bind ${config.listen.host}:${config.listen.port} (${code})`,
     );
   }
+  let stun: StunResponder | null = null;
+  if (config.stunPort !== null) {
+    try {
+      stun = await startStunResponder({ host: config.listen.host, port: config.stunPort, clock });
+    } catch (err) {
+      await app.close();
+      await store.close();
+      throw err;
+    }
+    const responder = stun;
+    ctx.metrics.addCollector(() => stunFamilies(responder.stats));
+    log.info({ host: config.listen.host, port: stun.port }, 'STUN responder listening (udp)');
+  }
   const addr = app.server.address() as AddressInfo;
   boundUrl = `${tls ? 'https' : 'http'}://${urlHost(config.listen.host)}:${addr.port}`;
   log.info(
@@ -327,9 +344,11 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     hooks,
     log,
     context: ctx,
+    stun,
     close() {
       closing ??= (async () => {
         shuttingDown = true;
+        await stun?.close();
         // Stop accepting, wait for in-flight requests; sockets still open after the grace are cut.
         const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
         force.unref();

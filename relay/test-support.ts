@@ -55,7 +55,14 @@ export async function startTestRelay(
 ): Promise<TestRelay> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'relay-test-'));
   const config = resolveRelayConfig({
-    flags: { listen: '127.0.0.1:0', dataDir: dir, logLevel: 'info', udpPort: 'off', ...opts.flags },
+    flags: {
+      listen: '127.0.0.1:0',
+      dataDir: dir,
+      logLevel: 'info',
+      udpPort: 'off',
+      stunPort: 'off',
+      ...opts.flags,
+    },
   });
   const logs = new LogCapture();
   const start = () =>

@@ -2,7 +2,9 @@
  * Helpers for the CLI end-to-end tests: build dist/ when it is older than the sources, run the real
  * binaries, start and stop `tunnel-relay serve`, and clean up every process and directory.
  */
+
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import dgram from 'node:dgram';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -130,6 +132,15 @@ export async function run(
   const code = await p.exited;
   clearTimeout(timer);
   return { code, stdout: p.stdout, stderr: p.stderr };
+}
+
+/** A UDP port on 127.0.0.1 that was free a moment ago (bound and released). */
+export async function freeUdpPort(): Promise<number> {
+  const s = dgram.createSocket('udp4');
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
+  const { port } = s.address();
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -19,6 +19,7 @@ import {
   cleanEnv,
   cleanup,
   curl,
+  freeUdpPort,
   Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -110,7 +111,11 @@ beforeAll(async () => {
   const dir = tempDir('metrics-dp-');
   upstream = http.createServer(sampleHandler('plain'));
   upstreamPort = await listen(upstream);
-  const started = await startServe(join(dir, 'relay'), '127.0.0.1:0');
+  // The STUN responder on, so that its metrics are exported too.
+  const started = await startServe(join(dir, 'relay'), '127.0.0.1:0', [
+    '--stun-port',
+    String(await freeUdpPort()),
+  ]);
   relay = started.proc;
   ready = started.ready;
   adminEnv = cleanEnv({

@@ -18,9 +18,12 @@ let relay: RunningRelay;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'relay-tls-hs-'));
-  relay = await startRelay(resolveRelayConfig({ flags: { dataDir: dir, listen: '127.0.0.1:0' } }), {
-    logStream: new LogCapture(),
-  });
+  relay = await startRelay(
+    resolveRelayConfig({ flags: { dataDir: dir, listen: '127.0.0.1:0', stunPort: 'off' } }),
+    {
+      logStream: new LogCapture(),
+    },
+  );
 });
 
 afterAll(async () => {

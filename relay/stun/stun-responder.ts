@@ -1,0 +1,148 @@
+/**
+ * The relay's STUN responder (`--stun-port`, default 3478): answers Binding requests on UDP with the address and
+ * port it saw them from, so an agent (`tunnel-client egress --check`) or any STUN client learns its public UDP
+ * mapping and that UDP reaches the relay. Stateless: no map keyed by sender. Answers are capped per second
+ * (STUN_MAX_ANSWERS_PER_SECOND) so a flood costs bounded CPU; a response is at most 20 bytes longer than the
+ * request, so the responder is no useful amplifier. Everything that is not a plain Binding request is dropped
+ * and counted by reason (shared/stun/stun-codec.ts).
+ */
+import dgram from 'node:dgram';
+import { isIPv4, isIPv6 } from 'node:net';
+import type { Clock } from '../../shared/clock.js';
+import { TunnelError } from '../../shared/errors.js';
+import {
+  encodeBindingSuccess,
+  parseStunRequest,
+  type StunAddress,
+  type StunIgnoreReason,
+} from '../../shared/stun/stun-codec.js';
+
+/** Answers per second across all senders; requests over it are dropped as `rate`. */
+export const STUN_MAX_ANSWERS_PER_SECOND = 20_000;
+
+export interface StunStats {
+  requests: number;
+  answered: number;
+  dropped: Record<StunIgnoreReason | 'rate' | 'send-error', number>;
+}
+
+export interface StunResponder {
+  /** The bound UDP port (useful with port 0). */
+  readonly port: number;
+  readonly stats: StunStats;
+  close(): Promise<void>;
+}
+
+export interface StunResponderOptions {
+  host: string;
+  port: number;
+  clock: Clock;
+  maxAnswersPerSecond?: number;
+}
+
+/** `1.2.3.4`, `::ffff:1.2.3.4` (an IPv4 sender on a dual-stack socket) or an IPv6 address, as bytes. */
+export function addressBytes(text: string): Buffer | null {
+  const t = text.replace(/%.*$/, '');
+  if (isIPv4(t)) return Buffer.from(t.split('.').map(Number));
+  if (!isIPv6(t)) return null;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(t);
+  if (mapped?.[1]) return Buffer.from(mapped[1].split('.').map(Number));
+  const groups = (s: string): number[] => {
+    if (s === '') return [];
+    const out: number[] = [];
+    for (const part of s.split(':')) {
+      if (isIPv4(part)) {
+        const [a = 0, b = 0, c = 0, d = 0] = part.split('.').map(Number);
+        out.push((a << 8) | b, (c << 8) | d);
+      } else out.push(Number.parseInt(part, 16));
+    }
+    return out;
+  };
+  const [head = '', tail] = t.split('::');
+  const h = groups(head);
+  const tl = tail === undefined ? [] : groups(tail);
+  const words = [...h, ...new Array<number>(8 - h.length - tl.length).fill(0), ...tl];
+  const out = Buffer.alloc(16);
+  words.forEach((w, i) => {
+    out.writeUInt16BE(w, i * 2);
+  });
+  return out;
+}
+
+export function startStunResponder(opts: StunResponderOptions): Promise<StunResponder> {
+  const max = opts.maxAnswersPerSecond ?? STUN_MAX_ANSWERS_PER_SECOND;
+  const stats: StunStats = {
+    requests: 0,
+    answered: 0,
+    dropped: {
+      short: 0,
+      'too-long': 0,
+      'not-stun': 0,
+      'not-binding-request': 0,
+      attribute: 0,
+      fingerprint: 0,
+      'change-request': 0,
+      rate: 0,
+      'send-error': 0,
+    },
+  };
+  const sock = dgram.createSocket({ type: isIPv6(opts.host) ? 'udp6' : 'udp4' });
+  let windowStart = Number.NEGATIVE_INFINITY;
+  let inWindow = 0;
+  sock.on('message', (msg, rinfo) => {
+    stats.requests++;
+    const req = parseStunRequest(msg);
+    if (req.kind === 'ignore') {
+      stats.dropped[req.reason]++;
+      return;
+    }
+    const now = opts.clock.now();
+    if (now - windowStart >= 1000) {
+      windowStart = now;
+      inWindow = 0;
+    }
+    if (inWindow >= max) {
+      stats.dropped.rate++;
+      return;
+    }
+    inWindow++;
+    const address = addressBytes(rinfo.address);
+    if (!address) {
+      stats.dropped['send-error']++;
+      return;
+    }
+    const from: StunAddress = { address, port: rinfo.port };
+    sock.send(encodeBindingSuccess(req, from), rinfo.port, rinfo.address, (err) => {
+      if (err) stats.dropped['send-error']++;
+      else stats.answered++;
+    });
+  });
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      sock.close();
+      reject(
+        new TunnelError(
+          'BAD_CONFIG',
+          `stun-port: cannot bind udp ${opts.host}:${opts.port} (${err.code ?? 'error'})`,
+        ),
+      );
+    };
+    sock.once('error', onError);
+    sock.bind({ address: opts.host, port: opts.port }, () => {
+      sock.off('error', onError);
+      // Late socket errors (ICMP-driven on some systems) must not crash the relay.
+      sock.on('error', () => {
+        stats.dropped['send-error']++;
+      });
+      let closed: Promise<void> | null = null;
+      resolve({
+        port: sock.address().port,
+        stats,
+        close() {
+          closed ??= new Promise<void>((r) => sock.close(() => r()));
+          return closed;
+        },
+      });
+    });
+  });
+}
