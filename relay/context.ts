@@ -105,6 +105,8 @@ export interface TunnelView {
   relayUrl: string;
   derpUrl: string;
   udpEndpoint: string | null;
+  /** host:port of the relay's STUN responder; null when it is off. */
+  stunEndpoint: string | null;
 }
 
 /** The data-plane parameters for an accepted, registered cluster; null otherwise. */
@@ -119,5 +121,6 @@ export function tunnelView(ctx: RelayContext, c: ClusterRecord): TunnelView | nu
     relayUrl: ctx.publicUrl(),
     derpUrl: `wss://${url.host}${url.pathname.replace(/\/$/, '')}/derp`,
     udpEndpoint: ctx.config.udpPort === null ? null : `${url.hostname}:${ctx.config.udpPort}`,
+    stunEndpoint: ctx.config.stunPort === null ? null : `${url.hostname}:${ctx.config.stunPort}`,
   };
 }

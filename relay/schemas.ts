@@ -88,6 +88,7 @@ export const Tunnel = Type.Object(
     relayUrl: Type.String(),
     derpUrl: Type.String(),
     udpEndpoint: Nullable(Type.String()),
+    stunEndpoint: Nullable(Type.String()),
   },
   closed,
 );

@@ -1,6 +1,7 @@
 /**
  * `tunnel-client egress` against a real relay (UDP WireGuard port and STUN on): the JSON shape, 443-only
- * lists TCP only, auto adds STUN and direct WireGuard, --check through tinyproxy is ok (exit 0) and the
+ * lists TCP only, auto adds STUN (the relay's advertised responder, which answers --check) and direct
+ * WireGuard, --check through tinyproxy is ok (exit 0) and the
  * proxy saw the tunnels, a wrong CA pin fails every TCP line (exit 1) with CA_PIN_MISMATCH, NO_PROXY
  * turns the proxy off for the relay.
  */
@@ -11,6 +12,7 @@ import {
   CLIENT_BIN,
   cleanEnv,
   cleanup,
+  freeUdpPort,
   type Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -52,7 +54,7 @@ function parse(r: { code: number | null; stdout: string; stderr: string }): Line
 beforeAll(async () => {
   buildIfStale();
   udpPort = await freePort();
-  stunPort = await freePort();
+  stunPort = await freeUdpPort();
   const started = await startServe(join(tempDir('egress-cli-'), 'relay'), '127.0.0.1:0', [
     '--udp-port',
     String(udpPort),
@@ -95,7 +97,7 @@ describe('tunnel-client egress', () => {
       `values tcp 127.0.0.1:${relayPort} false`,
       `lease tcp 127.0.0.1:${relayPort} false`,
       `relay (DERP) tcp 127.0.0.1:${relayPort} false`,
-      'STUN udp 127.0.0.1:3478 false',
+      `STUN udp 127.0.0.1:${stunPort} false`,
       `direct WireGuard udp 127.0.0.1:${udpPort} false`,
     ]);
   });
@@ -146,19 +148,19 @@ describe('tunnel-client egress', () => {
     }
   });
 
-  it('--check in auto mode probes STUN on the relay and leaves direct WireGuard unprobed', async () => {
+  it('--check in auto mode probes the STUN responder the relay advertises and leaves direct WireGuard unprobed', async () => {
     const r = await egress(['--relay', ready.url, '--ca-pin', ready.caPin, '--check', '--output', 'json']);
     // --relay without a matching state dir: no UDP endpoint known, so TCP only.
     expect(parse(r).every((l) => l.protocol === 'tcp' && l.check === 'ok')).toBe(true);
     const s = await egress(['--state-dir', stateDir, '--check', '--output', 'json']);
     const lines = parse(s);
     const stun = lines.find((l) => l.purpose === 'STUN');
-    // The relay advertises only its WireGuard port; STUN is looked for at the default port 3478,
-    // where this test relay does not listen: the check must say so.
-    expect(stun?.check).toBe('failed');
-    expect(stun?.reason).toContain('no STUN answer from 127.0.0.1:3478');
+    // The relay advertises its STUN responder (--stun-port), which answers.
+    expect(stun?.port).toBe(stunPort);
+    expect(stun?.check, stun?.reason).toBe('ok');
     expect(lines.find((l) => l.purpose === 'direct WireGuard')?.check).toBeUndefined();
-    expect(s.code).toBe(1);
+    expect(lines.filter((l) => l.protocol === 'tcp').every((l) => l.check === 'ok')).toBe(true);
+    expect(s.code, s.stderr).toBe(0);
   });
 
   it('text output names the proxy without its password', async () => {

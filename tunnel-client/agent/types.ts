@@ -12,6 +12,8 @@ export interface Tunnel {
   readonly relayUrl: string;
   readonly derpUrl: string;
   readonly udpEndpoint: string | null;
+  /** The relay's STUN responder; absent in registrations from relays that did not send it. */
+  readonly stunEndpoint?: string | null;
 }
 
 export interface RegisterRequest {

@@ -104,6 +104,7 @@ async function egress(flags: EgressFlags): Promise<void> {
     relayUrl: relay,
     derpUrl: tunnel?.derpUrl,
     udpEndpoint: tunnel?.udpEndpoint,
+    stunEndpoint: tunnel?.stunEndpoint,
     egress: mode,
     proxy,
   });

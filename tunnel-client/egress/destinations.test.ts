@@ -41,6 +41,24 @@ describe('listDestinations', () => {
     ]);
   });
 
+  it('STUN goes to the advertised stunEndpoint, nowhere when the relay says null, 3478 when it says nothing', () => {
+    const base = {
+      relayUrl: 'https://relay.example:8443',
+      egress: 'auto' as const,
+      proxy: none,
+      udpEndpoint: 'relay.example:51820',
+    };
+    const stun = (extra: { stunEndpoint?: string | null }) =>
+      listDestinations({ ...base, ...extra })
+        .filter((d) => d.purpose === 'STUN')
+        .map((d) => `${d.host}:${d.port}`);
+    expect(stun({ stunEndpoint: 'stun.example:13478' })).toEqual(['stun.example:13478']);
+    expect(stun({ stunEndpoint: null })).toEqual([]);
+    expect(stun({})).toEqual(['relay.example:3478']);
+    // An unreadable endpoint is left out rather than guessed.
+    expect(stun({ stunEndpoint: 'nonsense' })).toEqual([]);
+  });
+
   it('IPv6 relay hosts are listed without brackets', () => {
     const ds = listDestinations({ relayUrl: 'https://[::1]:8443', egress: '443-only', proxy: none });
     expect(ds.every((d) => d.host === '::1' && d.port === 8443 && !d.viaProxy)).toBe(true);

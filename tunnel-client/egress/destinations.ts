@@ -3,8 +3,8 @@
  *   registration, values, lease   HTTPS to the relay URL (TCP)
  *   relay (DERP)                  the WebSocket at the tunnel's derpUrl (TCP)
  *   STUN, direct WireGuard        UDP, only with --egress auto and when the relay advertises a UDP
- *                                 endpoint (STUN at that host's default port 3478: the relay does not
- *                                 advertise its STUN port)
+ *                                 endpoint; STUN at the advertised stunEndpoint (none when the relay
+ *                                 says null), or port 3478 of the UDP host for relays that send no field
  * TCP destinations go through the proxy that applies to them (NO_PROXY checked per destination); UDP
  * never does (HTTP CONNECT carries TCP only).
  */
@@ -13,7 +13,7 @@ import { type ProxySettings, proxyFor, redactUrl, targetOf } from '../../shared/
 export type EgressMode = '443-only' | 'auto';
 export type Purpose = 'registration' | 'values' | 'lease' | 'relay (DERP)' | 'STUN' | 'direct WireGuard';
 
-/** The relay's default STUN port (relay/config.ts). */
+/** The relay's default STUN port (relay/config.ts), assumed when a relay does not advertise its STUN endpoint. */
 export const DEFAULT_STUN_PORT = 3478;
 
 export interface Destination {
@@ -35,6 +35,8 @@ export interface EgressInputs {
   readonly derpUrl?: string | null | undefined;
   /** host:port of the relay's UDP WireGuard endpoint, when it advertises one. */
   readonly udpEndpoint?: string | null | undefined;
+  /** host:port of the relay's STUN responder; null: it has none; undefined: not told (older relay). */
+  readonly stunEndpoint?: string | null | undefined;
   readonly egress: EgressMode;
   readonly proxy: ProxySettings;
 }
@@ -80,7 +82,13 @@ export function listDestinations(inputs: EgressInputs): Destination[] {
   ];
   const udp = inputs.udpEndpoint ? splitEndpoint(inputs.udpEndpoint) : undefined;
   if (inputs.egress === 'auto' && udp) {
-    out.push({ host: udp.host, port: DEFAULT_STUN_PORT, protocol: 'udp', purpose: 'STUN', viaProxy: false });
+    const stun =
+      inputs.stunEndpoint === undefined
+        ? { host: udp.host, port: DEFAULT_STUN_PORT }
+        : inputs.stunEndpoint === null
+          ? undefined
+          : splitEndpoint(inputs.stunEndpoint);
+    if (stun) out.push({ ...stun, protocol: 'udp', purpose: 'STUN', viaProxy: false });
     out.push({ ...udp, protocol: 'udp', purpose: 'direct WireGuard', viaProxy: false });
   }
   return out;
