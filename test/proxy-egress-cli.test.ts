@@ -31,6 +31,7 @@ interface Line {
   viaProxy: boolean;
   check?: string;
   reason?: string;
+  mapped?: string;
 }
 
 let relay: Proc;
@@ -158,6 +159,8 @@ describe('tunnel-client egress', () => {
     // The relay advertises its STUN responder (--stun-port), which answers.
     expect(stun?.port).toBe(stunPort);
     expect(stun?.check, stun?.reason).toBe('ok');
+    // No NAT on loopback: the relay saw the probe come from 127.0.0.1 and some port of ours.
+    expect(stun?.mapped).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(lines.find((l) => l.purpose === 'direct WireGuard')?.check).toBeUndefined();
     expect(lines.filter((l) => l.protocol === 'tcp').every((l) => l.check === 'ok')).toBe(true);
     expect(s.code, s.stderr).toBe(0);

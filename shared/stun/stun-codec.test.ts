@@ -8,7 +8,9 @@ import {
   ATTR_MAPPED_ADDRESS,
   ATTR_XOR_MAPPED_ADDRESS,
   decodeMappedAddress,
+  encodeBindingRequest,
   encodeBindingSuccess,
+  formatStunAddress,
   parseStunRequest,
   STUN_BINDING_REQUEST,
   STUN_BINDING_SUCCESS,
@@ -114,6 +116,19 @@ describe('STUN Binding codec', () => {
     const fpAt = res.length - 8;
     expect(res.readUInt16BE(fpAt)).toBe(ATTR_FINGERPRINT);
     expect(res.readUInt32BE(fpAt + 4)).toBe((crc32(res.subarray(0, fpAt)) ^ 0x5354554e) >>> 0);
+  });
+
+  it('encodes the probe request the agent sends, and formats mapped addresses', () => {
+    const id = randomBytes(12);
+    const req = asRequest(encodeBindingRequest(id));
+    expect(req.rfc).toBe(5389);
+    expect(req.id.subarray(4).equals(id)).toBe(true);
+    expect(() => encodeBindingRequest(Buffer.alloc(11))).toThrow(/11 bytes/);
+    expect(formatStunAddress({ address: Buffer.from([203, 0, 113, 7]), port: 40123 })).toBe(
+      '203.0.113.7:40123',
+    );
+    const v6 = Buffer.from('20010db8000000000000000000000001', 'hex');
+    expect(formatStunAddress({ address: v6, port: 1 })).toBe('[2001:db8:0:0:0:0:0:1]:1');
   });
 
   it('drops by reason: short, too long, not STUN, responses, bad attributes and fingerprints, change requests', () => {

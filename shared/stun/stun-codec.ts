@@ -88,6 +88,16 @@ export function parseStunRequest(buf: Buffer): StunParseResult {
   return { kind: 'request', rfc, id: buf.subarray(4, STUN_HEADER_LEN), fingerprint };
 }
 
+/** An RFC 5389 Binding request with no attributes and the given 12-byte transaction id. */
+export function encodeBindingRequest(txId: Buffer): Buffer {
+  if (txId.length !== 12) throw new RangeError(`stun: transaction id of ${txId.length} bytes`);
+  const out = Buffer.alloc(STUN_HEADER_LEN);
+  out.writeUInt16BE(STUN_BINDING_REQUEST, 0);
+  out.writeUInt32BE(STUN_MAGIC_COOKIE, 4);
+  txId.copy(out, 8);
+  return out;
+}
+
 export interface StunAddress {
   /** 4 or 16 bytes. */
   readonly address: Buffer;
@@ -127,6 +137,14 @@ export function encodeBindingSuccess(req: StunBindingRequest, from: StunAddress)
     out.writeUInt32BE((crc32(out.subarray(0, off)) ^ FINGERPRINT_XOR) >>> 0, off + 4);
   }
   return out;
+}
+
+/** `a.b.c.d:port`, or `[x:x:x:x:x:x:x:x]:port` (IPv6, uncompressed hex groups). */
+export function formatStunAddress(a: StunAddress): string {
+  if (a.address.length === 4) return `${[...a.address].join('.')}:${a.port}`;
+  const groups: string[] = [];
+  for (let i = 0; i + 1 < a.address.length; i += 2) groups.push(a.address.readUInt16BE(i).toString(16));
+  return `[${groups.join(':')}]:${a.port}`;
 }
 
 /** Reads the mapped address out of a Binding success response (for tests and the agent's probe); null if absent. */

@@ -38,6 +38,8 @@ export interface EgressLine {
   viaProxy: boolean;
   check?: 'ok' | 'failed';
   reason?: string;
+  /** STUN lines: this host's address and port as the relay saw them. */
+  mapped?: string;
 }
 
 export function egressCommand(): Command {
@@ -128,6 +130,7 @@ function toLine(d: Destination, c: CheckResult | undefined): EgressLine {
     viaProxy: d.viaProxy,
     ...(c ? { check: c.check } : {}),
     ...(c?.reason ? { reason: c.reason } : {}),
+    ...(c?.mapped ? { mapped: c.mapped } : {}),
   };
 }
 
@@ -139,7 +142,13 @@ function render(ds: readonly Destination[], lines: readonly EgressLine[], checke
     l.protocol,
     l.purpose,
     ds[i]?.proxy ? `proxy ${ds[i]?.proxy}` : 'direct',
-    ...(checked ? [l.check ? `${l.check}${l.reason ? `: ${l.reason}` : ''}` : 'not probed'] : []),
+    ...(checked
+      ? [
+          l.check
+            ? `${l.check}${l.reason ? `: ${l.reason}` : ''}${l.mapped ? ` (mapped ${l.mapped})` : ''}`
+            : 'not probed',
+        ]
+      : []),
   ]);
   return table(header, rows);
 }

@@ -5,7 +5,8 @@
  *                                TLS session, inside the proxy tunnel);
  *   relay (DERP)                 a WebSocket upgrade at /derp (subprotocol derp) through the agent's
  *                                WebSocket proxy agent, pin checked on the upgrade; closed once open;
- *   STUN                         one STUN Binding request (RFC 5389), answered within the deadline;
+ *   STUN                         one STUN Binding request (RFC 5389), answered within the deadline; the
+ *                                answer's mapped address (this host's public UDP mapping) is reported;
  *   direct WireGuard             not probed: only a handshake with the agent's key would show it, and that
  *                                would replace a running agent's session; the line has no `check`.
  */
@@ -19,6 +20,11 @@ import type { Trust } from '../../shared/http/dispatcher.js';
 import { checkPin } from '../../shared/http/pin.js';
 import type { ProxySettings } from '../../shared/proxy/proxy-config.js';
 import { relayConnectVia, wsAgentFor } from '../../shared/proxy/transports.js';
+import {
+  decodeMappedAddress,
+  encodeBindingRequest,
+  formatStunAddress,
+} from '../../shared/stun/stun-codec.js';
 import type { Destination } from './destinations.js';
 
 export const CHECK_TIMEOUT_MS = 10_000;
@@ -27,6 +33,8 @@ export const STUN_TIMEOUT_MS = 3_000;
 export interface CheckResult {
   readonly check: 'ok' | 'failed';
   readonly reason?: string;
+  /** STUN: the address and port the server saw this host's request come from (`host:port`). */
+  readonly mapped?: string;
 }
 
 export interface CheckOptions {
@@ -98,17 +106,10 @@ function checkDerp(d: Destination, o: CheckOptions): Promise<CheckResult> {
   });
 }
 
-/** STUN Binding request: type 0x0001, length 0, magic cookie 0x2112A442, 12-byte transaction id. */
-const STUN_MAGIC = 0x2112a442;
-
 function checkStun(d: Destination, o: CheckOptions): Promise<CheckResult> {
   const ms = o.stunTimeoutMs ?? STUN_TIMEOUT_MS;
   const txid = randomBytes(12);
-  const req = Buffer.alloc(20);
-  req.writeUInt16BE(0x0001, 0);
-  req.writeUInt16BE(0, 2);
-  req.writeUInt32BE(STUN_MAGIC, 4);
-  txid.copy(req, 8);
+  const req = encodeBindingRequest(txid);
   const sock = createSocket(d.host.includes(':') ? 'udp6' : 'udp4');
   return new Promise((resolve) => {
     const done = (r: CheckResult) => {
@@ -127,7 +128,8 @@ function checkStun(d: Destination, o: CheckOptions): Promise<CheckResult> {
     sock.on('message', (msg) => {
       // A Binding success (0x0101) or error (0x0111) response carrying our transaction id.
       if (msg.length >= 20 && (msg.readUInt16BE(0) & 0xffef) === 0x0101 && msg.subarray(8, 20).equals(txid)) {
-        done({ check: 'ok' });
+        const mapped = decodeMappedAddress(msg);
+        done(mapped ? { check: 'ok', mapped: formatStunAddress(mapped) } : { check: 'ok' });
       }
     });
     sock.on('error', (err) => done({ check: 'failed', reason: reasonOf(err) }));
