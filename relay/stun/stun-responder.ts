@@ -1,10 +1,11 @@
 /**
  * The relay's STUN responder (`--stun-port`, default 3478): answers Binding requests on UDP with the address and
  * port it saw them from, so an agent (`tunnel-client egress --check`) or any STUN client learns its public UDP
- * mapping and that UDP reaches the relay. Stateless: no map keyed by sender. Answers are capped per second
- * (STUN_MAX_ANSWERS_PER_SECOND) so a flood costs bounded CPU; a response is at most 20 bytes longer than the
- * request, so the responder is no useful amplifier. Everything that is not a plain Binding request is dropped
- * and counted by reason (shared/stun/stun-codec.ts).
+ * mapping and that UDP reaches the relay. Stateless: no map keyed by sender. It shares the relay's event loop,
+ * so answers are capped per second across all senders (STUN_MAX_ANSWERS_PER_SECOND: ~5-10 % of a core,
+ * bench/stun-bench.ts); a response is at most 24 bytes longer than its request, so the responder is no useful
+ * amplifier. Everything that is not a plain Binding request is dropped and counted by reason
+ * (shared/stun/stun-codec.ts).
  */
 import dgram from 'node:dgram';
 import { isIPv4, isIPv6 } from 'node:net';
@@ -17,8 +18,12 @@ import {
   type StunIgnoreReason,
 } from '../../shared/stun/stun-codec.js';
 
-/** Answers per second across all senders; requests over it are dropped as `rate`. */
-export const STUN_MAX_ANSWERS_PER_SECOND = 20_000;
+/**
+ * Answers per second across all senders; requests over it are dropped as `rate`. ~16 us of CPU per answer
+ * (bench/stun-bench.ts), so the cap holds the responder near 8 % of a core; 10,000 agents probing every 30 s
+ * need ~330/s.
+ */
+export const STUN_MAX_ANSWERS_PER_SECOND = 5_000;
 
 export interface StunStats {
   requests: number;
