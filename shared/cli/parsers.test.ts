@@ -117,6 +117,8 @@ describe('parseHostPort', () => {
       '[::1]80',
       'a b:80',
       'h:8x',
+      'A:01',
+      'host:00080',
     ]) {
       expect(fails(() => parseHostPort(bad, '--allow'), 'BAD_INPUT')).toContain('--allow');
     }

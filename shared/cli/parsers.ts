@@ -107,8 +107,9 @@ export function parseHostPort(value: string, flag: string, allowZero = false): H
   return { host, port };
 }
 
+/** A port in canonical decimal: `01` is refused, so what was typed is exactly the port that is used. */
 function parsePortNumber(text: string): number | undefined {
-  if (!/^\d{1,5}$/.test(text)) return undefined;
+  if (!/^(0|[1-9]\d{0,4})$/.test(text)) return undefined;
   const n = Number(text);
   return n <= 65535 ? n : undefined;
 }
