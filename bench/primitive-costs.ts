@@ -2,7 +2,8 @@
  * What the building blocks of a byte's trip through the tunnel cost on this machine, measured now, in
  * CPU seconds per GiB: a Node TCP connection over loopback and a Node TLS connection over loopback (writer
  * and reader in this process, so both sides' work, kernel included), and the WireGuard AEAD
- * (ChaCha20-Poly1305 through the engine's own defaultAead(): sodium-native where it loads, 64 KiB messages) seal and open. From these, a floor for the relay and
+ * (ChaCha20-Poly1305 through the engine's own defaultAead(): the OpenSSL addon where it was built, else
+ * sodium-native; 64 KiB messages) seal and open. From these, a floor for the relay and
  * the agent together: what they would spend on one downloaded GiB if they did nothing but the I/O and
  * cryptography the design requires (agent: read the upstream, seal, TLS write; relay: TLS read, open, TLS
  * write to the client), taking half of a connection's cost for each of its two ends.

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSelfSignedCert } from '../relay/tls/self-signed.js';
+import { defaultAead } from '../shared/wireguard/crypto/aead.js';
 import { measureWireguardGoPair } from './baselines/wireguard-go.js';
 import { describeMachine } from './machine.js';
 import { measurePrimitives } from './primitive-costs.js';
@@ -293,7 +294,7 @@ async function main(): Promise<void> {
     const g = (n: number): string => n.toFixed(2);
     console.log(
       '\n(c) CPU s per GiB, measured now: the building blocks (both ends of a Node loopback connection; the' +
-        ' WireGuard AEAD, ChaCha20-Poly1305 64 KiB, sodium-native) and the tunnels of (a)',
+        ` WireGuard AEAD, ChaCha20-Poly1305 64 KiB, ${defaultAead().name}) and the tunnels of (a)`,
     );
     console.log('| what | CPU s per GiB |');
     console.log('|---|---|');

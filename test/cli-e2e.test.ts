@@ -580,4 +580,20 @@ describe('bad usage exits 2 with one line naming the value', () => {
       expect(lines[0]).toMatch(pattern);
     });
   }
+
+  it('a bad TUNNEL_WG_AEAD stops serve, join and run at once, naming the value and the valid ones', async () => {
+    const env = { ...adminEnv, TUNNEL_WG_AEAD: 'aes-gcm' };
+    const starts: Array<[string, string[]]> = [
+      [RELAY_BIN, ['serve', '--listen', '127.0.0.1:0', '--data-dir', tempDir('aead-relay-')]],
+      [CLIENT_BIN, ['join', '--relay', 'https://127.0.0.1:1', '--cluster', 'a', '--psk', 'x']],
+      [CLIENT_BIN, ['run', '--state-dir', tempDir('aead-agent-')]],
+    ];
+    for (const [bin, args] of starts) {
+      const r = await run(bin, args, env);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr.trim()).toBe(
+        "error BAD_CONFIG: TUNNEL_WG_AEAD 'aes-gcm' is not an AEAD implementation; expected one of openssl, sodium-native, node:crypto",
+      );
+    }
+  });
 });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { allocPacket, headroomOf, tailroomOf } from '../packet-room.js';
-import { type Aead, nodeAead, sodiumAead } from './crypto/aead.js';
+import { type Aead, nodeAead, opensslAead, sodiumAead } from './crypto/aead.js';
 import { Keypair } from './keypair.js';
 import {
   openTransport,
@@ -12,7 +12,7 @@ import {
   TRANSPORT_TAILROOM,
 } from './transport.js';
 
-const aeads: Aead[] = [nodeAead, ...(sodiumAead() ? [sodiumAead()!] : [])];
+const aeads: Aead[] = [nodeAead, sodiumAead(), opensslAead()].filter((a): a is Aead => a !== null);
 const nonce = () => Buffer.alloc(12);
 
 function pair(): { tx: () => Keypair; rx: Keypair } {

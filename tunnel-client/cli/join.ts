@@ -25,6 +25,7 @@ import { trustFromFlags } from '../../shared/http/trust.js';
 import { describeProxy, parseProxyUrl, targetOf } from '../../shared/proxy/proxy-config.js';
 import { relayConnectVia } from '../../shared/proxy/transports.js';
 import { readValuesFiles } from '../../shared/values/values-file.js';
+import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
 import { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
@@ -117,6 +118,7 @@ Examples:
 }
 
 async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void> {
+  defaultAead(); // a bad TUNNEL_WG_AEAD stops here (BAD_CONFIG), not later in the session loop
   const psk = flags.psk;
   if (!psk) {
     throw new TunnelError(

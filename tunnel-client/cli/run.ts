@@ -7,6 +7,7 @@ import { trustFromFlags } from '../../shared/http/trust.js';
 import { describeProxy, parseProxyUrl, targetOf } from '../../shared/proxy/proxy-config.js';
 import { relayConnectVia } from '../../shared/proxy/transports.js';
 import { readValuesFiles } from '../../shared/values/values-file.js';
+import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
 import { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { settingsFromState } from '../egress/agent-proxy.js';
@@ -24,6 +25,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
     )
     .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy (saved)')
     .action(async (flags: { stateDir?: string; proxy?: string; proxyCaFile?: string }) => {
+      defaultAead(); // a bad TUNNEL_WG_AEAD stops here (BAD_CONFIG), not later in the session loop
       const stateDir = openStateDir(flags.stateDir);
       let state = stateDir.readState();
       const valuesFiles = readValuesFiles(state.valuesFiles);

@@ -1,19 +1,27 @@
 /**
- * ChaCha20-Poly1305 (RFC 8439) behind one small interface, with two implementations:
- * sodium-native (libsodium, ~4x faster per packet) and node:crypto (always available).
- * `defaultAead()` picks sodium-native when it loads and falls back to node:crypto.
+ * ChaCha20-Poly1305 (RFC 8439) behind one small interface, with three implementations:
+ * - `openssl`: the optional addon in native/openssl-aead (built by `npm ci` where a C compiler and Node's
+ *   headers are present), which runs the OpenSSL that Node.js is linked with on the caller's buffers: about
+ *   twice the speed of libsodium at 16-64 KiB on CPUs with AVX-512, 1.5x at 1,420 B (docs/BENCHMARKS.md);
+ * - `sodium-native` (libsodium, prebuilt in its npm package);
+ * - `node:crypto` (always available; a cipher object and an output buffer per call).
+ * `defaultAead()` takes the first that loads in that order; TUNNEL_WG_AEAD names one instead.
  *
  * Nonce layout used by WireGuard (12 bytes): 00 00 00 00 || u64 LE counter.
  */
 import { createCipheriv, createDecipheriv } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { TunnelError } from '../../errors.js';
 
 export const AEAD_KEY_LEN = 32;
 export const AEAD_NONCE_LEN = 12;
 export const AEAD_TAG_LEN = 16;
 
+export const AEAD_NAMES = ['openssl', 'sodium-native', 'node:crypto'] as const;
+export type AeadName = (typeof AEAD_NAMES)[number];
+
 export interface Aead {
-  readonly name: 'sodium-native' | 'node:crypto';
+  readonly name: AeadName;
   /**
    * Encrypts `plaintext` into `out` as ciphertext || 16-byte tag (`plaintext.length + 16` bytes).
    * `out` must not overlap `plaintext` unless it is the same start address (in-place).
@@ -22,7 +30,8 @@ export interface Aead {
   seal(out: Uint8Array, key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): number;
   /**
    * Decrypts `ciphertext` (ciphertext || tag) into `out` (at least `ciphertext.length - 16` bytes).
-   * Returns the plaintext length, or -1 when the tag does not verify (or the input is shorter than a tag).
+   * Returns the plaintext length, or -1 when the tag does not verify (or the input is shorter than a tag);
+   * then the bytes of `out` are unspecified (an implementation may decrypt while it checks the tag).
    */
   open(out: Uint8Array, key: Uint8Array, nonce: Uint8Array, ciphertext: Uint8Array, aad?: Uint8Array): number;
 }
@@ -136,7 +145,47 @@ class SodiumAead implements Aead {
 
 export const nodeAead: Aead = new NodeAead();
 
+/** The addon's two functions (native/openssl-aead/src/openssl-aead.c). */
+interface OpensslAeadFns {
+  seal(
+    out: Uint8Array,
+    key: Uint8Array,
+    nonce: Uint8Array,
+    input: Uint8Array,
+    aad?: Uint8Array | null,
+  ): number;
+  open(
+    out: Uint8Array,
+    key: Uint8Array,
+    nonce: Uint8Array,
+    input: Uint8Array,
+    aad?: Uint8Array | null,
+  ): number;
+}
+
+class OpensslAead implements Aead {
+  readonly name = 'openssl' as const;
+  constructor(private readonly o: OpensslAeadFns) {}
+
+  seal(out: Uint8Array, key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): number {
+    return this.o.seal(out, key, nonce, plaintext, aad);
+  }
+
+  open(
+    out: Uint8Array,
+    key: Uint8Array,
+    nonce: Uint8Array,
+    ciphertext: Uint8Array,
+    aad?: Uint8Array,
+  ): number {
+    return this.o.open(out, key, nonce, ciphertext, aad);
+  }
+}
+
 let sodium: Aead | null | undefined;
+let openssl: Aead | null | undefined;
+/** Why the addon did not load (for the error when TUNNEL_WG_AEAD asks for it). */
+let opensslWhy = '';
 
 /** The sodium-native implementation, or null when the addon does not load on this machine. */
 export function sodiumAead(): Aead | null {
@@ -151,7 +200,39 @@ export function sodiumAead(): Aead | null {
   return sodium;
 }
 
-/** The fastest available implementation (sodium-native, else node:crypto). */
-export function defaultAead(): Aead {
-  return sodiumAead() ?? nodeAead;
+/** The OpenSSL addon (native/openssl-aead), or null when it was not built or does not load here. */
+export function opensslAead(): Aead | null {
+  if (openssl === undefined) {
+    try {
+      const req = createRequire(import.meta.url);
+      openssl = new OpensslAead(req('@wg-relay-tunnel/openssl-aead') as OpensslAeadFns);
+    } catch (err) {
+      openssl = null;
+      opensslWhy = (err as { code?: string }).code ?? 'load failed';
+    }
+  }
+  return openssl;
+}
+
+/**
+ * The implementation named by `choice` (TUNNEL_WG_AEAD), else the fastest that loads: the OpenSSL addon,
+ * then sodium-native, then node:crypto. Throws BAD_CONFIG for an unknown name or one that does not load.
+ */
+export function defaultAead(choice = process.env.TUNNEL_WG_AEAD): Aead {
+  if (!choice) return opensslAead() ?? sodiumAead() ?? nodeAead;
+  if (!(AEAD_NAMES as readonly string[]).includes(choice)) {
+    throw new TunnelError(
+      'BAD_CONFIG',
+      `TUNNEL_WG_AEAD '${choice}' is not an AEAD implementation; expected one of ${AEAD_NAMES.join(', ')}`,
+    );
+  }
+  const picked = choice === 'openssl' ? opensslAead() : choice === 'sodium-native' ? sodiumAead() : nodeAead;
+  if (!picked) {
+    const why = choice === 'openssl' ? ` (${opensslWhy}; it is built by npm ci with a C compiler)` : '';
+    throw new TunnelError(
+      'BAD_CONFIG',
+      `TUNNEL_WG_AEAD '${choice}': that implementation does not load here${why}`,
+    );
+  }
+  return picked;
 }

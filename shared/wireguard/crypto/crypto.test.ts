@@ -4,7 +4,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../errors.js';
 import {
+  AEAD_NAMES,
   type Aead,
+  defaultAead,
   defaultX25519,
   hash,
   hmac,
@@ -15,6 +17,7 @@ import {
   naclX25519,
   nodeAead,
   nodeX25519,
+  opensslAead,
   sodiumAead,
   sodiumX25519,
   writeNonce,
@@ -37,11 +40,31 @@ const RFC_CT = hex(`d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee
 const RFC_TAG = hex('1ae10b594f09e26a7e902ecbd0600691');
 
 const sodium = sodiumAead();
-const impls: Aead[] = sodium ? [nodeAead, sodium] : [nodeAead];
+const openssl = opensslAead();
+const impls: Aead[] = [nodeAead, ...(sodium ? [sodium] : []), ...(openssl ? [openssl] : [])];
 
 describe('AEAD', () => {
   it('sodium-native loads on this machine', () => {
     expect(sodium?.name).toBe('sodium-native');
+  });
+
+  it('the OpenSSL addon loads on this machine (npm ci builds native/openssl-aead) and is the default', () => {
+    expect(openssl?.name).toBe('openssl');
+    expect(defaultAead(undefined)).toBe(openssl);
+    expect(defaultAead('')).toBe(openssl);
+  });
+
+  it('TUNNEL_WG_AEAD picks an implementation by name, and an unknown name is BAD_CONFIG naming it', () => {
+    for (const name of AEAD_NAMES) expect(defaultAead(name).name).toBe(name);
+    let err: unknown;
+    try {
+      defaultAead('chacha');
+    } catch (e) {
+      err = e;
+    }
+    expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
+    expect((err as Error).message).toContain("'chacha'");
+    expect((err as Error).message).toContain('openssl, sodium-native, node:crypto');
   });
 
   for (const a of impls) {
@@ -65,7 +88,74 @@ describe('AEAD', () => {
       expect(a.open(back, RFC_KEY, RFC_NONCE, out, Buffer.from('x'))).toBe(-1);
       expect(a.open(back, RFC_KEY, RFC_NONCE, out.subarray(0, 10), RFC_AAD)).toBe(-1);
     });
+
+    it(`${a.name} seals and opens in place (the transport path's use)`, () => {
+      const buf = Buffer.alloc(RFC_PT.length + 16);
+      RFC_PT.copy(buf);
+      expect(a.seal(buf, RFC_KEY, RFC_NONCE, buf.subarray(0, RFC_PT.length), RFC_AAD)).toBe(buf.length);
+      expect(buf.subarray(0, RFC_PT.length).equals(RFC_CT)).toBe(true);
+      expect(buf.subarray(RFC_PT.length).equals(RFC_TAG)).toBe(true);
+      expect(a.open(buf.subarray(0, RFC_PT.length), RFC_KEY, RFC_NONCE, buf, RFC_AAD)).toBe(RFC_PT.length);
+      expect(buf.subarray(0, RFC_PT.length).equals(RFC_PT)).toBe(true);
+    });
+
+    it(`${a.name} seals an empty plaintext to the tag alone, and opens it`, () => {
+      const tag = Buffer.alloc(16);
+      expect(a.seal(tag, RFC_KEY, RFC_NONCE, Buffer.alloc(0))).toBe(16);
+      expect(tag.equals(Buffer.alloc(16))).toBe(false);
+      expect(a.open(Buffer.alloc(0), RFC_KEY, RFC_NONCE, tag)).toBe(0);
+      tag[0]! ^= 1;
+      expect(a.open(Buffer.alloc(0), RFC_KEY, RFC_NONCE, tag)).toBe(-1);
+    });
   }
+
+  it('the OpenSSL addon refuses wrong sizes and types with a clear error instead of touching memory', () => {
+    if (!openssl) throw new Error('OpenSSL addon missing');
+    const key = Buffer.alloc(32);
+    const nonce = Buffer.alloc(12);
+    expect(() => openssl.seal(Buffer.alloc(20), key, nonce, Buffer.alloc(5))).toThrow(
+      /shorter than input \+ 16/,
+    );
+    expect(() => openssl.seal(Buffer.alloc(64), key.subarray(1), nonce, Buffer.alloc(5))).toThrow(/32 bytes/);
+    expect(() => openssl.open(Buffer.alloc(64), key, nonce.subarray(4), Buffer.alloc(20))).toThrow(
+      /12 bytes/,
+    );
+    expect(() => openssl.open(Buffer.alloc(3), key, nonce, Buffer.alloc(20))).toThrow(
+      /shorter than input - 16/,
+    );
+    const bad = 'not bytes' as unknown as Uint8Array;
+    expect(() => openssl.seal(Buffer.alloc(64), key, nonce, bad)).toThrow(/input must be a byte array/);
+    expect(() => openssl.seal(Buffer.alloc(64), key, nonce, Buffer.alloc(5), bad)).toThrow(/aad must be/);
+  });
+
+  it('every implementation agrees with node:crypto on random inputs, in both directions, and rejects forgeries', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 32, maxLength: 32 }),
+        fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+        fc.uint8Array({ maxLength: 2000 }),
+        fc.option(fc.uint8Array({ maxLength: 40 }), { nil: undefined }),
+        fc.nat(),
+        (key, counter, pt, aad, flip) => {
+          const nonce = writeNonce(Buffer.alloc(12), counter);
+          const ref = Buffer.alloc(pt.length + 16);
+          nodeAead.seal(ref, key, nonce, pt, aad);
+          for (const a of impls) {
+            const out = Buffer.alloc(pt.length + 16);
+            expect(a.seal(out, key, nonce, pt, aad)).toBe(out.length);
+            expect(out.equals(ref)).toBe(true);
+            const back = Buffer.alloc(pt.length);
+            expect(a.open(back, key, nonce, ref, aad)).toBe(pt.length);
+            expect(back.equals(Buffer.from(pt))).toBe(true);
+            const forged = Buffer.from(ref);
+            forged[flip % forged.length]! ^= 1 << (flip % 8);
+            expect(a.open(back, key, nonce, forged, aad)).toBe(-1);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
 
   it('node:crypto and sodium-native agree on random inputs (sealed by one, opened by the other)', () => {
     if (!sodium) throw new Error('sodium-native missing');
