@@ -1,19 +1,13 @@
 /**
  * X25519 behind one small interface, three implementations, all tested to agree:
  * - sodium-native (libsodium): raw buffers, no key import at all; ephemeral key generation is ~4x
- *   cheaper than node:crypto's generateKeyPairSync + export, DH costs the same. Preferred when it loads.
+ *   cheaper than node:crypto's key import + export, DH costs the same. Preferred when it loads.
  * - node:crypto with KeyObjects (raw public keys imported as JWK, ~4x faster than DER); handles cache
  *   the imported objects so the static private key and each peer's public key are imported once.
  * - tweetnacl: the pure-JS fallback (~15x slower).
  * An all-zero shared secret (low-order peer key) is an error, as in wireguard-go.
  */
-import {
-  createPrivateKey,
-  createPublicKey,
-  diffieHellman,
-  generateKeyPairSync,
-  type KeyObject,
-} from 'node:crypto';
+import { createPrivateKey, createPublicKey, diffieHellman, type KeyObject, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import nacl from 'tweetnacl';
 import { TunnelError } from '../../errors.js';
@@ -82,14 +76,14 @@ class NodeX25519 implements X25519 {
     }
   }
 
+  /**
+   * 32 random bytes through importPrivate, not generateKeyPairSync: Node 20 can deadlock when a GC during
+   * export({ format: 'jwk' }) of a freshly generated key destroys the generating job, whose destructor takes
+   * the key's mutex that the export already holds (seen in wireguard-bench: the process hung for good in
+   * KeyGenJob's destructor under ExportJWKEdKey). An imported key has no such job.
+   */
   generate(): PrivateKeyHandle {
-    const { privateKey, publicKey } = generateKeyPairSync('x25519');
-    const jwk = privateKey.export({ format: 'jwk' });
-    return {
-      raw: Buffer.from(jwk.d ?? '', 'base64url'),
-      publicKey: Buffer.from(publicKey.export({ format: 'jwk' }).x ?? '', 'base64url'),
-      obj: privateKey,
-    };
+    return this.importPrivate(randomBytes(32));
   }
 
   dh(priv: PrivateKeyHandle, pub: PublicKeyHandle): Buffer {
