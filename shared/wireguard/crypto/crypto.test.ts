@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
 import { blake2s } from '@noble/hashes/blake2.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -126,6 +127,55 @@ describe('AEAD', () => {
     const bad = 'not bytes' as unknown as Uint8Array;
     expect(() => openssl.seal(Buffer.alloc(64), key, nonce, bad)).toThrow(/input must be a byte array/);
     expect(() => openssl.seal(Buffer.alloc(64), key, nonce, Buffer.alloc(5), bad)).toThrow(/aad must be/);
+  });
+
+  it('the OpenSSL addon keeps its cipher contexts per thread: a worker and the main thread seal at once', async () => {
+    if (!openssl) throw new Error('OpenSSL addon missing');
+    // The worker loads the addon itself, says so, and seals 200,000 packets; this thread seals and checks its own
+    // until the worker's shared done flag is set, so the two overlap. Both must match node:crypto byte for byte:
+    // a context shared across threads would mix keys and nonces.
+    const done = new Int32Array(new SharedArrayBuffer(4));
+    const src = `
+      const { parentPort, workerData } = require('node:worker_threads');
+      const { createRequire } = require('node:module');
+      const a = createRequire(${JSON.stringify(import.meta.url)})('@wg-relay-tunnel/openssl-aead');
+      const key = Buffer.alloc(32, 7), nonce = Buffer.alloc(12), pt = Buffer.alloc(1500, 3), out = Buffer.alloc(1516);
+      parentPort.postMessage('started');
+      for (let i = 0; i < 200000; i++) { nonce.writeUInt32LE(i, 4); a.seal(out, key, nonce, pt); }
+      Atomics.store(workerData, 0, 1);
+      parentPort.postMessage(out);`;
+    const worker = new Worker(src, { eval: true, workerData: done });
+    const started = new Promise<void>((resolve, reject) => {
+      worker.once('message', () => resolve());
+      worker.once('error', reject);
+    });
+    const fromWorker = new Promise<Uint8Array>((resolve, reject) => {
+      worker.on('message', (m) => {
+        if (m instanceof Uint8Array) resolve(m);
+      });
+      worker.once('error', reject);
+    });
+    await started;
+    const key = Buffer.alloc(32, 9);
+    const nonce = Buffer.alloc(12);
+    const pt = Buffer.alloc(1500, 5);
+    const out = Buffer.alloc(1516);
+    const ref = Buffer.alloc(1516);
+    let overlapped = 0;
+    for (let i = 0; Atomics.load(done, 0) === 0 && i < 2_000_000; i++) {
+      nonce.writeUInt32LE(i, 4);
+      openssl.seal(out, key, nonce, pt);
+      nodeAead.seal(ref, key, nonce, pt);
+      expect(out.equals(ref)).toBe(true);
+      overlapped++;
+    }
+    expect(overlapped).toBeGreaterThan(0);
+    const last = Buffer.from(await fromWorker);
+    await worker.terminate();
+    const wnonce = Buffer.alloc(12);
+    wnonce.writeUInt32LE(199_999, 4);
+    nodeAead.seal(ref, Buffer.alloc(32, 7), wnonce, Buffer.alloc(1500, 3));
+    expect(last.equals(ref)).toBe(true);
   });
 
   it('every implementation agrees with node:crypto on random inputs, in both directions, and rejects forgeries', () => {
