@@ -18,6 +18,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { type Clock, realClock } from '../shared/clock.js';
 import { type ErrorCode, isTunnelError, TunnelError } from '../shared/errors.js';
 import { keyToBase64 } from '../shared/keys.js';
+import { defaultAead } from '../shared/wireguard/crypto/aead.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { RelayHooks } from './hooks.js';
@@ -309,7 +310,13 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   const addr = app.server.address() as AddressInfo;
   boundUrl = `${tls ? 'https' : 'http'}://${urlHost(config.listen.host)}:${addr.port}`;
   log.info(
-    { url: boundUrl, publicUrl: ctx.publicUrl(), caPin: trust.pin, plainHttp: config.plainHttp },
+    {
+      url: boundUrl,
+      publicUrl: ctx.publicUrl(),
+      caPin: trust.pin,
+      plainHttp: config.plainHttp,
+      wireguardCipher: defaultAead().name,
+    },
     'relay listening',
   );
   if (tls && !certCovers(tls.certDer, ctx.publicUrl())) {

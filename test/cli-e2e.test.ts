@@ -447,6 +447,8 @@ describe('admin access', () => {
       );
       expect(view.status).toBe('Accepted');
       expect(view.leaseRenewTime).not.toBeNull();
+      // No TUNNEL_WG_AEAD: the fastest cipher that loads, the OpenSSL addon npm ci built.
+      expect(agent.stderr).toContain('WireGuard cipher openssl');
       // One agent per state dir: a second one, and unjoin, are refused while it runs.
       for (const cmd of ['run', 'unjoin']) {
         const second = await client(cmd, '--state-dir', stateDir);
@@ -595,5 +597,14 @@ describe('bad usage exits 2 with one line naming the value', () => {
         "error BAD_CONFIG: TUNNEL_WG_AEAD 'aes-gcm' is not an AEAD implementation; expected one of openssl, sodium-native, node:crypto",
       );
     }
+    // A valid name is used, and the relay's start log says which cipher runs.
+    const relay = new Proc(
+      RELAY_BIN,
+      ['serve', '--output', 'json', '--listen', '127.0.0.1:0', '--data-dir', tempDir('aead-ok-')],
+      cleanEnv({ TUNNEL_WG_AEAD: 'sodium-native' }),
+    );
+    await relay.waitFor((p) => p.stderr.includes('"relay listening"'), 20_000, 'the relay listening log');
+    expect(relay.stderr).toContain('"wireguardCipher":"sodium-native"');
+    expect(await relay.stop('SIGTERM')).toBe(0);
   });
 });

@@ -118,7 +118,7 @@ Examples:
 }
 
 async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void> {
-  defaultAead(); // a bad TUNNEL_WG_AEAD stops here (BAD_CONFIG), not later in the session loop
+  const cipher = defaultAead().name; // a bad TUNNEL_WG_AEAD stops here (BAD_CONFIG), not in the session loop
   const psk = flags.psk;
   if (!psk) {
     throw new TunnelError(
@@ -168,7 +168,8 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
     stateDir.saveState(state);
     unlock = stateDir.lock();
     stderrLog(
-      `registered cluster ${state.cluster} with ${state.relay}: ${state.status}; state in ${stateDir.dir}`,
+      `registered cluster ${state.cluster} with ${state.relay}: ${state.status}; state in ${stateDir.dir}; ` +
+        `WireGuard cipher ${cipher}`,
     );
     agent = new Agent({
       stateDir,

@@ -25,7 +25,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
     )
     .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy (saved)')
     .action(async (flags: { stateDir?: string; proxy?: string; proxyCaFile?: string }) => {
-      defaultAead(); // a bad TUNNEL_WG_AEAD stops here (BAD_CONFIG), not later in the session loop
+      const cipher = defaultAead().name; // a bad TUNNEL_WG_AEAD stops here (BAD_CONFIG), not in the session loop
       const stateDir = openStateDir(flags.stateDir);
       let state = stateDir.readState();
       const valuesFiles = readValuesFiles(state.valuesFiles);
@@ -58,7 +58,9 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
         ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
       });
       try {
-        stderrLog(`running cluster ${state.cluster} against ${state.relay} (${state.status})`);
+        stderrLog(
+          `running cluster ${state.cluster} against ${state.relay} (${state.status}); WireGuard cipher ${cipher}`,
+        );
         agent.start();
         const sig = await untilSignal();
         stderrLog(`${sig}: stopping`);
