@@ -607,4 +607,22 @@ describe('bad usage exits 2 with one line naming the value', () => {
     expect(relay.stderr).toContain('"wireguardCipher":"sodium-native"');
     expect(await relay.stop('SIGTERM')).toBe(0);
   });
+
+  it('an unreadable TUNNEL_CLIENT_UPSTREAM_CA stops join before it spends the PSK, and stops run', async () => {
+    const created = json<Created>(await admin('cluster', 'create', 'edge-uca', '--output', 'json'));
+    const stateDir = join(tempDir('cli-e2e-uca-'), 'agent');
+    const args = [...joinArgs(created), '--state-dir', stateDir, '--wait', '--wait-timeout', '20s'];
+    const bad = cleanEnv({ TUNNEL_CLIENT_UPSTREAM_CA: '/nonexistent/ca.pem' });
+    const expected =
+      "error BAD_CONFIG: TUNNEL_CLIENT_UPSTREAM_CA: cannot read '/nonexistent/ca.pem' (ENOENT)";
+    const refused = await run(CLIENT_BIN, args, bad);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr.trim()).toBe(expected);
+    // The single-use PSK was not spent: the same join command works once the setting is fixed.
+    const joined = await run(CLIENT_BIN, args, cleanEnv());
+    expect(joined.code, joined.stderr).toBe(0);
+    const again = await run(CLIENT_BIN, ['run', '--state-dir', stateDir], bad);
+    expect(again.code, again.stderr).toBe(2);
+    expect(again.stderr.trim()).toBe(expected);
+  }, 40_000);
 });

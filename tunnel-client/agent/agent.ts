@@ -37,7 +37,7 @@ export interface DataPlane {
   close(): Promise<void>;
 }
 
-export type DataPlaneFactory = (ctx: {
+export type DataPlaneFactory = ((ctx: {
   readonly state: AgentState;
   readonly tunnel: Tunnel;
   readonly privateKey: string;
@@ -45,7 +45,14 @@ export type DataPlaneFactory = (ctx: {
   readonly proxy?: ProxySettings;
   /** The data plane's connection figures changed: status.json is rewritten. */
   readonly onChange: () => void;
-}) => Promise<DataPlane>;
+}) => Promise<DataPlane>) & {
+  /**
+   * Checks the data plane's own settings (environment, files) before `join` registers or `run` starts, so a
+   * bad one is a BAD_CONFIG exit at once instead of a data plane that never starts (and, for `join`, a
+   * single-use PSK spent for nothing). Throws a TunnelError.
+   */
+  readonly check?: () => void;
+};
 
 export interface AgentOptions {
   readonly stateDir: StateDir;

@@ -118,7 +118,9 @@ Examples:
 }
 
 async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void> {
-  const cipher = defaultAead().name; // a bad TUNNEL_WG_AEAD stops here (BAD_CONFIG), not in the session loop
+  // Bad settings stop here (BAD_CONFIG), before the single-use PSK is spent, not later in the session loop.
+  const cipher = defaultAead().name;
+  opts.dataPlane?.check?.();
   const psk = flags.psk;
   if (!psk) {
     throw new TunnelError(

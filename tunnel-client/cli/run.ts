@@ -25,7 +25,9 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
     )
     .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy (saved)')
     .action(async (flags: { stateDir?: string; proxy?: string; proxyCaFile?: string }) => {
-      const cipher = defaultAead().name; // a bad TUNNEL_WG_AEAD stops here (BAD_CONFIG), not in the session loop
+      // Bad settings stop here (BAD_CONFIG), not later in the session loop.
+      const cipher = defaultAead().name;
+      opts.dataPlane?.check?.();
       const stateDir = openStateDir(flags.stateDir);
       let state = stateDir.readState();
       const valuesFiles = readValuesFiles(state.valuesFiles);

@@ -58,7 +58,7 @@ export function upstreamTrust(env: NodeJS.ProcessEnv): UpstreamTrust {
 }
 
 export function streamsDataPlane(opts: StreamsDataPlaneOptions = {}): DataPlaneFactory {
-  return async (ctx) => {
+  const start: DataPlaneFactory = async (ctx) => {
     const allowlist = new Allowlist(ctx.state.upstream, ctx.state.allow);
     const trust = upstreamTrust(opts.env ?? process.env);
     const dialer = new Dialer({
@@ -98,4 +98,5 @@ export function streamsDataPlane(opts: StreamsDataPlaneOptions = {}): DataPlaneF
       },
     };
   };
+  return Object.assign(start, { check: () => void upstreamTrust(opts.env ?? process.env) });
 }
