@@ -145,42 +145,11 @@ class SodiumAead implements Aead {
 
 export const nodeAead: Aead = new NodeAead();
 
-/** The addon's two functions (native/openssl-aead/src/openssl-aead.c). */
-interface OpensslAeadFns {
-  seal(
-    out: Uint8Array,
-    key: Uint8Array,
-    nonce: Uint8Array,
-    input: Uint8Array,
-    aad?: Uint8Array | null,
-  ): number;
-  open(
-    out: Uint8Array,
-    key: Uint8Array,
-    nonce: Uint8Array,
-    input: Uint8Array,
-    aad?: Uint8Array | null,
-  ): number;
-}
-
-class OpensslAead implements Aead {
-  readonly name = 'openssl' as const;
-  constructor(private readonly o: OpensslAeadFns) {}
-
-  seal(out: Uint8Array, key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): number {
-    return this.o.seal(out, key, nonce, plaintext, aad);
-  }
-
-  open(
-    out: Uint8Array,
-    key: Uint8Array,
-    nonce: Uint8Array,
-    ciphertext: Uint8Array,
-    aad?: Uint8Array,
-  ): number {
-    return this.o.open(out, key, nonce, ciphertext, aad);
-  }
-}
+/**
+ * The addon's two functions (native/openssl-aead/src/openssl-aead.c) already have the Aead signatures (an
+ * undefined aad is no aad) and use no `this`, so they serve as the implementation directly.
+ */
+type OpensslAeadFns = Pick<Aead, 'seal' | 'open'>;
 
 let sodium: Aead | null | undefined;
 let openssl: Aead | null | undefined;
@@ -205,7 +174,8 @@ export function opensslAead(): Aead | null {
   if (openssl === undefined) {
     try {
       const req = createRequire(import.meta.url);
-      openssl = new OpensslAead(req('@wg-relay-tunnel/openssl-aead') as OpensslAeadFns);
+      const fns = req('@wg-relay-tunnel/openssl-aead') as OpensslAeadFns;
+      openssl = { name: 'openssl', seal: fns.seal, open: fns.open };
     } catch (err) {
       openssl = null;
       opensslWhy = (err as { code?: string }).code ?? 'load failed';
