@@ -8,7 +8,8 @@
  *
  * key: 32 bytes; nonce: 12 bytes; out: at least the returned length; out may be the input itself (in place)
  * but must not overlap it otherwise. When open returns -1 the bytes of out are unspecified (decryption runs
- * while the tag is computed, as in Go's chacha20poly1305.Open): callers drop the packet. Wrong argument types or sizes throw a TypeError or RangeError.
+ * while the tag is computed, as in Go's chacha20poly1305.Open): callers drop the packet. Wrong argument types
+ * or sizes throw a TypeError or RangeError; arguments after aad are ignored.
  * Each Node.js environment (main thread, worker) holds its own pair of cipher contexts.
  */
 #include <limits.h>
@@ -64,6 +65,7 @@ static int get_args(napi_env env, napi_callback_info info, contexts **ctx, bytes
   napi_value v[5];
   *argc = 5;
   if (napi_get_cb_info(env, info, argc, v, NULL, (void **)ctx) != napi_ok) return 0;
+  if (*argc > 5) *argc = 5; /* napi reports the count passed, which may exceed the 5 slots read */
   if (*argc < 4) {
     napi_throw_type_error(env, "ERR_MISSING_ARGS", "expected (out, key, nonce, input[, aad])");
     return 0;
@@ -71,7 +73,7 @@ static int get_args(napi_env env, napi_callback_info info, contexts **ctx, bytes
   static const char *names[5] = {"out must be a byte array", "key must be a byte array",
                                  "nonce must be a byte array", "input must be a byte array",
                                  "aad must be a byte array"};
-  for (size_t i = 0; i < *argc && i < 5; i++) {
+  for (size_t i = 0; i < *argc; i++) {
     if (i == 4) {
       napi_valuetype t;
       if (napi_typeof(env, v[4], &t) != napi_ok) return 0;

@@ -127,6 +127,14 @@ describe('AEAD', () => {
     const bad = 'not bytes' as unknown as Uint8Array;
     expect(() => openssl.seal(Buffer.alloc(64), key, nonce, bad)).toThrow(/input must be a byte array/);
     expect(() => openssl.seal(Buffer.alloc(64), key, nonce, Buffer.alloc(5), bad)).toThrow(/aad must be/);
+    // An extra argument after aad does not make the addon skip the aad.
+    const withExtra = Buffer.alloc(21);
+    const plain = Buffer.alloc(21);
+    const aad = Buffer.from('header');
+    const sealWithExtra = openssl.seal as (...args: unknown[]) => number;
+    expect(sealWithExtra(withExtra, key, nonce, Buffer.alloc(5), aad, 'extra')).toBe(21);
+    nodeAead.seal(plain, key, nonce, Buffer.alloc(5), aad);
+    expect(withExtra.equals(plain)).toBe(true);
   });
 
   it('the OpenSSL addon keeps its cipher contexts per thread: a worker and the main thread seal at once', async () => {
