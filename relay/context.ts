@@ -10,6 +10,7 @@ import type { RelayConfig } from './config.js';
 import type { RelayHooks } from './hooks.js';
 import type { Metrics } from './metrics.js';
 import type { FailureLimiter } from './rate-limit.js';
+import type { ReservedKeys } from './reserved-keys.js';
 import type { AuditEntry, ClusterRecord, Store } from './store/types.js';
 
 export interface RelayContext {
@@ -21,6 +22,8 @@ export interface RelayContext {
   metrics: Metrics;
   limiter: { bySource: FailureLimiter; byCluster: FailureLimiter };
   hubPublicKey: Buffer;
+  /** Keys no agent may register and the DERP server never disconnects (the hub's own). */
+  reservedKeys: ReservedKeys;
   /** Trust advertised in join commands and kubeconfigs; null = none (plain-http without --public-ca-file). */
   caPin: string | null;
   caPem: string | null;

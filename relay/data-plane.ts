@@ -67,6 +67,7 @@ export async function mountDataPlane(
       isAdmitted: (k) => k.equals(hubPub) || ctx.hooks.isAdmitted(k),
     },
     policy: { canSend: (src, dst) => src.equals(hubPub) || dst.equals(hubPub) },
+    reservedKeys: ctx.reservedKeys,
     logger: log,
     ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
     ...(opts.derpLimits ? { limits: opts.derpLimits } : {}),
@@ -94,6 +95,13 @@ export async function mountDataPlane(
   let skipped = 0;
   for (const c of await ctx.store.listClusters()) {
     if (c.status !== 'Accepted' || !c.publicKey || !c.address || !c.presharedKey) continue;
+    if (ctx.reservedKeys.has(c.publicKey)) {
+      log.warn(
+        { cluster: c.name, publicKey: c.publicKey },
+        "hub: cluster holds the hub's reserved key; skipped",
+      );
+      continue;
+    }
     if (hub.full) skipped++;
     else if (
       hub.addAgent({

@@ -38,5 +38,5 @@ export function newId(prefix: string): string {
 
 /** Every substring that looks like one of our secrets, replaced by `<kind-prefix>[REDACTED]`. */
 export function redactSecrets(text: string): string {
-  return text.replace(/\b(trk_|tpsk_|tac_)[A-Za-z0-9_-]{8,}/g, '$1[REDACTED]');
+  return text.replace(/(trk_|tpsk_|tac_)[A-Za-z0-9_-]{8,}/g, '$1[REDACTED]');
 }

@@ -33,6 +33,7 @@ import {
 import { createLogger, redactUrl } from './logger.js';
 import { Metrics } from './metrics.js';
 import { FailureLimiter } from './rate-limit.js';
+import { ReservedKeys } from './reserved-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { clusterRoutes } from './routes/clusters.js';
 import { healthRoutes } from './routes/health.js';
@@ -212,6 +213,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
       byCluster: new FailureLimiter(clock, REGISTER_FAILURES),
     },
     hubPublicKey: hub.publicKey,
+    reservedKeys: new ReservedKeys([hub.publicKey]),
     caPin: trust.pin,
     caPem: trust.pem,
     publicUrl: () => config.publicUrl ?? boundUrl,

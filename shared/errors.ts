@@ -33,6 +33,14 @@ export const ERROR_CODES = {
 
   // --- keys and crypto -----------------------------------------------------------------------
   KEY_INVALID: { status: 400, summary: 'A key is not 32 bytes of standard base64 (44 characters) or hex.' },
+  KEY_UNUSABLE: {
+    status: 400,
+    summary: 'A public key is a low-order or non-canonical Curve25519 point; the message names it.',
+  },
+  KEY_RESERVED: {
+    status: 409,
+    summary: "A public key is reserved for the relay's hub node; the message names it.",
+  },
   WG_CLI_MISSING: {
     status: 500,
     summary: 'The wireguard-tools `wg` binary is not installed or not on PATH.',

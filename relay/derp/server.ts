@@ -57,6 +57,8 @@ export interface DerpServerOptions {
   requireChallenge?: boolean;
   /** Upgrade path that attach() handles (default `/derp`). */
   path?: string;
+  /** Keys closeClient never disconnects (the hub nodes'); the server's own key never is either. */
+  reservedKeys?: { has(key: Buffer): boolean };
 }
 
 export interface AttachOptions {
@@ -73,7 +75,7 @@ export interface DerpServer {
    * while this is the server's only 'upgrade' listener.
    */
   attach(server: HttpServer | HttpsServer, opts?: AttachOptions): () => void;
-  /** Closes the connection registered for this key (4004). Returns whether one was connected. */
+  /** Closes the connection registered for this key (4004). False when none was, or the key is reserved. */
   closeClient(pubKey: Buffer, reason: string): boolean;
   isConnected(pubKey: Buffer): boolean;
   /** An in-process client (trusted: no admission check; the policy still applies). */
@@ -106,6 +108,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
   readonly #logger: DerpLogger;
   readonly #onPacket: DerpServerOptions['onPacket'];
   readonly #path: string;
+  readonly #reserved: DerpServerOptions['reservedKeys'];
   readonly #wss: WebSocketServer;
   readonly #clients = new Map<string, RoutedPeer>();
   readonly #conns = new Set<WsPeer>();
@@ -125,6 +128,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
     this.#logger = opts.logger ?? NOOP_LOGGER;
     this.#onPacket = opts.onPacket;
     this.#path = opts.path ?? '/derp';
+    this.#reserved = opts.reservedKeys;
     this.#wss = new WebSocketServer({
       noServer: true,
       clientTracking: false,
@@ -262,6 +266,10 @@ class DerpServerImpl implements WsRouter, DerpServer {
   }
 
   closeClient(pubKey: Buffer, reason: string): boolean {
+    if (pubKey.equals(this.keyPair.publicKey) || this.#reserved?.has(pubKey)) {
+      this.#logger.warn({ key: pubKey.toString('base64'), reason }, 'derp: a reserved key is never closed');
+      return false;
+    }
     const peer = this.#clients.get(pubKey.toString('base64'));
     if (!peer) return false;
     peer.close(DerpCloseCode.ClosedByServer, reason.slice(0, 120));

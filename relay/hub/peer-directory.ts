@@ -109,7 +109,7 @@ export class PeerDirectory {
       psk = parseKey(p.presharedKey, 'preshared key');
       dst = parseIpv4Address(p.address);
     } catch (err) {
-      this.#o.log?.({ cluster: p.cluster, err: (err as Error).message }, 'hub: agent record unusable');
+      this.#o.log?.({ cluster: p.cluster, err }, 'hub: agent record unusable');
       return false;
     }
     const existing = this.#agents.get(p.publicKey);
@@ -127,7 +127,7 @@ export class PeerDirectory {
         allowedIps: [`${p.address}/32`],
       });
     } catch (err) {
-      this.#o.log?.({ cluster: p.cluster, err: (err as Error).message }, 'hub: agent not added');
+      this.#o.log?.({ cluster: p.cluster, err }, 'hub: agent not added');
       return false;
     }
     const rec: AgentRecord = {

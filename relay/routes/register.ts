@@ -5,11 +5,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
-import { generatePresharedKey, keyToBase64, parseKey } from '../../shared/keys.js';
+import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
 import { bearerToken, type Principal, parseRole } from '../auth.js';
 import { graceMs } from '../conditions.js';
 import { auditEntry, logAudit, principalOf, type RelayContext, tunnelView } from '../context.js';
 import { checkName } from '../names.js';
+import { agentPublicKey } from '../reserved-keys.js';
 import {
   AgentReply,
   ErrorBody,
@@ -95,7 +96,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       } else {
         return fail();
       }
-      const publicKey = keyToBase64(parseKey(req.body.publicKey, 'publicKey'));
+      const publicKey = agentPublicKey(req.body.publicKey, ctx.reservedKeys);
       const now = ctx.clock.wallNow();
       const credential = newSecret('agent');
       const audit = auditEntry(ctx, req, actor, 'cluster.register', name, { publicKey, via: via.kind });
