@@ -126,6 +126,9 @@ export interface StoredCluster {
   presharedKey?: string | null;
 }
 
+/** Host numbers for stored rows: far above what the relay itself hands out in a test. */
+let nextAddrIndex = 100_000;
+
 /**
  * Writes a cluster row straight into the relay's SQLite file (safe while it runs: WAL, and the relay
  * reads rows per request). Returns an agent credential for it (`tac_...`), stored as its hash.
@@ -148,7 +151,7 @@ export function storeCluster(dataDir: string, c: StoredCluster): string {
         now,
         now,
         c.publicKey,
-        c.addrIndex === undefined ? 4000 + Math.floor(Math.random() * 100_000) : c.addrIndex,
+        c.addrIndex === undefined ? nextAddrIndex++ : c.addrIndex,
         c.presharedKey === undefined ? Buffer.alloc(32, 7).toString('base64') : c.presharedKey,
         now,
       );
