@@ -20,7 +20,8 @@ export interface RelayContext {
   hooks: RelayHooks;
   log: Logger;
   metrics: Metrics;
-  limiter: { bySource: FailureLimiter; byCluster: FailureLimiter };
+  /** Failed registrations by source (relay/registration-limit.ts). */
+  limiter: { bySource: FailureLimiter };
   hubPublicKey: Buffer;
   /** Keys no agent may register and the DERP server never disconnects (the hub's own). */
   reservedKeys: ReservedKeys;

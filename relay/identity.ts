@@ -16,8 +16,8 @@ import {
   parseKey,
   publicKeyFromPrivate,
 } from '../shared/keys.js';
+import { mintAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
-import { hashSecret, newId, newSecret } from './secrets.js';
 import type { Store } from './store/types.js';
 import { caPinOf, createSelfSignedCert, keyMatchesCert, pemDecodeFirst } from './tls/self-signed.js';
 
@@ -146,27 +146,12 @@ export async function ensureAdminKey(store: Store, nowWall: number): Promise<str
   if ((await store.getMeta('initial-admin-key')) !== null) return null;
   // Key first, marker second: a crash in between yields a second admin key on the next start
   // rather than none.
-  const id = newId('k_');
-  const token = newSecret('accessKey');
-  await store.createAccessKey(
-    {
-      id,
-      role: 'admin',
-      description: 'initial admin key (first start)',
-      createdAt: nowWall,
-      expiresAt: null,
-      revokedAt: null,
-    },
-    hashSecret(token),
-    {
-      at: nowWall,
-      actor: 'system',
-      action: 'token.create',
-      target: id,
-      source: 'local',
-      detail: { role: 'admin' },
-    },
-  );
+  const { id, token } = await mintAdminKey(store, {
+    now: nowWall,
+    description: 'initial admin key (first start)',
+    actor: 'system',
+    detail: {},
+  });
   await store.initMeta('initial-admin-key', id);
   return token;
 }

@@ -37,6 +37,7 @@ import { ReservedKeys } from './reserved-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { clusterRoutes } from './routes/clusters.js';
 import { healthRoutes } from './routes/health.js';
+import { rateLimitRoutes } from './routes/rate-limits.js';
 import { registerRoutes } from './routes/register.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { valuesRoutes } from './routes/values.js';
@@ -57,7 +58,7 @@ export const KEEP_ALIVE_MS = 90_000;
 export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** close(): how long in-flight requests may take before their connections are cut. */
 export const CLOSE_GRACE_MS = 10_000;
-/** Failed registrations: 10 per source address or per cluster name within 5 minutes. */
+/** Failed registrations: after 10 from one source within 5 minutes its further failures get 429 (valid credentials pass). */
 export const REGISTER_FAILURES = { max: 10, windowMs: 5 * 60_000, maxEntries: 10_000 } as const;
 
 export interface StartOptions {
@@ -210,7 +211,6 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     metrics: new Metrics(),
     limiter: {
       bySource: new FailureLimiter(clock, REGISTER_FAILURES),
-      byCluster: new FailureLimiter(clock, REGISTER_FAILURES),
     },
     hubPublicKey: hub.publicKey,
     reservedKeys: new ReservedKeys([hub.publicKey]),
@@ -277,6 +277,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     await app.register(tokenRoutes, { ctx });
     await app.register(valuesRoutes, { ctx });
     await app.register(auditRoutes, { ctx });
+    await app.register(rateLimitRoutes, { ctx });
     for (const plugin of opts.plugins ?? []) await plugin(app as unknown as FastifyInstance, ctx);
     await app.ready();
   } catch (err) {

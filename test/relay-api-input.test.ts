@@ -242,7 +242,7 @@ describe('bootstrap PSKs', () => {
     expect(got.body.address).toBe(winner.body.tunnel.address.replace('/32', ''));
   });
 
-  it('rate limits failed registrations per cluster name (10 per 5 minutes), then recovers', async () => {
+  it('limits failures per source (10 per 5 minutes) with Retry-After; the right PSK still registers', async () => {
     clock.advance(5 * 60_000); // forget the failures of the test before
     const c = await t.call('POST', '/api/v1/clusters', {
       token: admin,
@@ -255,11 +255,16 @@ describe('bootstrap PSKs', () => {
         body: { cluster: 'limited', publicKey: pub(), agentVersion: '0.1.0' },
       });
     for (let i = 0; i < 10; i++) err(await reg(wrong), 401, 'BOOTSTRAP_REJECTED');
-    err(await reg(wrong), 429, 'RATE_LIMITED');
-    // even the right PSK is refused while limited, and it is not consumed
-    err(await reg(c.body.bootstrap.psk), 429, 'RATE_LIMITED');
-    clock.advance(5 * 60_000);
+    clock.advance(60_000);
+    const limited = await reg(wrong);
+    err(limited, 429, 'RATE_LIMITED');
+    expect(limited.headers['retry-after']).toBe('240');
+    expect(limited.body.error.message).toContain('retry after 240 s');
+    // a valid credential is never refused by the limit
     expect((await reg(c.body.bootstrap.psk)).status).toBe(201);
+    err(await reg(c.body.bootstrap.psk), 429, 'RATE_LIMITED');
+    clock.advance(4 * 60_000);
+    err(await reg(wrong), 401, 'BOOTSTRAP_REJECTED');
     const metrics = await t.call('GET', '/metrics');
     expect(metrics.text).toMatch(/tunnel_relay_registrations_total\{result="rate_limited"\} [1-9]/);
   });

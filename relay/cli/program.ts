@@ -2,9 +2,11 @@
 import { Command } from 'commander';
 import { packageVersion } from '../../shared/cli/version.js';
 import type { StartOptions } from '../server.js';
+import { adminKeyCommand } from './admin-key.js';
 import { auditCommand } from './audit.js';
 import { clusterCommand } from './cluster.js';
 import { kubeconfigCommand } from './kubeconfig.js';
+import { rateLimitCommand } from './rate-limit.js';
 import { serveCommand } from './serve.js';
 import { tokenCommand } from './token.js';
 import { valuesCommand } from './values.js';
@@ -19,6 +21,8 @@ export function buildRelayProgram(opts: { startOptions?: StartOptions } = {}): C
     .addCommand(valuesCommand())
     .addCommand(kubeconfigCommand())
     .addCommand(auditCommand())
+    .addCommand(rateLimitCommand())
+    .addCommand(adminKeyCommand())
     .addHelpText(
       'after',
       `

@@ -46,11 +46,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
       },
       {
         name: 'tunnel_relay_registration_limiter_entries',
-        help: 'Sources and cluster names being counted for failed registrations.',
-        samples: [
-          [{ by: 'source' }, ctx.limiter.bySource.size],
-          [{ by: 'cluster' }, ctx.limiter.byCluster.size],
-        ],
+        help: 'Sources being counted for failed registrations.',
+        samples: [[{ by: 'source' }, ctx.limiter.bySource.size]],
       },
     ]);
   });

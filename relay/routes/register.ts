@@ -10,6 +10,7 @@ import { bearerToken, type Principal, parseRole } from '../auth.js';
 import { graceMs } from '../conditions.js';
 import { auditEntry, logAudit, principalOf, type RelayContext, tunnelView } from '../context.js';
 import { checkName } from '../names.js';
+import { refuseRegistration } from '../registration-limit.js';
 import { agentPublicKey } from '../reserved-keys.js';
 import {
   AgentReply,
@@ -21,10 +22,10 @@ import {
   Unjoined,
 } from '../schemas.js';
 import { hashSecret, newId, newSecret, secretKind } from '../secrets.js';
+import { sourceKey } from '../source-address.js';
 import type { ClusterRecord } from '../store/types.js';
 import { deepMerge, valuesVersion } from '../values.js';
 
-const REJECTED = 'bootstrap credential refused';
 const errors = {
   400: ErrorBody,
   401: ErrorBody,
@@ -60,19 +61,9 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
     '/api/v1/register',
     { schema: { body: RegisterBody, response: { 201: RegisterReply, ...errors } } },
     async (req, reply) => {
-      const source = req.ip;
       const name = checkName(req.body.cluster, 'cluster');
-      if (ctx.limiter.bySource.blocked(source) || ctx.limiter.byCluster.blocked(name)) {
-        ctx.metrics.registrations.inc({ result: 'rate_limited' });
-        throw new TunnelError('RATE_LIMITED', 'too many failed registrations; retry in a few minutes');
-      }
-      const fail = (): never => {
-        ctx.limiter.bySource.fail(source);
-        ctx.limiter.byCluster.fail(name);
-        ctx.metrics.registrations.inc({ result: 'rejected' });
-        ctx.log.warn({ cluster: name, source }, 'registration refused');
-        throw new TunnelError('BOOTSTRAP_REJECTED', REJECTED);
-      };
+      // Only failures are limited (relay/registration-limit.ts): a valid credential always registers.
+      const fail = (): never => refuseRegistration(ctx, reply, { source: sourceKey(req.ip), cluster: name });
       const token = bearerToken(req);
       const kind = token === null ? null : secretKind(token);
       let via: { kind: 'psk'; pskHash: string } | { kind: 'bootstrap'; keyId: string; group: string };

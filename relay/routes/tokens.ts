@@ -1,4 +1,4 @@
-/** Access keys (admin only): create (shown once), list, revoke. */
+/** Access keys (admin only): create (shown once), list, revoke (never the last active admin key). */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
@@ -7,7 +7,14 @@ import { auditEntry, logAudit, principalOf, type RelayContext } from '../context
 import { CreatedToken, CreateTokenBody, ErrorBody, IdParams, Revoked, TokenList } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
 
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  429: ErrorBody,
+};
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
@@ -63,13 +70,19 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = asy
       const p = await principalOf(ctx, req);
       requireAdmin(p, 'revoke access keys');
       const audit = auditEntry(ctx, req, actorOf(p), 'token.revoke', req.params.id);
-      const ok = await ctx.store.revokeAccessKey(req.params.id, ctx.clock.wallNow(), audit);
-      if (ok) logAudit(ctx, audit);
-      if (!ok)
+      const result = await ctx.store.revokeAccessKey(req.params.id, ctx.clock.wallNow(), audit);
+      const shownId = JSON.stringify(req.params.id.slice(0, 64));
+      if (result === 'not-found') {
+        throw new TunnelError('NOT_FOUND', `access key ${shownId} does not exist or is already revoked`);
+      }
+      if (result === 'last-admin') {
         throw new TunnelError(
-          'NOT_FOUND',
-          `access key "${req.params.id.slice(0, 64)}" does not exist or is already revoked`,
+          'CONFLICT',
+          `access key ${shownId} is the last active admin key; create another first ` +
+            '(tunnel-relay token create --role admin), then revoke this one',
         );
+      }
+      logAudit(ctx, audit);
       return { revoked: req.params.id };
     },
   );

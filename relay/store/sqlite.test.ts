@@ -237,8 +237,8 @@ describe('SqliteStore', () => {
     const k = { id: 'k1', role: 'viewer', description: 'd', createdAt: 1, expiresAt: null, revokedAt: null };
     await s.createAccessKey(k, 'hk1', audit('t'));
     expect(await s.findAccessKey('hk1')).toEqual(k);
-    expect(await s.revokeAccessKey('k1', 5, audit('rv'))).toBe(true);
-    expect(await s.revokeAccessKey('k1', 6, audit('rv'))).toBe(false);
+    expect(await s.revokeAccessKey('k1', 5, audit('rv'))).toBe('revoked');
+    expect(await s.revokeAccessKey('k1', 6, audit('rv'))).toBe('not-found');
     expect((await s.findAccessKey('hk1'))?.revokedAt).toBe(5);
     await s.setPlatformValues({ a: { b: 1 } }, audit('v'));
     expect(await s.getPlatformValues()).toEqual({ a: { b: 1 } });
@@ -250,6 +250,26 @@ describe('SqliteStore', () => {
     expect(rows.length).toBeLessThanOrEqual(1500);
     expect(rows[0]!.target).toBe('2499');
     await capped.close();
+  });
+
+  it('refuses to revoke the last active admin key; expired and revoked admins do not count', async () => {
+    const admin = (id: string, expiresAt: number | null) => ({
+      id,
+      role: 'admin',
+      description: '',
+      createdAt: 1,
+      expiresAt,
+      revokedAt: null,
+    });
+    await s.createAccessKey(admin('a1', null), 'ha1', audit('t'));
+    await s.createAccessKey(admin('a2', 100), 'ha2', audit('t'));
+    expect(await s.revokeAccessKey('a1', 50, audit('rv'))).toBe('revoked');
+    expect(await s.revokeAccessKey('a2', 60, audit('rv'))).toBe('last-admin');
+    await s.createAccessKey(admin('a3', null), 'ha3', audit('t'));
+    // at 200 a2 has expired: a3 is the last active admin, and a2 (inactive already) may be revoked
+    expect(await s.revokeAccessKey('a3', 200, audit('rv'))).toBe('last-admin');
+    expect(await s.revokeAccessKey('a2', 200, audit('rv'))).toBe('revoked');
+    expect((await s.listAudit(100)).filter((r) => r.action === 'rv')).toHaveLength(2);
   });
 
   it('initMeta sets once; closed stores reject with CLOSED', async () => {

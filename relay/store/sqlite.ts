@@ -21,6 +21,7 @@ import type {
   NewSecret,
   RegisterInput,
   RegisterResult,
+  RevokeKeyResult,
   Store,
   StoreLimits,
 } from './types.js';
@@ -342,13 +343,22 @@ export class SqliteStore implements Store {
     );
   }
 
-  revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<boolean> {
+  revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult> {
     return this.#tx(() => {
+      const active = this.#db.prepare<[number, string], { n: number }>(
+        `SELECT COUNT(*) AS n FROM access_keys WHERE role = 'admin' AND revoked_at IS NULL
+           AND (expires_at IS NULL OR expires_at > ?) AND id = ?`,
+      );
+      const otherAdmins = this.#db.prepare<[number, string], { n: number }>(
+        `SELECT COUNT(*) AS n FROM access_keys WHERE role = 'admin' AND revoked_at IS NULL
+           AND (expires_at IS NULL OR expires_at > ?) AND id != ?`,
+      );
+      if (active.get(now, id)!.n === 1 && otherAdmins.get(now, id)!.n === 0) return 'last-admin';
       const changes = this.#db
         .prepare('UPDATE access_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
         .run(now, id).changes;
       if (changes === 1) this.#audit(audit);
-      return changes === 1;
+      return changes === 1 ? 'revoked' : 'not-found';
     });
   }
 

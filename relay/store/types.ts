@@ -54,6 +54,8 @@ export interface AccessKeyRecord {
   revokedAt: number | null;
 }
 
+export type RevokeKeyResult = 'revoked' | 'not-found' | 'last-admin';
+
 export interface AuditEntry {
   at: number;
   /** Key id, `agent:<cluster>`, `bootstrap:<key id>` or `system`. */
@@ -157,7 +159,11 @@ export interface Store {
   createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void>;
   findAccessKey(hash: string): Promise<AccessKeyRecord | null>;
   listAccessKeys(): Promise<AccessKeyRecord[]>;
-  revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<boolean>;
+  /**
+   * Revokes the key unless it is absent or already revoked (`not-found`), or it is the last admin key
+   * active at `now` (`last-admin`: the relay would have no administrator left).
+   */
+  revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult>;
 
   getPlatformValues(): Promise<Record<string, unknown>>;
   setPlatformValues(values: Record<string, unknown>, audit: AuditEntry): Promise<void>;
