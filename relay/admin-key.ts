@@ -3,6 +3,7 @@
  * offline recovery command `tunnel-relay admin-key create --data-dir DIR` (relay/cli/admin-key.ts). The
  * store keeps only the hash; the key is returned once. The audit entry is written in the same transaction.
  */
+import type { Logger } from 'pino';
 import { hashSecret, newId, newSecret } from './secrets.js';
 import type { AuditEntry, Store } from './store/types.js';
 
@@ -41,4 +42,17 @@ export async function mintAdminKey(
     audit,
   );
   return { id, token };
+}
+
+/** Logs a warning with the recovery command when no admin key is active (all revoked or expired). */
+export async function warnIfNoAdminKey(store: Store, now: number, log: Logger): Promise<void> {
+  const keys = await store.listAccessKeys();
+  const active = keys.some(
+    (k) => k.role === 'admin' && k.revokedAt === null && (k.expiresAt === null || k.expiresAt > now),
+  );
+  if (active) return;
+  log.warn(
+    'no active admin access key (revoked or expired): mint one with `tunnel-relay admin-key create --data-dir DIR` ' +
+      '(see docs/OPERATIONS.md, "Recovering admin access")',
+  );
 }

@@ -19,6 +19,7 @@ import { type Clock, realClock } from '../shared/clock.js';
 import { type ErrorCode, isTunnelError, TunnelError } from '../shared/errors.js';
 import { keyToBase64 } from '../shared/keys.js';
 import { defaultAead } from '../shared/wireguard/crypto/aead.js';
+import { warnIfNoAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { RelayHooks } from './hooks.js';
@@ -196,6 +197,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   let adminKey: string | null;
   try {
     adminKey = await ensureAdminKey(store, clock.wallNow());
+    if (adminKey === null) await warnIfNoAdminKey(store, clock.wallNow(), log);
   } catch (err) {
     await store.close();
     throw err;
