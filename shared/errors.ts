@@ -73,7 +73,7 @@ export const ERROR_CODES = {
   },
   RATE_LIMITED: {
     status: 429,
-    summary: 'Too many attempts from this source or for this cluster; retry later.',
+    summary: 'Too many failed attempts from this source; retry after the Retry-After seconds.',
   },
   PAYLOAD_TOO_LARGE: { status: 413, summary: 'The request body is over the limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, summary: 'The request body is not application/json.' },

@@ -177,6 +177,16 @@ describe('role table', () => {
       expectCode(await as(who, 'GET', '/api/v1/audit'), 403);
   });
 
+  it('rate limits: admin and viewer list, only admin clears', async () => {
+    expectCode(await as('viewer', 'GET', '/api/v1/rate-limits'), 200);
+    for (const who of ['editorA', 'bootstrap', 'agent'] as const)
+      expectCode(await as(who, 'GET', '/api/v1/rate-limits'), 403, 'FORBIDDEN');
+    for (const who of ['viewer', 'editorA', 'bootstrap', 'agent'] as const)
+      expectCode(await as(who, 'DELETE', '/api/v1/rate-limits?all=true'), 403, 'FORBIDDEN');
+    expectCode(await as('none', 'DELETE', '/api/v1/rate-limits?all=true'), 401, 'UNAUTHENTICATED');
+    expectCode(await as('admin', 'DELETE', '/api/v1/rate-limits?all=true'), 200);
+  });
+
   it('agent routes take only an agent credential', async () => {
     for (const who of ['admin', 'viewer', 'editorA', 'bootstrap'] as const) {
       expectCode(await as(who, 'GET', '/api/v1/agent'), 403, 'FORBIDDEN');

@@ -58,11 +58,11 @@ export type RevokeKeyResult = 'revoked' | 'not-found' | 'last-admin';
 
 export interface AuditEntry {
   at: number;
-  /** Key id, `agent:<cluster>`, `bootstrap:<key id>` or `system`. */
+  /** Key id, `agent:<cluster>`, `psk:<cluster>`, `bootstrap:<key id>`, `system` or `local` (offline admin-key create). */
   actor: string;
   action: string;
   target: string;
-  /** Source address of the request. */
+  /** Source address of the request (`local` for the offline admin-key command). */
   source: string;
   detail: Record<string, unknown>;
 }
