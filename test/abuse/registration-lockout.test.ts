@@ -51,7 +51,8 @@ afterAll(async () => {
   await cleanup();
 });
 
-const wrongPsk = (i: number) => `tpsk_${String(i).padStart(43, 'W')}`;
+/** Wrong credentials of both kinds /register takes: cluster PSKs and (bootstrap) access keys. */
+const wrongPsk = (i: number) => `${i % 3 === 2 ? 'trk_' : 'tpsk_'}${String(i).padStart(43, 'W')}`;
 const pub = () => keyToBase64(generateKeyPair().publicKey);
 
 function register(
@@ -146,7 +147,17 @@ describe('registration lockout', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     expect(r.body).toMatchObject({ cluster: 'spare', status: 'Accepted' });
 
-    // 6. Limited failures are not logged one by one: one "registration refused" line per 401 answered.
+    // 6. So does a valid bootstrap key from the limited shared address (the registration stays Pending).
+    const made = await run(
+      RELAY_BIN,
+      ['token', 'create', '--role', 'bootstrap', '--output', 'json'],
+      adminEnv,
+    );
+    const boot = await register(shared, 'victim-boot', JSON.parse(made.stdout).token);
+    expect(boot.status, JSON.stringify(boot.body)).toBe(201);
+    expect(boot.body).toMatchObject({ cluster: 'victim-boot', status: 'Pending' });
+
+    // 7. Limited failures are not logged one by one: one "registration refused" line per 401 answered.
     const refusedLines = relay.stderr.split('\n').filter((l) => l.includes('"registration refused"')).length;
     expect(refusedLines).toBe(LIMIT + sources.length * 2 + LIMIT + LIMIT + 1);
   });
