@@ -7,6 +7,8 @@
 import { TunnelError } from '../shared/errors.js';
 import { KEY_LEN, keyToBase64, parsePublicKey } from '../shared/keys.js';
 
+const HEX_KEY = /^\s*[0-9a-fA-F]{64}\s*$/;
+
 /** Reserved keys held at most (one per relay replica). */
 export const MAX_RESERVED_KEYS = 1024;
 
@@ -28,10 +30,18 @@ export class ReservedKeys {
     this.#keys.add(id);
   }
 
-  /** Whether `key` (base64, or 32 raw bytes) is reserved. Anything else is not. */
+  /**
+   * Whether `key` is reserved: 32 raw bytes, or text in base64 or hex (a stored row may hold either).
+   * Anything that is not 32 bytes is not.
+   */
   has(key: string | Uint8Array): boolean {
-    if (typeof key === 'string') return this.#keys.has(key);
-    return key.length === KEY_LEN && this.#keys.has(Buffer.from(key).toString('base64'));
+    const bytes =
+      typeof key !== 'string'
+        ? key
+        : HEX_KEY.test(key)
+          ? Buffer.from(key, 'hex')
+          : Buffer.from(key, 'base64');
+    return bytes.length === KEY_LEN && this.#keys.has(Buffer.from(bytes).toString('base64'));
   }
 
   get size(): number {

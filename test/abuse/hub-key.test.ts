@@ -92,11 +92,12 @@ describe('a stored cluster that already holds the hub key', () => {
     const hub = hubKey.toString('base64');
     for (let i = 0; i < abuseScale(); i++) {
       storeCluster(relay.dataDir, { name: `legacy-${i}`, publicKey: hub });
-      const deny = await run(RELAY_BIN, ['cluster', 'deny', `legacy-${i}`], relay.adminEnv);
-      expect(deny.code, deny.stderr).toBe(0);
+      const admin = { token: relay.adminKey };
+      const deny = await api(relay.ready.url, 'POST', `/api/v1/clusters/legacy-${i}/deny`, admin);
+      expect(deny.status, deny.text).toBe(200);
       await tunnelAnswers();
-      const del = await run(RELAY_BIN, ['cluster', 'delete', `legacy-${i}`], relay.adminEnv);
-      expect(del.code, del.stderr).toBe(0);
+      const del = await api(relay.ready.url, 'DELETE', `/api/v1/clusters/legacy-${i}`, admin);
+      expect(del.status, del.text).toBe(200);
       await tunnelAnswers();
 
       const credential = storeCluster(relay.dataDir, { name: `unjoin-${i}`, publicKey: hub });
