@@ -1,7 +1,7 @@
 /**
  * What a refused registration costs its source. Bootstrap PSKs and access keys are 32 random bytes,
- * so the limit is not there to stop guessing; it bounds the noise of a source that keeps failing
- * (one log line when the limit starts instead of one per attempt) and tells it when to come back.
+ * so the limit is not there to stop guessing; it bounds the warnings a source that keeps failing
+ * causes (one when the limit starts instead of one per attempt) and tells it when to come back.
  * It is applied only to attempts that failed: a valid credential registers from any source at any
  * time, so nobody can lock an agent out by failing in its name or from its address.
  */
@@ -31,7 +31,7 @@ function rateLimited(ctx: RelayContext, reply: FastifyReply, source: string, rem
 
 /**
  * Refuses a registration whose credential failed: 401 BOOTSTRAP_REJECTED counted against `source`,
- * or, once the source has used up its failures, 429 RATE_LIMITED with Retry-After (not logged again).
+ * or, once the source has used up its failures, 429 RATE_LIMITED with Retry-After (no warning).
  */
 export function refuseRegistration(
   ctx: RelayContext,

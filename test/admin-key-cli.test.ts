@@ -118,6 +118,15 @@ describe('the last admin key', () => {
     expect(entry).toMatchObject({ actor: 'local', source: 'local' });
     expect(entry.detail).toMatchObject({ role: 'admin', via: 'admin-key create' });
     expect(JSON.stringify(entry)).not.toContain(key.token);
+
+    // While the relay runs, a key minted offline works at once.
+    const live = await run(
+      RELAY_BIN,
+      ['admin-key', 'create', '--data-dir', dataDir, '--output', 'json'],
+      cleanEnv(),
+    );
+    expect(live.code, live.stderr).toBe(0);
+    expect((await keyIds(JSON.parse(live.stdout).token)).length).toBeGreaterThan(0);
   });
 
   it('refuses a data dir that holds no relay store', async () => {
