@@ -113,6 +113,23 @@ export const ERROR_CODES = {
     summary: 'The agent state directory has no saved registration; run `tunnel-client join` first.',
   },
 
+  // --- secret files on disk ------------------------------------------------------------------
+  INSECURE_FILE_MODE: {
+    status: 500,
+    summary:
+      'A key, credential or store file is open to group or others: set to 0600 with a warning when it is ours, refused when it cannot be.',
+  },
+
+  // --- agent values --------------------------------------------------------------------------
+  VALUES_TOO_DEEP: {
+    status: 400,
+    summary: 'Agent values nest deeper than the limit (docs/LIMITS.md); the message names the path.',
+  },
+  VALUES_TOO_LARGE: {
+    status: 400,
+    summary: 'Agent values are over the byte limit as JSON (docs/LIMITS.md); the message names the path.',
+  },
+
   // --- proxies and egress --------------------------------------------------------------------
   PROXY_FAILED: {
     status: 502,

@@ -24,7 +24,7 @@ import {
 import { hashSecret, newId, newSecret, secretKind } from '../secrets.js';
 import { sourceKey } from '../source-address.js';
 import type { ClusterRecord } from '../store/types.js';
-import { deepMerge, valuesVersion } from '../values.js';
+import { deepMerge, readClusterValues, readPlatformValues, valuesVersion } from '../values.js';
 
 const errors = {
   400: ErrorBody,
@@ -49,10 +49,7 @@ async function agentOf(
 }
 
 export async function clusterValuesVersion(ctx: RelayContext, name: string): Promise<string> {
-  const [platform, own] = await Promise.all([
-    ctx.store.getPlatformValues(),
-    ctx.store.getClusterValues(name),
-  ]);
+  const [platform, own] = await Promise.all([readPlatformValues(ctx), readClusterValues(ctx, name)]);
   return valuesVersion(deepMerge(platform, own ?? {}));
 }
 

@@ -18,7 +18,8 @@ import { auditEntry, logAudit, principalOf, type RelayContext } from '../context
 import { checkName } from '../names.js';
 import { ErrorBody, NameParams, ValuesObject, ValuesQuery } from '../schemas.js';
 import type { ClusterRecord } from '../store/types.js';
-import { deepMerge } from '../values.js';
+import { deepMerge, readClusterValues, readPlatformValues } from '../values.js';
+import { assertValuesWithinLimits } from '../values-limits.js';
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
@@ -45,7 +46,7 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
   app.get('/api/v1/values', { schema: { response: { 200: ValuesObject, ...errors } } }, async (req) => {
     const p = await principalOf(ctx, req);
     requireReader(p, 'read platform values');
-    return ctx.store.getPlatformValues();
+    return readPlatformValues(ctx);
   });
 
   app.put(
@@ -54,6 +55,7 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
     async (req) => {
       const p = await principalOf(ctx, req);
       requireAdmin(p, 'set platform values');
+      assertValuesWithinLimits(req.body, 'values');
       const audit = auditEntry(ctx, req, actorOf(p), 'values.set', 'platform');
       await ctx.store.setPlatformValues(req.body, audit);
       logAudit(ctx, audit);
@@ -68,7 +70,7 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
       const p = await principalOf(ctx, req);
       const c = await clusterFor(ctx, req.params.name);
       requireValuesRead(p, c);
-      return (await ctx.store.getClusterValues(c.name)) ?? {};
+      return (await readClusterValues(ctx, c.name)) ?? {};
     },
   );
 
@@ -79,6 +81,7 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
       const p = await principalOf(ctx, req);
       const c = await clusterFor(ctx, req.params.name);
       requireClusterWrite(p, c.group, `set values of clusters in group ${c.group}`);
+      assertValuesWithinLimits(req.body, 'values');
       const audit = auditEntry(ctx, req, actorOf(p), 'values.set', c.name);
       const ok = await ctx.store.setClusterValues(c.name, req.body, audit);
       if (!ok) throw new TunnelError('NOT_FOUND', `cluster "${c.name}" does not exist`);
@@ -94,8 +97,8 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
       const p = await principalOf(ctx, req, true);
       const c = await clusterFor(ctx, req.params.name);
       requireValuesRead(p, c);
-      const platform = await ctx.store.getPlatformValues();
-      const own = (await ctx.store.getClusterValues(c.name)) ?? {};
+      const platform = await readPlatformValues(ctx);
+      const own = (await readClusterValues(ctx, c.name)) ?? {};
       const source = req.query.source;
       const doc =
         source === 'platform-config'
