@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -134,13 +134,19 @@ describe('relay identity', () => {
     const key = join(dir, 'key.pem');
     const wrongKey = join(dir, 'wrong.pem');
     writeFileSync(cert, a.certPem);
-    writeFileSync(key, a.keyPem);
+    writeFileSync(key, a.keyPem, { mode: 0o644 });
+    chmodSync(key, 0o644);
     writeFileSync(wrongKey, b.keyPem);
+    const fixed: string[] = [];
     const ok = loadOrCreateTls(
       resolveRelayConfig({ flags: { dataDir: join(dir, 'b'), tlsCert: cert, tlsKey: key } }),
       0,
+      (f) => fixed.push(`${f.file} ${f.oldMode}`),
     );
     expect(ok.caPin).toBe(caPinOf(a.certDer));
+    // A --tls-key of ours readable by others is set to 0600, with a report.
+    expect(fixed).toEqual([`${key} 644`]);
+    expect(statSync(key).mode & 0o777).toBe(0o600);
     const bad = resolveRelayConfig({ flags: { dataDir: join(dir, 'c'), tlsCert: cert, tlsKey: wrongKey } });
     expect(() => loadOrCreateTls(bad, 0)).toThrow(/tls-key: the private key does not belong to tls-cert/);
     const missing = resolveRelayConfig({

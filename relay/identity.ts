@@ -3,9 +3,11 @@
  *   <dataDir>/tls/cert.pem, key.pem   self-signed ECDSA P-256 certificate (unless --tls-cert/--tls-key)
  *   <dataDir>/hub.key                 the hub node's WireGuard private key, base64, mode 0600
  * and, in the store, the first admin access key (only its hash; the key itself is returned once).
+ * Private keys are created 0600 whatever the umask, and checked on every load (shared/secret-file.ts:
+ * a wider mode on a file of ours is set back to 0600 and reported; one that cannot be fixed is refused).
  */
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { TunnelError } from '../shared/errors.js';
@@ -16,6 +18,7 @@ import {
   parseKey,
   publicKeyFromPrivate,
 } from '../shared/keys.js';
+import { type OnModeFixed, protectSecretFile, writeNewSecretFile } from '../shared/secret-file.js';
 import { mintAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
 import type { Store } from './store/types.js';
@@ -26,11 +29,6 @@ export interface TlsIdentity {
   keyPem: string;
   certDer: Buffer;
   caPin: string;
-}
-
-function writeSecretFile(path: string, data: string): void {
-  writeFileSync(path, data, { mode: 0o600, flag: 'wx' });
-  chmodSync(path, 0o600);
 }
 
 function readOrFail(path: string, key: string): string {
@@ -57,11 +55,16 @@ export function certAltNames(config: RelayConfig): string[] {
   return [...new Set(names)];
 }
 
-export function loadOrCreateTls(config: RelayConfig, nowWall: number): TlsIdentity {
+export function loadOrCreateTls(
+  config: RelayConfig,
+  nowWall: number,
+  onModeFixed?: OnModeFixed,
+): TlsIdentity {
   let certPem: string;
   let keyPem: string;
   if (config.tlsCert && config.tlsKey) {
     certPem = readOrFail(config.tlsCert, 'tls-cert');
+    protectSecretFile(config.tlsKey, 'tls-key', onModeFixed);
     keyPem = readOrFail(config.tlsKey, 'tls-key');
   } else {
     const dir = join(config.dataDir, 'tls');
@@ -74,9 +77,10 @@ export function loadOrCreateTls(config: RelayConfig, nowWall: number): TlsIdenti
         altNames: certAltNames(config),
         now: nowWall,
       });
-      writeSecretFile(keyPath, c.keyPem);
+      writeNewSecretFile(keyPath, c.keyPem);
       writeFileSync(certPath, c.certPem, { mode: 0o644 });
     }
+    protectSecretFile(keyPath, 'TLS private key', onModeFixed);
     certPem = readFileSync(certPath, 'utf8');
     keyPem = readFileSync(keyPath, 'utf8');
   }
@@ -127,13 +131,14 @@ export function loadPublicCa(path: string): PublicCa {
   return { pem: `${blocks.join('\n')}\n`, pin: caPinOf(firstDer!), firstDer: firstDer! };
 }
 
-export function loadOrCreateHubKey(dataDir: string): KeyPair {
+export function loadOrCreateHubKey(dataDir: string, onModeFixed?: OnModeFixed): KeyPair {
   const path = join(dataDir, 'hub.key');
   if (!existsSync(path)) {
     const kp = generateKeyPair();
-    writeSecretFile(path, `${keyToBase64(kp.privateKey)}\n`);
+    writeNewSecretFile(path, `${keyToBase64(kp.privateKey)}\n`);
     return kp;
   }
+  protectSecretFile(path, 'hub private key', onModeFixed);
   const privateKey = parseKey(readFileSync(path, 'utf8'), `hub private key (${path})`);
   return { privateKey, publicKey: publicKeyFromPrivate(privateKey) };
 }

@@ -18,6 +18,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { type Clock, realClock } from '../shared/clock.js';
 import { type ErrorCode, isTunnelError, TunnelError } from '../shared/errors.js';
 import { keyToBase64 } from '../shared/keys.js';
+import type { OnModeFixed } from '../shared/secret-file.js';
 import { defaultAead } from '../shared/wireguard/crypto/aead.js';
 import { warnIfNoAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
@@ -43,6 +44,7 @@ import { registerRoutes } from './routes/register.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { valuesRoutes } from './routes/values.js';
 import { redactSecrets } from './secrets.js';
+import { prepareDbFile } from './store/db-file.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/types.js';
 import { stunFamilies } from './stun/stun-metrics.js';
@@ -103,7 +105,7 @@ export interface RunningRelay {
   close(): Promise<void>;
 }
 
-export function openStore(config: RelayConfig): Store {
+export function openStore(config: RelayConfig, onModeFixed: OnModeFixed): Store {
   if (config.store.kind === 'postgres') {
     throw new TunnelError(
       'BAD_CONFIG',
@@ -111,6 +113,7 @@ export function openStore(config: RelayConfig): Store {
     );
   }
   try {
+    prepareDbFile(config.store.path, onModeFixed);
     return new SqliteStore(config.store.path);
   } catch (err) {
     if (isTunnelError(err)) throw err;
@@ -177,10 +180,12 @@ function mapError(err: FastifyError): TunnelError {
 export async function startRelay(config: RelayConfig, opts: StartOptions = {}): Promise<RunningRelay> {
   const clock = opts.clock ?? realClock;
   const log = createLogger(config.logLevel, opts.logStream);
+  const onModeFixed: OnModeFixed = (fix) =>
+    log.warn({ code: 'INSECURE_FILE_MODE', file: fix.file, oldMode: fix.oldMode }, fix.message);
   // With plain-http the relay has no certificate of its own: clients see the terminator's.
   const tls: TlsIdentity | null = onDisk('data-dir', config.dataDir, () => {
     ensureDataDir(config.dataDir);
-    return config.plainHttp ? null : loadOrCreateTls(config, clock.wallNow());
+    return config.plainHttp ? null : loadOrCreateTls(config, clock.wallNow(), onModeFixed);
   });
   const publicCa = config.publicCaFile ? loadPublicCa(config.publicCaFile) : null;
   // Agents compare --ca-pin with the certificate the server presents (no chain walk), so a pin of
@@ -192,8 +197,8 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   const trust = tls
     ? { pin: tls.caPin, pem: tls.certPem }
     : { pin: servedByTerminator ? publicCa.pin : null, pem: publicCa?.pem ?? null };
-  const hub = onDisk('data-dir', config.dataDir, () => loadOrCreateHubKey(config.dataDir));
-  const store = opts.store ?? openStore(config);
+  const hub = onDisk('data-dir', config.dataDir, () => loadOrCreateHubKey(config.dataDir, onModeFixed));
+  const store = opts.store ?? openStore(config, onModeFixed);
   let adminKey: string | null;
   try {
     adminKey = await ensureAdminKey(store, clock.wallNow());

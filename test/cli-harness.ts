@@ -71,11 +71,14 @@ export class Proc {
   stderr = '';
   readonly exited: Promise<number | null>;
 
-  constructor(bin: string, args: readonly string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [...NODE_FLAGS, bin, ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+  /** With `umask` (e.g. 0o022) the binary runs under that umask, set by `sh -c 'umask ...; exec node ...'`. */
+  constructor(bin: string, args: readonly string[], env: NodeJS.ProcessEnv, opts: { umask?: number } = {}) {
+    const argv = [...NODE_FLAGS, bin, ...args];
+    const [file, fileArgs] =
+      opts.umask === undefined
+        ? [process.execPath, argv]
+        : ['/bin/sh', ['-c', `umask ${opts.umask.toString(8)}; exec "$0" "$@"`, process.execPath, ...argv]];
+    this.child = spawn(file, fileArgs, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(this.child);
     this.child.stdout!.on('data', (c: Buffer) => {
       this.stdout += c.toString();
@@ -126,8 +129,9 @@ export async function run(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   ms = 20_000,
+  opts: { umask?: number } = {},
 ): Promise<RunResult> {
-  const p = new Proc(bin, args, env);
+  const p = new Proc(bin, args, env, opts);
   const timer = setTimeout(() => p.child.kill('SIGKILL'), ms);
   const code = await p.exited;
   clearTimeout(timer);
@@ -167,7 +171,12 @@ export interface ReadyLine {
 }
 
 /** Starts `tunnel-relay serve --output json` and returns it with its parsed ready line. */
-export async function startServe(dataDir: string, listen: string, extra: readonly string[] = []) {
+export async function startServe(
+  dataDir: string,
+  listen: string,
+  extra: readonly string[] = [],
+  opts: { umask?: number } = {},
+) {
   const p = new Proc(
     RELAY_BIN,
     [
@@ -185,6 +194,7 @@ export async function startServe(dataDir: string, listen: string, extra: readonl
       ...extra,
     ],
     cleanEnv(),
+    opts,
   );
   await p.waitFor((x) => x.stdout.includes('\n'), 20_000, 'the ready line');
   const ready = JSON.parse(p.stdout.split('\n')[0]!) as ReadyLine;

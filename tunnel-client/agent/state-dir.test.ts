@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -34,6 +34,16 @@ const state: AgentState = {
   registeredAt: '2026-01-01T00:00:00.000Z',
 };
 
+const tunnel = {
+  hubPublicKey: 'HUBKEYhubkeyHUBKEYhubkeyHUBKEYhubkeyHUBKEYx=',
+  presharedKey: 'PSKpskPSKpskPSKpskPSKpskPSKpskPSKpskPSKpskx=',
+  address: '100.64.0.2',
+  hubAddress: '100.64.0.1',
+  relayUrl: 'https://127.0.0.1:8443',
+  derpUrl: 'wss://127.0.0.1:8443/derp',
+  udpEndpoint: null,
+};
+
 describe('StateDir', () => {
   it('writes every file 0600 in a 0700 directory and reads them back', () => {
     const s = new StateDir(join(tmp(), 'nested', 'agent'));
@@ -47,6 +57,43 @@ describe('StateDir', () => {
     expect(s.readCredential()).toBe('tac_cred');
     expect(s.readState()).toEqual(state);
     expect(readdirSync(s.dir).some((f) => f.endsWith('.tmp'))).toBe(false);
+  });
+
+  it('keeps the preshared key in preshared.key (0600), never in state.json', () => {
+    const s = new StateDir(join(tmp(), 'agent'));
+    const accepted: AgentState = { ...state, status: 'Accepted', tunnel };
+    s.saveState(accepted);
+    expect(readFileSync(s.path('presharedKey'), 'utf8')).toBe(`${tunnel.presharedKey}\n`);
+    expect(statSync(s.path('presharedKey')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(s.path('state'), 'utf8')).not.toContain(tunnel.presharedKey);
+    expect(s.readState()).toEqual(accepted);
+    rmSync(s.path('presharedKey'));
+    expect(() => s.readState()).toThrow(/no preshared.key in state directory/);
+  });
+
+  it('migrates a state.json of the old layout: the key moves to preshared.key, state.json is rewritten', () => {
+    const s = new StateDir(join(tmp(), 'agent'));
+    s.ensure();
+    const accepted: AgentState = { ...state, status: 'Accepted', tunnel };
+    writeFileSync(s.path('state'), JSON.stringify(accepted), { mode: 0o600 });
+    expect(s.readState()).toEqual(accepted);
+    expect(readFileSync(s.path('presharedKey'), 'utf8').trim()).toBe(tunnel.presharedKey);
+    const rewritten = JSON.parse(readFileSync(s.path('state'), 'utf8'));
+    expect(rewritten.tunnel).not.toHaveProperty('presharedKey');
+    expect(rewritten.tunnel.hubPublicKey).toBe(tunnel.hubPublicKey);
+    expect(s.readState()).toEqual(accepted);
+  });
+
+  it('sets a state file opened wider than 0600 back to 0600 and reports it', () => {
+    const fixed: string[] = [];
+    const s = new StateDir(join(tmp(), 'agent'), {
+      onModeFixed: (f) => fixed.push(`${f.file} ${f.oldMode}`),
+    });
+    s.saveKeyAndCredential('KEY', 'tac_cred');
+    chmodSync(s.path('credential'), 0o644);
+    expect(s.readCredential()).toBe('tac_cred');
+    expect(fixed).toEqual([`${s.path('credential')} 644`]);
+    expect(statSync(s.path('credential')).mode & 0o777).toBe(0o600);
   });
 
   it('reports a missing registration as STATE_MISSING naming the directory', () => {

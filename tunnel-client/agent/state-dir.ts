@@ -3,12 +3,19 @@
  *
  *   private.key   WireGuard private key, base64, 0600 (never leaves the host)
  *   credential    the agent credential `tac_...` issued at registration, 0600
- *   state.json    registration: relay URL, cluster, CA pin, public key, status, tunnel, flags, 0600
+ *   preshared.key the per-pair WireGuard preshared key from the relay, base64, 0600 (once Accepted)
+ *   state.json    registration: relay URL, cluster, CA pin, public key, status, tunnel (without its
+ *                 preshared key), flags, 0600
  *   status.json   written by the running agent: lease, connection and effective values, 0600
  *   agent.pid     the running agent's pid (a lock: one agent per state dir), 0600
  *
  * The directory is 0700. Every file is written to a temporary name with mode 0600 and renamed, so a
  * crash never leaves a half-written file and the secret is never readable by others, even briefly.
+ * Every file read is checked first (shared/secret-file.ts): one of ours open to group or others is set
+ * back to 0600 and reported with INSECURE_FILE_MODE.
+ *
+ * State dirs written by older builds kept `tunnel.presharedKey` in state.json: readState moves it into
+ * preshared.key and rewrites state.json without it.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -25,11 +32,13 @@ import {
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { TunnelError } from '../../shared/errors.js';
-import type { AgentState, AgentStatusFile } from './types.js';
+import { type OnModeFixed, protectSecretFile, warnOnStderr } from '../../shared/secret-file.js';
+import type { AgentState, AgentStatusFile, Tunnel } from './types.js';
 
 export const STATE_FILES = {
   privateKey: 'private.key',
   credential: 'credential',
+  presharedKey: 'preshared.key',
   state: 'state.json',
   status: 'status.json',
   lock: 'agent.pid',
@@ -43,11 +52,21 @@ export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(fromEnv && fromEnv.length > 0 ? fromEnv : join(homedir(), '.tunnel-client'));
 }
 
+export interface StateDirOptions {
+  /** Told when a file of the state dir had a wider mode than 0600 and was fixed (default: stderr). */
+  readonly onModeFixed?: OnModeFixed;
+}
+
+/** state.json's `tunnel`: the Tunnel without its preshared key (that has its own file). */
+type StoredTunnel = Omit<Tunnel, 'presharedKey'> & { presharedKey?: unknown };
+
 export class StateDir {
   readonly dir: string;
+  readonly #onModeFixed: OnModeFixed;
 
-  constructor(dir: string) {
+  constructor(dir: string, opts: StateDirOptions = {}) {
     this.dir = resolve(dir);
+    this.#onModeFixed = opts.onModeFixed ?? warnOnStderr;
   }
 
   path(name: keyof typeof STATE_FILES): string {
@@ -87,6 +106,7 @@ export class StateDir {
     if (size > MAX_STATE_BYTES) {
       throw new TunnelError('BAD_INPUT', `${p} is ${size} bytes; at most ${MAX_STATE_BYTES}`);
     }
+    protectSecretFile(p, 'agent state file', this.#onModeFixed);
     return readFileSync(p, 'utf8');
   }
 
@@ -103,8 +123,15 @@ export class StateDir {
     return this.#read('credential').trim();
   }
 
+  /** Writes the tunnel's preshared key to preshared.key, then state.json without it. */
   saveState(state: AgentState): void {
-    this.#write('state', `${JSON.stringify(state, null, 2)}\n`);
+    let stored: Omit<AgentState, 'tunnel'> & { tunnel: StoredTunnel | null } = state;
+    if (state.tunnel) {
+      const { presharedKey, ...tunnel } = state.tunnel;
+      this.#write('presharedKey', `${presharedKey}\n`);
+      stored = { ...state, tunnel };
+    }
+    this.#write('state', `${JSON.stringify(stored, null, 2)}\n`);
   }
 
   readState(): AgentState {
@@ -118,14 +145,29 @@ export class StateDir {
         `${this.path('state')} is not valid JSON; run unjoin and join again`,
       );
     }
-    const s = parsed as Partial<AgentState> | null;
+    const s = parsed as (Partial<Omit<AgentState, 'tunnel'>> & { tunnel?: StoredTunnel | null }) | null;
     if (s?.version !== 1 || typeof s.relay !== 'string' || typeof s.cluster !== 'string') {
       throw new TunnelError(
         'BAD_INPUT',
         `${this.path('state')} is not a tunnel-client state file (version 1)`,
       );
     }
-    return s as AgentState;
+    const stored = s as Omit<AgentState, 'tunnel'> & { tunnel: StoredTunnel | null };
+    if (!stored.tunnel) return { ...stored, tunnel: null };
+    const { presharedKey: legacyKey, ...tunnel } = stored.tunnel;
+    if (typeof legacyKey === 'string') {
+      // Older layout: the key sat in state.json. Move it out (saveState writes both files).
+      const state: AgentState = { ...stored, tunnel: { ...tunnel, presharedKey: legacyKey } };
+      this.saveState(state);
+      return state;
+    }
+    if (!existsSync(this.path('presharedKey'))) {
+      throw new TunnelError(
+        'STATE_MISSING',
+        `no ${STATE_FILES.presharedKey} in state directory ${this.dir} although state.json holds a tunnel; run 'tunnel-client unjoin' and join again`,
+      );
+    }
+    return { ...stored, tunnel: { ...tunnel, presharedKey: this.#read('presharedKey').trim() } };
   }
 
   writeStatus(status: AgentStatusFile): void {

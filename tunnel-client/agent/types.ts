@@ -43,7 +43,10 @@ export interface LeaseResponse {
   readonly valuesVersion: string;
 }
 
-/** state.json (version 1). Holds no secret: the key and credential have their own files. */
+/**
+ * state.json (version 1). On disk it holds no secret: the private key, the credential and the tunnel's preshared key
+ * have their own 0600 files (state-dir.ts writes `tunnel` without `presharedKey` and adds it back when reading).
+ */
 export interface AgentState {
   readonly version: 1;
   readonly relay: string;

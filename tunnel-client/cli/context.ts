@@ -14,7 +14,9 @@ export function stateDirOption(): Option {
 }
 
 export function openStateDir(flag: string | undefined): StateDir {
-  return new StateDir(flag ?? defaultStateDir());
+  return new StateDir(flag ?? defaultStateDir(), {
+    onModeFixed: (fix) => stderrLog(`warning INSECURE_FILE_MODE: ${fix.message}`),
+  });
 }
 
 /** A relay client for a saved registration, authenticated with the agent credential. */
