@@ -18,7 +18,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { type Clock, realClock } from '../shared/clock.js';
 import { type ErrorCode, isTunnelError, TunnelError } from '../shared/errors.js';
 import { keyToBase64 } from '../shared/keys.js';
-import type { OnModeFixed } from '../shared/secret-file.js';
+import { type OnModeFixed, warnOnStderr } from '../shared/secret-file.js';
 import { defaultAead } from '../shared/wireguard/crypto/aead.js';
 import { warnIfNoAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
@@ -105,7 +105,7 @@ export interface RunningRelay {
   close(): Promise<void>;
 }
 
-export function openStore(config: RelayConfig, onModeFixed: OnModeFixed): Store {
+export function openStore(config: RelayConfig, onModeFixed: OnModeFixed = warnOnStderr): Store {
   if (config.store.kind === 'postgres') {
     throw new TunnelError(
       'BAD_CONFIG',
