@@ -1,5 +1,5 @@
 /** Row shapes of the SQLite tables and their mapping to store records. */
-import { indexToAddress } from '../addresses.js';
+import { FIRST_AGENT_INDEX, indexToAddress, LAST_AGENT_INDEX } from '../addresses.js';
 import type { AccessKeyRecord, ClusterRecord, ClusterStatus } from './types.js';
 
 export interface ClusterRow {
@@ -28,6 +28,31 @@ export interface KeyRow {
   revoked_at: number | null;
 }
 
+/**
+ * The stored claims, or none when the column does not hold a JSON object of strings (a hand edit, a
+ * damaged file): a bad row must not fail every read of the cluster list, the start among them.
+ */
+function parseClaims(text: string): Record<string, string> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return {};
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
+  const claims: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) if (typeof v === 'string') claims[k] = v;
+  return claims;
+}
+
+/** The tunnel address of a stored host number; null when the number is outside the agents' range. */
+function addressOf(index: number | null): string | null {
+  if (index === null || !Number.isInteger(index) || index < FIRST_AGENT_INDEX || index > LAST_AGENT_INDEX) {
+    return null;
+  }
+  return indexToAddress(index);
+}
+
 export function toCluster(r: ClusterRow): ClusterRecord {
   return {
     name: r.name,
@@ -37,10 +62,10 @@ export function toCluster(r: ClusterRow): ClusterRecord {
     createdAt: r.created_at,
     statusChangedAt: r.status_changed_at,
     publicKey: r.public_key,
-    address: r.addr_index === null ? null : indexToAddress(r.addr_index),
+    address: addressOf(r.addr_index),
     presharedKey: r.preshared_key,
     agentVersion: r.agent_version,
-    claims: JSON.parse(r.claims) as Record<string, string>,
+    claims: parseClaims(r.claims),
     registeredAt: r.registered_at,
     leaseRenewAt: r.lease_renew_at,
     availableSince: r.available_since,

@@ -75,7 +75,7 @@ describe('registration refuses unusable keys', () => {
 });
 
 describe('bad rows in the store are skipped at start', () => {
-  it('low-order keys, a malformed key, a bad preshared key and the hub key: serve starts, /healthz answers', async () => {
+  it('low-order keys, a malformed key, a bad preshared key, the hub key, bad claims and a bad address: serve starts', async () => {
     const r = relay!;
     const hubKey = loadOrCreateHubKey(r.dataDir).publicKey.toString('base64');
     const rows = [
@@ -89,7 +89,12 @@ describe('bad rows in the store are skipped at start', () => {
       { name: 'bad-psk', publicKey: generateKeyPair().publicKey.toString('base64'), presharedKey: '%%%' },
       { name: 'hub-key', publicKey: hubKey },
     ];
-    for (const row of rows) storeCluster(r.dataDir, row);
+    // Rows whose other columns are damaged: the cluster is still listed, with no claims or no address.
+    const damaged = [
+      { name: 'bad-claims', publicKey: generateKeyPair().publicKey.toString('base64'), claims: '{not json' },
+      { name: 'bad-address', publicKey: generateKeyPair().publicKey.toString('base64'), addrIndex: 1 },
+    ];
+    for (const row of [...rows, ...damaged]) storeCluster(r.dataDir, row);
     const started = await restart();
     expect((await api(started.ready.url, 'GET', '/healthz')).status).toBe(200);
     // Every bad row is named in the log, once, at warn, with a reason.
@@ -103,6 +108,10 @@ describe('bad rows in the store are skipped at start', () => {
     // The control plane reads the rows too: listing them still works.
     const list = await api(started.ready.url, 'GET', '/api/v1/clusters', { token: started.adminKey });
     expect(list.status).toBe(200);
-    expect(list.body.items.length).toBe(1 + rows.length);
+    expect(list.body.items.length).toBe(1 + rows.length + damaged.length);
+    const shown = await api(started.ready.url, 'GET', '/api/v1/clusters/bad-claims', {
+      token: started.adminKey,
+    });
+    expect(shown.status, shown.text).toBe(200);
   });
 });

@@ -124,6 +124,8 @@ export interface StoredCluster {
   /** Host number of the tunnel address (100.64.0.0 + n). */
   addrIndex?: number | null;
   presharedKey?: string | null;
+  /** The claims column as stored (JSON text). */
+  claims?: string;
 }
 
 /** Host numbers for stored rows: far above what the relay itself hands out in a test. */
@@ -143,7 +145,7 @@ export function storeCluster(dataDir: string, c: StoredCluster): string {
       db.prepare(
         `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at, public_key,
            addr_index, preshared_key, agent_version, claims, registered_at)
-         VALUES (?, 'default', ?, ?, ?, ?, ?, ?, ?, '0.1.0', '{}', ?)`,
+         VALUES (?, 'default', ?, ?, ?, ?, ?, ?, ?, '0.1.0', ?, ?)`,
       ).run(
         c.name,
         c.name,
@@ -153,6 +155,7 @@ export function storeCluster(dataDir: string, c: StoredCluster): string {
         c.publicKey,
         c.addrIndex === undefined ? nextAddrIndex++ : c.addrIndex,
         c.presharedKey === undefined ? Buffer.alloc(32, 7).toString('base64') : c.presharedKey,
+        c.claims ?? '{}',
         now,
       );
       db.prepare('INSERT INTO agent_credentials (id, cluster, hash, created_at) VALUES (?, ?, ?, ?)').run(
