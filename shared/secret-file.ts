@@ -42,16 +42,16 @@ function currentUid(): number | undefined {
 }
 
 /**
- * Checks an existing secret file's mode as described above; does nothing when the file is missing.
+ * Checks an existing secret file's mode as described above; does nothing when the file cannot be
+ * stat'ed (missing, no access).
  * `what` names the file's role in messages (e.g. `hub private key`).
  */
 export function protectSecretFile(path: string, what: string, onFixed: OnModeFixed = warnOnStderr): void {
   let st: Stats;
   try {
     st = statSync(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
+  } catch {
+    return; // missing or unreadable: the read that follows reports it, naming its setting
   }
   const mode = st.mode;
   if ((mode & 0o077) === 0) return;

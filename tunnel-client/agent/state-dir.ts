@@ -58,7 +58,14 @@ export interface StateDirOptions {
 }
 
 /** state.json's `tunnel`: the Tunnel without its preshared key (that has its own file). */
-type StoredTunnel = Omit<Tunnel, 'presharedKey'> & { presharedKey?: unknown };
+type StoredTunnel = Omit<Tunnel, 'presharedKey'> & { readonly presharedKey?: unknown };
+type StoredState = Omit<AgentState, 'tunnel'> & { readonly tunnel: StoredTunnel | null };
+
+function withoutPresharedKey(state: AgentState): StoredState {
+  if (!state.tunnel) return state;
+  const { presharedKey: _key, ...tunnel } = state.tunnel;
+  return { ...state, tunnel };
+}
 
 export class StateDir {
   readonly dir: string;
@@ -125,34 +132,13 @@ export class StateDir {
 
   /** Writes the tunnel's preshared key to preshared.key, then state.json without it. */
   saveState(state: AgentState): void {
-    let stored: Omit<AgentState, 'tunnel'> & { tunnel: StoredTunnel | null } = state;
-    if (state.tunnel) {
-      const { presharedKey, ...tunnel } = state.tunnel;
-      this.#write('presharedKey', `${presharedKey}\n`);
-      stored = { ...state, tunnel };
-    }
-    this.#write('state', `${JSON.stringify(stored, null, 2)}\n`);
+    if (state.tunnel) this.#write('presharedKey', `${state.tunnel.presharedKey}\n`);
+    this.#write('state', `${JSON.stringify(withoutPresharedKey(state), null, 2)}\n`);
   }
 
+  /** state.json with its preshared key from preshared.key; migrates a state.json of the older layout. */
   readState(): AgentState {
-    const text = this.#read('state');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new TunnelError(
-        'BAD_INPUT',
-        `${this.path('state')} is not valid JSON; run unjoin and join again`,
-      );
-    }
-    const s = parsed as (Partial<Omit<AgentState, 'tunnel'>> & { tunnel?: StoredTunnel | null }) | null;
-    if (s?.version !== 1 || typeof s.relay !== 'string' || typeof s.cluster !== 'string') {
-      throw new TunnelError(
-        'BAD_INPUT',
-        `${this.path('state')} is not a tunnel-client state file (version 1)`,
-      );
-    }
-    const stored = s as Omit<AgentState, 'tunnel'> & { tunnel: StoredTunnel | null };
+    const stored = this.#readStoredState();
     if (!stored.tunnel) return { ...stored, tunnel: null };
     const { presharedKey: legacyKey, ...tunnel } = stored.tunnel;
     if (typeof legacyKey === 'string') {
@@ -168,6 +154,27 @@ export class StateDir {
       );
     }
     return { ...stored, tunnel: { ...tunnel, presharedKey: this.#read('presharedKey').trim() } };
+  }
+
+  #readStoredState(): StoredState {
+    const text = this.#read('state');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new TunnelError(
+        'BAD_INPUT',
+        `${this.path('state')} is not valid JSON; run unjoin and join again`,
+      );
+    }
+    const s = parsed as Partial<StoredState> | null;
+    if (s?.version !== 1 || typeof s.relay !== 'string' || typeof s.cluster !== 'string') {
+      throw new TunnelError(
+        'BAD_INPUT',
+        `${this.path('state')} is not a tunnel-client state file (version 1)`,
+      );
+    }
+    return { ...(s as StoredState), tunnel: s.tunnel ?? null };
   }
 
   writeStatus(status: AgentStatusFile): void {
