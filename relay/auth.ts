@@ -12,8 +12,17 @@ import type { ClusterStatus, Store } from './store/types.js';
 
 export type Role = 'admin' | 'viewer' | 'bootstrap' | `group-editor:${string}`;
 
+/** An access key; `expiresAt` (wall-clock ms, null: never) lets holders of live connections end them at expiry. */
+export interface KeyPrincipal {
+  kind: 'key';
+  id: string;
+  role: Role;
+  group: string | null;
+  expiresAt: number | null;
+}
+
 export type Principal =
-  | { kind: 'key'; id: string; role: Role; group: string | null }
+  | KeyPrincipal
   | { kind: 'agent'; cluster: string; credentialId: string; status: ClusterStatus };
 
 export function parseRole(text: unknown): Role | null {
@@ -53,7 +62,7 @@ export async function authenticate(store: Store, token: string | null, nowWall: 
     const role = parseRole(k.role);
     if (!role) throw new TunnelError('UNAUTHENTICATED', UNAUTH);
     const group = role.startsWith('group-editor:') ? role.slice(13) : null;
-    return { kind: 'key', id: k.id, role, group };
+    return { kind: 'key', id: k.id, role, group, expiresAt: k.expiresAt };
   }
   if (kind === 'agent') {
     const a = await store.findAgent(hashSecret(token));

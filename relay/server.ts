@@ -24,6 +24,7 @@ import { warnIfNoAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { RelayHooks } from './hooks.js';
+import { handleClientError } from './http-client-error.js';
 import {
   ensureAdminKey,
   ensureDataDir,
@@ -237,6 +238,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     // Longer than the lease period plus jitter (60 s x 1.25), so a renewing agent keeps its TLS connection.
     keepAliveTimeout: KEEP_ALIVE_MS,
     forceCloseConnections: 'idle',
+    clientErrorHandler: handleClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Empty JSON bodies count as {} so body-less POSTs (accept, deny) work with or without a Content-Type.

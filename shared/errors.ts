@@ -135,6 +135,10 @@ export const ERROR_CODES = {
     status: 502,
     summary: 'An HTTP CONNECT proxy refused or dropped the tunnel; names proxy and target.',
   },
+  BAD_FRAMING: {
+    status: 400,
+    summary: 'Ambiguous or unsupported request body framing; the message names the header at fault.',
+  },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -12,6 +12,7 @@ import { splice } from '../../shared/tunnel-streams/splice.js';
 import { authenticate } from '../auth.js';
 import type { RelayContext } from '../context.js';
 import type { HubStreams } from './hub-streams.js';
+import type { LivePipes } from './live-pipes.js';
 import { proxyToken, requireProxy } from './proxy-auth.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 
@@ -31,13 +32,19 @@ export interface ConnectProxyStats {
   failed: Record<number, number>;
 }
 
+export interface ConnectProxyOptions {
+  server: HttpsServer | HttpServer;
+  ctx: Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>;
+  streams: HubStreams;
+  /** Each tunnel is registered here under its access key, which ends it when the key ends. */
+  pipes: LivePipes;
+  stats?: ConnectProxyStats;
+}
+
 /** Attaches the CONNECT handler; returns a function that detaches it. */
-export function attachConnectProxy(
-  server: HttpsServer | HttpServer,
-  ctx: Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>,
-  streams: HubStreams,
-  stats: ConnectProxyStats = { established: 0, failed: {} },
-): () => void {
+export function attachConnectProxy(o: ConnectProxyOptions): () => void {
+  const { server, ctx, streams, pipes } = o;
+  const stats = o.stats ?? { established: 0, failed: {} };
   const log = ctx.log.child({ component: 'connect-proxy' });
   const onConnect = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => {});
@@ -68,7 +75,9 @@ export function attachConnectProxy(
     }
     const c = await ctx.store.getCluster(target.cluster);
     if (!c) throw new TunnelError('NOT_FOUND', `cluster '${target.cluster}' not found`);
-    requireProxy(who, c.group, 'connect');
+    const key = requireProxy(who, c.group, 'connect');
+    // Registered before the stream opens: a key that ends while it opens ends the tunnel too.
+    pipes.hold(key, socket);
     const stream = await streams.open(target.cluster, `@port:${target.port}`);
     if (socket.destroyed) return void stream.destroy();
     stream.on('error', () => {});

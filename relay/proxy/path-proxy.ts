@@ -9,16 +9,22 @@
  * both ways, so the upstream's 101 (or refusal) reaches the client unchanged.
  *
  * Plain requests are hijacked in a route-level onRequest hook: nothing is parsed or buffered.
+ * A request body is framed upstream exactly as it arrived (shared/http/body-framing.ts: chunked stays
+ * chunked, a Content-Length stays that length); ambiguous framing is refused with 400 BAD_FRAMING
+ * before anything is opened, so one client request is one upstream request. Every request and upgrade is held in the
+ * live-pipe registry under its access key (live-pipes.ts): it ends when the key is revoked or expires.
  */
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
+import { type BodyFraming, bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
 import type { MuxStream } from '../../shared/mux/mux-stream.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
-import { authenticate } from '../auth.js';
+import { authenticate, type KeyPrincipal } from '../auth.js';
 import type { RelayContext } from '../context.js';
 import type { HubStreams } from './hub-streams.js';
+import type { LivePipes } from './live-pipes.js';
 import { bearer, isReadOnly, requireProxy } from './proxy-auth.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 
@@ -100,11 +106,32 @@ export function statusClass(code: number): string {
 
 type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>;
 
-async function authorize(ctx: Ctx, req: IncomingMessage, cluster: string, upgrade: boolean): Promise<void> {
+/** What the path proxy works with: the relay, the hub's streams and the live-pipe registry. */
+export interface PathProxyDeps {
+  ctx: Ctx;
+  streams: HubStreams;
+  pipes: LivePipes;
+  stats: PathProxyStats;
+}
+
+/** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
+const REFRAMED = new Set(['content-length']);
+
+async function authorize(
+  ctx: Ctx,
+  req: IncomingMessage,
+  cluster: string,
+  upgrade: boolean,
+): Promise<KeyPrincipal> {
   const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
   const c = await ctx.store.getCluster(cluster);
   if (!c) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
-  requireProxy(who, c.group, isReadOnly(req.method, upgrade) ? 'read' : 'write');
+  return requireProxy(who, c.group, isReadOnly(req.method, upgrade) ? 'read' : 'write');
+}
+
+/** Request headers for upstream: end-to-end ones, then the body's framing as parsed. */
+function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
+  return [...forwardHeaders(req.rawHeaders, REFRAMED), ...framingHeaders(framing)];
 }
 
 function sendError(res: ServerResponse, err: unknown): void {
@@ -117,28 +144,26 @@ function sendError(res: ServerResponse, err: unknown): void {
   res.writeHead(proxyStatus(e, false), {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
+    // The body of a request with ambiguous framing cannot be skipped reliably: no next request.
+    ...(e.code === 'BAD_FRAMING' ? { connection: 'close' } : {}),
   });
   res.end(body);
 }
 
 /** Forwards one plain (non-Upgrade) request. */
-async function forward(
-  ctx: Ctx,
-  streams: HubStreams,
-  req: IncomingMessage,
-  res: ServerResponse,
-  stats: PathProxyStats,
-): Promise<void> {
+async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { ctx, streams, pipes } = deps;
+  const framing = bodyFraming(req.rawHeaders);
   const p = parseProxyPath(req.url ?? '');
   if (!p) throw new TunnelError('NOT_FOUND', 'no such proxy path');
-  await authorize(ctx, req, p.cluster, false);
+  pipes.hold(await authorize(ctx, req, p.cluster, false), res);
   const stream = await streams.open(p.cluster, '@upstream');
   stream.on('error', () => {});
-  const headers = forwardHeaders(req.rawHeaders);
+  if (res.destroyed) return void stream.destroy();
   const upstream = http.request({
     method: req.method ?? 'GET',
     path: p.upstreamPath,
-    headers: [...headers, 'connection', 'close'] as unknown as OutgoingHttpHeaders,
+    headers: [...upstreamHeaders(req, framing), 'connection', 'close'] as unknown as OutgoingHttpHeaders,
     setHost: false,
     createConnection: () => stream as unknown as import('node:net').Socket,
   });
@@ -147,7 +172,7 @@ async function forward(
       reject(new TunnelError('STREAM_RESET', `upstream request failed: ${err.message}`));
     });
     upstream.on('response', (ures) => {
-      bump(stats.forwarded, statusClass(ures.statusCode ?? 502));
+      bump(deps.stats.forwarded, statusClass(ures.statusCode ?? 502));
       res.writeHead(ures.statusCode ?? 502, ures.statusMessage, forwardHeaders(ures.rawHeaders));
       ures.pipe(res);
       ures.on('error', (e) => res.destroy(e));
@@ -158,7 +183,8 @@ async function forward(
         resolve();
       });
     });
-    req.pipe(upstream);
+    if (framing.kind === 'none') upstream.end();
+    else req.pipe(upstream);
     req.on('aborted', () => stream.destroy());
     res.on('close', () => {
       if (!res.writableFinished) stream.destroy();
@@ -168,23 +194,30 @@ async function forward(
 
 /** Handles an Upgrade request for the proxy path; false when the path is not the proxy's. */
 export function handleProxyUpgrade(
-  ctx: Ctx,
-  streams: HubStreams,
+  deps: PathProxyDeps,
   req: IncomingMessage,
   socket: Duplex,
   head: Buffer,
-  stats: PathProxyStats = newPathProxyStats(),
 ): boolean {
+  const { ctx, streams, pipes, stats } = deps;
   const p = parseProxyPath(req.url ?? '');
   if (!p) return false;
   socket.on('error', () => {});
   (async () => {
-    await authorize(ctx, req, p.cluster, true);
+    const framing = bodyFraming(req.rawHeaders);
+    if (framing.kind === 'chunked') {
+      // The spliced bytes after the head are not re-framed: a chunked body would reach the upstream raw.
+      throw new TunnelError(
+        'BAD_FRAMING',
+        'an Upgrade request with Transfer-Encoding chunked is not forwarded',
+      );
+    }
+    pipes.hold(await authorize(ctx, req, p.cluster, true), socket);
     const stream: MuxStream = await streams.open(p.cluster, '@upstream');
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();
     stats.upgrades++;
-    const hdrs = forwardHeaders(req.rawHeaders);
+    const hdrs = upstreamHeaders(req, framing);
     const upgrade = req.headers.upgrade ?? '';
     let text = `${req.method ?? 'GET'} ${p.upstreamPath} HTTP/1.1\r\n`;
     for (let i = 0; i + 1 < hdrs.length; i += 2) text += `${hdrs[i]}: ${hdrs[i + 1]}\r\n`;
@@ -204,19 +237,15 @@ export function handleProxyUpgrade(
 }
 
 /** Registers the plain-request routes on `app`. */
-export function registerPathProxy(
-  app: FastifyInstance,
-  ctx: Ctx,
-  streams: HubStreams,
-  stats: PathProxyStats = newPathProxyStats(),
-): void {
+export function registerPathProxy(app: FastifyInstance, deps: PathProxyDeps): void {
+  const { ctx, stats } = deps;
   const onRequest = async (
     request: { raw: IncomingMessage },
     reply: { hijack(): void; raw: ServerResponse },
   ): Promise<void> => {
     reply.hijack();
     const res = reply.raw;
-    forward(ctx, streams, request.raw, res, stats).catch((err: unknown) => {
+    forward(deps, request.raw, res).catch((err: unknown) => {
       const e = asTunnelError(err);
       const code = e.code;
       bump(stats.failed, res.headersSent ? 'aborted' : proxyStatus(e, false));

@@ -9,7 +9,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { TunnelError } from '../../shared/errors.js';
-import type { Principal } from '../auth.js';
+import type { KeyPrincipal, Principal } from '../auth.js';
 
 export type ProxyUse = 'connect' | 'read' | 'write';
 
@@ -36,12 +36,12 @@ export function bearer(headers: IncomingHttpHeaders): string | null {
   return m ? m[1]! : null;
 }
 
-/** FORBIDDEN unless `p` may use the proxy this way on a cluster of `group`. */
-export function requireProxy(p: Principal, group: string, use: ProxyUse): void {
+/** The key principal `p`; FORBIDDEN unless it may use the proxy this way on a cluster of `group`. */
+export function requireProxy(p: Principal, group: string, use: ProxyUse): KeyPrincipal {
   if (p.kind === 'key') {
-    if (p.role === 'admin') return;
-    if (p.group !== null && p.group === group) return;
-    if (p.role === 'viewer' && use === 'read') return;
+    if (p.role === 'admin') return p;
+    if (p.group !== null && p.group === group) return p;
+    if (p.role === 'viewer' && use === 'read') return p;
   }
   const who = p.kind === 'key' ? `role ${p.role}` : 'an agent credential';
   const what =

@@ -14,6 +14,7 @@ import {
   oneSample as one,
 } from '../metrics.js';
 import type { ConnectProxyStats } from './connect-proxy.js';
+import type { LivePipes } from './live-pipes.js';
 import type { PathProxyStats } from './path-proxy.js';
 
 export function streamFamilies(b: StreamBinding): Family[] {
@@ -78,6 +79,27 @@ export function proxyFamilies(connect: ConnectProxyStats, path: PathProxyStats):
       'tunnel_relay_proxy_requests_total',
       'Hub proxy requests by proxy (connect, path, upgrade), result and HTTP status (class for forwarded answers).',
       samples,
+    ),
+  ];
+}
+
+/** The live-pipe registry: pipes open, pipes ended by their key's end, pipes refused at the cap. */
+export function pipeFamilies(pipes: LivePipes): Family[] {
+  const p = 'tunnel_relay_proxy_';
+  return [
+    gauge(`${p}live_connections`, 'Hub proxy connections open (tunnels, upgrades, requests).', pipes.size),
+    counter(
+      `${p}connections_ended_total`,
+      'Hub proxy connections ended because their access key ended, by reason.',
+      [
+        [{ reason: 'revoked' }, pipes.stats.ended.revoked],
+        [{ reason: 'expired' }, pipes.stats.ended.expired],
+      ],
+    ),
+    counter(
+      `${p}connections_refused_full_total`,
+      'Hub proxy connections refused because the live-connection cap was reached.',
+      one(pipes.stats.refusedFull),
     ),
   ];
 }

@@ -102,8 +102,8 @@ describe('proxy credentials and roles', () => {
 
   it('admin anywhere; group-editor in its group; viewer read-only path proxy; agents never', () => {
     const key = (role: string, group: string | null = null): Principal =>
-      ({ kind: 'key', id: 'k', role, group }) as Principal;
-    expect(() => requireProxy(key('admin'), 'g', 'connect')).not.toThrow();
+      ({ kind: 'key', id: 'k', role, group, expiresAt: null }) as Principal;
+    expect(requireProxy(key('admin'), 'g', 'connect')).toEqual(key('admin'));
     expect(() => requireProxy(key('group-editor:g', 'g'), 'g', 'connect')).not.toThrow();
     expect(() => requireProxy(key('group-editor:h', 'h'), 'g', 'write')).toThrow(/group g/);
     expect(() => requireProxy(key('viewer'), 'g', 'read')).not.toThrow();

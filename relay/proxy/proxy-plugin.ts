@@ -15,13 +15,14 @@ import type { RelayContext } from '../context.js';
 import { type DataPlane, type DataPlaneOptions, mountDataPlane } from '../data-plane.js';
 import { attachConnectProxy, type ConnectProxyStats } from './connect-proxy.js';
 import { HubStreams, type HubStreamsOptions } from './hub-streams.js';
+import { LivePipes } from './live-pipes.js';
 import {
   handleProxyUpgrade,
   newPathProxyStats,
   type PathProxyStats,
   registerPathProxy,
 } from './path-proxy.js';
-import { proxyFamilies, streamFamilies } from './proxy-metrics.js';
+import { pipeFamilies, proxyFamilies, streamFamilies } from './proxy-metrics.js';
 import { writeErrorResponse } from './raw-response.js';
 
 export interface HubProxyOptions {
@@ -34,6 +35,7 @@ export interface HubProxy {
   readonly streams: HubStreams;
   readonly connectStats: ConnectProxyStats;
   readonly pathStats: PathProxyStats;
+  readonly pipes: LivePipes;
 }
 
 export function hubProxyPlugin(
@@ -54,13 +56,14 @@ export function hubProxyPlugin(
         },
     });
     const pathStats = newPathProxyStats();
+    const pipes = new LivePipes({ ctx, credentials: ctx.store });
     const userInner = opts.dataPlane?.hub?.onInnerPacket;
     // An 'upgrade' listener of our own (added before the DERP server's) takes every Upgrade path but
     // /derp; with two listeners the DERP server no longer answers other paths with 404.
     const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === '/derp') return;
-      if (handleProxyUpgrade(ctx, streams, req, socket, head, pathStats)) return;
+      if (handleProxyUpgrade({ ctx, streams, pipes, stats: pathStats }, req, socket, head)) return;
       writeErrorResponse(socket, 404, new TunnelError('NOT_FOUND', `no Upgrade endpoint at ${path}`));
     };
     app.server.on('upgrade', onUpgrade);
@@ -74,18 +77,26 @@ export function hubProxyPlugin(
       },
     });
     const connectStats: ConnectProxyStats = { established: 0, failed: {} };
-    const detachConnect = attachConnectProxy(app.server, ctx, streams, connectStats);
-    registerPathProxy(app, ctx, streams, pathStats);
+    const detachConnect = attachConnectProxy({
+      server: app.server,
+      ctx,
+      streams,
+      pipes,
+      stats: connectStats,
+    });
+    registerPathProxy(app, { ctx, streams, pipes, stats: pathStats });
     const removeCollector = ctx.metrics.addCollector(() => [
       ...streamFamilies(streams.binding),
       ...proxyFamilies(connectStats, pathStats),
+      ...pipeFamilies(pipes),
     ]);
     app.addHook('preClose', async () => {
       removeCollector();
       detachConnect();
       app.server.off('upgrade', onUpgrade);
       streams.close();
+      pipes.close();
     });
-    onMounted?.({ dataPlane: dp, streams, connectStats, pathStats });
+    onMounted?.({ dataPlane: dp, streams, connectStats, pathStats, pipes });
   };
 }

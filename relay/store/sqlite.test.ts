@@ -237,8 +237,13 @@ describe('SqliteStore', () => {
     const k = { id: 'k1', role: 'viewer', description: 'd', createdAt: 1, expiresAt: null, revokedAt: null };
     await s.createAccessKey(k, 'hk1', audit('t'));
     expect(await s.findAccessKey('hk1')).toEqual(k);
+    const told: string[] = [];
+    const stop = s.onAccessKeyRevoked((id) => told.push(id));
     expect(await s.revokeAccessKey('k1', 5, audit('rv'))).toBe('revoked');
     expect(await s.revokeAccessKey('k1', 6, audit('rv'))).toBe('not-found');
+    expect(await s.revokeAccessKey('nope', 6, audit('rv'))).toBe('not-found');
+    expect(told).toEqual(['k1']);
+    stop();
     expect((await s.findAccessKey('hk1'))?.revokedAt).toBe(5);
     await s.setPlatformValues({ a: { b: 1 } }, audit('v'));
     expect(await s.getPlatformValues()).toEqual({ a: { b: 1 } });

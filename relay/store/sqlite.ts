@@ -37,6 +37,7 @@ export class SqliteStore implements Store {
   readonly #limits: StoreLimits;
   readonly #q;
   readonly #pool: AddressPool;
+  readonly #keyRevoked = new Set<(keyId: string) => void>();
   #closed = false;
 
   constructor(path: string, limits: Partial<StoreLimits> = {}) {
@@ -343,8 +344,8 @@ export class SqliteStore implements Store {
     );
   }
 
-  revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult> {
-    return this.#tx(() => {
+  async revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult> {
+    const result = await this.#tx((): RevokeKeyResult => {
       const active = this.#db.prepare<[number, string], { n: number }>(
         `SELECT COUNT(*) AS n FROM access_keys WHERE role = 'admin' AND revoked_at IS NULL
            AND (expires_at IS NULL OR expires_at > ?) AND id = ?`,
@@ -360,6 +361,13 @@ export class SqliteStore implements Store {
       if (changes === 1) this.#audit(audit);
       return changes === 1 ? 'revoked' : 'not-found';
     });
+    if (result === 'revoked') for (const listener of this.#keyRevoked) listener(id);
+    return result;
+  }
+
+  onAccessKeyRevoked(listener: (keyId: string) => void): () => void {
+    this.#keyRevoked.add(listener);
+    return () => this.#keyRevoked.delete(listener);
   }
 
   getPlatformValues(): Promise<Record<string, unknown>> {

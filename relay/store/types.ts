@@ -164,6 +164,13 @@ export interface Store {
    * active at `now` (`last-admin`: the relay would have no administrator left).
    */
   revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult>;
+  /**
+   * Calls `listener` with the key's id each time revokeAccessKey revokes one, once the change is
+   * committed, so holders of live connections opened with it can end them. A store shared by several
+   * relay replicas tells every replica (e.g. PostgreSQL LISTEN/NOTIFY). Listeners must not throw.
+   * Returns the function that removes the listener.
+   */
+  onAccessKeyRevoked(listener: (keyId: string) => void): () => void;
 
   getPlatformValues(): Promise<Record<string, unknown>>;
   setPlatformValues(values: Record<string, unknown>, audit: AuditEntry): Promise<void>;

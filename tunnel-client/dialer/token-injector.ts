@@ -4,7 +4,9 @@
  * Authorization with `Bearer <token>` (re-read from the token file for every request, so a rotated
  * service-account token is picked up), drops client-sent `Impersonate-*` headers (a proxy user must not
  * borrow the agent's impersonation rights), and forwards it over the already dialed upstream socket.
- * Upgrade requests get the same header treatment, then the bytes are spliced both ways.
+ * Upgrade requests get the same header treatment, then the bytes are spliced both ways. A request body
+ * is framed upstream exactly as it arrived (shared/http/body-framing.ts): a GET with a chunked body
+ * stays one request with that body, never a request followed by the body parsed as another one.
  *
  * Enabled by TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE. Everyone allowed through the relay's path proxy then acts
  * with the agent's credential on the upstream: the relay's roles (viewer: read-only) are the only gate.
@@ -13,7 +15,8 @@ import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { TunnelError } from '../../shared/errors.js';
+import { isTunnelError, TunnelError } from '../../shared/errors.js';
+import { type BodyFraming, bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
 
 const HOP = new Set([
@@ -28,12 +31,19 @@ const HOP = new Set([
   'upgrade',
 ]);
 
-/** The request's end-to-end headers minus credentials and impersonation, plus the agent's token. */
-export function injectedHeaders(raw: readonly string[], token: string): string[] {
+/** Content-Length is re-sent from the parsed framing (Transfer-Encoding is hop-by-hop already). */
+const REFRAMED: ReadonlySet<string> = new Set(['content-length']);
+
+/** The request's end-to-end headers minus credentials, impersonation and `omit`, plus the agent's token. */
+export function injectedHeaders(
+  raw: readonly string[],
+  token: string,
+  omit: ReadonlySet<string> = new Set(),
+): string[] {
   const out: string[] = [];
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const k = raw[i]!.toLowerCase();
-    if (HOP.has(k) || k.startsWith('impersonate-')) continue;
+    if (HOP.has(k) || omit.has(k) || k.startsWith('impersonate-')) continue;
     out.push(raw[i]!, raw[i + 1]!);
   }
   out.push('authorization', `Bearer ${token}`);
@@ -70,14 +80,20 @@ export function serveWithToken(stream: Duplex, upstream: Socket, tokenFile: stri
       res.end(JSON.stringify((err as TunnelError).toJSON()));
       return;
     }
+    let framing: BodyFraming;
+    try {
+      framing = bodyFraming(req.rawHeaders);
+    } catch (err) {
+      if (!isTunnelError(err)) throw err;
+      res.writeHead(400, { 'content-type': 'application/json', connection: 'close' });
+      res.end(JSON.stringify(err.toJSON()));
+      return;
+    }
+    const headers = [...injectedHeaders(req.rawHeaders, token, REFRAMED), ...framingHeaders(framing)];
     const up = http.request({
       method: req.method ?? 'GET',
       path: req.url ?? '/',
-      headers: [
-        ...injectedHeaders(req.rawHeaders, token),
-        'connection',
-        'close',
-      ] as unknown as OutgoingHttpHeaders,
+      headers: [...headers, 'connection', 'close'] as unknown as OutgoingHttpHeaders,
       setHost: false,
       createConnection: () => upstream,
     });
@@ -91,7 +107,8 @@ export function serveWithToken(stream: Duplex, upstream: Socket, tokenFile: stri
       res.writeHead(ures.statusCode ?? 502, ures.statusMessage, out);
       ures.pipe(res);
     });
-    req.pipe(up);
+    if (framing.kind === 'none') up.end();
+    else req.pipe(up);
   });
   server.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
     let token: string;

@@ -1,0 +1,60 @@
+/**
+ * Answers for requests Node's HTTP parser refuses before any route sees them (the https server's
+ * 'clientError'), in the API's error envelope instead of Fastify's own body:
+ *   body framing it cannot read one way (Content-Length with Transfer-Encoding, two Content-Length
+ *   values, a Transfer-Encoding other than chunked, a bad chunk size)   400 BAD_FRAMING
+ *   headers over Node's size limit                                       431 LIMIT_EXCEEDED
+ *   a request not received in time                                       408 TIMEOUT
+ *   anything else the parser refuses                                     400 BAD_INPUT
+ * The message is the parser's own reason (a fixed text, never a header value). The connection is
+ * closed afterwards: after a parse error nothing more on it can be trusted.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type ErrorCode, TunnelError } from '../shared/errors.js';
+
+/** llhttp error codes about how the body is delimited. */
+const FRAMING_CODES = new Set([
+  'HPE_INVALID_TRANSFER_ENCODING',
+  'HPE_UNEXPECTED_CONTENT_LENGTH',
+  'HPE_INVALID_CONTENT_LENGTH',
+  'HPE_INVALID_CHUNK_SIZE',
+]);
+
+interface ParseFailure {
+  status: number;
+  error: TunnelError;
+}
+
+/** The answer for a parser error with this `code` and `reason` (Node sets both on 'clientError'). */
+export function clientErrorAnswer(code: string | undefined, reason: string | undefined): ParseFailure {
+  const why = reason ? `: ${reason.slice(0, 120)}` : '';
+  const answer = (status: number, errCode: ErrorCode, message: string): ParseFailure => ({
+    status,
+    error: new TunnelError(errCode, message),
+  });
+  if (code !== undefined && FRAMING_CODES.has(code)) {
+    return answer(400, 'BAD_FRAMING', `request body framing refused${why}`);
+  }
+  if (code === 'HPE_HEADER_OVERFLOW') return answer(431, 'LIMIT_EXCEEDED', 'request headers are too large');
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return answer(408, 'TIMEOUT', 'the request was not received in time');
+  return answer(400, 'BAD_INPUT', `malformed HTTP request${why}`);
+}
+
+/** Fastify's `clientErrorHandler`. */
+export function handleClientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const { status, error } = clientErrorAnswer(err.code, err.reason);
+    const body = JSON.stringify(error.toJSON());
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        'connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy();
+}
