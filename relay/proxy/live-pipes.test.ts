@@ -62,7 +62,7 @@ describe('LivePipes', () => {
     for (const s of mine) pipes.hold({ id: 'k1', ...never }, s);
     pipes.hold({ id: 'k2', ...never }, other);
     expect(pipes.size).toBe(4);
-    expect(await store.revokeAccessKey('k1', 1, audit)).toBe(true);
+    expect(await store.revokeAccessKey('k1', 1, audit)).toBe('revoked');
     expect(mine.map((s) => s.destroyed)).toEqual([true, true, true]);
     expect(other.destroyed).toBe(false);
     expect(pipes.size).toBe(1);
