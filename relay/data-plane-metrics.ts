@@ -26,6 +26,8 @@ export function derpFamilies(s: Readonly<DerpStats>): Family[] {
     counter(`${p}accepts_total`, 'WebSocket upgrades accepted on /derp.', one(s.accepts)),
     counter(`${p}refused_total`, 'Connections refused, by reason.', [
       [{ reason: 'full' }, s.refusedFull],
+      [{ reason: 'source_limit' }, s.refusedSourceLimit],
+      [{ reason: 'evicted' }, s.handshakeEvictions],
       [{ reason: 'not_admitted' }, s.refusedNotAdmitted],
       [{ reason: 'auth_failed' }, s.authFailures],
       [{ reason: 'handshake_timeout' }, s.handshakeTimeouts],

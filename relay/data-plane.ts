@@ -43,6 +43,14 @@ export interface DataPlane {
 
 const mounted = new WeakMap<object, DataPlane>();
 
+/**
+ * Behind `--plain-http` every connection comes from the TLS terminator, so the per-source handshake cap would cap
+ * the terminator: it is lifted there (the table-wide cap and its eviction still apply).
+ */
+function plainHttpDerpLimits(plainHttp: boolean): Partial<DerpLimits> {
+  return plainHttp ? { maxHandshakingPerSource: Number.POSITIVE_INFINITY } : {};
+}
+
 /** The data plane mounted on `app` (for plugins registered after it, e.g. the hub's proxies). */
 export function dataPlaneOf(app: FastifyInstance): DataPlane | undefined {
   return mounted.get(app);
@@ -70,7 +78,7 @@ export async function mountDataPlane(
     reservedKeys: ctx.reservedKeys,
     logger: log,
     ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
-    ...(opts.derpLimits ? { limits: opts.derpLimits } : {}),
+    limits: { ...plainHttpDerpLimits(ctx.config.plainHttp), ...opts.derpLimits },
   });
   const hub: HubNode = new HubNode({
     privateKey: hubKey.privateKey,

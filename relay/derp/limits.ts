@@ -6,8 +6,13 @@ import { MAX_FRAME_LEN } from '../../shared/derp/frames.js';
 export interface DerpLimits {
   /** Registered (handshaken) clients at once. Upgrades over the cap get HTTP 503. */
   readonly maxClients: number;
-  /** Connections still in the handshake at once (counted on top of maxClients). */
+  /**
+   * Connections still in the handshake at once (counted on top of maxClients). When all are held, a new upgrade
+   * takes the slot of the oldest connection that has not sent ClientInfo yet (handshake-slots.ts).
+   */
   readonly maxHandshaking: number;
+  /** Handshakes in progress per source (IPv4 address or IPv6 /64). Upgrades over it get HTTP 429. */
+  readonly maxHandshakingPerSource: number;
   /** A connection must send a valid ClientInfo within this many ms or it is closed (4005). */
   readonly handshakeTimeoutMs: number;
   /** Packets queued per client once its socket is backed up; the oldest is dropped (queue_head). */
@@ -38,6 +43,7 @@ export interface DerpLimits {
 export const DEFAULT_DERP_LIMITS: DerpLimits = {
   maxClients: 10_000,
   maxHandshaking: 4_096,
+  maxHandshakingPerSource: 32,
   handshakeTimeoutMs: 10_000,
   queueDepth: 32,
   writeHighWaterBytes: 256 * 1024,

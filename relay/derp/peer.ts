@@ -28,8 +28,12 @@ export interface DerpStats {
   handshaking: number;
   /** WebSocket upgrades accepted. */
   accepts: number;
-  /** Upgrades refused with 503 because of maxClients/maxHandshaking or shutdown. */
+  /** Upgrades refused with 503: maxClients reached, every handshake slot held by a proved key, or shutdown. */
   refusedFull: number;
+  /** Upgrades refused with 429: the source already holds maxHandshakingPerSource handshake slots. */
+  refusedSourceLimit: number;
+  /** Connections cut because a new upgrade took their handshake slot (no ClientInfo yet, table full). */
+  handshakeEvictions: number;
   /** Clients whose key is not admitted. */
   refusedNotAdmitted: number;
   /** ClientInfo that did not open, or a wrong challenge. */
@@ -58,6 +62,8 @@ export function newStats(): DerpStats {
     handshaking: 0,
     accepts: 0,
     refusedFull: 0,
+    refusedSourceLimit: 0,
+    handshakeEvictions: 0,
     refusedNotAdmitted: 0,
     authFailures: 0,
     protocolErrors: 0,

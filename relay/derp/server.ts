@@ -20,9 +20,11 @@ import { encodeRestarting, PeerGoneReason } from '../../shared/derp/frames.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { KeyPair } from '../../shared/keys.js';
+import { type HandshakeSlot, HandshakeSlots } from './handshake-slots.js';
 import { DEFAULT_DERP_LIMITS, DerpCloseCode, type DerpLimits } from './limits.js';
 import { type LocalClientHandlers, LocalPeer } from './local-peer.js';
 import { type DerpStats, type DropReason, newStats, type RoutedPeer } from './peer.js';
+import { sourceKeyOf } from './source-key.js';
 import { WsPeer, type WsRouter } from './ws-peer.js';
 
 export interface DerpAdmission {
@@ -113,6 +115,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
   readonly #clients = new Map<string, RoutedPeer>();
   readonly #conns = new Set<WsPeer>();
   readonly #detachers = new Set<() => void>();
+  readonly #slots: HandshakeSlots;
   #openSockets = 0;
   #closing = false;
   #allClosed: (() => void) | null = null;
@@ -129,6 +132,11 @@ class DerpServerImpl implements WsRouter, DerpServer {
     this.#onPacket = opts.onPacket;
     this.#path = opts.path ?? '/derp';
     this.#reserved = opts.reservedKeys;
+    this.#slots = new HandshakeSlots({
+      maxTotal: this.limits.maxHandshaking,
+      maxPerSource: this.limits.maxHandshakingPerSource,
+      counters: this.stats,
+    });
     this.#wss = new WebSocketServer({
       noServer: true,
       clientTracking: false,
@@ -156,12 +164,27 @@ class DerpServerImpl implements WsRouter, DerpServer {
       refuseUpgrade(socket, 400, 'WebSocket subprotocol "derp" is required');
       return;
     }
-    const { maxHandshaking, maxClients } = this.limits;
-    if (this.stats.handshaking >= maxHandshaking || this.#clients.size >= maxClients) {
+    if (this.#clients.size >= this.limits.maxClients) {
       this.#refuse(socket, 503, 'relay is at its connection limit');
       return;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#onConnection(ws, socket));
+    const source = sourceKeyOf(req.socket.remoteAddress);
+    const slot = this.#slots.take(source, () => socket.destroy());
+    if (slot === 'source_limit') {
+      refuseUpgrade(
+        socket,
+        429,
+        `RATE_LIMITED: ${this.limits.maxHandshakingPerSource} DERP handshakes from ${source} are already in progress; retry later`,
+      );
+      return;
+    }
+    if (slot === 'full') {
+      this.#refuse(socket, 503, 'relay is at its connection limit');
+      return;
+    }
+    // Whatever ends the socket gives the slot back (the upgrade may fail before a WsPeer exists).
+    socket.once('close', () => slot.release());
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#onConnection(ws, socket, slot));
   }
 
   #refuse(socket: Duplex, status: number, message: string): void {
@@ -169,14 +192,14 @@ class DerpServerImpl implements WsRouter, DerpServer {
     refuseUpgrade(socket, status, message);
   }
 
-  #onConnection(ws: WebSocket, socket: Duplex): void {
+  #onConnection(ws: WebSocket, socket: Duplex, slot: HandshakeSlot): void {
     this.stats.accepts++;
     this.#openSockets++;
     ws.once('close', () => {
       this.#openSockets--;
       if (this.#openSockets === 0 && this.#allClosed) this.#allClosed();
     });
-    this.#conns.add(new WsPeer(ws, socket, this));
+    this.#conns.add(new WsPeer({ ws, socket, router: this, slot }));
   }
 
   attach(server: HttpServer | HttpsServer, opts: AttachOptions = {}): () => void {

@@ -2,7 +2,9 @@
  * One WebSocket client of the DERP server: handshake, frame dispatch and a bounded send queue.
  *
  * Lifecycle: handshake (ServerKey sent, waiting for ClientInfo) -> verifying (admission check running;
- * frames that arrive meanwhile are held, up to maxPendingFrames) -> active -> closed.
+ * frames that arrive meanwhile are held, up to maxPendingFrames) -> active -> closed. The connection holds a
+ * handshake slot until it is active or closed; while waiting for ClientInfo the slot may be evicted (the socket
+ * is cut, see handshake-slots.ts).
  *
  * Sending: a packet goes straight to the socket while the socket holds fewer than writeHighWaterBytes
  * unsent; otherwise it waits in a ring of queueDepth packets, and when the ring is full the oldest is
@@ -35,6 +37,7 @@ import { decodeClientInfo, encodeServerInfo } from '../../shared/derp/handshake.
 import { WriteBatcher } from '../../shared/derp/write-batcher.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { KEY_LEN, type KeyPair } from '../../shared/keys.js';
+import type { HandshakeSlot } from './handshake-slots.js';
 import { DerpCloseCode } from './limits.js';
 import type { DerpRouter, RoutedPeer } from './peer.js';
 
@@ -45,6 +48,15 @@ export interface WsRouter extends DerpRouter {
   /** Called once the ClientInfo opened; the router checks admission, then calls activate() or close(). */
   admit(peer: WsPeer): void;
   onError(peer: WsPeer, err: unknown): void;
+}
+
+export interface WsPeerOptions {
+  readonly ws: WebSocket;
+  /** The upgraded socket under `ws` (used only to batch writes). */
+  readonly socket: Duplex;
+  readonly router: WsRouter;
+  /** The handshake slot the server gave this connection (handshake-slots.ts). */
+  readonly slot: HandshakeSlot;
 }
 
 export type WsPeerState = 'handshake' | 'verifying' | 'active' | 'closed';
@@ -80,6 +92,8 @@ export class WsPeer implements RoutedPeer {
   #stallTimer: TimerHandle | undefined;
   #lastProgress = 0;
   #closeTimer: TimerHandle | undefined;
+  /** Held from the upgrade until admitted or closed. */
+  readonly #slot: HandshakeSlot;
 
   /** One bound callback for every write (no per-packet closure). */
   readonly #onWritten = (err?: Error | null): void => {
@@ -92,16 +106,15 @@ export class WsPeer implements RoutedPeer {
     this.#flush();
   };
 
-  /** `socket` is the upgraded socket under `ws` (used only to batch writes). */
-  constructor(ws: WebSocket, socket: Duplex, router: WsRouter) {
+  constructor({ ws, socket, router, slot }: WsPeerOptions) {
     this.#ws = ws;
     this.#batcher = new WriteBatcher(socket);
     this.#router = router;
+    this.#slot = slot;
     this.notHereTokens = router.limits.notHereBurst;
     this.#parser = new FrameParser((type, frame) => this.#onFrame(type, frame), router.limits.maxFrameLen);
     const challenge = randomBytes(CHALLENGE_LEN);
     this.#challenge = challenge;
-    router.stats.handshaking++;
     ws.on('message', (data, isBinary) => this.#onMessage(data as Buffer, isBinary));
     ws.on('pong', () => {
       this.alive = true;
@@ -191,6 +204,7 @@ export class WsPeer implements RoutedPeer {
     this.id = opened.clientKey.toString('base64');
     this.#sharedKey = opened.key;
     this.#state = 'verifying';
+    this.#slot.prove();
     this.#pending = [];
     this.#router.admit(this);
   }
@@ -214,7 +228,7 @@ export class WsPeer implements RoutedPeer {
   #endHandshake(): void {
     if (this.#hsTimer) this.#router.clock.clearTimer(this.#hsTimer);
     this.#hsTimer = undefined;
-    if (this.#state === 'handshake' || this.#state === 'verifying') this.#router.stats.handshaking--;
+    this.#slot.release();
   }
 
   #handleFrame(type: number, frame: Buffer): void {
