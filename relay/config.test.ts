@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../shared/errors.js';
-import { parseListen, resolveRelayConfig } from './config.js';
+import { DERP_MAX_HANDSHAKES_RANGE, parseListen, resolveRelayConfig } from './config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relay-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -118,6 +118,29 @@ describe('resolveRelayConfig', () => {
       }),
     );
     expect(parseListen('[::1]:8443')).toEqual({ host: '::1', port: 8443 });
+  });
+
+  it('property: derp-max-handshakes takes whole numbers in its range from any layer, BAD_CONFIG otherwise', () => {
+    const { min, max } = DERP_MAX_HANDSHAKES_RANGE;
+    expect(resolveRelayConfig().derpMaxHandshakes).toBe(4_096);
+    const cfg = file('derp.yaml', 'derp-max-handshakes: 100\n');
+    expect(resolveRelayConfig({ configFile: cfg }).derpMaxHandshakes).toBe(100);
+    expect(
+      resolveRelayConfig({ configFile: cfg, env: { TUNNEL_RELAY_DERP_MAX_HANDSHAKES: '200' } })
+        .derpMaxHandshakes,
+    ).toBe(200);
+    fc.assert(
+      fc.property(fc.oneof(fc.integer({ min: -10, max: 2 * max }), fc.string({ maxLength: 12 })), (v) => {
+        const text = String(v);
+        const n = Number(text);
+        const ok = /^\d+$/.test(text) && n >= min && n <= max;
+        if (ok) expect(resolveRelayConfig({ flags: { derpMaxHandshakes: text } }).derpMaxHandshakes).toBe(n);
+        else
+          expect(badConfig(() => resolveRelayConfig({ flags: { derpMaxHandshakes: text } }))).toBe(
+            `derp-max-handshakes (--derp-max-handshakes): expected a whole number ${min}-${max}, got ${JSON.stringify(text)}`,
+          );
+      }),
+    );
   });
 });
 

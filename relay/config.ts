@@ -39,7 +39,12 @@ export interface RelayConfig {
   plainHttp: boolean;
   /** PEM file of the CA that signed the terminator's certificate (plain-http only); null = system trust. */
   publicCaFile: string | null;
+  /** /derp connections in the handshake at once (relay/derp/limits.ts `maxHandshaking`). */
+  derpMaxHandshakes: number;
 }
+
+/** Range of `derp-max-handshakes`: at least a few sources' worth of the per-source cap (32). */
+export const DERP_MAX_HANDSHAKES_RANGE = { min: 64, max: 1_048_576, default: 4_096 } as const;
 
 /** Flag / file keys in their camelCase form, with the kebab-case spelling used by flags and YAML. */
 const KEYS = {
@@ -55,6 +60,7 @@ const KEYS = {
   leaseDuration: 'lease-duration',
   plainHttp: 'plain-http',
   publicCaFile: 'public-ca-file',
+  derpMaxHandshakes: 'derp-max-handshakes',
 } as const;
 type Key = keyof typeof KEYS;
 type Raw = Partial<Record<Key, unknown>>;
@@ -261,6 +267,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   const plainHttp = plainV ? parseBool(plainV[0], 'plain-http', plainV[1]) : false;
   const caFileV = pick('publicCaFile');
   const publicCaFile = caFileV ? pathValue(caFileV[0], 'public-ca-file', caFileV[1], cwd) : null;
+  const derpMaxHandshakes = parseDerpMaxHandshakes(pick('derpMaxHandshakes'));
   if (plainHttp) {
     const where = plainV![1];
     if (!publicV) {
@@ -298,5 +305,22 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     leaseDurationSeconds,
     plainHttp,
     publicCaFile,
+    derpMaxHandshakes,
   };
+}
+
+function parseDerpMaxHandshakes(picked: [unknown, string] | undefined): number {
+  const { min, max } = DERP_MAX_HANDSHAKES_RANGE;
+  if (!picked) return DERP_MAX_HANDSHAKES_RANGE.default;
+  const [value, source] = picked;
+  const n =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\d+$/.test(value)
+        ? Number(value)
+        : NaN;
+  if (!Number.isInteger(n) || n < min || n > max) {
+    bad('derp-max-handshakes', source, `expected a whole number ${min}-${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
 }

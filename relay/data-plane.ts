@@ -14,6 +14,7 @@
  * Used as a StartOptions plugin: `startRelay(config, { plugins: [dataPlanePlugin(opts)] })`.
  */
 import type { FastifyInstance } from 'fastify';
+import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
 import type { DerpLimits } from './derp/limits.js';
@@ -44,11 +45,15 @@ export interface DataPlane {
 const mounted = new WeakMap<object, DataPlane>();
 
 /**
- * Behind `--plain-http` every connection comes from the TLS terminator, so the per-source handshake cap would cap
- * the terminator: it is lifted there (the table-wide cap and its eviction still apply).
+ * The DERP limits the relay's configuration sets. Behind `--plain-http` every connection comes from the TLS
+ * terminator, so the per-source handshake cap would cap the terminator: it is lifted there (the table-wide cap
+ * and its eviction still apply).
  */
-function plainHttpDerpLimits(plainHttp: boolean): Partial<DerpLimits> {
-  return plainHttp ? { maxHandshakingPerSource: Number.POSITIVE_INFINITY } : {};
+function configuredDerpLimits(config: RelayConfig): Partial<DerpLimits> {
+  return {
+    maxHandshaking: config.derpMaxHandshakes,
+    ...(config.plainHttp ? { maxHandshakingPerSource: Number.POSITIVE_INFINITY } : {}),
+  };
 }
 
 /** The data plane mounted on `app` (for plugins registered after it, e.g. the hub's proxies). */
@@ -78,7 +83,7 @@ export async function mountDataPlane(
     reservedKeys: ctx.reservedKeys,
     logger: log,
     ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
-    limits: { ...plainHttpDerpLimits(ctx.config.plainHttp), ...opts.derpLimits },
+    limits: { ...configuredDerpLimits(ctx.config), ...opts.derpLimits },
   });
   const hub: HubNode = new HubNode({
     privateKey: hubKey.privateKey,

@@ -24,6 +24,7 @@ interface ServeFlags {
   leaseDuration?: string;
   plainHttp?: boolean;
   publicCaFile?: string;
+  derpMaxHandshakes?: string;
   output: OutputFormat;
 }
 
@@ -53,6 +54,10 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     .option(
       '--public-ca-file <file>',
       'with --plain-http: PEM CA of the terminator certificate, pinned in join commands and kubeconfigs',
+    )
+    .option(
+      '--derp-max-handshakes <n>',
+      '/derp connections in the handshake at once, 64-1048576 (default 4096; 32 per source address)',
     )
     .addOption(outputOption())
     .action(async (flags: ServeFlags) => serve(flags, startOptions));
