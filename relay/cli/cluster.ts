@@ -70,7 +70,8 @@ export function clusterRows(items: readonly Cluster[]): string {
   );
 }
 
-function clusterDetail(c: Cluster): string {
+/** One entry per printed line (Printer.lines: a line feed inside a value cannot start a line of its own). */
+function clusterDetail(c: Cluster): string[] {
   const lines = [
     `name:          ${c.name}`,
     `group:         ${c.group}`,
@@ -91,7 +92,7 @@ function clusterDetail(c: Cluster): string {
   ];
   const claims = Object.entries(c.claims ?? {});
   if (claims.length > 0) lines.push('claims:', ...claims.map(([k, v]) => `  ${k}=${v}`));
-  return lines.join('\n');
+  return lines;
 }
 
 function printBootstrap(flags: AdminFlags, res: CreateResult, verb: string): void {
@@ -165,7 +166,7 @@ export function clusterCommand(): Command {
       const res = await withClient(flags, (c) => c.json<Cluster>('GET', `/api/v1/clusters/${enc(name)}`));
       const out = streamPrinter();
       if (flags.output === 'json') out.json(res);
-      else out.line(clusterDetail(res));
+      else out.lines(clusterDetail(res));
     }),
   );
 

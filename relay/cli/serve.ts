@@ -5,7 +5,7 @@
  * `--output json` that is one JSON object per line, the first `{"event":"ready",...}`.
  */
 import { Command, Option } from 'commander';
-import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
+import { jsonLogStream, type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { untilSignal } from '../../shared/cli/signals.js';
 import { resolveRelayConfig } from '../config.js';
 import { type StartOptions, startRelay } from '../server.js';
@@ -71,7 +71,7 @@ async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<voi
     configFile: configFile ?? null,
   });
   const out = streamPrinter();
-  const relay = await startRelay(config, { logStream: process.stderr, ...startOptions });
+  const relay = await startRelay(config, { logStream: jsonLogStream(process.stderr), ...startOptions });
   if (output === 'json') {
     out.jsonLine({
       event: 'ready',

@@ -1,6 +1,11 @@
-/** `--output json|text` and the printers both CLIs use. Data goes to stdout; progress and errors to stderr. */
+/**
+ * `--output json|text` and the printers both CLIs use. Data goes to stdout; progress and errors to stderr.
+ * Everything printed here is made terminal-safe (terminal-escape.ts): relay answers carry strings that agents and
+ * other users chose, and none of their control or bidi characters may reach the operator's terminal raw.
+ */
 import { Option } from 'commander';
 import { oneOf } from './parsers.js';
+import { escapeJsonText, escapeLines, escapeText, safeJson } from './terminal-escape.js';
 
 export type OutputFormat = 'json' | 'text';
 
@@ -15,8 +20,10 @@ export interface Printer {
   json(value: unknown): void;
   /** One JSON object on one line (event streams such as `serve --output json`). */
   jsonLine(value: unknown): void;
-  /** Text for people, on stdout. */
+  /** Text for people, on stdout (line feeds the command composed are kept; other control characters escaped). */
   line(text: string): void;
+  /** Text for people, one printed line per entry: a line feed inside an entry is escaped too. */
+  lines(texts: readonly string[]): void;
   /** Progress and notes, on stderr. */
   note(text: string): void;
 }
@@ -26,15 +33,17 @@ export function streamPrinter(
   err: NodeJS.WritableStream = process.stderr,
 ): Printer {
   return {
-    json: (v) => out.write(`${JSON.stringify(v, null, 2)}\n`),
-    jsonLine: (v) => out.write(`${JSON.stringify(v)}\n`),
-    line: (t) => out.write(`${t}\n`),
-    note: (t) => err.write(`${t}\n`),
+    json: (v) => out.write(`${safeJson(v, 2)}\n`),
+    jsonLine: (v) => out.write(`${safeJson(v)}\n`),
+    line: (t) => out.write(`${escapeLines(t)}\n`),
+    lines: (ts) => out.write(ts.map((t) => `${escapeText(t)}\n`).join('')),
+    note: (t) => err.write(`${escapeLines(t)}\n`),
   };
 }
 
-/** Renders rows as left-aligned columns separated by two spaces. */
-export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+/** Renders rows as left-aligned columns separated by two spaces; each cell is escaped (one line, no controls). */
+export function table(header: readonly string[], cells: readonly (readonly string[])[]): string {
+  const rows = cells.map((r) => r.map(escapeText));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const fmt = (r: readonly string[]) =>
     r
@@ -42,4 +51,9 @@ export function table(header: readonly string[], rows: readonly (readonly string
       .join('  ')
       .trimEnd();
   return [fmt(header), ...rows.map(fmt)].join('\n');
+}
+
+/** A log destination (pino writes one JSON line per call) that escapes what JSON leaves raw before `dest`. */
+export function jsonLogStream(dest: NodeJS.WritableStream = process.stderr): { write(line: string): void } {
+  return { write: (line) => dest.write(escapeJsonText(line)) };
 }

@@ -8,6 +8,7 @@
  */
 import { type Command, CommanderError } from 'commander';
 import { type ErrorCode, isTunnelError } from '../errors.js';
+import { escapeLines, escapeText } from './terminal-escape.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -34,15 +35,16 @@ export function errorLine(err: unknown, program = 'tunnel'): string | undefined 
   if (err instanceof CommanderError) {
     if (exitCodeFor(err) === EXIT_OK || err.code === 'commander.help') return undefined;
     const msg = err.message.replace(/^error:\s*/, '').split('\n')[0] ?? '';
-    return `error BAD_INPUT: ${msg} (see ${program} --help)`;
+    return `error BAD_INPUT: ${oneLine(msg)} (see ${program} --help)`;
   }
   if (isTunnelError(err)) return `error ${err.code}: ${oneLine(err.message)}`;
   const msg = err instanceof Error ? err.message : String(err);
   return `error INTERNAL: ${oneLine(msg)}`;
 }
 
+/** Messages quote relay answers and user input: one line, nothing a terminal would act on (terminal-escape.ts). */
 function oneLine(s: string): string {
-  return s.replace(/\s*\n\s*/g, ' ');
+  return escapeText(s.replace(/\s*\n\s*/g, ' '));
 }
 
 function configure(cmd: Command, errWrite: (s: string) => void): void {
@@ -74,7 +76,7 @@ export async function runCli(
     const line = errorLine(err, program.name());
     if (line) stderr.write(`${line}\n`);
     if (process.env.TUNNEL_DEBUG === '1' && !isTunnelError(err) && err instanceof Error && err.stack) {
-      stderr.write(`${err.stack}\n`);
+      stderr.write(`${escapeLines(err.stack)}\n`);
     }
     return exitCodeFor(err);
   }

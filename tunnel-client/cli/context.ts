@@ -1,5 +1,6 @@
 /** What the tunnel-client commands share: the state dir flag and a relay client built from saved state. */
 import { Option } from 'commander';
+import { escapeLines, escapeText } from '../../shared/cli/terminal-escape.js';
 import { RelayClient } from '../../shared/http/client.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
 import { AgentApi } from '../agent/api.js';
@@ -30,11 +31,14 @@ export function apiFromState(stateDir: StateDir, state: AgentState): { client: R
 
 let progressShown = false;
 
-/** Writes a log line to stderr with a timestamp (ending a progress line first, if one is shown). */
+/**
+ * Writes a log line to stderr with a timestamp (ending a progress line first, if one is shown). Lines quote relay
+ * answers: control and bidi characters are escaped (shared/cli/terminal-escape.ts), as in every CLI output.
+ */
 export function stderrLog(line: string): void {
   const lead = progressShown ? '\n' : '';
   progressShown = false;
-  process.stderr.write(`${lead}${new Date().toISOString()} ${line}\n`);
+  process.stderr.write(`${lead}${new Date().toISOString()} ${escapeLines(line)}\n`);
 }
 
 /** Ends a shown progress line, so what follows (an error, a result) starts on its own line. */
@@ -48,6 +52,6 @@ export function terminalProgress(): ((line: string) => void) | undefined {
   if (!process.stderr.isTTY) return undefined;
   return (line) => {
     progressShown = true;
-    process.stderr.write(`\r\x1b[K${line}`);
+    process.stderr.write(`\r\x1b[K${escapeText(line)}`);
   };
 }
