@@ -41,7 +41,7 @@ function startUpstream(): http.Server {
   return s;
 }
 
-/** Resolves with the first `n` bytes' worth of text the socket receives after now. */
+/** Resolves with the text the socket receives from now on, once `until` holds for it; rejects on close or timeout. */
 function readText(socket: net.Socket, until: (text: string) => boolean, ms = 5_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
@@ -134,7 +134,11 @@ beforeAll(async () => {
     s.on('error', () => {});
     s.pipe(s);
   });
-  echoPort = await listen(echo as unknown as http.Server);
+  echo.listen(0, '127.0.0.1');
+  await once(echo, 'listening');
+  const bound = echo.address();
+  if (bound === null || typeof bound === 'string') throw new Error('the echo server has no TCP port');
+  echoPort = bound.port;
   upstream = startUpstream();
   const upPort = await listen(upstream);
   const flags = ['--allow', `127.0.0.1:${echoPort}`];
