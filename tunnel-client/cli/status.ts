@@ -89,16 +89,19 @@ export function statusCommand(): Command {
         out.json(report);
         return;
       }
-      out.line(`cluster:        ${report.cluster}`);
-      out.line(`relay:          ${report.relay}`);
-      out.line(`status:         ${report.status}`);
-      out.line(`agent running:  ${report.agentRunning ? 'yes' : 'no'}`);
-      out.line(`connected:      ${report.connected ? 'yes' : 'no'} (path ${report.path})`);
-      out.line(`rtt:            ${report.rttMs === null ? '-' : `${report.rttMs} ms`}`);
-      out.line(`last handshake: ${report.lastHandshake ?? '-'}`);
-      out.line(`bytes in/out:   ${report.bytesIn} / ${report.bytesOut}`);
-      out.line(`lease renewed:  ${report.leaseRenewedAt ?? '-'}`);
-      if (report.lastError) out.line(`last error:     ${report.lastError} (${report.failures} failures)`);
+      // One entry per line: a line feed inside a value (an error message from the relay) cannot fake a line.
+      out.lines([
+        `cluster:        ${report.cluster}`,
+        `relay:          ${report.relay}`,
+        `status:         ${report.status}`,
+        `agent running:  ${report.agentRunning ? 'yes' : 'no'}`,
+        `connected:      ${report.connected ? 'yes' : 'no'} (path ${report.path})`,
+        `rtt:            ${report.rttMs === null ? '-' : `${report.rttMs} ms`}`,
+        `last handshake: ${report.lastHandshake ?? '-'}`,
+        `bytes in/out:   ${report.bytesIn} / ${report.bytesOut}`,
+        `lease renewed:  ${report.leaseRenewedAt ?? '-'}`,
+        ...(report.lastError ? [`last error:     ${report.lastError} (${report.failures} failures)`] : []),
+      ]);
       const yaml = toYaml(report.values).trimEnd();
       out.line(`values:${yaml === '{}' ? ' {}' : `\n${yaml.replace(/^/gm, '  ')}`}`);
     });
