@@ -2,8 +2,8 @@
  * The agent's send path for stream datagrams, in process and without I/O: ARQ DatagramWriter ->
  * wrapStreamDatagram (inner IPv4/UDP) -> sealTransport (WireGuard) -> encodeSendPacket (DERP frame), at
  * the relay MTU. Baseline: the copying path (datagrams without room, every layer allocates and copies, as
- * before shared/packet-room.ts). Compared: the same datagrams with STREAM_DATAGRAM_HEADROOM/TAILROOM, where
- * every layer writes in place. Reports MB/s, CPU seconds per GiB and GCs (major/minor, ms) per GiB, each
+ * before shared/packet-room.ts). Compared: the same datagrams with the room the layers declare for a
+ * relayed peer (streamDatagramRoom(transportRoom(relayed path))), where every layer writes in place. Reports MB/s, CPU seconds per GiB and GCs (major/minor, ms) per GiB, each
  * mode run alternately; the in-place figures as a ratio of the baseline measured in this run.
  * Run: npm run build && node dist/bench/send-path-bench.js [MiB per run, default 512] [rounds, default 3]
  */
@@ -12,18 +12,17 @@ import { newArqStats } from '../shared/arq/arq-options.js';
 import { DatagramWriter } from '../shared/arq/datagram-writer.js';
 import { CMD_PUSH, SEG_HEADER } from '../shared/arq/segment.js';
 import { encodeSendPacket } from '../shared/derp/frames.js';
-import { RELAYED_ARQ_MTU, RELAYED_INNER_MTU } from '../shared/tunnel-streams/constants.js';
-import {
-  STREAM_DATAGRAM_HEADROOM,
-  STREAM_DATAGRAM_TAILROOM,
-  wrapStreamDatagram,
-} from '../shared/tunnel-streams/inner-udp.js';
+import { RelayedPath } from '../shared/tunnel-endpoint/relayed-path.js';
+import { streamDatagramRoom, wrapStreamDatagram } from '../shared/tunnel-streams/inner-udp.js';
 import { defaultAead } from '../shared/wireguard/crypto/aead.js';
 import { Keypair } from '../shared/wireguard/keypair.js';
-import { sealTransport } from '../shared/wireguard/transport.js';
+import { sealTransport, transportRoom } from '../shared/wireguard/transport.js';
 import { describeMachine, ratio } from './machine.js';
 
 const MIB = Number(process.argv[2] ?? '512');
+/** Inner packets and ARQ datagrams towards a relayed peer, as a tunnel endpoint declares them. */
+const INNER = transportRoom(new RelayedPath({ send: () => true }, Buffer.alloc(32)));
+const ARQ = streamDatagramRoom(INNER);
 const ROUNDS = Number(process.argv[3] ?? '3');
 
 interface Result {
@@ -53,17 +52,17 @@ async function run(inPlace: boolean): Promise<Result> {
   const w = new DatagramWriter(
     5,
     1,
-    RELAYED_ARQ_MTU,
+    ARQ.mtu,
     (d) => {
       const inner = wrapStreamDatagram(0x64400002, 0x64400001, d);
-      const frame = encodeSendPacket(dst, sealTransport(aead, kp, inner, RELAYED_INNER_MTU, nonce));
+      const frame = encodeSendPacket(dst, sealTransport(aead, kp, inner, INNER.mtu, nonce));
       sink ^= frame[frame.length - 1]!;
     },
     newArqStats(),
-    inPlace ? STREAM_DATAGRAM_HEADROOM : 0,
-    inPlace ? STREAM_DATAGRAM_TAILROOM : 0,
+    inPlace ? ARQ.headroom : 0,
+    inPlace ? ARQ.tailroom : 0,
   );
-  const seg = Buffer.alloc(RELAYED_ARQ_MTU - SEG_HEADER, 1);
+  const seg = Buffer.alloc(ARQ.mtu - SEG_HEADER, 1);
   const n = Math.ceil((MIB * 1024 * 1024) / seg.length);
   await new Promise((r) => setTimeout(r, 100)); // let the previous run's garbage go first
   const g0 = { ...gc };

@@ -174,7 +174,7 @@ async function main(): Promise<void> {
       () => {
         if (!session.derp.connected) return false;
         const drops = session.hub.drops['send-failed'];
-        session.sendInner(udp);
+        session.endpoint.send(udp);
         return session.hub.drops['send-failed'] === drops;
       },
       (c) => c.inner,

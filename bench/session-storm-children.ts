@@ -196,7 +196,7 @@ export async function probeChild(): Promise<void> {
     data.write(MAGIC, 0, 'latin1');
     data.writeDoubleBE(now(), 8);
     seq = (seq + 1) & 0xffff;
-    session.sendInner(
+    session.endpoint.send(
       buildIcmpEchoPacket(
         { src: self, dst: hub, type: ICMP_ECHO_REQUEST, identifier: 0x5757, sequence: seq },
         data,

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { generateKeyPair } from '../shared/keys.js';
-import { RELAYED_INNER_MTU } from '../shared/tunnel-streams/constants.js';
+import { ENDPOINT_INNER_MTU } from '../shared/tunnel-endpoint/tunnel-endpoint.js';
 import { CookieChecker, CookieGenerator } from '../shared/wireguard/cookie.js';
 import {
   type Aead,
@@ -184,13 +184,17 @@ function devicePath(size: number): { send: number; receive: number } {
     send: (d) => {
       last = d;
       if (collect) collected.push(d);
+      return true;
     },
     onPacket: () => {},
   });
   const b = new Device({
     privateKey: kb.privateKey,
     mtu: 65535,
-    send: (d) => a.receive(d, { key: 'b' }),
+    send: (d) => {
+      a.receive(d, { key: 'b' });
+      return true;
+    },
     onPacket: () => delivered++,
   });
   const pa: Peer = a.addPeer({
@@ -241,7 +245,7 @@ for (const x of [sodiumX25519(), nodeX25519, naclX25519]) {
 
 // The first is the engine's default (defaultAead), which the full-path rows use.
 const impls = [opensslAead(), sodiumAead(), nodeAead].filter((a): a is Aead => a !== null);
-for (const size of [1420, 16384, RELAYED_INNER_MTU]) {
+for (const size of [1420, 16384, ENDPOINT_INNER_MTU]) {
   for (const a of impls) {
     const [rs, es] = sealPair(a, size);
     const [ro, eo] = openPair(a, size);

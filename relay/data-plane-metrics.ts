@@ -172,7 +172,6 @@ export class HubMetrics {
         [{ stage: 'hub', reason: 'lookup_full' }, s.dropped.lookupFull],
         [{ stage: 'hub', reason: 'not_admitted' }, s.dropped.notAdmitted],
         [{ stage: 'hub', reason: 'pending_overflow' }, s.dropped.pendingOverflow],
-        [{ stage: 'hub', reason: 'path_failed' }, s.dropped.pathFailed],
         [{ stage: 'hub', reason: 'handshake_queue_full' }, s.dropped.handshakeQueueFull],
         [{ stage: 'hub', reason: 'handshake_stale' }, s.dropped.handshakeStale],
       ]),

@@ -27,11 +27,17 @@ export interface DataPlaneOptions {
   /** Test hook: every payload the DERP server routes (views: copy to keep). */
   onPacket?: DerpServerOptions['onPacket'];
   derpLimits?: Partial<DerpLimits>;
-  /** Hub node settings (timers, intervals, maxPeers, onInnerPacket). */
+  /** Hub node settings (timers, intervals, maxPeers, stream binding tuning, onInnerPacket). */
   hub?: Partial<
     Pick<
       HubNodeOptions,
-      'onInnerPacket' | 'maxPeers' | 'timers' | 'statusIntervalMs' | 'probeIntervalMs' | 'deadAfterMs'
+      | 'onInnerPacket'
+      | 'maxPeers'
+      | 'timers'
+      | 'statusIntervalMs'
+      | 'probeIntervalMs'
+      | 'deadAfterMs'
+      | 'streams'
     >
   >;
 }

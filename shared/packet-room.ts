@@ -17,6 +17,17 @@
  */
 import { TunnelError } from './errors.js';
 
+/**
+ * What the layers below a sender allow it: the largest packet they carry, and the room to grant around
+ * a packet so that each of them writes its header and trailer in place. A layer adds its own header to
+ * what the layer below declares (each layer declares only its own sizes).
+ */
+export interface PacketRoom {
+  readonly mtu: number;
+  readonly headroom: number;
+  readonly tailroom: number;
+}
+
 /** Largest headroom or tailroom one grant records. */
 export const MAX_ROOM = 0xff_ffff;
 const SHIFT = 0x100_0000; // headroom * SHIFT + tailroom: both < 2^24, the sum stays an exact integer

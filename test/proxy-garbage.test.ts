@@ -28,7 +28,7 @@ import {
 import { generateKeyPair, type KeyPair, keyToBase64 } from '../shared/keys.js';
 import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
-import { streamsDataPlane } from '../tunnel-client/dialer/streams-data-plane.js';
+import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { type TestRelay as DerpTestRelay, type RawClient, rawClient, waitFor } from './derp-fixtures.js';
 import { connectTunnel, listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 
@@ -60,7 +60,7 @@ async function register(
 async function startAgent(name: string, upPort: number): Promise<void> {
   const { tunnel, privateKey } = await register(name);
   const state = { caPin: t.relay.caPin, caFile: null, upstream: `http://127.0.0.1:${upPort}`, allow: [] };
-  const dp = await streamsDataPlane({ session: { probeIntervalMs: 300 } })({
+  const dp = await agentDataPlane({ session: { probeIntervalMs: 300 } })({
     state: state as unknown as AgentState,
     tunnel,
     privateKey,

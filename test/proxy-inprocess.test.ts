@@ -20,7 +20,7 @@ import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
-import { streamsDataPlane } from '../tunnel-client/dialer/streams-data-plane.js';
+import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { connectTunnel } from './proxy-fixtures.js';
 
 const run = promisify(execFile);
@@ -115,7 +115,7 @@ beforeAll(async () => {
     upstream: `http://127.0.0.1:${upPort}`,
     allow: [],
   } as unknown as AgentState;
-  agentDp = await streamsDataPlane({ session: { probeIntervalMs: 300 } })({
+  agentDp = await agentDataPlane({ session: { probeIntervalMs: 300 } })({
     state,
     tunnel,
     privateKey,
@@ -338,7 +338,7 @@ describe('revocation', () => {
   it('deleting a cluster ends its open CONNECT streams at once', async () => {
     const { tunnel, privateKey } = await register('edge-3');
     const state = { caPin: t.relay.caPin, caFile: null, upstream: `http://127.0.0.1:${upPort}`, allow: [] };
-    agent3 = await streamsDataPlane({ session: { probeIntervalMs: 300 } })({
+    agent3 = await agentDataPlane({ session: { probeIntervalMs: 300 } })({
       state: state as unknown as AgentState,
       tunnel,
       privateKey,

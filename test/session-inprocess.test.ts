@@ -12,8 +12,8 @@ import { connectDerp, type DerpStateEvent } from '../shared/derp/client.js';
 import { buildUdpPacket, parseIpv4Address } from '../shared/ip/index.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
+import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { AgentSession } from '../tunnel-client/session/agent-session.js';
-import { sessionDataPlane } from '../tunnel-client/session/session-data-plane.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -73,12 +73,19 @@ async function register(s: Setup, name: string) {
   return { kp, tunnel: reg.body.tunnel as Tunnel };
 }
 
-function startSession(s: Setup, kp: { privateKey: Buffer }, tunnel: Tunnel, states?: DerpStateEvent[]) {
+function startSession(
+  s: Setup,
+  kp: { privateKey: Buffer },
+  tunnel: Tunnel,
+  states?: DerpStateEvent[],
+  onInnerPacket?: (p: Buffer) => void,
+) {
   const session = new AgentSession({
     privateKey: kp.privateKey,
     tunnel,
     caPin: s.t.relay.caPin,
     probeIntervalMs: 300,
+    ...(onInnerPacket ? { onInnerPacket } : {}),
     derp: { backoff: { baseMs: 100, maxMs: 500 }, ...(states ? { onState: (e) => states.push(e) } : {}) },
   });
   cleanups.push(() => session.close());
@@ -141,21 +148,20 @@ describe('agent session over the relay (in process)', () => {
   it('the relay routes only ciphertext: a marker sent inside the session never appears on the relay', async () => {
     const s = await setup();
     const { kp, tunnel } = await register(s, 'edge-1');
-    const session = startSession(s, kp, tunnel);
+    const atAgent: Buffer[] = [];
+    const session = startSession(s, kp, tunnel, undefined, (p) => atAgent.push(Buffer.from(p)));
     await session.whenUp(10_000);
     const marker = Buffer.from(`PLAINTEXT-MARKER-${Math.random().toString(36).slice(2)}`);
     const self = parseIpv4Address(tunnel.address.split('/')[0]!);
     const hub = parseIpv4Address(tunnel.hubAddress);
     const before = s.routed.length;
     for (let i = 0; i < 5; i++) {
-      session.sendInner(buildUdpPacket({ src: self, dst: hub, srcPort: 4000 + i, dstPort: 7 }, marker));
+      session.endpoint.send(buildUdpPacket({ src: self, dst: hub, srcPort: 4000 + i, dstPort: 7 }, marker));
     }
     await until('hub got the marker', () => s.inner.filter((p) => p.includes(marker)).length === 5);
     // And the other way: hub -> agent, delivered to the session's inner-packet handler.
     const back = Buffer.from(`HUB-TO-AGENT-${Math.random().toString(36).slice(2)}`);
-    const atAgent: Buffer[] = [];
-    session.setInnerPacketHandler((p) => atAgent.push(Buffer.from(p)));
-    s.dp.hub.sendInner(buildUdpPacket({ src: hub, dst: self, srcPort: 7, dstPort: 4000 }, back));
+    s.dp.hub.endpoint.send(buildUdpPacket({ src: hub, dst: self, srcPort: 7, dstPort: 4000 }, back));
     await until('agent got the reply marker', () => atAgent.some((p) => p.includes(back)));
     expect(s.routed.length).toBeGreaterThan(before + 4);
     for (const p of s.routed) {
@@ -275,13 +281,18 @@ describe('agent session over the relay (in process)', () => {
     expect(r.delayMs).toBeLessThanOrEqual(1_000);
   });
 
-  it("the agent runner's factory starts the session, reports changes and hands the session to wiring code", async () => {
+  it("the agent runner's factory starts the session and reports changes", async () => {
     const s = await setup();
     const { kp, tunnel } = await register(s, 'edge-1');
     let changes = 0;
-    const sessions: AgentSession[] = [];
-    const factory = sessionDataPlane({ onSession: (session) => sessions.push(session) });
-    const state = { cluster: 'edge-1', caPin: s.t.relay.caPin, caFile: null } as unknown as AgentState;
+    const factory = agentDataPlane();
+    const state = {
+      cluster: 'edge-1',
+      caPin: s.t.relay.caPin,
+      caFile: null,
+      upstream: null,
+      allow: [],
+    } as unknown as AgentState;
     const dp = await factory({
       state,
       tunnel,
@@ -289,7 +300,6 @@ describe('agent session over the relay (in process)', () => {
       onChange: () => changes++,
     });
     cleanups.push(() => dp.close());
-    expect(sessions).toHaveLength(1);
     await dp.whenUp?.(10_000);
     expect(dp.stats()).toMatchObject({ connected: true, path: 'relayed' });
     expect(changes).toBeGreaterThan(0);

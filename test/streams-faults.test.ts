@@ -1,26 +1,23 @@
 /**
- * Hub -> agent streams over a faulty path, the full stack in process: two WireGuard Devices (hub and
- * agent roles, real keys, a per-pair preshared key, the relay MTUs the hub node and agent session use)
- * joined by seeded lossy/reordering/duplicating links with a 2-second blackout mid-transfer, and the
- * real StreamBinding (ARQ + mux) on each side wired as relay/proxy/hub-streams.ts and
- * tunnel-client/dialer/streams-data-plane.ts wire it. WireGuard rekey thresholds are shortened so
+ * Hub -> agent streams over a faulty path, the full stack in process: two tunnel endpoints
+ * (shared/tunnel-endpoint, as the hub node and the agent session build them: WireGuard Device, path
+ * manager, StreamBinding with ARQ + mux; real keys, a per-pair preshared key, relay-sized datagrams) whose
+ * one path each is a seeded lossy/reordering/duplicating link, with a 2-second blackout mid-transfer. WireGuard rekey thresholds are shortened so
  * several handshakes happen while the streams run. FakeClock drives every timer.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { HUB_ADDRESS } from '../relay/addresses.js';
-import { HUB_MTU } from '../relay/hub/hub-node.js';
 import { type FaultyLink, faultyPath } from '../shared/arq/faulty-path.js';
 import { FakeClock } from '../shared/clock.js';
 import { parseIpv4Address } from '../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey } from '../shared/keys.js';
 import type { MuxStream } from '../shared/mux/mux-stream.js';
 import { OPEN_OK, readOpenRequest, replyOpen } from '../shared/mux/open-target.js';
-import { RELAYED_ARQ_MTU } from '../shared/tunnel-streams/constants.js';
-import { StreamBinding } from '../shared/tunnel-streams/stream-binding.js';
+import { MAX_PATH_MTU, type Path } from '../shared/tunnel-endpoint/path.js';
+import { TunnelEndpoint } from '../shared/tunnel-endpoint/tunnel-endpoint.js';
+import type { StreamBinding } from '../shared/tunnel-streams/stream-binding.js';
 import type { WireGuardTimers } from '../shared/wireguard/constants.js';
-import { Device } from '../shared/wireguard/device.js';
-import { SESSION_MTU } from '../tunnel-client/session/agent-session.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const AGENT_ADDRESS = '100.64.0.7';
@@ -40,71 +37,70 @@ const TIMERS: Partial<WireGuardTimers> = {
 };
 
 interface Side {
-  device: Device;
+  endpoint: TunnelEndpoint;
   binding: StreamBinding;
   handshakesAt: number[];
 }
 
-/** hub and agent Devices + bindings over `ab` (hub -> agent) and `ba` (agent -> hub). */
+/** A path over one direction of the faulty link: relay-sized datagrams, no framing of its own. */
+class FaultyLinkPath implements Path {
+  readonly kind = 'relayed';
+  readonly mtu = MAX_PATH_MTU;
+  readonly headroom = 0;
+  readonly tailroom = 0;
+  readonly #link: FaultyLink;
+
+  constructor(link: FaultyLink) {
+    this.#link = link;
+  }
+
+  send(datagram: Buffer): boolean {
+    this.#link.send(datagram); // lost or delivered later: the network's business
+    return true;
+  }
+}
+
+/** hub and agent tunnel endpoints over `ab` (hub -> agent) and `ba` (agent -> hub). */
 function tunnel(clock: FakeClock, ab: FaultyLink, ba: FaultyLink, onStream: (s: MuxStream) => void) {
   const hubKeys = generateKeyPair();
   const agentKeys = generateKeyPair();
   const psk = generatePresharedKey();
-  const hubEp = { key: 'mem:hub' };
-  const agentEp = { key: 'mem:agent' };
   const hubAddr = parseIpv4Address(HUB_ADDRESS);
   const agentAddr = parseIpv4Address(AGENT_ADDRESS);
-  let hubBinding: StreamBinding | undefined;
-  let agentBinding: StreamBinding | undefined;
-  const hubDevice = new Device({
+  const hubEndpoint = new TunnelEndpoint({
     privateKey: hubKeys.privateKey,
+    address: hubAddr,
     clock,
-    mtu: HUB_MTU,
     timers: TIMERS,
-    send: (d) => ab.send(d),
-    onPacket: (p) => void hubBinding?.input(p),
+    streams: { role: 'client' },
+    onPacket: () => {},
   });
-  const agentDevice = new Device({
+  const agentEndpoint = new TunnelEndpoint({
     privateKey: agentKeys.privateKey,
+    address: agentAddr,
     clock,
-    mtu: SESSION_MTU,
     timers: TIMERS,
-    send: (d) => ba.send(d),
-    onPacket: (p) => void agentBinding?.input(p),
+    streams: { role: 'server', accept: (remote) => remote === hubAddr, onStream: (s) => onStream(s) },
+    onPacket: () => {},
   });
-  ab.deliver = (d) => agentDevice.receive(d, hubEp);
-  ba.deliver = (d) => hubDevice.receive(d, agentEp);
-  const agentPeer = hubDevice.addPeer({
+  const agentAtHub = hubEndpoint.addPeer({
     publicKey: agentKeys.publicKey,
     presharedKey: psk,
-    endpoint: agentEp,
-    allowedIps: [`${AGENT_ADDRESS}/32`],
+    address: AGENT_ADDRESS,
+    paths: [new FaultyLinkPath(ab)],
   });
-  const hubPeer = agentDevice.addPeer({
+  const hubAtAgent = agentEndpoint.addPeer({
     publicKey: hubKeys.publicKey,
     presharedKey: psk,
-    endpoint: hubEp,
-    allowedIps: [`${HUB_ADDRESS}/32`],
+    address: HUB_ADDRESS,
+    paths: [new FaultyLinkPath(ba)],
   });
-  hubBinding = new StreamBinding({
-    role: 'client',
-    local: hubAddr,
-    clock,
-    mtuFor: () => RELAYED_ARQ_MTU,
-    send: (p) => hubDevice.send(p),
-  });
-  agentBinding = new StreamBinding({
-    role: 'server',
-    local: agentAddr,
-    clock,
-    send: (p) => agentDevice.send(p),
-    accept: (remote) => remote === hubAddr,
-    onStream: (s) => onStream(s),
-  });
-  const hub: Side = { device: hubDevice, binding: hubBinding, handshakesAt: [] };
-  const agent: Side = { device: agentDevice, binding: agentBinding, handshakesAt: [] };
-  agentPeer.on('handshake', () => hub.handshakesAt.push(clock.now()));
-  hubPeer.on('handshake', () => agent.handshakesAt.push(clock.now()));
+  ab.deliver = (d) => agentEndpoint.receive(d, hubAtAgent.paths);
+  ba.deliver = (d) => hubEndpoint.receive(d, agentAtHub.paths);
+  const hub: Side = { endpoint: hubEndpoint, binding: hubEndpoint.streams, handshakesAt: [] };
+  const agent: Side = { endpoint: agentEndpoint, binding: agentEndpoint.streams, handshakesAt: [] };
+  agentAtHub.peer.on('handshake', () => hub.handshakesAt.push(clock.now()));
+  hubAtAgent.peer.on('handshake', () => agent.handshakesAt.push(clock.now()));
   return { hub, agent, agentAddr };
 }
 
@@ -245,10 +241,8 @@ describe('hub -> agent streams over WireGuard on a faulty path', () => {
       const link = hub.binding.link(agentAddr);
       expect(link?.closed).toBe(false);
       expect(link!.arq.stats.retransmitsTimeout + link!.arq.stats.retransmitsFast).toBeGreaterThan(0);
-      hub.binding.close();
-      agent.binding.close();
-      hub.device.close();
-      agent.device.close();
+      hub.endpoint.close();
+      agent.endpoint.close();
       p.ab.close();
       p.ba.close();
     },

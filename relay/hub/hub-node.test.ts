@@ -8,11 +8,7 @@ import { EchoProber, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { buildUdpPacket, parseIpv4Address } from '../../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey, type KeyPair, keyToBase64 } from '../../shared/keys.js';
 import { allocPacket, headroomOf } from '../../shared/packet-room.js';
-import {
-  STREAM_DATAGRAM_HEADROOM,
-  STREAM_DATAGRAM_TAILROOM,
-  wrapStreamDatagram,
-} from '../../shared/tunnel-streams/inner-udp.js';
+import { streamDatagramRoom, wrapStreamDatagram } from '../../shared/tunnel-streams/inner-udp.js';
 import { Device } from '../../shared/wireguard/device.js';
 import { HubMetrics } from '../data-plane-metrics.js';
 import { createDerpServer, type DerpServer } from '../derp/server.js';
@@ -101,9 +97,7 @@ function agent(w: World, n: number) {
   device = new Device({
     privateKey: kp.privateKey,
     clock: w.clock,
-    send: (d) => {
-      if (!local.send(w.hubKey.publicKey, d)) throw new Error('not connected');
-    },
+    send: (d) => local.send(w.hubKey.publicKey, d),
     onPacket: (p) => {
       got.push(Buffer.from(p));
       const ip = tryParseIpv4(p);
@@ -168,10 +162,13 @@ describe('HubNode', () => {
     expect(a.hubPeer.isSessionUp).toBe(true);
     const src = parseIpv4Address('100.64.0.2');
     const hub = parseIpv4Address('100.64.0.1');
-    // Inner packets as the stream link builds them: the ARQ datagram carries the room, the IPv4/UDP
-    // header goes in front in place, and the device seals and frames the rest in place.
+    // Inner packets as the stream link builds them: the ARQ datagram carries the room the hub endpoint
+    // declares for the agent (its relayed path + WireGuard) plus the inner IPv4/UDP header, which goes in
+    // front in place; the device seals and frames the rest in place.
+    const room = streamDatagramRoom(w.hub.endpoint.roomFor(src));
+    expect(room.mtu).toBe(65_475);
     const roomy = (from: number, to: number, body: Buffer): Buffer => {
-      const d = allocPacket(body.length, STREAM_DATAGRAM_HEADROOM, STREAM_DATAGRAM_TAILROOM);
+      const d = allocPacket(body.length, room.headroom, room.tailroom);
       body.copy(d);
       return wrapStreamDatagram(from, to, d, 2000);
     };
@@ -185,7 +182,7 @@ describe('HubNode', () => {
     }
     for (const b of downs) {
       const down = roomy(hub, src, b);
-      w.hub.sendInner(down);
+      w.hub.endpoint.send(down);
       expect(headroomOf(down)).toBe(0);
     }
     await settle();

@@ -1,29 +1,30 @@
 /**
- * The hub node: the relay's own WireGuard identity (100.64.0.1) as a user-space Device whose peers are
- * the accepted agents (their key, the per-pair preshared key, allowed IP = the agent's /32). It reaches
- * agents through the DERP server's in-process client (no socket). This file composes the pieces:
+ * The hub node: the relay's own WireGuard identity (100.64.0.1) as a tunnel endpoint
+ * (shared/tunnel-endpoint: Device + path manager + stream binding, mux role 'client') whose peers are the
+ * accepted agents (their key, the per-pair preshared key, allowed IP = the agent's /32). Each agent's
+ * path is relayed through the DERP server's in-process client (no socket). This file composes the pieces:
  * - peer-directory.ts: the agents (by key, peer, cluster), the on-demand store lookup of a key the hub
  *   does not know yet, the cap;
- * - packet-intake.ts: datagrams from a known agent go to device.receive() (transport data at once,
+ * - packet-intake.ts: datagrams from a known agent go to the endpoint (transport data at once,
  *   handshake messages through the bounded handshake queue, handshake-queue.ts);
- * - hub-status.ts: per-agent status (onStatus) every statusIntervalMs, and the RTT probes;
- * - paths.ts: datagrams to an agent go to the path its Endpoint names.
- * The hub answers ICMP echo to its address; other inner packets go to onInnerPacket (pluggable: the
- * streams layer puts its session on inner UDP).
+ * - hub-status.ts: per-agent status (onStatus) every statusIntervalMs, and the RTT probes.
+ * Stream datagrams go to `endpoint.streams` (the proxies open streams there, relay/proxy/hub-streams.ts).
+ * The hub answers ICMP echo to its address; other inner packets go to onInnerPacket.
  */
 import { type Clock, realClock } from '../../shared/clock.js';
-import { MAX_PACKET_LEN } from '../../shared/derp/frames.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
 import { echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
+import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
+import { RelayedPath } from '../../shared/tunnel-endpoint/relayed-path.js';
+import { type EndpointStreamsOptions, TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
-import { Device, type DeviceStats, type Peer } from '../../shared/wireguard/device.js';
+import type { Device, DeviceStats, Peer } from '../../shared/wireguard/device.js';
 import { HUB_ADDRESS } from '../addresses.js';
 import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
 import type { Defer } from './handshake-queue.js';
 import { HubStatus } from './hub-status.js';
 import { PacketIntake } from './packet-intake.js';
-import { type DerpEndpoint, PathTable } from './paths.js';
 import { type HubAgent, PeerDirectory } from './peer-directory.js';
 
 export {
@@ -36,8 +37,6 @@ export { type HubAgent, MAX_PENDING_LOOKUPS, MAX_PENDING_PER_KEY } from './peer-
 
 /** Agents the hub holds sessions with by default: as many as the DERP server admits clients (maxClients). */
 export const HUB_DEFAULT_MAX_PEERS = 10_000;
-/** WireGuard transport overhead: 16-byte header + 16-byte tag. Relay frames carry up to 65,535 bytes. */
-export const HUB_MTU = MAX_PACKET_LEN - 32;
 
 /** The DERP server surface the hub needs. */
 export interface HubDerp {
@@ -57,9 +56,11 @@ export interface HubNodeOptions {
   /** Whether a key may be a peer, and its parameters (the store: registered and Accepted). */
   lookup(publicKey: Buffer): Promise<AdmittedPeer | null>;
   onStatus?: (cluster: string, status: ConnectionStatus) => void;
-  /** Inner packets that are not ICMP echo for the hub. `packet` is a view into the decrypted
-   * datagram, which nothing reuses (see Device.receive). */
+  /** Inner packets that are neither stream datagrams nor ICMP echo for the hub. `packet` is a view into
+   * the decrypted datagram, which nothing reuses (see Device.receive). */
   onInnerPacket?: (packet: Buffer, agent: HubAgent) => void;
+  /** Stream binding settings (caps, ARQ and mux tuning); one link per agent at most by default. */
+  streams?: Omit<EndpointStreamsOptions, 'role' | 'accept' | 'onStream'>;
   clock?: Clock;
   maxPeers?: number;
   timers?: Partial<WireGuardTimers>;
@@ -85,52 +86,43 @@ export interface HubStats {
     lookupFull: number;
     notAdmitted: number;
     pendingOverflow: number;
-    pathFailed: number;
     handshakeQueueFull: number;
     handshakeStale: number;
   };
 }
 
-const PATH_FAILED = new Error('path refused the datagram');
-
 export class HubNode {
-  readonly device: Device;
+  readonly endpoint: TunnelEndpoint;
   readonly publicKey: Buffer;
   readonly #local: DerpClientLike;
-  readonly #paths = new PathTable();
   readonly #peers: PeerDirectory;
   readonly #intake: PacketIntake;
   readonly #status: HubStatus;
   readonly #hubAddr = parseIpv4Address(HUB_ADDRESS);
-  #pathFailed = 0;
-  #inner: ((packet: Buffer, agent: HubAgent) => void) | undefined;
+  readonly #inner: ((packet: Buffer, agent: HubAgent) => void) | undefined;
   #closed = false;
 
   constructor(opts: HubNodeOptions) {
     this.#inner = opts.onInnerPacket;
     const clock = opts.clock ?? realClock;
     const maxPeers = opts.maxPeers ?? HUB_DEFAULT_MAX_PEERS;
-    this.device = new Device({
+    this.endpoint = new TunnelEndpoint({
       privateKey: opts.privateKey,
+      address: this.#hubAddr,
       clock,
-      mtu: HUB_MTU,
       maxPeers,
       // Every datagram reaches the hub from a DERP key the relay admitted: no cookie round trips under load.
       authenticatedSources: true,
       ...(opts.timers ? { timers: opts.timers } : {}),
-      send: (d, e) => {
-        if (!this.#paths.send(d, e)) {
-          this.#pathFailed++;
-          throw PATH_FAILED;
-        }
-      },
+      // One stream link per agent with streams in use: as many as the hub holds sessions.
+      streams: { maxLinks: maxPeers, ...opts.streams, role: 'client' },
       onPacket: (p, peer) => this.#onInner(p, peer),
     });
-    this.publicKey = this.device.publicKey;
+    this.publicKey = this.endpoint.publicKey;
     this.#intake = new PacketIntake({
       clock,
-      deliver: (d, e) => this.device.receive(d, e),
-      staleAfterMs: () => this.device.timers.rekeyTimeout,
+      deliver: (d, from) => this.endpoint.receive(d, from),
+      staleAfterMs: () => this.endpoint.device.timers.rekeyTimeout,
       ...(opts.defer ? { defer: opts.defer } : {}),
       ...(opts.handshakeBatch !== undefined ? { batch: opts.handshakeBatch } : {}),
       ...(opts.handshakeQueueCap !== undefined ? { cap: opts.handshakeQueueCap } : {}),
@@ -145,12 +137,13 @@ export class HubNode {
       ...(opts.deadAfterMs !== undefined ? { deadAfterMs: opts.deadAfterMs } : {}),
     });
     this.#peers = new PeerDirectory({
-      device: this.device,
+      addPeer: (p) => this.endpoint.addPeer({ ...p, paths: [new RelayedPath(this.#local, p.publicKey)] }),
+      removePeer: (key) => this.endpoint.removePeer(key),
       clock,
       hubAddr: this.#hubAddr,
       maxPeers,
       lookup: (k) => opts.lookup(k),
-      deliver: (d, rec) => this.#intake.receive(d, rec.endpoint),
+      deliver: (d, rec) => this.#intake.receive(d, rec.paths),
       onHandshake: (rec) => this.#status.onHandshake(rec),
       ...(opts.log ? { log: opts.log } : {}),
     });
@@ -164,19 +157,11 @@ export class HubNode {
         },
       },
     );
-    this.#paths.set('derp', {
-      send: (d, e) => this.#local.send((e as DerpEndpoint).derpKey, d),
-    });
   }
 
-  /** Replaces the handler for inner packets that are not the hub's own ICMP (the streams layer). */
-  setInnerPacketHandler(fn: ((packet: Buffer, agent: HubAgent) => void) | undefined): void {
-    this.#inner = fn;
-  }
-
-  /** Sets the transport for another endpoint scheme (e.g. `udp` for a direct path). */
-  setPath(scheme: string, transport: { send(datagram: Buffer, endpoint: { key: string }): boolean }): void {
-    this.#paths.set(scheme, transport);
+  /** The hub's WireGuard device (its peers are the agents). */
+  get device(): Device<PeerPaths> {
+    return this.endpoint.device;
   }
 
   /**
@@ -208,11 +193,6 @@ export class HubNode {
     return rec ? this.#status.of(rec) : null;
   }
 
-  /** Sends an inner IP packet (routed by destination address to its agent). */
-  sendInner(packet: Buffer): void {
-    this.device.send(packet);
-  }
-
   /** True when the device holds maxPeers peers (addAgent refuses new agents). */
   get full(): boolean {
     return this.#peers.full;
@@ -220,11 +200,11 @@ export class HubNode {
 
   get stats(): HubStats {
     return {
-      device: this.device.stats,
+      device: this.endpoint.stats,
       agents: this.#peers.size,
       pendingLookups: this.#peers.pendingLookups,
       handshakeQueue: this.#intake.depth,
-      dropped: { ...this.#peers.dropped, pathFailed: this.#pathFailed, ...this.#intake.dropped },
+      dropped: { ...this.#peers.dropped, ...this.#intake.dropped },
     };
   }
 
@@ -234,12 +214,12 @@ export class HubNode {
     this.#status.close();
     this.#intake.close();
     this.#local.close();
-    this.device.close();
+    this.endpoint.close();
     this.#peers.close();
   }
 
   /** Answers ICMP echo to the hub and takes the replies to its probes; the rest goes to the handler. */
-  #onInner(packet: Buffer, peer: Peer): void {
+  #onInner(packet: Buffer, peer: Peer<PeerPaths>): void {
     const rec = this.#peers.forPeer(peer);
     if (!rec) return;
     const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;

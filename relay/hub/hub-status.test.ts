@@ -28,7 +28,7 @@ function rig(opts: Partial<HubStatusOptions> = {}) {
   const hub = new Device({
     privateKey: hk.privateKey,
     clock,
-    send: (d) => void (link.up && link.toAgent.push(Buffer.from(d))),
+    send: (d) => link.up && link.toAgent.push(Buffer.from(d)) > 0,
     onPacket: (p) => {
       const ip = tryParseIpv4(p);
       if (ip) prober.onPacket(ip);
@@ -37,7 +37,7 @@ function rig(opts: Partial<HubStatusOptions> = {}) {
   const agent: Device = new Device({
     privateKey: ak.privateKey,
     clock,
-    send: (d) => void (link.up && link.toHub.push(Buffer.from(d))),
+    send: (d) => link.up && link.toHub.push(Buffer.from(d)) > 0,
     onPacket: (p) => {
       const ip = tryParseIpv4(p);
       const reply = ip && echoReplyFor(ip, AGENT);

@@ -5,6 +5,7 @@
  * with ICMP echo at most every probeIntervalMs (its prober measures the RTT from the replies).
  */
 import type { Clock, TimerHandle } from '../../shared/clock.js';
+import type { Peer } from '../../shared/wireguard/device.js';
 import type { ConnectionStatus } from '../hooks.js';
 import type { AgentRecord } from './peer-directory.js';
 
@@ -17,8 +18,8 @@ export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
 /** The parts of an agent record the status reads and updates. */
 export type StatusRecord = Pick<
   AgentRecord,
-  'cluster' | 'key' | 'peer' | 'prober' | 'lastRxBytes' | 'lastRxAt' | 'lastProbeAt'
->;
+  'cluster' | 'key' | 'prober' | 'lastRxBytes' | 'lastRxAt' | 'lastProbeAt'
+> & { readonly peer: Peer };
 
 export interface HubStatusOptions {
   clock: Clock;

@@ -3,13 +3,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
 import { generateKeyPair } from '../../shared/keys.js';
+import { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
 import { HANDSHAKE_VIEW_MAX_BACKING, isHandshakeMessage, PacketIntake } from './packet-intake.js';
-import { type DerpEndpoint, derpEndpoint } from './paths.js';
 
 function rig(opts: { batch?: number; cap?: number; staleAfterMs?: number } = {}) {
   const clock = new FakeClock();
   const turns: Array<() => void> = [];
-  const got: Array<{ d: Buffer; e: DerpEndpoint; at: number }> = [];
+  const got: Array<{ d: Buffer; e: PeerPaths; at: number }> = [];
   const stale = { ms: opts.staleAfterMs ?? 5_000 };
   const intake = new PacketIntake({
     clock,
@@ -34,7 +34,11 @@ function msg(type: number, n = 28, fill = 0): Buffer {
   return b;
 }
 
-const e = derpEndpoint(generateKeyPair().publicKey);
+const e = new PeerPaths({
+  publicKey: generateKeyPair().publicKey,
+  address: 0x64400002,
+  onPathChange: () => {},
+});
 
 describe('isHandshakeMessage', () => {
   it('is true exactly for types 1-3 in the little-endian first word', () => {

@@ -5,8 +5,8 @@
  * one callback. A handshake message that waited a whole retry interval is dropped as stale.
  */
 import type { Clock } from '../../shared/clock.js';
+import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
 import { type Defer, HandshakeQueue } from './handshake-queue.js';
-import type { DerpEndpoint } from './paths.js';
 
 /**
  * A queued handshake message that is a view into a larger buffer is copied when that buffer exceeds this
@@ -24,8 +24,8 @@ export function isHandshakeMessage(d: Buffer): boolean {
 
 export interface PacketIntakeOptions {
   clock: Clock;
-  /** The device's receive (never throws). */
-  deliver(datagram: Buffer, from: DerpEndpoint): void;
+  /** The hub endpoint's receive (never throws). */
+  deliver(datagram: Buffer, from: PeerPaths): void;
   /** A handshake message queued this long ago or longer is stale (the device's rekeyTimeout). */
   staleAfterMs(): number;
   defer?: Defer;
@@ -37,7 +37,7 @@ export interface PacketIntakeOptions {
 
 interface QueuedHandshake {
   readonly d: Buffer;
-  readonly e: DerpEndpoint;
+  readonly e: PeerPaths;
   /** clock.now() when queued. */
   readonly at: number;
 }
@@ -68,7 +68,7 @@ export class PacketIntake {
   }
 
   /** Transport data to the device now; a handshake message to the queue (dropped and counted when full). */
-  receive(d: Buffer, e: DerpEndpoint): void {
+  receive(d: Buffer, e: PeerPaths): void {
     if (!isHandshakeMessage(d)) {
       this.#o.deliver(d, e);
       return;

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
 import { generateKeyPair, generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
-import { Device } from '../../shared/wireguard/device.js';
+import { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
 import type { AdmittedPeer } from '../hooks.js';
 import {
   type AgentRecord,
@@ -27,18 +27,21 @@ interface Lookup {
 
 function rig(maxPeers = 16) {
   const clock = new FakeClock();
-  const device = new Device({
+  const endpoint = new TunnelEndpoint({
     privateKey: generateKeyPair().privateKey,
+    address: 0x64400001,
     clock,
     maxPeers,
-    send: () => {},
+    streams: { role: 'client' },
     onPacket: () => {},
   });
+  const device = endpoint.device;
   const lookups: Lookup[] = [];
   const got: Array<{ d: Buffer; rec: AgentRecord }> = [];
   const logs: string[] = [];
   const dir = new PeerDirectory({
-    device,
+    addPeer: (p) => endpoint.addPeer(p),
+    removePeer: (k) => endpoint.removePeer(k),
     clock,
     hubAddr: 0x64400001,
     maxPeers,
@@ -47,7 +50,7 @@ function rig(maxPeers = 16) {
     onHandshake: () => {},
     log: (_o, m) => logs.push(m),
   });
-  closers.push(() => device.close());
+  closers.push(() => endpoint.close());
   return { device, dir, lookups, got, logs };
 }
 

@@ -1,6 +1,6 @@
 /**
- * The hub's agents: one record per accepted agent (its WireGuard peer on the hub device, its DERP
- * endpoint, its probe state), found by key, by peer and by cluster. Agents are added for every accepted
+ * The hub's agents: one record per accepted agent (its WireGuard peer on the hub's endpoint, its paths,
+ * its probe state), found by key, by peer and by cluster. Agents are added for every accepted
  * agent at start (add) and on demand when an admitted key the hub does not know sends its first datagram:
  * the store is asked (lookup), a few datagrams wait for the answer (capped per key and in keys), then go
  * on to `deliver`. remove on delete, deny or unjoin. The cap on agents is the device's maxPeers.
@@ -9,9 +9,10 @@ import type { Clock } from '../../shared/clock.js';
 import { EchoProber } from '../../shared/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { keyToBase64, parseKey } from '../../shared/keys.js';
-import type { Device, Peer } from '../../shared/wireguard/device.js';
+import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
+import type { TunnelPeer } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
+import type { Peer } from '../../shared/wireguard/device.js';
 import type { AdmittedPeer } from '../hooks.js';
-import { type DerpEndpoint, derpEndpoint } from './paths.js';
 
 /** Agents whose first datagrams wait for a store lookup at once; more are dropped. */
 export const MAX_PENDING_LOOKUPS = 256;
@@ -22,12 +23,13 @@ export interface HubAgent {
   readonly cluster: string;
   readonly publicKey: string;
   readonly address: string;
-  readonly peer: Peer;
+  readonly peer: Peer<PeerPaths>;
 }
 
 export interface AgentRecord extends HubAgent {
   readonly key: Buffer;
-  readonly endpoint: DerpEndpoint;
+  /** The agent's paths: the Endpoint its datagrams are received from (packet-intake.ts). */
+  readonly paths: PeerPaths;
   readonly prober: EchoProber;
   lastRxBytes: number;
   lastRxAt: number | null;
@@ -35,7 +37,9 @@ export interface AgentRecord extends HubAgent {
 }
 
 export interface PeerDirectoryOptions {
-  device: Pick<Device, 'addPeer' | 'removePeer'>;
+  /** Adds the agent as a peer of the hub's endpoint, with its paths; throws when refused. */
+  addPeer(p: { publicKey: Buffer; presharedKey: Buffer; address: string }): TunnelPeer;
+  removePeer(publicKey: Buffer): boolean;
   clock: Clock;
   /** The hub's own inner address (the probes' source). */
   hubAddr: number;
@@ -55,7 +59,7 @@ export class PeerDirectory {
   readonly #agents = new Map<string, AgentRecord>();
   /** Per-packet fast paths without formatting keys: the relay passes each sender's own key Buffer. */
   readonly #bySrcBuffer = new WeakMap<Buffer, AgentRecord>();
-  readonly #byPeer = new Map<Peer, AgentRecord>();
+  readonly #byPeer = new Map<Peer<PeerPaths>, AgentRecord>();
   readonly #byCluster = new Map<string, AgentRecord>();
   readonly #pending = new Map<string, Buffer[]>();
   readonly dropped = { lookupFull: 0, notAdmitted: 0, pendingOverflow: 0 };
@@ -87,7 +91,7 @@ export class PeerDirectory {
     return this.#byCluster.get(cluster);
   }
 
-  forPeer(peer: Peer): AgentRecord | undefined {
+  forPeer(peer: Peer<PeerPaths>): AgentRecord | undefined {
     return this.#byPeer.get(peer);
   }
 
@@ -117,15 +121,9 @@ export class PeerDirectory {
       if (psk.equals(existing.peer.presharedKey)) return true;
     }
     if (existing) this.remove(p.publicKey);
-    const endpoint = derpEndpoint(key);
-    let peer: Peer;
+    let added: TunnelPeer;
     try {
-      peer = this.#o.device.addPeer({
-        publicKey: key,
-        presharedKey: psk,
-        endpoint,
-        allowedIps: [`${p.address}/32`],
-      });
+      added = this.#o.addPeer({ publicKey: key, presharedKey: psk, address: p.address });
     } catch (err) {
       this.#o.log?.({ cluster: p.cluster, err }, 'hub: agent not added');
       return false;
@@ -134,17 +132,17 @@ export class PeerDirectory {
       cluster: p.cluster,
       publicKey: p.publicKey,
       address: p.address,
-      peer,
+      peer: added.peer,
       key,
-      endpoint,
+      paths: added.paths,
       prober: new EchoProber({ clock: this.#o.clock, src: this.#o.hubAddr, dst }),
       lastRxBytes: 0,
       lastRxAt: null,
       lastProbeAt: Number.NEGATIVE_INFINITY,
     };
-    peer.on('handshake', () => this.#o.onHandshake(rec));
+    rec.peer.on('handshake', () => this.#o.onHandshake(rec));
     this.#agents.set(p.publicKey, rec);
-    this.#byPeer.set(peer, rec);
+    this.#byPeer.set(rec.peer, rec);
     this.#byCluster.set(p.cluster, rec);
     return true;
   }
@@ -158,7 +156,7 @@ export class PeerDirectory {
     this.#agents.delete(id);
     this.#byPeer.delete(rec.peer);
     if (this.#byCluster.get(rec.cluster) === rec) this.#byCluster.delete(rec.cluster);
-    this.#o.device.removePeer(rec.key);
+    this.#o.removePeer(rec.key);
     return true;
   }
 

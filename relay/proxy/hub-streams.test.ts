@@ -10,10 +10,12 @@ import type { ClusterRecord } from '../store/types.js';
 import { HubStreams } from './hub-streams.js';
 
 const AGENT = '100.64.0.7';
+const HUB = '100.64.0.1';
 const KEY = 'A'.repeat(43) + '=';
 
 interface World {
   streams: HubStreams;
+  hub: StreamBinding;
   agent: StreamBinding;
   hooks: EventEmitter;
   live: { session: boolean; relay: boolean };
@@ -23,11 +25,12 @@ const worlds: World[] = [];
 afterEach(() => {
   for (const w of worlds.splice(0)) {
     w.streams.close();
+    w.hub.close();
     w.agent.close();
   }
 });
 
-/** A HubStreams over a fake data plane whose packets go straight to an agent binding that echoes. */
+/** A HubStreams over a hub binding whose packets go straight to an agent binding that echoes. */
 function world(clusters: Record<string, Partial<ClusterRecord>>, graceMs = 300): World {
   const hooks = new EventEmitter();
   const live = { session: true, relay: true };
@@ -35,12 +38,23 @@ function world(clusters: Record<string, Partial<ClusterRecord>>, graceMs = 300):
     getCluster: async (name: string) =>
       clusters[name] ? ({ name, ...clusters[name] } as ClusterRecord) : null,
   };
-  let streams: HubStreams | undefined;
-  const agent = new StreamBinding({
+  const hub: StreamBinding = new StreamBinding({
+    role: 'client',
+    local: parseIpv4Address(HUB),
+    clock: realClock,
+    send: (p) => {
+      setImmediate(() => agent.input(p));
+      return true;
+    },
+  });
+  const agent: StreamBinding = new StreamBinding({
     role: 'server',
     local: parseIpv4Address(AGENT),
     clock: realClock,
-    send: (p) => setImmediate(() => streams?.input(p)),
+    send: (p) => {
+      setImmediate(() => hub.input(p));
+      return true;
+    },
     onStream: (s: MuxStream) => {
       readOpenRequest(s, { clock: realClock }).then(() => {
         replyOpen(s, OPEN_OK);
@@ -48,17 +62,17 @@ function world(clusters: Record<string, Partial<ClusterRecord>>, graceMs = 300):
       });
     },
   });
-  streams = new HubStreams({
+  const streams = new HubStreams({
     ctx: { store, hooks } as unknown as Pick<RelayContext, 'store' | 'hooks'>,
     clock: realClock,
     disconnectGraceMs: graceMs,
-    dataPlane: () => ({
-      sendInner: (p) => setImmediate(() => agent.input(p)),
+    dataPlane: {
+      binding: hub,
       isSessionUp: () => live.session,
       isRelayConnected: () => live.relay,
-    }),
+    },
   });
-  const w = { streams, agent, hooks, live };
+  const w = { streams, hub, agent, hooks, live };
   worlds.push(w);
   return w;
 }

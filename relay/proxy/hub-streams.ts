@@ -1,6 +1,6 @@
 /**
- * The hub's side of the streams: the stream binding on inner UDP (mux role 'client', from the hub
- * address 100.64.0.1) and `open(cluster, target)`, which the proxies call. It resolves the cluster,
+ * The hub's side of the streams: `open(cluster, target)` on the hub endpoint's stream binding (mux role
+ * 'client', from the hub address 100.64.0.1), which the proxies call. It resolves the cluster,
  * fails fast when no agent session is live, and maps refusals to stable codes:
  *   NOT_FOUND (no such cluster), AGENT_NOT_CONNECTED (no agent, or its session is down),
  *   STREAM_REFUSED / UPSTREAM_FAILED / BAD_INPUT (the agent's answer), TIMEOUT (no answer in time).
@@ -13,19 +13,17 @@ import type { Clock, TimerHandle } from '../../shared/clock.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import type { MuxStream } from '../../shared/mux/mux-stream.js';
-import { RELAYED_ARQ_MTU } from '../../shared/tunnel-streams/constants.js';
-import { StreamBinding, type StreamBindingOptions } from '../../shared/tunnel-streams/stream-binding.js';
-import { HUB_ADDRESS } from '../addresses.js';
+import type { StreamBinding } from '../../shared/tunnel-streams/stream-binding.js';
 import type { RelayContext } from '../context.js';
 import type { KeyEvent } from '../hooks.js';
-import { HUB_DEFAULT_MAX_PEERS } from '../hub/hub-node.js';
 
 export const DEFAULT_DISCONNECT_GRACE_MS = 8_000;
 const WATCH_INTERVAL_MS = 1_000;
 
 /** What HubStreams needs from the data plane (hub node and DERP server). */
 export interface HubStreamsDataPlane {
-  sendInner(packet: Buffer): void;
+  /** The hub endpoint's stream binding (it owns and closes it). */
+  readonly binding: StreamBinding;
   /** Live session for this agent key (handshake done, recent datagrams). */
   isSessionUp(publicKey: string): boolean;
   /** The agent's relay connection is up. */
@@ -35,10 +33,9 @@ export interface HubStreamsDataPlane {
 export interface HubStreamsOptions {
   ctx: Pick<RelayContext, 'store' | 'hooks'>;
   clock: Clock;
-  dataPlane: () => HubStreamsDataPlane | undefined;
+  dataPlane: HubStreamsDataPlane;
   openTimeoutMs?: number;
   disconnectGraceMs?: number;
-  binding?: Partial<Pick<StreamBindingOptions, 'arq' | 'mux' | 'maxLinks'>>;
 }
 
 interface Peer {
@@ -57,24 +54,10 @@ export class HubStreams {
 
   constructor(o: HubStreamsOptions) {
     this.#o = o;
-    this.binding = new StreamBinding({
-      // One stream link per agent with streams in use: as many as the hub holds sessions.
-      maxLinks: HUB_DEFAULT_MAX_PEERS,
-      ...o.binding,
-      role: 'client',
-      local: parseIpv4Address(HUB_ADDRESS),
-      clock: o.clock,
-      mtuFor: () => RELAYED_ARQ_MTU,
-      send: (p) => o.dataPlane()?.sendInner(p),
-    });
+    this.binding = o.dataPlane.binding;
     for (const ev of ['cluster-deleted', 'cluster-denied', 'agent-unjoined'] as const) {
       o.ctx.hooks.on(ev, this.#onRevoked);
     }
-  }
-
-  /** Inner packets from the hub node that are not its own ICMP. */
-  input(packet: Buffer): void {
-    this.binding.input(packet);
   }
 
   /** A stream to `target` on the cluster's agent (see the class comment for the errors). */
@@ -85,8 +68,7 @@ export class HubStreams {
     if (c.status !== 'Accepted' || !c.address || !c.publicKey) {
       throw new TunnelError('AGENT_NOT_CONNECTED', `cluster '${cluster}' has no accepted agent`);
     }
-    const dp = this.#o.dataPlane();
-    if (!dp?.isSessionUp(c.publicKey)) {
+    if (!this.#o.dataPlane.isSessionUp(c.publicKey)) {
       throw new TunnelError('AGENT_NOT_CONNECTED', `the agent of cluster '${cluster}' is not connected`);
     }
     const remote = parseIpv4Address(c.address);
@@ -105,6 +87,7 @@ export class HubStreams {
     }
   }
 
+  /** Stops opening streams and watching agents (the binding closes with the hub endpoint). */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -112,7 +95,6 @@ export class HubStreams {
     for (const ev of ['cluster-deleted', 'cluster-denied', 'agent-unjoined'] as const) {
       this.#o.ctx.hooks.off(ev, this.#onRevoked);
     }
-    this.binding.close();
     this.#peers.clear();
   }
 
@@ -135,7 +117,7 @@ export class HubStreams {
 
   /** Closes links whose agent lost its relay connection for longer than the grace. */
   #watch(): void {
-    const dp = this.#o.dataPlane();
+    const dp = this.#o.dataPlane;
     const now = this.#o.clock.now();
     const grace = this.#o.disconnectGraceMs ?? DEFAULT_DISCONNECT_GRACE_MS;
     for (const [remote, p] of this.#peers) {
@@ -143,7 +125,7 @@ export class HubStreams {
         this.#peers.delete(remote);
         continue;
       }
-      if (dp?.isRelayConnected(p.publicKey)) {
+      if (dp.isRelayConnected(p.publicKey)) {
         p.downSince = null;
         continue;
       }

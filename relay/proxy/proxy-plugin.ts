@@ -1,6 +1,6 @@
 /**
  * The relay's data plane with the hub's proxies: mounts the DERP server and hub node (data-plane.ts),
- * puts the stream binding on the hub's inner packets, and serves
+ * opens streams on the hub endpoint's stream binding (hub-streams.ts), and serves
  *   CONNECT <cluster>.clusters.local:<port>       (https server 'connect')
  *   /api/v1/clusters/:name/proxy[/*]              (Fastify routes, hijacked; Upgrade via 'upgrade')
  * Its counters (streams, proxy results) are exported on /metrics (proxy-metrics.ts).
@@ -26,8 +26,9 @@ import { pipeFamilies, proxyFamilies, streamFamilies } from './proxy-metrics.js'
 import { writeErrorResponse } from './raw-response.js';
 
 export interface HubProxyOptions {
+  /** DERP limits, hub node settings (stream binding tuning in `hub.streams`), test hooks. */
   dataPlane?: DataPlaneOptions;
-  streams?: Partial<Pick<HubStreamsOptions, 'openTimeoutMs' | 'disconnectGraceMs' | 'binding'>>;
+  streams?: Partial<Pick<HubStreamsOptions, 'openTimeoutMs' | 'disconnectGraceMs'>>;
 }
 
 export interface HubProxy {
@@ -43,39 +44,28 @@ export function hubProxyPlugin(
   onMounted?: (p: HubProxy) => void,
 ): (app: FastifyInstance, ctx: RelayContext) => Promise<void> {
   return async (app, ctx) => {
-    let dp: DataPlane | undefined;
+    const dp = await mountDataPlane(app, ctx, opts.dataPlane);
     const streams = new HubStreams({
       ...opts.streams,
       ctx,
       clock: ctx.clock,
-      dataPlane: () =>
-        dp && {
-          sendInner: (p) => dp?.hub.sendInner(p),
-          isSessionUp: (k) => dp?.hub.status(k)?.connected === true,
-          isRelayConnected: (k) => dp?.derp.isConnected(parseKey(k, 'agent key')) === true,
-        },
+      dataPlane: {
+        binding: dp.hub.endpoint.streams,
+        isSessionUp: (k) => dp.hub.status(k)?.connected === true,
+        isRelayConnected: (k) => dp.derp.isConnected(parseKey(k, 'agent key')),
+      },
     });
     const pathStats = newPathProxyStats();
     const pipes = new LivePipes({ ctx, credentials: ctx.store });
-    const userInner = opts.dataPlane?.hub?.onInnerPacket;
-    // An 'upgrade' listener of our own (added before the DERP server's) takes every Upgrade path but
-    // /derp; with two listeners the DERP server no longer answers other paths with 404.
+    // An 'upgrade' listener of our own (ahead of the DERP server's) takes every Upgrade path but /derp;
+    // with two listeners the DERP server no longer answers other paths with 404.
     const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === '/derp') return;
       if (handleProxyUpgrade({ ctx, streams, pipes, stats: pathStats }, req, socket, head)) return;
       writeErrorResponse(socket, 404, new TunnelError('NOT_FOUND', `no Upgrade endpoint at ${path}`));
     };
-    app.server.on('upgrade', onUpgrade);
-    dp = await mountDataPlane(app, ctx, {
-      ...opts.dataPlane,
-      hub: {
-        ...opts.dataPlane?.hub,
-        onInnerPacket: (packet, agent) => {
-          if (!streams.binding.input(packet)) userInner?.(packet, agent);
-        },
-      },
-    });
+    app.server.prependListener('upgrade', onUpgrade);
     const connectStats: ConnectProxyStats = { established: 0, failed: {} };
     const detachConnect = attachConnectProxy({
       server: app.server,

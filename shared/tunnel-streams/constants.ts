@@ -6,22 +6,8 @@
  *   inner packet = | IPv4 header (20) | UDP header (8) | ARQ datagram (segments, <= ARQ MTU) |
  *   UDP src port = dst port = STREAMS_PORT
  */
-import { IPV4_UDP_OVERHEAD } from '../ip/udp.js';
-
 /** Inner UDP port of the stream session, on the hub and on the agent. */
 export const STREAMS_PORT = 4789;
-
-/** Largest inner IP packet over the relay: a relay frame carries 65,535 bytes, WireGuard adds 32. */
-export const RELAYED_INNER_MTU = 65_535 - 32;
-/** ARQ MTU over the relay: 65,503 - 28 = 65,475. */
-export const RELAYED_ARQ_MTU = RELAYED_INNER_MTU - IPV4_UDP_OVERHEAD;
-/** ARQ MTU on a direct UDP path (WireGuard MTU 1420 - 28). */
-export const DIRECT_ARQ_MTU = 1420 - IPV4_UDP_OVERHEAD;
-
-/** The ARQ MTU for a path kind. */
-export function arqMtuFor(path: 'direct' | 'relayed'): number {
-  return path === 'direct' ? DIRECT_ARQ_MTU : RELAYED_ARQ_MTU;
-}
 
 /**
  * ARQ tuning of the relay path. It runs over the relay's TCP connections, which queue instead of dropping,

@@ -2,12 +2,10 @@
  * Inner UDP datagrams of the stream session: pick the ARQ datagram out of a decrypted inner IP packet,
  * and wrap an ARQ datagram into one. No I/O.
  */
-import { SEND_PACKET_HEADROOM } from '../derp/frames.js';
 import { isTunnelError } from '../errors.js';
 import { IPV4_MAX_PACKET, parseIpv4Packet } from '../ip/ipv4.js';
 import { IPV4_UDP_OVERHEAD, parseUdp, writeUdpHeaders } from '../ip/udp.js';
-import { growPacket } from '../packet-room.js';
-import { TRANSPORT_HEADROOM, TRANSPORT_TAILROOM } from '../wireguard/transport.js';
+import { growPacket, type PacketRoom } from '../packet-room.js';
 import { STREAMS_PORT } from './constants.js';
 
 export type InnerDropReason = 'not-ipv4-udp' | 'wrong-port' | 'wrong-address' | 'malformed';
@@ -42,12 +40,17 @@ export function pickStreamDatagram(
 }
 
 /**
- * Room the stream session's ARQ reserves around each datagram so that every layer below writes in place
- * (shared/packet-room.ts): inner IPv4/UDP header, WireGuard transport header, DERP SendPacket header and
- * key before it; WireGuard padding and tag after it.
+ * What the stream session's ARQ may send to a peer, given what the layers below the inner packet allow
+ * (`below`: the tunnel endpoint's WireGuard and path): the inner IPv4/UDP header takes 28 bytes of the
+ * MTU, and is written in place in front of each datagram together with the headers below it.
  */
-export const STREAM_DATAGRAM_HEADROOM = IPV4_UDP_OVERHEAD + TRANSPORT_HEADROOM + SEND_PACKET_HEADROOM;
-export const STREAM_DATAGRAM_TAILROOM = TRANSPORT_TAILROOM;
+export function streamDatagramRoom(below: PacketRoom): PacketRoom {
+  return {
+    mtu: below.mtu - IPV4_UDP_OVERHEAD,
+    headroom: below.headroom + IPV4_UDP_OVERHEAD,
+    tailroom: below.tailroom,
+  };
+}
 
 /**
  * The inner packet carrying `datagram` from `src` to `dst` (UDP checksum 0: WireGuard authenticates): the

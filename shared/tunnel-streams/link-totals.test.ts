@@ -17,6 +17,7 @@ function pair(lose: (n: number) => boolean) {
     clock: realClock,
     send: (p) => {
       if (!lose(sent++)) setImmediate(() => agent.input(p));
+      return true;
     },
     arq: { minRtoMs: 20, initialRtoMs: 40 },
   });
@@ -24,7 +25,10 @@ function pair(lose: (n: number) => boolean) {
     role: 'server',
     local: AGENT,
     clock: realClock,
-    send: (p) => setImmediate(() => hub.input(p)),
+    send: (p) => {
+      setImmediate(() => hub.input(p));
+      return true;
+    },
     accept: (r) => r === HUB,
     onStream: (s: MuxStream) => {
       readOpenRequest(s, { clock: realClock }).then(() => {

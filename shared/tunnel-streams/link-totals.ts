@@ -11,7 +11,7 @@ import type { StreamLink } from './stream-link.js';
 export interface LinkTotals {
   arq: ArqStats;
   mux: MuxStats;
-  /** Inner packets the link's send callback threw on. */
+  /** Inner packets the layer below dropped at once (see StreamLink.sendErrors). */
   sendErrors: number;
 }
 

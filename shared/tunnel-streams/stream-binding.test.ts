@@ -17,13 +17,19 @@ function pair(onStream: (s: MuxStream) => void) {
     role: 'client',
     local: HUB,
     clock: realClock,
-    send: (p) => setImmediate(() => agent.input(p)),
+    send: (p) => {
+      setImmediate(() => agent.input(p));
+      return true;
+    },
   });
   const agent: StreamBinding = new StreamBinding({
     role: 'server',
     local: AGENT,
     clock: realClock,
-    send: (p) => setImmediate(() => hub.input(p)),
+    send: (p) => {
+      setImmediate(() => hub.input(p));
+      return true;
+    },
     accept: (r) => r === HUB,
     onStream: (s) => onStream(s),
   });

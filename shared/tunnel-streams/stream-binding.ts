@@ -14,9 +14,11 @@ import { randomInt } from 'node:crypto';
 import { peekConv } from '../arq/segment.js';
 import type { Clock } from '../clock.js';
 import { TunnelError } from '../errors.js';
+import { IPV4_MAX_PACKET } from '../ip/ipv4.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { openTarget } from '../mux/open-target.js';
-import { RELAYED_ARQ_MTU, RELAYED_ARQ_TUNING, STREAMS_PORT } from './constants.js';
+import type { PacketRoom } from '../packet-room.js';
+import { RELAYED_ARQ_TUNING, STREAMS_PORT } from './constants.js';
 import { type InnerDropReason, pickStreamDatagram } from './inner-udp.js';
 import { addLinkTotals, type LinkTotals, newLinkTotals, sumLinkTotals } from './link-totals.js';
 import { type LinkArqOptions, type LinkMuxOptions, StreamLink } from './stream-link.js';
@@ -24,15 +26,22 @@ import { type LinkArqOptions, type LinkMuxOptions, StreamLink } from './stream-l
 export const DEFAULT_MAX_LINKS = 1024;
 /** openTarget(): how long the agent may take to answer (it dials with its own 10 s timeout). */
 export const DEFAULT_OPEN_TIMEOUT_MS = 15_000;
+/** No layer below: inner packets up to the IPv4 maximum, no room to reserve. */
+export const NOTHING_BELOW: PacketRoom = { mtu: IPV4_MAX_PACKET, headroom: 0, tailroom: 0 };
 
 export interface StreamBindingOptions {
   role: 'client' | 'server';
   /** This endpoint's tunnel address (u32). */
   local: number;
   clock: Clock;
-  send(packet: Buffer): void;
-  /** ARQ MTU for a peer (default: the relay path's 65,475). Consulted when a link starts. */
-  mtuFor?: (remote: number) => number;
+  /** Sends one inner IP packet; false when it was dropped (counted as the link's sendErrors). */
+  send(packet: Buffer): boolean;
+  /**
+   * What the layers below allow towards a peer: the largest inner packet and the room to grant around
+   * it (the tunnel endpoint answers for its WireGuard and the peer's path). Consulted when a link
+   * starts. Default NOTHING_BELOW (bindings joined back to back in memory).
+   */
+  roomFor?: (remote: number) => PacketRoom;
   /** server: whether datagrams from `remote` may start a session (default: any). */
   accept?: (remote: number) => boolean;
   /** server: a new inbound stream. */
@@ -147,9 +156,9 @@ export class StreamBinding {
     return openTarget(link.mux, target, { clock: this.#o.clock, timeoutMs });
   }
 
-  /** Changes the ARQ MTU of a peer's live link (path change). */
-  setMtu(remote: number, mtu: number): void {
-    this.#links.get(remote)?.setMtu(mtu);
+  /** The largest inner packet towards a peer changed (its path changed): its live link follows. */
+  setInnerMtu(remote: number, mtu: number): void {
+    this.#links.get(remote)?.setInnerMtu(mtu);
   }
 
   /** Ends the session with a peer (agent removed). */
@@ -186,7 +195,7 @@ export class StreamBinding {
       local: o.local,
       remote,
       port: this.#port,
-      mtu: o.mtuFor?.(remote) ?? RELAYED_ARQ_MTU,
+      room: o.roomFor?.(remote) ?? NOTHING_BELOW,
       clock: o.clock,
       send: o.send,
       ...(o.defer ? { defer: o.defer } : {}),

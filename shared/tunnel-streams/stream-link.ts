@@ -15,7 +15,8 @@ import { TunnelError } from '../errors.js';
 import type { MuxSession } from '../mux/mux-session.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { type MuxBindingOptions, muxOverArq } from '../mux/transport.js';
-import { STREAM_DATAGRAM_HEADROOM, STREAM_DATAGRAM_TAILROOM, wrapStreamDatagram } from './inner-udp.js';
+import type { PacketRoom } from '../packet-room.js';
+import { streamDatagramRoom, wrapStreamDatagram } from './inner-udp.js';
 
 /** ARQ tuning a binding may pass through (everything but what the link decides). */
 export type LinkArqOptions = Partial<Omit<ArqOptions, 'conv' | 'mtu' | 'clock' | 'output' | 'defer'>>;
@@ -28,10 +29,11 @@ export interface StreamLinkOptions {
   local: number;
   remote: number;
   port: number;
-  mtu: number;
+  /** What the layers below the inner packet allow towards the peer (largest inner packet, room). */
+  room: PacketRoom;
   clock: Clock;
-  /** Sends one inner IP packet (the link does not touch it afterwards). Exceptions are counted. */
-  send(packet: Buffer): void;
+  /** Sends one inner IP packet (the link does not touch it afterwards); false when it was dropped. */
+  send(packet: Buffer): boolean;
   defer?: (fn: () => void) => void;
   arq?: LinkArqOptions;
   mux?: LinkMuxOptions;
@@ -41,28 +43,25 @@ export class StreamLink extends EventEmitter {
   readonly arq: ArqSession;
   readonly mux: MuxSession;
   readonly remote: number;
-  /** Inner packets the send callback threw on. */
+  /** Inner packets the layer below dropped at once (send returned false). */
   sendErrors = 0;
   #closed = false;
 
   constructor(o: StreamLinkOptions) {
     super();
     this.remote = o.remote;
+    const room = streamDatagramRoom(o.room);
     this.arq = new ArqSession({
       ...o.arq,
       conv: o.conv,
-      mtu: o.mtu,
+      mtu: room.mtu,
       clock: o.clock,
       defer: o.defer ?? setImmediate,
       // Room for the headers below the ARQ: each layer writes in place (one buffer per datagram).
-      headroom: STREAM_DATAGRAM_HEADROOM,
-      tailroom: STREAM_DATAGRAM_TAILROOM,
+      headroom: room.headroom,
+      tailroom: room.tailroom,
       output: (d) => {
-        try {
-          o.send(wrapStreamDatagram(o.local, o.remote, d, o.port));
-        } catch {
-          this.sendErrors++;
-        }
+        if (!o.send(wrapStreamDatagram(o.local, o.remote, d, o.port))) this.sendErrors++;
       },
     });
     this.mux = muxOverArq(this.arq, { ...o.mux, role: o.role, clock: o.clock });
@@ -88,8 +87,9 @@ export class StreamLink extends EventEmitter {
     if (!this.#closed) this.arq.input(datagram);
   }
 
-  setMtu(mtu: number): void {
-    if (!this.#closed) this.arq.setMtu(mtu);
+  /** The largest inner packet towards the peer changed (its path changed). */
+  setInnerMtu(mtu: number): void {
+    if (!this.#closed) this.arq.setMtu(streamDatagramRoom({ mtu, headroom: 0, tailroom: 0 }).mtu);
   }
 
   /** Closes the session; its streams (and pending opens) fail with `err`. */

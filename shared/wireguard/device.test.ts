@@ -139,13 +139,16 @@ describe('Device handshake between two instances', () => {
     expect(l.b.stats.drops.mac1).toBe(1);
     const stranger = new Device({
       privateKey: generateKeyPair().privateKey,
-      send: () => {},
+      send: () => true,
       onPacket: () => {},
     });
     const c = new Device({
       privateKey: generateKeyPair().privateKey,
       clock: l.clock,
-      send: (d) => l.b.receive(Buffer.from(d), { key: 'mem:c' }),
+      send: (d) => {
+        l.b.receive(Buffer.from(d), { key: 'mem:c' });
+        return true;
+      },
       onPacket: () => {},
     });
     c.addPeer({ publicKey: l.keysB.publicKey, endpoint: { key: 'mem:b' }, allowedIps: [] }).sendKeepalive();
@@ -212,7 +215,7 @@ describe('Device handshake between two instances', () => {
     const d = new Device({
       privateKey: generateKeyPair().privateKey,
       maxPeers: 1,
-      send: () => {},
+      send: () => true,
       onPacket: () => {},
     });
     d.addPeer({ publicKey: generateKeyPair().publicKey, allowedIps: ['10.0.0.0/8'] });
@@ -223,7 +226,7 @@ describe('Device handshake between two instances', () => {
       expect.objectContaining({ code: 'KEY_INVALID' }),
     );
     expect(
-      () => new Device({ privateKey: Buffer.alloc(32, 1), mtu: 10, send: () => {}, onPacket: () => {} }),
+      () => new Device({ privateKey: Buffer.alloc(32, 1), mtu: 10, send: () => true, onPacket: () => {} }),
     ).toThrow(expect.objectContaining({ code: 'BAD_CONFIG' }));
     for (const bad of [
       { maxPeers: 0 },
@@ -231,7 +234,7 @@ describe('Device handshake between two instances', () => {
       { timers: { rekeyAfterMessages: 0n } },
     ]) {
       expect(
-        () => new Device({ privateKey: Buffer.alloc(32, 1), send: () => {}, onPacket: () => {}, ...bad }),
+        () => new Device({ privateKey: Buffer.alloc(32, 1), send: () => true, onPacket: () => {}, ...bad }),
       ).toThrow(expect.objectContaining({ code: 'BAD_CONFIG' }));
     }
     d.close();

@@ -48,13 +48,14 @@ import { RateLimiter } from './rate-limiter.js';
 export type { Endpoint } from './peer.js';
 export { Peer } from './peer.js';
 
-export interface DeviceOptions {
+export interface DeviceOptions<E extends Endpoint = Endpoint> {
   privateKey: Uint8Array;
   clock?: Clock;
   /** Largest inner packet; default 1420. Relay paths may use up to 65535. */
   mtu?: number;
-  send(datagram: Buffer, endpoint: Endpoint): void;
-  onPacket(packet: Buffer, peer: Peer): void;
+  /** Hands one datagram to the transport; false when the transport dropped it (never throw for that). */
+  send(datagram: Buffer, endpoint: E): boolean;
+  onPacket(packet: Buffer, peer: Peer<E>): void;
   timers?: Partial<WireGuardTimers>;
   maxPeers?: number;
   maxStagedPerPeer?: number;
@@ -70,10 +71,10 @@ export interface DeviceOptions {
   logger?: { debug(...args: unknown[]): void };
 }
 
-export interface PeerConfig {
+export interface PeerConfig<E extends Endpoint = Endpoint> {
   publicKey: Uint8Array | string;
   presharedKey?: Uint8Array | string;
-  endpoint?: Endpoint;
+  endpoint?: E;
   /** CIDRs, IPv4 or IPv6. */
   allowedIps: string[];
   /** Seconds; 0 or absent = off. */
@@ -120,19 +121,19 @@ function toKey(k: Uint8Array | string, what: string): Buffer {
   return Buffer.from(k);
 }
 
-export class Device {
+export class Device<E extends Endpoint = Endpoint> {
   readonly timers: WireGuardTimers;
   readonly mtu: number;
   readonly publicKey: Buffer;
-  readonly #o: DeviceOptions;
+  readonly #o: DeviceOptions<E>;
   readonly #clock: Clock;
   readonly #identity: NoiseIdentity;
-  readonly #peers = new Map<string, Peer>();
-  readonly #allowed = new AllowedIps<Peer>();
-  readonly #indices: IndexTable<Peer>;
+  readonly #peers = new Map<string, Peer<E>>();
+  readonly #allowed = new AllowedIps<Peer<E>>();
+  readonly #indices: IndexTable<Peer<E>>;
   readonly #cookies: CookieChecker;
   readonly #limiter: RateLimiter;
-  readonly #host: PeerHost;
+  readonly #host: PeerHost<E>;
   readonly #maxPeers: number;
   readonly #stats: DeviceStats = {
     peers: 0,
@@ -160,7 +161,7 @@ export class Device {
   #underLoadUntil = Number.NEGATIVE_INFINITY;
   #closed = false;
 
-  constructor(opts: DeviceOptions) {
+  constructor(opts: DeviceOptions<E>) {
     this.#o = opts;
     this.#clock = opts.clock ?? realClock;
     this.timers = { ...DEFAULT_TIMERS, ...opts.timers };
@@ -184,7 +185,7 @@ export class Device {
     const staticKey = c.x25519.importPrivate(toKey(opts.privateKey, 'private key'));
     this.publicKey = staticKey.publicKey;
     this.#identity = { staticKey, aead: c.aead, x25519: c.x25519 };
-    this.#indices = new IndexTable<Peer>(this.#maxPeers * INDICES_PER_PEER);
+    this.#indices = new IndexTable<Peer<E>>(this.#maxPeers * INDICES_PER_PEER);
     this.#cookies = new CookieChecker(staticKey.publicKey, this.timers.cookieRefreshTime);
     this.#limiter = new RateLimiter(this.#clock);
     const log = opts.logger;
@@ -196,13 +197,9 @@ export class Device {
       maxStaged: opts.maxStagedPerPeer ?? DEFAULT_MAX_STAGED,
       indices: this.#indices,
       sendDatagram: (d, e) => {
-        try {
-          opts.send(d, e);
-          this.#stats.txDatagrams++;
-          return true;
-        } catch {
-          return false;
-        }
+        if (!opts.send(d, e)) return false;
+        this.#stats.txDatagrams++;
+        return true;
       },
       deliver: (p, peer) => opts.onPacket(p, peer),
       allowedSource: (src, peer) => this.#allowed.lookup(src) === peer,
@@ -219,11 +216,11 @@ export class Device {
     };
   }
 
-  get peers(): Peer[] {
+  get peers(): Peer<E>[] {
     return [...this.#peers.values()];
   }
 
-  addPeer(cfg: PeerConfig): Peer {
+  addPeer(cfg: PeerConfig<E>): Peer<E> {
     if (this.#closed) throw new TunnelError('CLOSED', 'device is closed');
     const pk = toKey(cfg.publicKey, 'peer public key');
     const id = pk.toString('hex');
@@ -242,9 +239,9 @@ export class Device {
       throw new TunnelError('BAD_INPUT', `persistentKeepalive ${ka} must be an integer 0..65535 seconds`);
     }
     const remote = this.#identity.x25519.importPublic(pk);
-    let peer: Peer;
+    let peer: Peer<E>;
     try {
-      peer = new Peer(this.#host, remote, psk, cfg.endpoint, ka);
+      peer = new Peer<E>(this.#host, remote, psk, cfg.endpoint, ka);
     } catch (err) {
       throw new TunnelError('KEY_INVALID', 'peer public key is not usable (low-order point)', { cause: err });
     }
@@ -254,7 +251,7 @@ export class Device {
     return peer;
   }
 
-  getPeer(publicKey: Uint8Array | string): Peer | undefined {
+  getPeer(publicKey: Uint8Array | string): Peer<E> | undefined {
     return this.#peers.get(toKey(publicKey, 'peer public key').toString('hex'));
   }
 
@@ -268,8 +265,11 @@ export class Device {
     return true;
   }
 
-  /** Routes an inner IP packet by destination address through AllowedIPs. */
-  send(packet: Buffer): void {
+  /**
+   * Routes an inner IP packet by destination address through AllowedIPs. False when it was dropped
+   * (no route, or the peer dropped it: see Peer.send); true when sent or staged for a handshake.
+   */
+  send(packet: Buffer): boolean {
     const v = packet.length > 0 ? packet[0]! >> 4 : 0;
     const dst =
       v === 4 && packet.length >= 20
@@ -278,12 +278,15 @@ export class Device {
           ? packet.subarray(24, 40)
           : null;
     const peer = dst ? this.#allowed.lookup(dst) : undefined;
-    if (!peer) return void this.#stats.drops['no-route']++;
-    peer.send(packet);
+    if (!peer) {
+      this.#stats.drops['no-route']++;
+      return false;
+    }
+    return peer.send(packet);
   }
 
   /** Handles one datagram from `from`. Never throws. */
-  receive(datagram: Buffer, from: Endpoint): void {
+  receive(datagram: Buffer, from: E): void {
     this.#stats.rxDatagrams++;
     if (this.#closed) return void this.#stats.drops.closed++;
     try {
@@ -303,7 +306,7 @@ export class Device {
     for (const p of this.#peers.values()) p.close();
   }
 
-  #receive(d: Buffer, from: Endpoint): void {
+  #receive(d: Buffer, from: E): void {
     const type = messageType(d);
     if (type === MSG_INITIATION || type === MSG_RESPONSE) {
       const msg = type === MSG_INITIATION ? parseInitiation(d) : parseResponse(d);

@@ -5,22 +5,28 @@ import type { IndexTable } from './index-table.js';
 import type { NoiseIdentity } from './noise.js';
 import type { Peer } from './peer.js';
 
+/**
+ * Where a peer's datagrams go. The Device only reads `key` (a stable name for logs and for the under-load
+ * rate limit); the transport behind it (a UDP address, a tunnel endpoint's per-peer path set) decides how a
+ * datagram travels. A Device is generic over its endpoint type, so its `send` gets the transport's own type.
+ */
 export interface Endpoint {
   readonly key: string;
 }
 
 /** What a Peer needs from its Device. */
-export interface PeerHost {
+export interface PeerHost<E extends Endpoint = Endpoint> {
   readonly identity: NoiseIdentity;
   readonly clock: Clock;
   readonly timers: WireGuardTimers;
   readonly mtu: number;
   readonly maxStaged: number;
-  readonly indices: IndexTable<Peer>;
-  sendDatagram(datagram: Buffer, endpoint: Endpoint): boolean;
-  deliver(packet: Buffer, peer: Peer): void;
+  readonly indices: IndexTable<Peer<E>>;
+  /** Hands one datagram to the transport; false when it was dropped there. */
+  sendDatagram(datagram: Buffer, endpoint: E): boolean;
+  deliver(packet: Buffer, peer: Peer<E>): void;
   /** True when `source` (an inner source address) routes to `peer` in AllowedIPs. */
-  allowedSource(source: Uint8Array, peer: Peer): boolean;
+  allowedSource(source: Uint8Array, peer: Peer<E>): boolean;
   debug(msg: string): void;
 }
 

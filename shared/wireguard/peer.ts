@@ -20,7 +20,7 @@ export type { Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host
 
 const EMPTY = Buffer.alloc(0);
 
-export class Peer extends EventEmitter<PeerEvents> {
+export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents> {
   readonly handshake = new Handshake();
   readonly timestamps = new TimestampGenerator();
   readonly cookies: CookieGenerator;
@@ -39,7 +39,7 @@ export class Peer extends EventEmitter<PeerEvents> {
     'bad-ip': 0,
     'allowed-ips': 0,
   };
-  endpoint: Endpoint | undefined;
+  endpoint: E | undefined;
   persistentKeepalive: number;
   rxBytes = 0;
   txBytes = 0;
@@ -47,7 +47,7 @@ export class Peer extends EventEmitter<PeerEvents> {
   lastHandshakeAt: number | null = null;
   handshakeAttempts = 0;
 
-  readonly #host: PeerHost;
+  readonly #host: PeerHost<E>;
   readonly #staged: Buffer[] = [];
   // wireguard-go's five peer timers.
   readonly #retransmit: PeerTimer;
@@ -63,10 +63,10 @@ export class Peer extends EventEmitter<PeerEvents> {
   #closed = false;
 
   constructor(
-    host: PeerHost,
+    host: PeerHost<E>,
     readonly remoteStatic: PublicKeyHandle,
     readonly presharedKey: Buffer,
-    endpoint: Endpoint | undefined,
+    endpoint: E | undefined,
     persistentKeepalive: number,
   ) {
     super();
@@ -105,25 +105,25 @@ export class Peer extends EventEmitter<PeerEvents> {
     return this.#usable(this.keypairs.current);
   }
 
-  setEndpoint(e: Endpoint): void {
-    this.endpoint = e;
-  }
-
-  /** Sends an inner IP packet: at once under a usable keypair, else staged and a handshake is started. */
-  send(packet: Buffer): void {
-    if (this.#closed) return void this.drops.closed++;
-    if (packet.length > this.#host.mtu || packet.length === 0) return void this.drops['bad-size']++;
+  /**
+   * Sends an inner IP packet: at once under a usable keypair, else staged and a handshake is started.
+   * False when it was dropped: closed, bad size, or refused by the transport (each counted in `drops`).
+   */
+  send(packet: Buffer): boolean {
+    if (this.#closed) return this.#drop('closed');
+    if (packet.length > this.#host.mtu || packet.length === 0) return this.#drop('bad-size');
     const kp = this.keypairs.current;
     if (this.#staged.length === 0 && this.endpoint && this.#usable(kp) && kp) {
-      this.#sendUnder(kp, packet);
+      const sent = this.#sendUnder(kp, packet);
       this.timersDataSent();
       this.timersAnyAuthenticatedPacketTraversal();
       this.timersAnyAuthenticatedPacketSent();
       this.#keepKeyFreshSending(kp);
-      return;
+      return sent;
     }
     this.#stage(Buffer.from(packet));
     this.sendStagedPackets();
+    return true;
   }
 
   /** Sends a keepalive (or whatever is staged). */
@@ -179,7 +179,7 @@ export class Peer extends EventEmitter<PeerEvents> {
   // --- called by the device after it authenticated a message ---------------------------------
 
   /** The device consumed an initiation from this peer: answer it and stage the new keypair as `next`. */
-  onInitiationConsumed(from: Endpoint): void {
+  onInitiationConsumed(from: E): void {
     this.endpoint = from;
     this.timersAnyAuthenticatedPacketTraversal();
     this.timersAnyAuthenticatedPacketReceived();
@@ -196,7 +196,7 @@ export class Peer extends EventEmitter<PeerEvents> {
   }
 
   /** The device consumed a response to our initiation: the new keypair is current; confirm it. */
-  onResponseConsumed(from: Endpoint): void {
+  onResponseConsumed(from: E): void {
     this.endpoint = from;
     this.timersAnyAuthenticatedPacketTraversal();
     this.timersAnyAuthenticatedPacketReceived();
@@ -209,7 +209,7 @@ export class Peer extends EventEmitter<PeerEvents> {
   }
 
   /** A transport message whose receiver index maps to `kp` (one of ours). */
-  receiveTransport(kp: Keypair, datagram: Buffer, from: Endpoint): void {
+  receiveTransport(kp: Keypair, datagram: Buffer, from: E): void {
     const t = this.#host.timers;
     if (this.#host.clock.now() - kp.createdAt >= t.rejectAfterTime)
       return void this.drops['expired-keypair']++;
@@ -345,15 +345,21 @@ export class Peer extends EventEmitter<PeerEvents> {
     }
   }
 
-  #sendUnder(kp: Keypair, packet: Buffer): void {
+  #sendUnder(kp: Keypair, packet: Buffer): boolean {
     const dg = sealTransport(this.#host.identity.aead, kp, packet, this.#host.mtu, this.#nonce);
-    this.#sendRaw(dg);
+    return this.#sendRaw(dg);
   }
 
-  #sendRaw(dg: Buffer): void {
-    if (!this.endpoint) return void this.drops['no-endpoint']++;
-    if (this.#host.sendDatagram(dg, this.endpoint)) this.txBytes += dg.length;
-    else this.drops['send-failed']++;
+  #sendRaw(dg: Buffer): boolean {
+    if (!this.endpoint) return this.#drop('no-endpoint');
+    if (!this.#host.sendDatagram(dg, this.endpoint)) return this.#drop('send-failed');
+    this.txBytes += dg.length;
+    return true;
+  }
+
+  #drop(reason: PeerDropReason): false {
+    this.drops[reason]++;
+    return false;
   }
 
   #stage(p: Buffer): void {

@@ -38,7 +38,10 @@ describe('TAI64N', () => {
     const mk = (self: typeof a, other: typeof a, addr: string, i: number) => {
       const d = new Device({
         privateKey: self.privateKey,
-        send: (dg) => devs[1 - i]!.receive(Buffer.from(dg), { key: `dev:${i}` }),
+        send: (dg) => {
+          devs[1 - i]!.receive(Buffer.from(dg), { key: `dev:${i}` });
+          return true;
+        },
         onPacket: () => {},
       });
       d.addPeer({ publicKey: other.publicKey, endpoint: { key: `dev:${1 - i}` }, allowedIps: [addr] });

@@ -234,6 +234,7 @@ describe('handshake over a transport that answers synchronously', () => {
           if (self === 'a' && d[0] === MSG_INITIATION) initiations.push(clock.now());
           // Deliver at once, inside the sender's call, as an in-process relay does.
           (self === 'a' ? devices.b : devices.a)!.receive(Buffer.from(d), { key: `mem:${self}` });
+          return true;
         },
         onPacket: () => {},
       });

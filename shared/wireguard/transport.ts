@@ -9,7 +9,7 @@
  * Both paths produce the same bytes.
  */
 
-import { growPacket } from '../packet-room.js';
+import { growPacket, type PacketRoom } from '../packet-room.js';
 import { PADDING_MULTIPLE } from './constants.js';
 import { AEAD_TAG_LEN, type Aead } from './crypto/aead.js';
 import type { Keypair } from './keypair.js';
@@ -19,6 +19,21 @@ import { DATA_COUNTER, DATA_HEADER_LEN, writeTransportHeader } from './messages.
 export const TRANSPORT_HEADROOM = DATA_HEADER_LEN;
 /** Room a sender reserves after an inner packet: padding (at most 15) and the Poly1305 tag. */
 export const TRANSPORT_TAILROOM = PADDING_MULTIPLE - 1 + AEAD_TAG_LEN;
+/** Bytes a transport datagram adds to an inner packet of the MTU (header and tag; padding stops at the MTU). */
+export const TRANSPORT_OVERHEAD = DATA_HEADER_LEN + AEAD_TAG_LEN;
+
+/**
+ * What inner packets may be over a path that allows `path` (shared/packet-room.ts): the path's MTU less
+ * the transport overhead, and the room to grant so that the transport header, padding and tag and the
+ * path's own framing are all written in place.
+ */
+export function transportRoom(path: PacketRoom): PacketRoom {
+  return {
+    mtu: path.mtu - TRANSPORT_OVERHEAD,
+    headroom: path.headroom + TRANSPORT_HEADROOM,
+    tailroom: path.tailroom + TRANSPORT_TAILROOM,
+  };
+}
 
 /** wireguard-go calculatePaddingSize: the padded plaintext length for an inner packet of `len` bytes. */
 export function paddedLength(len: number, mtu: number): number {

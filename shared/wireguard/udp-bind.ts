@@ -29,7 +29,7 @@ export function parseUdpEndpoint(key: string): UdpEndpoint {
   return udpEndpoint(m[1] ?? m[2] ?? '', Number(m[3]));
 }
 
-export interface UdpBindOptions extends Omit<DeviceOptions, 'send'> {
+export interface UdpBindOptions extends Omit<DeviceOptions<UdpEndpoint>, 'send'> {
   /** Local address to bind; default 0.0.0.0. */
   host?: string;
   /** Default 0 (ephemeral). */
@@ -37,20 +37,20 @@ export interface UdpBindOptions extends Omit<DeviceOptions, 'send'> {
 }
 
 export class UdpBind {
-  readonly device: Device;
+  readonly device: Device<UdpEndpoint>;
   readonly socket: Socket;
   /** Datagrams the socket refused to send (errors are counted, never thrown). */
   sendErrors = 0;
 
   private constructor(socket: Socket, opts: UdpBindOptions) {
     this.socket = socket;
-    this.device = new Device({
+    this.device = new Device<UdpEndpoint>({
       ...opts,
       send: (d, e) => {
-        const ep = 'host' in e && 'port' in e ? (e as UdpEndpoint) : parseUdpEndpoint(e.key);
-        socket.send(d, ep.port, ep.host, (err) => {
+        socket.send(d, e.port, e.host, (err) => {
           if (err) this.sendErrors++;
         });
+        return true;
       },
     });
     socket.on('message', (msg, rinfo) => {

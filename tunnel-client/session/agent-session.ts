@@ -1,8 +1,10 @@
 /**
  * The agent's WireGuard session to the hub node over the relay: a DERP client to `wss://<relay>/derp`
- * (CA pin enforced, the relay's DERP key must be the hub key) and a Device with the hub as its only peer
- * (allowed IP = the hub address /32). Datagrams to the hub go out as DERP packets to the hub key; DERP
- * packets from the hub go to device.receive().
+ * (CA pin enforced, the relay's DERP key must be the hub key) and a tunnel endpoint
+ * (shared/tunnel-endpoint: Device + path manager + stream binding, mux role 'server') with the hub as its
+ * only peer (allowed IP = the hub address /32) and a relayed path to it: datagrams to the hub go out as
+ * DERP packets to the hub key; DERP packets from the hub go to the endpoint. Streams the hub opens go to
+ * `onStream` (the dialer); only the hub may start a stream session.
  *
  * Timers: every probeIntervalMs (2 s) an ICMP echo to the hub (RTT, liveness). The session counts as
  * connected while the relay is connected, a handshake completed and a probe reply arrived within
@@ -17,16 +19,18 @@ import { TunnelError } from '../../shared/errors.js';
 import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
+import type { MuxStream } from '../../shared/mux/mux-stream.js';
+import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
+import { RelayedPath } from '../../shared/tunnel-endpoint/relayed-path.js';
+import { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
-import { Device, type Peer } from '../../shared/wireguard/device.js';
+import type { Peer } from '../../shared/wireguard/device.js';
 import type { ConnectionStats, Tunnel } from '../agent/types.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
 export const DEFAULT_DEAD_AFTER_MS = 6_000;
 /** status.json is refreshed at least this often while running (bytes, RTT). */
 export const STATUS_REFRESH_MS = 10_000;
-/** Relay frames carry 65,535 bytes; WireGuard adds 32. */
-export const SESSION_MTU = 65_535 - 32;
 
 export interface AgentSessionOptions {
   privateKey: Buffer | string;
@@ -37,8 +41,10 @@ export interface AgentSessionOptions {
   clock?: Clock;
   /** Called when connected/handshake change, and every STATUS_REFRESH_MS. */
   onChange?: () => void;
-  /** Inner packets that are not the session's own ICMP. `packet` is a view into the decrypted
-   * datagram, which nothing reuses (see Device.receive). */
+  /** A stream the hub opened (the dialer answers it). */
+  onStream?: (stream: MuxStream) => void;
+  /** Inner packets that are neither stream datagrams nor the session's own ICMP. `packet` is a view
+   * into the decrypted datagram, which nothing reuses (see Device.receive). */
   onInnerPacket?: (packet: Buffer) => void;
   log?: (line: string) => void;
   probeIntervalMs?: number;
@@ -49,12 +55,10 @@ export interface AgentSessionOptions {
   connect?: (o: DerpClientOptions) => DerpClient;
 }
 
-const NOT_CONNECTED = new Error('relay not connected');
-
 export class AgentSession {
-  readonly device: Device;
+  readonly endpoint: TunnelEndpoint;
   readonly derp: DerpClient;
-  readonly hub: Peer;
+  readonly hub: Peer<PeerPaths>;
   readonly #o: AgentSessionOptions;
   readonly #clock: Clock;
   readonly #hubKey: Buffer;
@@ -66,12 +70,12 @@ export class AgentSession {
   #connected = false;
   #lastRefresh: number;
   #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; t: TimerHandle }> = [];
-  #inner: ((packet: Buffer) => void) | undefined;
+  /** The relay client's last state was `connected` (its first state arrives before `derp` is set). */
+  #relayConnected = false;
   #closed = false;
 
   constructor(o: AgentSessionOptions) {
     this.#o = o;
-    this.#inner = o.onInnerPacket;
     this.#clock = o.clock ?? realClock;
     this.#probeMs = o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     this.#deadMs = o.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;
@@ -84,22 +88,25 @@ export class AgentSession {
     this.#self = parseIpv4Address(addr ?? '');
     const hubAddr = parseIpv4Address(t.hubAddress);
     this.#prober = new EchoProber({ clock: this.#clock, src: this.#self, dst: hubAddr });
-    this.device = new Device({
+    const onStream = o.onStream;
+    this.endpoint = new TunnelEndpoint({
       privateKey: priv,
+      address: this.#self,
       clock: this.#clock,
-      mtu: SESSION_MTU,
       ...(o.timers ? { timers: o.timers } : {}),
-      send: (d) => {
-        if (!this.derp.send(this.#hubKey, d)) throw NOT_CONNECTED;
+      streams: {
+        role: 'server',
+        accept: (remote) => remote === hubAddr,
+        ...(onStream ? { onStream: (s: MuxStream) => onStream(s) } : {}),
       },
       onPacket: (p) => this.#onInner(p),
     });
-    this.hub = this.device.addPeer({
+    const hub = this.endpoint.addPeer({
       publicKey: this.#hubKey,
       presharedKey: t.presharedKey,
-      endpoint: { key: `derp:${t.hubPublicKey}` },
-      allowedIps: [`${t.hubAddress}/32`],
+      address: t.hubAddress,
     });
+    this.hub = hub.peer;
     this.hub.on('session', () => {
       this.#probe();
       this.#changed();
@@ -114,9 +121,10 @@ export class AgentSession {
       ...(o.ca ? { ca: o.ca } : {}),
       clock: this.#clock,
       onPacket: (src, payload) => {
-        if (src.equals(this.#hubKey)) this.device.receive(payload, this.hub.endpoint ?? { key: 'derp:hub' });
+        if (src.equals(this.#hubKey)) this.endpoint.receive(payload, hub.paths);
       },
       onState: (e) => {
+        this.#relayConnected = e.state === 'connected';
         o.derp?.onState?.(e);
         if (e.state === 'connected') {
           o.log?.(`relay connected (${t.derpUrl}); starting WireGuard handshake`);
@@ -129,6 +137,7 @@ export class AgentSession {
         this.#evaluate();
       },
     });
+    hub.paths.add(new RelayedPath(this.derp, this.#hubKey));
     this.#armTick();
   }
 
@@ -165,22 +174,12 @@ export class AgentSession {
     });
   }
 
-  /** Replaces the handler for inner packets that are not the session's own ICMP (the streams layer). */
-  setInnerPacketHandler(fn: ((packet: Buffer) => void) | undefined): void {
-    this.#inner = fn;
-  }
-
-  /** Sends an inner IP packet to the hub (dropped with a count when it is not routed to the hub). */
-  sendInner(packet: Buffer): void {
-    this.device.send(packet);
-  }
-
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#clock.clearTimer(this.#timer);
     this.derp.close();
-    this.device.close();
+    this.endpoint.close();
     this.#connected = false;
     const err = new TunnelError('CLOSED', 'session is closed');
     for (const w of this.#waiters.splice(0)) {
@@ -196,12 +195,11 @@ export class AgentSession {
       const reply = echoReplyFor(ip, this.#self);
       if (reply) return void this.hub.send(reply);
     }
-    this.#inner?.(packet);
+    this.#o.onInnerPacket?.(packet);
   }
 
-  /** The relay client emits its first state from inside connectDerp, before `derp` is assigned. */
   #relayUp(): boolean {
-    return (this.derp as DerpClient | undefined)?.connected === true;
+    return this.#relayConnected;
   }
 
   #probe(): void {

@@ -73,6 +73,7 @@ export class Link {
           const w: Wire = { from: side, data: Buffer.from(d), at: this.clock.now() };
           this.log.push(w);
           if (this.filter(w)) this.queue.push(w);
+          return true;
         },
         onPacket: (p) => got.push(Buffer.from(p)),
       });

@@ -1,23 +1,29 @@
 /**
  * The agent runner's data plane (DataPlaneFactory): once the cluster is Accepted, an AgentSession to the
- * hub over the relay, trusting the relay the way the state dir says (CA pin, or a CA file).
+ * hub over the relay (trusting the relay the way the state dir says: CA pin, or a CA file) whose streams
+ * go to the allowlist dialer (tunnel-client/dialer). Upstream TLS trust: dialer/upstream-trust.ts.
  */
 import { readFileSync } from 'node:fs';
+import { realClock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import { wsAgentFor } from '../../shared/proxy/transports.js';
 import type { DataPlane, DataPlaneFactory } from '../agent/agent.js';
+import { Allowlist } from '../dialer/allowlist.js';
+import { Dialer } from '../dialer/dialer.js';
+import { upstreamTrust } from '../dialer/upstream-trust.js';
 import { AgentSession, type AgentSessionOptions } from './agent-session.js';
 
-export interface SessionDataPlaneOptions {
+export interface AgentDataPlaneOptions {
   log?: (line: string) => void;
   /** Overrides for the session (intervals, relay-client backoff); tests. */
-  session?: Partial<Omit<AgentSessionOptions, 'privateKey' | 'tunnel' | 'onChange'>>;
-  /** Called with each new session (wiring: attach the streams layer via setInnerPacketHandler). */
-  onSession?: (session: AgentSession, ctx: Parameters<DataPlaneFactory>[0]) => void;
+  session?: Partial<Omit<AgentSessionOptions, 'privateKey' | 'tunnel' | 'onChange' | 'onStream'>>;
+  dialTimeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
 }
 
-export interface SessionDataPlane extends DataPlane {
+export interface AgentDataPlane extends DataPlane {
   readonly session: AgentSession;
+  readonly dialer: Dialer;
   whenUp(timeoutMs?: number): Promise<void>;
 }
 
@@ -30,8 +36,19 @@ function readCa(file: string): string {
   }
 }
 
-export function sessionDataPlane(opts: SessionDataPlaneOptions = {}): DataPlaneFactory {
-  return async (ctx) => {
+export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFactory {
+  const env = opts.env ?? process.env;
+  const start: DataPlaneFactory = async (ctx) => {
+    const trust = upstreamTrust(env);
+    const dialer = new Dialer({
+      allowlist: new Allowlist(ctx.state.upstream, ctx.state.allow),
+      clock: realClock,
+      upstreamCa: trust.ca,
+      upstreamInsecure: trust.insecure,
+      upstreamTokenFile: trust.tokenFile,
+      ...(opts.dialTimeoutMs ? { dialTimeoutMs: opts.dialTimeoutMs } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
     const agent = ctx.proxy ? wsAgentFor(ctx.proxy, ctx.tunnel.derpUrl) : undefined;
     const session = new AgentSession({
       ...opts.session,
@@ -41,15 +58,17 @@ export function sessionDataPlane(opts: SessionDataPlaneOptions = {}): DataPlaneF
       caPin: ctx.state.caPin ?? undefined,
       ca: ctx.state.caFile ? readCa(ctx.state.caFile) : undefined,
       onChange: ctx.onChange,
+      onStream: (s) => dialer.handle(s),
       ...(opts.log ? { log: opts.log } : {}),
     });
-    opts.onSession?.(session, ctx);
-    const dp: SessionDataPlane = {
+    const dp: AgentDataPlane = {
       session,
+      dialer,
       stats: () => session.stats(),
       whenUp: (ms) => session.whenUp(ms),
       close: () => session.close(),
     };
     return dp;
   };
+  return Object.assign(start, { check: () => void upstreamTrust(env) });
 }

@@ -1,0 +1,163 @@
+/**
+ * One tunnel endpoint: the WireGuard device, the path manager (the paths to each peer) and the stream
+ * binding (ARQ + mux on inner UDP), wired here and nowhere else. The hub node (relay/hub/hub-node.ts)
+ * and the agent session (tunnel-client/session/agent-session.ts) each own one.
+ *
+ * Seams, top to bottom (docs/ARCHITECTURE.md has the drawing):
+ * - streams -> `send(innerPacket): boolean` -> device (routes by destination address to a peer, seals)
+ *   -> the peer's PeerPaths -> its current Path `send(datagram): boolean`. A dropped packet is `false`
+ *   at every step, never an exception.
+ * - a path's owner hands each datagram from a peer to `receive(datagram, peerPaths)` -> device (opens)
+ *   -> stream datagrams to the binding; every other inner packet (ICMP, anything else) to `onPacket`.
+ *
+ * Sizes: each layer declares its own. A path declares its MTU and the room it frames a datagram in
+ * (path.ts); WireGuard its transport header, padding and tag (transport.ts); the streams their inner
+ * IPv4/UDP header (inner-udp.ts). roomFor() composes path + WireGuard for a peer, and the stream link adds
+ * its own, so that every layer writes its header in place in the one buffer the ARQ allocates.
+ */
+import type { Clock } from '../clock.js';
+import { isIcmpv4 } from '../ip/echo-prober.js';
+import { parseIpv4Address } from '../ip/index.js';
+import type { PacketRoom } from '../packet-room.js';
+import { StreamBinding, type StreamBindingOptions } from '../tunnel-streams/stream-binding.js';
+import type { WireGuardTimers } from '../wireguard/constants.js';
+import { Device, type DeviceStats, type Peer } from '../wireguard/device.js';
+import { TRANSPORT_OVERHEAD, transportRoom } from '../wireguard/transport.js';
+import { MAX_PATH_MTU, type Path } from './path.js';
+import { PathManager } from './path-manager.js';
+import type { PeerPaths } from './peer-paths.js';
+
+/** Largest inner packet on any path: the device's MTU (a peer's own is its path's, see roomFor). */
+export const ENDPOINT_INNER_MTU = MAX_PATH_MTU - TRANSPORT_OVERHEAD;
+const NO_PATH: PacketRoom = { mtu: MAX_PATH_MTU, headroom: 0, tailroom: 0 };
+
+/** The stream binding's settings an endpoint's owner chooses (the rest is wired here). */
+export type EndpointStreamsOptions = Pick<StreamBindingOptions, 'role'> &
+  Partial<Pick<StreamBindingOptions, 'accept' | 'onStream' | 'maxLinks' | 'arq' | 'mux' | 'defer'>>;
+
+export interface TunnelEndpointOptions {
+  privateKey: Uint8Array;
+  /** This endpoint's tunnel address (u32). */
+  address: number;
+  clock: Clock;
+  maxPeers?: number;
+  timers?: Partial<WireGuardTimers>;
+  /** See DeviceOptions.authenticatedSources (true when every path authenticates its sources). */
+  authenticatedSources?: boolean;
+  streams: EndpointStreamsOptions;
+  /**
+   * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
+   * decrypted datagram, which nothing reuses (see Device.receive).
+   */
+  onPacket(packet: Buffer, peer: Peer<PeerPaths>): void;
+}
+
+export interface TunnelPeerConfig {
+  publicKey: Buffer;
+  presharedKey: Uint8Array | string;
+  /** The peer's tunnel address (IPv4, its /32 is its AllowedIPs). */
+  address: string;
+  /** Its paths now (more may be added to its PeerPaths later). */
+  paths?: readonly Path[];
+}
+
+export interface TunnelPeer {
+  readonly peer: Peer<PeerPaths>;
+  readonly paths: PeerPaths;
+}
+
+/** The device hands a sealed datagram to the peer's paths (no closure per packet). */
+function sendOnPath(datagram: Buffer, paths: PeerPaths): boolean {
+  return paths.send(datagram);
+}
+
+export class TunnelEndpoint {
+  readonly device: Device<PeerPaths>;
+  readonly paths: PathManager;
+  readonly streams: StreamBinding;
+  readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
+
+  /** Throws BAD_CONFIG for bad device settings (mtu, maxPeers, timers), KEY_INVALID for a bad key. */
+  constructor(o: TunnelEndpointOptions) {
+    this.#onPacket = o.onPacket;
+    this.device = new Device<PeerPaths>({
+      privateKey: o.privateKey,
+      clock: o.clock,
+      mtu: ENDPOINT_INNER_MTU,
+      ...(o.maxPeers !== undefined ? { maxPeers: o.maxPeers } : {}),
+      ...(o.timers ? { timers: o.timers } : {}),
+      ...(o.authenticatedSources ? { authenticatedSources: true } : {}),
+      send: sendOnPath,
+      onPacket: (p, peer) => this.#up(p, peer),
+    });
+    this.paths = new PathManager({
+      onPathChange: (p) => this.streams.setInnerMtu(p.address, this.roomFor(p.address).mtu),
+    });
+    this.streams = new StreamBinding({
+      ...o.streams,
+      local: o.address,
+      clock: o.clock,
+      send: (p) => this.device.send(p),
+      roomFor: (remote) => this.roomFor(remote),
+    });
+  }
+
+  get publicKey(): Buffer {
+    return this.device.publicKey;
+  }
+
+  get stats(): DeviceStats {
+    return this.device.stats;
+  }
+
+  /**
+   * Adds a peer with its paths. Throws as Device.addPeer does (WG_PEER_LIMIT, CONFLICT, KEY_INVALID,
+   * BAD_INPUT) and BAD_INPUT for a bad address.
+   */
+  addPeer(cfg: TunnelPeerConfig): TunnelPeer {
+    const address = parseIpv4Address(cfg.address);
+    const paths = this.paths.create(cfg.publicKey, address);
+    const peer = this.device.addPeer({
+      publicKey: cfg.publicKey,
+      presharedKey: cfg.presharedKey,
+      endpoint: paths,
+      allowedIps: [`${cfg.address}/32`],
+    });
+    this.paths.hold(paths);
+    for (const p of cfg.paths ?? []) paths.add(p);
+    return { peer, paths };
+  }
+
+  removePeer(publicKey: Buffer): boolean {
+    this.paths.remove(publicKey);
+    return this.device.removePeer(publicKey);
+  }
+
+  /** Sends an inner IP packet, routed by its destination address; false when it was dropped. */
+  send(packet: Buffer): boolean {
+    return this.device.send(packet);
+  }
+
+  /** A datagram that arrived from the peer of `from` on one of its paths. Never throws. */
+  receive(datagram: Buffer, from: PeerPaths): void {
+    this.device.receive(datagram, from);
+  }
+
+  /**
+   * What a peer's inner packets may be: WireGuard's room (transport.ts) over the peer's current path
+   * (over a path-less datagram of MAX_PATH_MTU while it has none).
+   */
+  roomFor(remote: number): PacketRoom {
+    return transportRoom(this.paths.forAddress(remote)?.path ?? NO_PATH);
+  }
+
+  /** Ends every stream session, then the device (its peers' timers stop). */
+  close(): void {
+    this.streams.close();
+    this.device.close();
+  }
+
+  #up(packet: Buffer, peer: Peer<PeerPaths>): void {
+    if (isIcmpv4(packet) || !this.streams.input(packet)) this.#onPacket(packet, peer);
+  }
+}
