@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { resolveRelayConfig } from '../relay/config.js';
-import { type DataPlane, dataPlanePlugin } from '../relay/data-plane.js';
+import type { DataPlane } from '../relay/data-plane.js';
+import { hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
 import { startRelay } from '../relay/server.js';
 import { connectDerp } from '../shared/derp/client.js';
 import { buildUdpPacket, parseIpv4Address } from '../shared/ip/index.js';
@@ -48,21 +49,23 @@ async function relayChild(): Promise<void> {
   const relay = await startRelay(config, {
     logStream: process.stderr,
     plugins: [
-      dataPlanePlugin(
+      hubProxyPlugin(
         {
-          onPacket: (_s, _d, p) => {
-            counts.rxDatagrams++;
-            counts.rxBytes += p.length;
-          },
-          hub: {
-            onInnerPacket: (p) => {
-              counts.inner++;
-              counts.innerBytes += p.length;
+          dataPlane: {
+            onPacket: (_s, _d, p) => {
+              counts.rxDatagrams++;
+              counts.rxBytes += p.length;
+            },
+            hub: {
+              onInnerPacket: (p) => {
+                counts.inner++;
+                counts.innerBytes += p.length;
+              },
             },
           },
         },
-        (d) => {
-          dp = d;
+        (p) => {
+          dp = p.dataPlane;
         },
       ),
     ],

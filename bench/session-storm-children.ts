@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
 import { resolveRelayConfig } from '../relay/config.js';
-import { type DataPlane, dataPlanePlugin } from '../relay/data-plane.js';
+import type { DataPlane } from '../relay/data-plane.js';
+import { hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
 import { startRelay } from '../relay/server.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../shared/derp/client.js';
 import { tryParseIpv4 } from '../shared/ip/echo-prober.js';
@@ -81,7 +82,11 @@ export async function relayChild(dir: string, maxPeers: number): Promise<void> {
   let dp: DataPlane | undefined;
   const relay = await startRelay(config, {
     logStream: process.stderr,
-    plugins: [dataPlanePlugin(maxPeers > 0 ? { hub: { maxPeers } } : {}, (d) => (dp = d))],
+    plugins: [
+      hubProxyPlugin(maxPeers > 0 ? { dataPlane: { hub: { maxPeers } } } : {}, (p) => {
+        dp = p.dataPlane;
+      }),
+    ],
   });
   const plane = dp!;
   const plain = createHttpServer();

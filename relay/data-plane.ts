@@ -11,7 +11,7 @@
  *   their sockets close; the hub node stops.
  * - Metrics: the DERP server's and the hub's counters are exported on /metrics (data-plane-metrics.ts),
  *   read at scrape time.
- * Used as a StartOptions plugin: `startRelay(config, { plugins: [dataPlanePlugin(opts)] })`.
+ * Mounted by the hub's proxy plugin (relay/proxy/proxy-plugin.ts), which the tunnel-relay binary uses.
  */
 import type { FastifyInstance } from 'fastify';
 import type { RelayConfig } from './config.js';
@@ -175,18 +175,4 @@ export async function mountDataPlane(
   });
   mounted.set(app, dp);
   return dp;
-}
-
-/**
- * A startRelay plugin that mounts the data plane. `onMounted` receives the handle (tests read the hub's
- * status and the DERP server's counters through it).
- */
-export function dataPlanePlugin(
-  opts: DataPlaneOptions = {},
-  onMounted?: (dp: DataPlane) => void,
-): (app: FastifyInstance, ctx: RelayContext) => Promise<void> {
-  return async (app, ctx) => {
-    const dp = await mountDataPlane(app, ctx, opts);
-    onMounted?.(dp);
-  };
 }

@@ -6,7 +6,8 @@
  * disconnects its agent at once and refuses it afterwards.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type DataPlane, dataPlaneOf, dataPlanePlugin } from '../relay/data-plane.js';
+import { type DataPlane, dataPlaneOf } from '../relay/data-plane.js';
+import { hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
 import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { connectDerp, type DerpStateEvent } from '../shared/derp/client.js';
 import { buildUdpPacket, parseIpv4Address } from '../shared/ip/index.js';
@@ -43,13 +44,15 @@ async function setup(): Promise<Setup> {
   const inner: Buffer[] = [];
   const t = await startTestRelay({
     plugins: [
-      dataPlanePlugin(
+      hubProxyPlugin(
         {
-          onPacket: (_s, _d, payload) => routed.push(Buffer.from(payload)),
-          hub: { onInnerPacket: (p) => inner.push(Buffer.from(p)), statusIntervalMs: 200 },
+          dataPlane: {
+            onPacket: (_s, _d, payload) => routed.push(Buffer.from(payload)),
+            hub: { onInnerPacket: (p) => inner.push(Buffer.from(p)), statusIntervalMs: 200 },
+          },
         },
-        (d) => {
-          dp = d;
+        (p) => {
+          dp = p.dataPlane;
         },
       ),
     ],

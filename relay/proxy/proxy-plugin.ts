@@ -4,7 +4,7 @@
  *   CONNECT <cluster>.clusters.local:<port>       (https server 'connect')
  *   /api/v1/clusters/:name/proxy[/*]              (Fastify routes, hijacked; Upgrade via 'upgrade')
  * Its counters (streams, proxy results) are exported on /metrics (proxy-metrics.ts).
- * Used instead of dataPlanePlugin(): `startRelay(config, { plugins: [hubProxyPlugin()] })`.
+ * The relay's data plane plugin: `startRelay(config, { plugins: [hubProxyPlugin()] })`.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
