@@ -6,9 +6,9 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { TunnelError } from '../shared/errors.js';
-import { isDns1123Label } from './names.js';
+import { checkName, isDns1123Label } from './names.js';
 import { hashSecret, secretKind } from './secrets.js';
-import type { ClusterStatus, Store } from './store/types.js';
+import type { ClusterRecord, ClusterStatus, Store } from './store/types.js';
 
 export type Role = 'admin' | 'viewer' | 'bootstrap' | `group-editor:${string}`;
 
@@ -95,6 +95,30 @@ export function requireClusterRead(p: Principal, group: string | null, what: str
   if (p.kind === 'key' && (p.role === 'admin' || p.role === 'viewer')) return;
   if (p.kind === 'key' && p.group !== null && (group === null || group === p.group)) return;
   forbid(p, what);
+}
+
+/**
+ * Whether `p` may learn that cluster `c` exists: admin and viewer see every cluster, a group-editor the
+ * clusters of its group, an agent credential its own cluster, a bootstrap key none. Routes answer a cluster
+ * the caller may not see exactly as a missing one (404 NOT_FOUND, `clusterNotFound`), so a 403 never
+ * confirms that a name exists or says which group holds it.
+ */
+export function canSeeCluster(p: Principal, c: { name: string; group: string }): boolean {
+  if (p.kind === 'agent') return p.cluster === c.name;
+  if (p.role === 'admin' || p.role === 'viewer') return true;
+  return p.group !== null && p.group === c.group;
+}
+
+/** The one NOT_FOUND of a cluster route, for a missing cluster and for one the caller may not see. */
+export function clusterNotFound(name: string): TunnelError {
+  return new TunnelError('NOT_FOUND', `cluster "${name}" does not exist`);
+}
+
+/** The named cluster, or NOT_FOUND when it does not exist or `p` may not see it (the same reply for both). */
+export async function visibleCluster(store: Store, p: Principal, name: string): Promise<ClusterRecord> {
+  const c = await store.getCluster(checkName(name, 'cluster name'));
+  if (!c || !canSeeCluster(p, c)) throw clusterNotFound(name);
+  return c;
 }
 
 export function requireClusterWrite(p: Principal, group: string, what: string): void {

@@ -104,9 +104,9 @@ describe('role table', () => {
       expectCode(await as(who, 'GET', '/api/v1/clusters'), 403, 'FORBIDDEN');
     expectCode(await as('none', 'GET', '/api/v1/clusters'), 401, 'UNAUTHENTICATED');
     expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-a'), 200);
-    expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-b'), 403, 'FORBIDDEN');
+    expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-b'), 404, 'NOT_FOUND');
     expectCode(await as('viewer', 'GET', '/api/v1/clusters/in-b'), 200);
-    expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-b/kubeconfig'), 403, 'FORBIDDEN');
+    expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-b/kubeconfig'), 404, 'NOT_FOUND');
     const kc = await as('viewer', 'GET', '/api/v1/clusters/in-b/kubeconfig');
     expect(kc.status).toBe(200);
     expect(kc.text).toContain('/api/v1/clusters/in-b/proxy');
@@ -114,16 +114,53 @@ describe('role table', () => {
 
   it('accept/deny/rotate-psk/delete: admin, and group-editor in its group only', async () => {
     for (const action of ['accept', 'deny', 'rotate-psk']) {
-      for (const who of ['viewer', 'bootstrap', 'agent'] as const) {
+      // viewer and the cluster's own agent see in-a but may not change it; a bootstrap key does not see it
+      for (const who of ['viewer', 'agent'] as const) {
         expectCode(await as(who, 'POST', `/api/v1/clusters/in-a/${action}`), 403, 'FORBIDDEN');
       }
-      expectCode(await as('editorA', 'POST', `/api/v1/clusters/in-b/${action}`), 403, 'FORBIDDEN');
+      expectCode(await as('bootstrap', 'POST', `/api/v1/clusters/in-a/${action}`), 404, 'NOT_FOUND');
+      expectCode(await as('editorA', 'POST', `/api/v1/clusters/in-b/${action}`), 404, 'NOT_FOUND');
     }
     expectCode(await as('editorA', 'POST', '/api/v1/clusters/in-a/rotate-psk', {}), 200);
     expectCode(await as('viewer', 'DELETE', '/api/v1/clusters/in-a'), 403, 'FORBIDDEN');
-    expectCode(await as('editorA', 'DELETE', '/api/v1/clusters/in-b'), 403, 'FORBIDDEN');
+    expectCode(await as('editorA', 'DELETE', '/api/v1/clusters/in-b'), 404, 'NOT_FOUND');
     expectCode(await as('editorA', 'POST', '/api/v1/clusters', { name: 'tmp-a', group: 'team-a' }), 201);
     expectCode(await as('editorA', 'DELETE', '/api/v1/clusters/tmp-a'), 200);
+  });
+
+  it('a cluster the caller may not see answers exactly as a missing one (no group, no existence)', async () => {
+    // Every route that names a cluster, for callers that may not see in-b (another group's editor, a bootstrap
+    // key, another cluster's agent): the reply must equal the one for a name that does not exist, byte for
+    // byte apart from the name.
+    const routes: Array<[string, (name: string) => string, unknown?]> = [
+      ['GET', (n) => `/api/v1/clusters/${n}`],
+      ['GET', (n) => `/api/v1/clusters/${n}/kubeconfig`],
+      ['POST', (n) => `/api/v1/clusters/${n}/accept`],
+      ['POST', (n) => `/api/v1/clusters/${n}/deny`],
+      ['POST', (n) => `/api/v1/clusters/${n}/rotate-psk`, {}],
+      ['DELETE', (n) => `/api/v1/clusters/${n}`],
+      ['GET', (n) => `/api/v1/clusters/${n}/values`],
+      ['PUT', (n) => `/api/v1/clusters/${n}/values`, { x: 1 }],
+      ['GET', (n) => `/clusters/${n}`],
+    ];
+    for (const who of ['editorA', 'bootstrap', 'agent'] as const) {
+      for (const [method, path, body] of routes) {
+        const hidden = await as(who, method, path('in-b'), body);
+        const missing = await as(who, method, path('no-such-b'), body);
+        const what = `${who} ${method} ${path('in-b')}`;
+        expect(hidden.status, what).toBe(404);
+        expect(hidden.body, what).toEqual({
+          error: { code: 'NOT_FOUND', message: 'cluster "in-b" does not exist' },
+        });
+        expect(hidden.text.replaceAll('in-b', 'no-such-b'), what).toBe(missing.text);
+        expect(hidden.text, what).not.toContain('team-b');
+        expect(hidden.headers['content-type'], what).toBe(missing.headers['content-type']);
+        expect(hidden.headers['content-length'], what).toBe(
+          String(Number(missing.headers['content-length']) - 'no-such-b'.length + 'in-b'.length),
+        );
+      }
+    }
+    expect((await as('admin', 'GET', '/api/v1/clusters/in-b')).status).toBe(200);
   });
 
   it('tokens: admin only', async () => {
@@ -149,12 +186,12 @@ describe('role table', () => {
 
   it('cluster values: admin and group editor set; viewer, editor and own agent get', async () => {
     expectCode(await as('editorA', 'PUT', '/api/v1/clusters/in-a/values', { image: { repo: 'r' } }), 200);
-    expectCode(await as('editorA', 'PUT', '/api/v1/clusters/in-b/values', { x: 1 }), 403, 'FORBIDDEN');
+    expectCode(await as('editorA', 'PUT', '/api/v1/clusters/in-b/values', { x: 1 }), 404, 'NOT_FOUND');
     expectCode(await as('viewer', 'PUT', '/api/v1/clusters/in-a/values', { x: 1 }), 403, 'FORBIDDEN');
     expectCode(await as('agent', 'PUT', '/api/v1/clusters/in-a/values', { x: 1 }), 403, 'FORBIDDEN');
     expect((await as('agent', 'GET', '/api/v1/clusters/in-a/values')).body).toEqual({ image: { repo: 'r' } });
-    expectCode(await as('agent', 'GET', '/api/v1/clusters/in-b/values'), 403, 'FORBIDDEN');
-    expectCode(await as('bootstrap', 'GET', '/api/v1/clusters/in-a/values'), 403, 'FORBIDDEN');
+    expectCode(await as('agent', 'GET', '/api/v1/clusters/in-b/values'), 404, 'NOT_FOUND');
+    expectCode(await as('bootstrap', 'GET', '/api/v1/clusters/in-a/values'), 404, 'NOT_FOUND');
     // agent-facing YAML: merged, by source, with ?token= or Bearer
     const merged = await t.call('GET', `/clusters/in-a?token=${encodeURIComponent(agentCred)}`);
     expect(merged.status).toBe(200);
@@ -164,7 +201,7 @@ describe('role table', () => {
     expect(platform.text).toBe('image:\n  tag: "1"\n');
     const own = await t.call('GET', `/clusters/in-a?source=cluster-annotation&token=${tok.editorA}`);
     expect(own.text).toBe('image:\n  repo: r\n');
-    expectCode(await t.call('GET', `/clusters/in-a?token=${otherAgentCred}`), 403, 'FORBIDDEN');
+    expectCode(await t.call('GET', `/clusters/in-a?token=${otherAgentCred}`), 404, 'NOT_FOUND');
     expectCode(await t.call('GET', '/clusters/in-a?source=nope', { token: tok.admin }), 400, 'BAD_INPUT');
   });
 

@@ -2,9 +2,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { stringify as toYaml } from 'yaml';
 import { parseDuration } from '../../shared/duration.js';
-import { TunnelError } from '../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
-import { actorOf, bearerToken, requireClusterRead, requireClusterWrite } from '../auth.js';
+import {
+  actorOf,
+  bearerToken,
+  clusterNotFound,
+  requireClusterRead,
+  requireClusterWrite,
+  visibleCluster,
+} from '../auth.js';
 import { auditEntry, clusterView, logAudit, principalOf, type RelayContext } from '../context.js';
 import { checkName } from '../names.js';
 import {
@@ -18,7 +24,7 @@ import {
   RotatePskBody,
 } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
-import type { ClusterRecord, NewSecret } from '../store/types.js';
+import type { NewSecret } from '../store/types.js';
 
 const DEFAULT_PSK_TTL = '24h';
 
@@ -40,12 +46,6 @@ function bootstrapView(ctx: RelayContext, cluster: string, psk: string, expiresA
     expiresAt: new Date(expiresAt).toISOString(),
     joinCommand: joinCommand(ctx.publicUrl(), cluster, psk, ctx.caPin),
   };
-}
-
-async function mustGet(ctx: RelayContext, name: string): Promise<ClusterRecord> {
-  const c = await ctx.store.getCluster(checkName(name, 'cluster name'));
-  if (!c) throw new TunnelError('NOT_FOUND', `cluster "${name}" does not exist`);
-  return c;
 }
 
 const errors = {
@@ -92,7 +92,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
     { schema: { params: NameParams, response: { 200: ClusterSchema, ...errors } } },
     async (req) => {
       const p = await principalOf(ctx, req);
-      const c = await mustGet(ctx, req.params.name);
+      const c = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
       return clusterView(ctx, c);
     },
@@ -104,7 +104,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       { schema: { params: NameParams, response: { 200: ClusterSchema, ...errors } } },
       async (req) => {
         const p = await principalOf(ctx, req);
-        const before = await mustGet(ctx, req.params.name);
+        const before = await visibleCluster(ctx.store, p, req.params.name);
         requireClusterWrite(p, before.group, `${action} clusters in group ${before.group}`);
         const status = action === 'accept' ? 'Accepted' : 'Denied';
         const audit = auditEntry(ctx, req, actorOf(p), `cluster.${action}`, before.name, {
@@ -117,7 +117,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
           keyToBase64(generatePresharedKey()),
           audit,
         );
-        if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+        if (!c) throw clusterNotFound(before.name);
         logAudit(ctx, audit);
         if (action === 'accept' && before.status !== 'Accepted') ctx.hooks.announce(c);
         if (action === 'deny' && before.publicKey !== null) {
@@ -135,12 +135,12 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
     },
     async (req) => {
       const p = await principalOf(ctx, req);
-      const before = await mustGet(ctx, req.params.name);
+      const before = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterWrite(p, before.group, `rotate PSKs in group ${before.group}`);
       const { psk, record } = issuePsk(ctx, req.body.pskTtl);
       const audit = auditEntry(ctx, req, actorOf(p), 'cluster.rotate-psk', before.name, { pskId: record.id });
       const c = await ctx.store.rotatePsk(before.name, record, audit);
-      if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+      if (!c) throw clusterNotFound(before.name);
       logAudit(ctx, audit);
       return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, c.name, psk, record.expiresAt!) };
     },
@@ -151,11 +151,11 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
     { schema: { params: NameParams, response: { 200: Deleted, ...errors } } },
     async (req) => {
       const p = await principalOf(ctx, req);
-      const before = await mustGet(ctx, req.params.name);
+      const before = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterWrite(p, before.group, `delete clusters in group ${before.group}`);
       const audit = auditEntry(ctx, req, actorOf(p), 'cluster.delete', before.name);
       const c = await ctx.store.deleteCluster(before.name, audit);
-      if (!c) throw new TunnelError('NOT_FOUND', `cluster "${before.name}" does not exist`);
+      if (!c) throw clusterNotFound(before.name);
       logAudit(ctx, audit);
       ctx.hooks.forget(c.name);
       if (c.publicKey !== null)
@@ -166,7 +166,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
 
   app.get('/api/v1/clusters/:name/kubeconfig', { schema: { params: NameParams } }, async (req, reply) => {
     const p = await principalOf(ctx, req);
-    const c = await mustGet(ctx, req.params.name);
+    const c = await visibleCluster(ctx.store, p, req.params.name);
     requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
     const ctxName = `${c.name}-via-relay`;
     const doc = {

@@ -8,14 +8,15 @@ import { stringify as toYaml } from 'yaml';
 import { TunnelError } from '../../shared/errors.js';
 import {
   actorOf,
+  clusterNotFound,
   type Principal,
   requireAdmin,
   requireClusterRead,
   requireClusterWrite,
   requireReader,
+  visibleCluster,
 } from '../auth.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
-import { checkName } from '../names.js';
 import { ErrorBody, NameParams, ValuesObject, ValuesQuery } from '../schemas.js';
 import type { ClusterRecord } from '../store/types.js';
 import { deepMerge, readClusterValues, readPlatformValues } from '../values.js';
@@ -23,17 +24,9 @@ import { assertValuesWithinLimits } from '../values-limits.js';
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
-async function clusterFor(ctx: RelayContext, name: string): Promise<ClusterRecord> {
-  const c = await ctx.store.getCluster(checkName(name, 'cluster name'));
-  if (!c) throw new TunnelError('NOT_FOUND', `cluster "${name}" does not exist`);
-  return c;
-}
-
 /** Readers of a cluster's values: admin, viewer, its group's editor, and its own agent. */
 function requireValuesRead(p: Principal, c: ClusterRecord): void {
   if (p.kind === 'agent') {
-    if (p.cluster !== c.name)
-      throw new TunnelError('FORBIDDEN', "an agent may read only its own cluster's values");
     if (p.status === 'Denied') {
       throw new TunnelError('CLUSTER_DENIED', `cluster "${c.name}" was denied by an administrator`);
     }
@@ -68,7 +61,7 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
     { schema: { params: NameParams, response: { 200: ValuesObject, ...errors } } },
     async (req) => {
       const p = await principalOf(ctx, req);
-      const c = await clusterFor(ctx, req.params.name);
+      const c = await visibleCluster(ctx.store, p, req.params.name);
       requireValuesRead(p, c);
       return (await readClusterValues(ctx, c.name)) ?? {};
     },
@@ -79,12 +72,12 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
     { schema: { params: NameParams, body: ValuesObject, response: { 200: ValuesObject, ...errors } } },
     async (req) => {
       const p = await principalOf(ctx, req);
-      const c = await clusterFor(ctx, req.params.name);
+      const c = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterWrite(p, c.group, `set values of clusters in group ${c.group}`);
       assertValuesWithinLimits(req.body, 'values');
       const audit = auditEntry(ctx, req, actorOf(p), 'values.set', c.name);
       const ok = await ctx.store.setClusterValues(c.name, req.body, audit);
-      if (!ok) throw new TunnelError('NOT_FOUND', `cluster "${c.name}" does not exist`);
+      if (!ok) throw clusterNotFound(c.name);
       logAudit(ctx, audit);
       return req.body;
     },
@@ -95,7 +88,7 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
     { schema: { params: NameParams, querystring: ValuesQuery } },
     async (req, reply) => {
       const p = await principalOf(ctx, req, true);
-      const c = await clusterFor(ctx, req.params.name);
+      const c = await visibleCluster(ctx.store, p, req.params.name);
       requireValuesRead(p, c);
       const platform = await readPlatformValues(ctx);
       const own = (await readClusterValues(ctx, c.name)) ?? {};
