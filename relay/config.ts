@@ -9,6 +9,15 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { TunnelError } from '../shared/errors.js';
+import {
+  DEFAULT_BODY_TIMEOUT_S,
+  DEFAULT_HEADER_TIMEOUT_S,
+  DEFAULT_IDLE_TIMEOUT_S,
+  DEFAULT_MAX_PENDING_PER_SOURCE,
+  type HttpLimits,
+  MIN_MAX_CONNECTIONS,
+  TIMEOUT_RANGE_S,
+} from './http/http-limits.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -41,10 +50,17 @@ export interface RelayConfig {
   publicCaFile: string | null;
   /** /derp connections in the handshake at once (relay/derp/limits.ts `maxHandshaking`). */
   derpMaxHandshakes: number;
+  /** HTTP connection limits; `maxConnections` null = derived from the open-file limit at start. */
+  http: HttpLimitsConfig;
 }
 
 /** Range of `derp-max-handshakes`: at least a few sources' worth of the per-source cap (32). */
 export const DERP_MAX_HANDSHAKES_RANGE = { min: 64, max: 1_048_576, default: 4_096 } as const;
+
+export type HttpLimitsConfig = Omit<HttpLimits, 'maxConnections'> & { maxConnections: number | null };
+
+/** Largest connection cap accepted by --max-connections and --max-connections-per-source. */
+const MAX_CONNECTIONS_CEILING = 1_000_000;
 
 /** Flag / file keys in their camelCase form, with the kebab-case spelling used by flags and YAML. */
 const KEYS = {
@@ -61,6 +77,11 @@ const KEYS = {
   plainHttp: 'plain-http',
   publicCaFile: 'public-ca-file',
   derpMaxHandshakes: 'derp-max-handshakes',
+  headerTimeout: 'header-timeout',
+  bodyTimeout: 'body-timeout',
+  idleTimeout: 'idle-timeout',
+  maxConnections: 'max-connections',
+  maxConnectionsPerSource: 'max-connections-per-source',
 } as const;
 type Key = keyof typeof KEYS;
 type Raw = Partial<Record<Key, unknown>>;
@@ -191,6 +212,71 @@ function pathValue(value: unknown, key: string, source: string, cwd: string): st
   return isAbsolute(value) ? value : resolve(cwd, value);
 }
 
+/** A whole number in min..max (flags and env give text, YAML gives numbers). */
+function parseWhole(
+  value: unknown,
+  key: string,
+  source: string,
+  min: number,
+  max: number,
+  unit = '',
+): number {
+  const n =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\d{1,9}$/.test(value)
+        ? Number(value)
+        : NaN;
+  if (!Number.isInteger(n) || n < min || n > max) {
+    bad(key, source, `expected whole ${unit || 'numbers'} ${min}-${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+type Pick = (key: Key) => [unknown, string] | undefined;
+
+/** The HTTP limits; the per-source cap defaults to off with plain-http (the terminator is the only source). */
+function resolveHttpLimits(pick: Pick, plainHttp: boolean): HttpLimitsConfig {
+  const seconds = (key: Key, fallback: number): number => {
+    const v = pick(key);
+    if (!v) return fallback * 1000;
+    return parseWhole(v[0], KEYS[key], v[1], TIMEOUT_RANGE_S.min, TIMEOUT_RANGE_S.max, 'seconds') * 1000;
+  };
+  const maxV = pick('maxConnections');
+  const perV = pick('maxConnectionsPerSource');
+  const perOff = perV !== undefined && (perV[0] === 'off' || perV[0] === false);
+  const maxPendingPerSource = perOff
+    ? null
+    : perV
+      ? parseWhole(
+          perV[0],
+          KEYS.maxConnectionsPerSource,
+          perV[1],
+          1,
+          MAX_CONNECTIONS_CEILING,
+          "connections (or 'off')",
+        )
+      : plainHttp
+        ? null
+        : DEFAULT_MAX_PENDING_PER_SOURCE;
+  return {
+    headerTimeoutMs: seconds('headerTimeout', DEFAULT_HEADER_TIMEOUT_S),
+    bodyTimeoutMs: seconds('bodyTimeout', DEFAULT_BODY_TIMEOUT_S),
+    idleTimeoutMs: seconds('idleTimeout', DEFAULT_IDLE_TIMEOUT_S),
+    maxConnections: maxV
+      ? parseWhole(
+          maxV[0],
+          KEYS.maxConnections,
+          maxV[1],
+          MIN_MAX_CONNECTIONS,
+          MAX_CONNECTIONS_CEILING,
+          'connections',
+        )
+      : null,
+    maxPendingPerSource,
+  };
+}
+
 /** Resolves the relay's configuration. Throws TunnelError('BAD_CONFIG') naming the bad key. */
 export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   const cwd = input.cwd ?? process.cwd();
@@ -213,7 +299,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   layers.push(['flag', fromFlags]);
 
   /** The winning value for `key` and where it came from. */
-  const pick = (key: Key): [unknown, string] | undefined => {
+  const pick: Pick = (key) => {
     for (let i = layers.length - 1; i >= 0; i--) {
       const [source, raw] = layers[i]!;
       if (raw[key] !== undefined && raw[key] !== null) {
@@ -306,6 +392,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     plainHttp,
     publicCaFile,
     derpMaxHandshakes,
+    http: resolveHttpLimits(pick, plainHttp),
   };
 }
 

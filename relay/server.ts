@@ -24,7 +24,12 @@ import { warnIfNoAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { RelayHooks } from './hooks.js';
-import { handleClientError } from './http-client-error.js';
+import { ConnectionGuard } from './http/connection-guard.js';
+import { expectationReply, frameworkErrorReply } from './http/error-replies.js';
+import { defaultMaxConnections, type HttpLimits } from './http/http-limits.js';
+import { httpConnectionFamilies } from './http/http-metrics.js';
+import { readOpenFileLimit } from './http/open-file-limit.js';
+import { addRequestChecks, nodeServerLimits } from './http/server-options.js';
 import {
   ensureAdminKey,
   ensureDataDir,
@@ -53,8 +58,6 @@ import { type StunResponder, startStunResponder } from './stun/stun-responder.js
 
 /** Request bodies over this get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT = 64 * 1024;
-/** Idle keep-alive connections are kept this long (> 1.25 x the default 60 s lease). */
-export const KEEP_ALIVE_MS = 90_000;
 /**
  * A TLS handshake not finished after this long is cut (Node's default is 120 s): bytes that are not TLS can
  * look like the start of a long record and would otherwise hold the socket open, as would a slow client.
@@ -178,6 +181,19 @@ function mapError(err: FastifyError): TunnelError {
   return new TunnelError('INTERNAL', 'internal error');
 }
 
+/** The configured HTTP limits, with the total connection cap derived from the open-file limit when not set. */
+export function httpLimitsOf(config: RelayConfig): HttpLimits {
+  return {
+    ...config.http,
+    maxConnections: config.http.maxConnections ?? defaultMaxConnections(readOpenFileLimit()),
+  };
+}
+
+/** Sends `e` as the error envelope with its status. */
+function sendError(reply: FastifyReply, e: TunnelError): void {
+  reply.code(e.status).send(e.toJSON());
+}
+
 export async function startRelay(config: RelayConfig, opts: StartOptions = {}): Promise<RunningRelay> {
   const clock = opts.clock ?? realClock;
   const log = createLogger(config.logLevel, opts.logStream);
@@ -227,22 +243,43 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     publicUrl: () => config.publicUrl ?? boundUrl,
   };
 
+  const limits = httpLimitsOf(config);
+  const guard = new ConnectionGuard({ limits, log: log.child({ component: 'http' }) });
+  const serverLimits = nodeServerLimits(limits);
   const app = Fastify({
     ...(tls
-      ? { https: { cert: tls.certPem, key: tls.keyPem, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS } }
-      : {}),
+      ? {
+          https: {
+            cert: tls.certPem,
+            key: tls.keyPem,
+            handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+            ...serverLimits,
+          },
+        }
+      : { http: serverLimits }),
     loggerInstance: log,
     bodyLimit: BODY_LIMIT,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
-    return503OnClosing: true,
-    // Longer than the lease period plus jitter (60 s x 1.25), so a renewing agent keeps its TLS connection.
-    keepAliveTimeout: KEEP_ALIVE_MS,
+    // The onRequest check answers requests during close with the error envelope (503 CLOSED).
+    return503OnClosing: false,
+    keepAliveTimeout: limits.idleTimeoutMs,
+    requestTimeout: 0,
     forceCloseConnections: 'idle',
-    clientErrorHandler: handleClientError,
+    clientErrorHandler: (err, socket) => guard.handleClientError(err, socket),
+    frameworkErrors: (err, req, reply) => sendError(reply, frameworkErrorReply(err.code, req.raw.url ?? '')),
   }).withTypeProvider<TypeBoxTypeProvider>();
+  const detachGuard = guard.attach(app.server);
+  app.server.on('checkExpectation', (req, res) => {
+    const e = expectationReply(req.headers.expect);
+    const body = JSON.stringify(e.toJSON());
+    res.writeHead(e.status, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
+    res.end(body);
+  });
+  ctx.metrics.addCollector(() => httpConnectionFamilies(guard));
 
-  // Empty JSON bodies count as {} so body-less POSTs (accept, deny) work with or without a Content-Type.
-  app.removeContentTypeParser('application/json');
+  // Only JSON bodies are parsed (text/plain and the rest get 415); empty JSON bodies count as {} so body-less
+  // POSTs (accept, deny) work with or without a Content-Type.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = (body as string).trim();
     if (text === '') return done(null, {});
@@ -269,8 +306,9 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     reply.code(404).send(e.toJSON());
   });
   // While closing, answers carry `Connection: close` so keep-alive sockets end after their last
-  // in-flight response instead of holding close() open.
+  // in-flight response instead of holding close() open, and new requests get 503 CLOSED.
   let shuttingDown = false;
+  addRequestChecks(app as unknown as FastifyInstance, () => shuttingDown);
   app.addHook('onSend', async (_req, reply, payload) => {
     if (shuttingDown) reply.header('connection', 'close');
     return payload;
@@ -373,6 +411,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
         force.unref();
         await app.close();
         clearTimeout(force);
+        detachGuard();
         await store.close();
         hooks.removeAllListeners();
       })();

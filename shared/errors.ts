@@ -77,6 +77,15 @@ export const ERROR_CODES = {
   },
   PAYLOAD_TOO_LARGE: { status: 413, summary: 'The request body is over the limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, summary: 'The request body is not application/json.' },
+  REQUEST_TIMEOUT: {
+    status: 408,
+    summary: 'The request head or body did not arrive within its time limit; the connection is closed.',
+  },
+  HEADERS_TOO_LARGE: {
+    status: 431,
+    summary: 'The request line and headers are over the size limit; the connection is closed.',
+  },
+  EXPECTATION_FAILED: { status: 417, summary: 'The request has an Expect header other than 100-continue.' },
   INVALID_NAME: { status: 400, summary: 'A cluster or group name is not a DNS-1123 label.' },
   BOOTSTRAP_REJECTED: {
     status: 401,

@@ -25,6 +25,11 @@ interface ServeFlags {
   plainHttp?: boolean;
   publicCaFile?: string;
   derpMaxHandshakes?: string;
+  headerTimeout?: string;
+  bodyTimeout?: string;
+  idleTimeout?: string;
+  maxConnections?: string;
+  maxConnectionsPerSource?: string;
   output: OutputFormat;
 }
 
@@ -58,6 +63,26 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     .option(
       '--derp-max-handshakes <n>',
       '/derp connections in the handshake at once, 64-1048576 (default 4096; 32 per source address)',
+    )
+    .option(
+      '--header-timeout <seconds>',
+      'a request line and headers must arrive within this, 1-3600 (default 15)',
+    )
+    .option(
+      '--body-timeout <seconds>',
+      'a request body must arrive within this after its headers, 1-3600 (default 30)',
+    )
+    .option(
+      '--idle-timeout <seconds>',
+      'an idle keep-alive connection is closed after this, 1-3600 (default 90)',
+    )
+    .option(
+      '--max-connections <n>',
+      'connections held at once, every kind (default 16384, lowered to fit the open-file limit)',
+    )
+    .option(
+      '--max-connections-per-source <n|off>',
+      'connections per source address (IPv6: /64) not yet through a request or upgrade (default 128; off with --plain-http)',
     )
     .addOption(outputOption())
     .action(async (flags: ServeFlags) => serve(flags, startOptions));
