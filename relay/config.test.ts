@@ -239,3 +239,69 @@ describe('plain-http (TLS terminated in front)', () => {
     ).toMatch(/^plain-http \(TUNNEL_RELAY_PLAIN_HTTP\): expected true or false, got "maybe"/);
   });
 });
+
+describe('HTTP limits', () => {
+  it('defaults: 15 s head, 30 s body, 90 s idle, 128 pending per source, total from the open-file limit', () => {
+    const c = resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd' } });
+    expect(c.http).toEqual({
+      headerTimeoutMs: 15_000,
+      bodyTimeoutMs: 30_000,
+      idleTimeoutMs: 90_000,
+      maxConnections: null,
+      maxPendingPerSource: 128,
+    });
+    const plain = resolveRelayConfig({
+      cwd: dir,
+      flags: { dataDir: 'd', plainHttp: true, publicUrl: 'https://relay.example' },
+    });
+    expect(plain.http.maxPendingPerSource).toBeNull();
+  });
+
+  it('takes seconds and counts from flags, env and file; off turns the per-source cap off', () => {
+    const cfg = file('http.yaml', 'header-timeout: 5\nmaxConnections: 500\n');
+    const c = resolveRelayConfig({
+      cwd: dir,
+      configFile: cfg,
+      env: { TUNNEL_RELAY_BODY_TIMEOUT: '7', TUNNEL_RELAY_MAX_CONNECTIONS_PER_SOURCE: 'off' },
+      flags: { dataDir: 'd', idleTimeout: '120' },
+    });
+    expect(c.http).toEqual({
+      headerTimeoutMs: 5_000,
+      bodyTimeoutMs: 7_000,
+      idleTimeoutMs: 120_000,
+      maxConnections: 500,
+      maxPendingPerSource: null,
+    });
+    const per = resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', maxConnectionsPerSource: '3' } });
+    expect(per.http.maxPendingPerSource).toBe(3);
+  });
+
+  it('refuses bad values with BAD_CONFIG naming the flag', () => {
+    const bad = (flags: Record<string, unknown>) =>
+      badConfig(() => resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', ...flags } }));
+    expect(bad({ headerTimeout: '0' })).toBe(
+      'header-timeout (--header-timeout): expected whole seconds 1-3600, got "0"',
+    );
+    expect(bad({ bodyTimeout: '1.5' })).toMatch(
+      /^body-timeout \(--body-timeout\): expected whole seconds 1-3600/,
+    );
+    expect(bad({ idleTimeout: '3601' })).toMatch(/^idle-timeout \(--idle-timeout\)/);
+    expect(bad({ maxConnections: '15' })).toBe(
+      'max-connections (--max-connections): expected a connection count 16-1000000, got "15"',
+    );
+    expect(bad({ maxConnectionsPerSource: 'none' })).toMatch(
+      /^max-connections-per-source \(--max-connections-per-source\): expected a connection count 1-1000000 or 'off', got "none"/,
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 12 }), (text) => {
+        const ok = /^\d{1,9}$/.test(text) && Number(text) >= 1 && Number(text) <= 3600;
+        if (ok)
+          expect(
+            resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', headerTimeout: text } }).http
+              .headerTimeoutMs,
+          ).toBe(Number(text) * 1000);
+        else expect(bad({ headerTimeout: text })).toMatch(/^header-timeout/);
+      }),
+    );
+  });
+});

@@ -212,68 +212,65 @@ function pathValue(value: unknown, key: string, source: string, cwd: string): st
   return isAbsolute(value) ? value : resolve(cwd, value);
 }
 
-/** A whole number in min..max (flags and env give text, YAML gives numbers). */
-function parseWhole(
-  value: unknown,
-  key: string,
-  source: string,
-  min: number,
-  max: number,
-  unit = '',
-): number {
+interface WholeRange {
+  min: number;
+  max: number;
+  /** How the range reads in the error, e.g. `whole seconds 1-3600`. */
+  expected: string;
+}
+
+/** A whole number in min..max of the value `pick` found for `key` (flags and env give text, YAML numbers). */
+function parseWhole(found: [unknown, string], key: Key, range: WholeRange): number {
+  const [value, source] = found;
   const n =
     typeof value === 'number'
       ? value
       : typeof value === 'string' && /^\d{1,9}$/.test(value)
         ? Number(value)
         : NaN;
-  if (!Number.isInteger(n) || n < min || n > max) {
-    bad(key, source, `expected whole ${unit || 'numbers'} ${min}-${max}, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < range.min || n > range.max) {
+    bad(KEYS[key], source, `expected ${range.expected}, got ${JSON.stringify(value)}`);
   }
   return n;
 }
 
 type Pick = (key: Key) => [unknown, string] | undefined;
 
-/** The HTTP limits; the per-source cap defaults to off with plain-http (the terminator is the only source). */
+const TIMEOUT_SECONDS: WholeRange = {
+  ...TIMEOUT_RANGE_S,
+  expected: `whole seconds ${TIMEOUT_RANGE_S.min}-${TIMEOUT_RANGE_S.max}`,
+};
+const TOTAL_CONNECTIONS: WholeRange = {
+  min: MIN_MAX_CONNECTIONS,
+  max: MAX_CONNECTIONS_CEILING,
+  expected: `a connection count ${MIN_MAX_CONNECTIONS}-${MAX_CONNECTIONS_CEILING}`,
+};
+const SOURCE_CONNECTIONS: WholeRange = {
+  min: 1,
+  max: MAX_CONNECTIONS_CEILING,
+  expected: `a connection count 1-${MAX_CONNECTIONS_CEILING} or 'off'`,
+};
+
+/** The per-source cap: default 128, off by default with plain-http (the terminator is the only source). */
+function pendingPerSource(pick: Pick, plainHttp: boolean): number | null {
+  const v = pick('maxConnectionsPerSource');
+  if (!v) return plainHttp ? null : DEFAULT_MAX_PENDING_PER_SOURCE;
+  if (v[0] === 'off' || v[0] === false) return null;
+  return parseWhole(v, 'maxConnectionsPerSource', SOURCE_CONNECTIONS);
+}
+
 function resolveHttpLimits(pick: Pick, plainHttp: boolean): HttpLimitsConfig {
   const seconds = (key: Key, fallback: number): number => {
     const v = pick(key);
-    if (!v) return fallback * 1000;
-    return parseWhole(v[0], KEYS[key], v[1], TIMEOUT_RANGE_S.min, TIMEOUT_RANGE_S.max, 'seconds') * 1000;
+    return (v ? parseWhole(v, key, TIMEOUT_SECONDS) : fallback) * 1000;
   };
   const maxV = pick('maxConnections');
-  const perV = pick('maxConnectionsPerSource');
-  const perOff = perV !== undefined && (perV[0] === 'off' || perV[0] === false);
-  const maxPendingPerSource = perOff
-    ? null
-    : perV
-      ? parseWhole(
-          perV[0],
-          KEYS.maxConnectionsPerSource,
-          perV[1],
-          1,
-          MAX_CONNECTIONS_CEILING,
-          "connections (or 'off')",
-        )
-      : plainHttp
-        ? null
-        : DEFAULT_MAX_PENDING_PER_SOURCE;
   return {
     headerTimeoutMs: seconds('headerTimeout', DEFAULT_HEADER_TIMEOUT_S),
     bodyTimeoutMs: seconds('bodyTimeout', DEFAULT_BODY_TIMEOUT_S),
     idleTimeoutMs: seconds('idleTimeout', DEFAULT_IDLE_TIMEOUT_S),
-    maxConnections: maxV
-      ? parseWhole(
-          maxV[0],
-          KEYS.maxConnections,
-          maxV[1],
-          MIN_MAX_CONNECTIONS,
-          MAX_CONNECTIONS_CEILING,
-          'connections',
-        )
-      : null,
-    maxPendingPerSource,
+    maxConnections: maxV ? parseWhole(maxV, 'maxConnections', TOTAL_CONNECTIONS) : null,
+    maxPendingPerSource: pendingPerSource(pick, plainHttp),
   };
 }
 

@@ -57,6 +57,8 @@ describe('handleClientError', () => {
     expect(a.status).toBe(400);
     expect(a.body.error.code).toBe('BAD_INPUT');
     expect(clientErrorAnswer('HPE_HEADER_OVERFLOW', 'x').status).toBe(431);
-    expect(clientErrorAnswer('ERR_HTTP_REQUEST_TIMEOUT', undefined).error.code).toBe('TIMEOUT');
+    expect(clientErrorAnswer('HPE_HEADER_OVERFLOW', 'x').error.code).toBe('HEADERS_TOO_LARGE');
+    expect(clientErrorAnswer('ERR_HTTP_REQUEST_TIMEOUT', undefined).status).toBe(408);
+    expect(clientErrorAnswer('ERR_HTTP_REQUEST_TIMEOUT', undefined).error.code).toBe('REQUEST_TIMEOUT');
   });
 });

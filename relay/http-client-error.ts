@@ -3,13 +3,13 @@
  * 'clientError'), in the API's error envelope instead of Fastify's own body:
  *   body framing it cannot read one way (Content-Length with Transfer-Encoding, two Content-Length
  *   values, a Transfer-Encoding other than chunked, a bad chunk size)   400 BAD_FRAMING
- *   headers over Node's size limit                                       431 LIMIT_EXCEEDED
- *   a request not received in time                                       408 TIMEOUT
+ *   request line and headers over Node's size limit                      431 HEADERS_TOO_LARGE
+ *   a request head not received in time                                  408 REQUEST_TIMEOUT
  *   anything else the parser refuses                                     400 BAD_INPUT
  * The message is the parser's own reason (a fixed text, never a header value). The connection is
  * closed afterwards: after a parse error nothing more on it can be trusted.
  */
-import { STATUS_CODES } from 'node:http';
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type ErrorCode, TunnelError } from '../shared/errors.js';
 
@@ -29,17 +29,20 @@ interface ParseFailure {
 /** The answer for a parser error with this `code` and `reason` (Node sets both on 'clientError'). */
 export function clientErrorAnswer(code: string | undefined, reason: string | undefined): ParseFailure {
   const why = reason ? `: ${reason.slice(0, 120)}` : '';
-  const answer = (status: number, errCode: ErrorCode, message: string): ParseFailure => ({
-    status,
-    error: new TunnelError(errCode, message),
-  });
+  const answer = (errCode: ErrorCode, message: string): ParseFailure => {
+    const error = new TunnelError(errCode, message);
+    return { status: error.status, error };
+  };
   if (code !== undefined && FRAMING_CODES.has(code)) {
-    return answer(400, 'BAD_FRAMING', `request body framing refused${why}`);
+    return answer('BAD_FRAMING', `request body framing refused${why}`);
   }
-  if (code === 'HPE_HEADER_OVERFLOW') return answer(431, 'LIMIT_EXCEEDED', 'request headers are too large');
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
-    return answer(408, 'TIMEOUT', 'the request was not received in time');
-  return answer(400, 'BAD_INPUT', `malformed HTTP request${why}`);
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return answer('HEADERS_TOO_LARGE', `request line and headers are over ${maxHeaderSize} bytes`);
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return answer('REQUEST_TIMEOUT', 'request line and headers not received in time');
+  }
+  return answer('BAD_INPUT', `malformed HTTP request${why}`);
 }
 
 /** Fastify's `clientErrorHandler`. */

@@ -272,7 +272,11 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   app.server.on('checkExpectation', (req, res) => {
     const e = expectationReply(req.headers.expect);
     const body = JSON.stringify(e.toJSON());
-    res.writeHead(e.status, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
+    res.writeHead(e.status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
     res.end(body);
   });
   ctx.metrics.addCollector(() => httpConnectionFamilies(guard));

@@ -77,8 +77,8 @@ export class ConnectionGuard {
   }
 
   /** The server's 'clientError' handler: answers parser errors and head timeouts with the error envelope. */
-  handleClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-    const reply = clientErrorReply(err.code, this.limits.headerTimeoutMs);
+  handleClientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void {
+    const reply = clientErrorReply(err, this.limits.headerTimeoutMs);
     if (reply === null || socket.destroyed) {
       socket.destroy();
       return;
@@ -142,8 +142,9 @@ export class ConnectionGuard {
     if (c) this.#table.settle(c);
   }
 
+  /** Idle keep-alive closes are normal operation: counted, not logged. */
   #cutIdle(socket: Duplex): void {
-    this.#count('idle_timeout', this.#table.find(socket)?.source ?? null);
+    this.stats.cut.idle_timeout++;
     socket.destroy();
   }
 

@@ -6,7 +6,7 @@ function recorder() {
   const lines: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
   const at = (level: string) => (obj: Record<string, unknown>, msg: string) =>
     lines.push({ level, obj, msg });
-  return { lines, log: { warn: at('warn'), debug: at('debug') } };
+  return { lines, log: { warn: at('warn') } };
 }
 
 describe('CutLog', () => {
@@ -39,8 +39,8 @@ describe('CutLog', () => {
     // A quiet window ends the series: the next cut is logged at once again.
     clock.advance(60_000);
     expect(lines).toHaveLength(3);
-    cuts.record('idle_timeout', '10.0.0.9');
-    expect(lines[3]).toMatchObject({ level: 'debug', obj: { reason: 'idle_timeout' } });
+    cuts.record('total_cap', '10.0.0.9');
+    expect(lines[3]).toMatchObject({ level: 'warn', obj: { reason: 'total_cap', source: '10.0.0.9' } });
     cuts.close();
   });
 

@@ -2,7 +2,7 @@
  * Log lines for connections the relay cuts, without flooding: the first cut after a quiet window is logged at
  * once; further cuts are counted (by reason and by source) and summed up in one line when the window ends, and
  * a window with cuts opens the next one, so a sustained attack costs one line per window. Idle keep-alive
- * closes are normal operation: alone they log at debug level, mixed with other cuts at warn.
+ * closes are normal operation: they are counted on /metrics but not logged (the guard does not record them here).
  */
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 
@@ -39,10 +39,8 @@ export const CUT_LOG_MAX_SOURCES = 1_024;
 /** Sources named in a summary line (the ones with the most cuts). */
 export const CUT_LOG_TOP_SOURCES = 5;
 
-type LogFn = (obj: Record<string, unknown>, msg: string) => void;
 export interface CutLogger {
-  warn: LogFn;
-  debug: LogFn;
+  warn(obj: Record<string, unknown>, msg: string): void;
 }
 
 export interface CutLogOptions {
@@ -50,8 +48,6 @@ export interface CutLogOptions {
   clock: Clock;
   windowMs?: number;
 }
-
-const quiet = (reason: CutReason): boolean => reason === 'idle_timeout';
 
 export class CutLog {
   readonly #log: CutLogger;
@@ -69,8 +65,7 @@ export class CutLog {
 
   record(reason: CutReason, source: string | null): void {
     if (this.#timer === undefined) {
-      const level = quiet(reason) ? 'debug' : 'warn';
-      this.#log[level]({ reason, source }, `HTTP connection cut: ${reason}`);
+      this.#log.warn({ reason, source }, `HTTP connection cut: ${reason}`);
       this.#openWindow();
       return;
     }
@@ -99,8 +94,7 @@ export class CutLog {
       .sort((a, b) => b[1] - a[1])
       .slice(0, CUT_LOG_TOP_SOURCES)
       .map(([source, count]) => ({ source, count }));
-    const level = [...this.#byReason.keys()].every(quiet) ? 'debug' : 'warn';
-    this.#log[level](
+    this.#log.warn(
       { cut, sources: this.#bySource.size, topSources, windowSeconds: this.#windowMs / 1000 },
       'HTTP connections cut since the last line',
     );

@@ -3,47 +3,34 @@
  * ('clientError'), Fastify's router errors (a path that is not valid percent-encoding) and unsupported
  * `Expect` headers. Each is the API's one envelope `{"error":{"code","message"}}` with the status of its code.
  */
-import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
+import { clientErrorAnswer } from '../http-client-error.js';
 import { redactUrl } from '../logger.js';
 import type { CutReason } from './cut-log.js';
 
 /** After the answer is written, a client that does not close is cut after this. */
 export const CLOSE_AFTER_REPLY_MS = 1_000;
 
-/** What a client error answers and how the cut is counted; null: nothing to answer (the peer went away). */
+/**
+ * What a client error answers (relay/http-client-error.ts maps the parser's codes; the head timeout names the
+ * configured value) and how the cut is counted; null: nothing to answer (the peer reset or went away).
+ */
 export function clientErrorReply(
-  code: string | undefined,
+  err: { code?: string | undefined; reason?: string | undefined },
   headerTimeoutMs: number,
 ): { error: TunnelError; reason: CutReason } | null {
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     const s = headerTimeoutMs / 1000;
     return {
       error: new TunnelError('REQUEST_TIMEOUT', `request line and headers not received within ${s} s`),
       reason: 'header_timeout',
     };
   }
-  if (code === 'HPE_HEADER_OVERFLOW') {
-    return {
-      error: new TunnelError('HEADERS_TOO_LARGE', `request line and headers are over ${maxHeaderSize} bytes`),
-      reason: 'malformed',
-    };
-  }
-  if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') {
-    return {
-      error: new TunnelError('PAYLOAD_TOO_LARGE', 'chunk extensions are over the size limit'),
-      reason: 'malformed',
-    };
-  }
-  if (code?.startsWith('HPE_')) {
-    return {
-      error: new TunnelError('BAD_INPUT', `request is not valid HTTP/1.1 (${code})`),
-      reason: 'malformed',
-    };
-  }
-  return null;
+  if (!err.code?.startsWith('HPE_')) return null;
+  return { error: clientErrorAnswer(err.code, err.reason).error, reason: 'malformed' };
 }
 
 /** The answer to a Fastify framework error (bad URL, over-long path parameter). */
