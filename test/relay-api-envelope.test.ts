@@ -123,6 +123,12 @@ describe('one error envelope for everything the relay answers', () => {
         'UNSUPPORTED_MEDIA_TYPE',
       ],
       ['an unfinished head', 'GET /healthz HTTP/1.1\r\nHost: r\r\n', 400, 'BAD_INPUT'],
+      [
+        'a body framing the parser refuses after the head',
+        request('POST /api/v1/clusters HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: gzip', 'xyz'),
+        400,
+        'BAD_FRAMING',
+      ],
     ];
     for (const [what, bytes, status, code] of cases) {
       const r = firstReply(await raw(bytes));

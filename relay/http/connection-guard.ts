@@ -86,7 +86,7 @@ export class ConnectionGuard {
     const c = this.#table.find(socket);
     this.#count(reply.reason, c?.source ?? null);
     // Bytes of an answer already under way must not be followed by a second status line.
-    if (c !== undefined && c.responses > 0) socket.destroy();
+    if (c !== undefined && [...c.responses].some((r) => r.headersSent)) socket.destroy();
     else replyAndClose(socket, reply.error, this.#clock);
   }
 
@@ -109,9 +109,9 @@ export class ConnectionGuard {
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
     const c = this.#table.find(req.socket);
     if (c === undefined) return;
-    c.responses++;
+    c.responses.add(res);
     res.once('close', () => {
-      c.responses--;
+      c.responses.delete(res);
       if (req.complete) this.#table.settle(c);
     });
     req.once('end', () => this.#table.settle(c));

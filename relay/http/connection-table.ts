@@ -12,8 +12,8 @@ export interface TrackedConnection {
   readonly socket: HeldSocket;
   /** True until the connection has finished a request or upgraded. */
   pending: boolean;
-  /** Responses started and not yet closed on this connection. */
-  responses: number;
+  /** Responses of this connection not yet closed (several when requests are pipelined). */
+  readonly responses: Set<{ readonly headersSent: boolean }>;
 }
 
 export type Admission =
@@ -77,7 +77,7 @@ export class ConnectionTable {
       if (evicted === null) return { kind: 'refused', reason: 'total_cap' };
       this.remove(evicted);
     }
-    const connection: TrackedConnection = { source, socket, pending: true, responses: 0 };
+    const connection: TrackedConnection = { source, socket, pending: true, responses: new Set() };
     this.#byKey.set(key, connection);
     this.#keys.set(connection, key);
     this.#seen.set(socket, connection);
