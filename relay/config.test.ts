@@ -241,14 +241,14 @@ describe('plain-http (TLS terminated in front)', () => {
 });
 
 describe('HTTP limits', () => {
-  it('defaults: 15 s head, 30 s body, 90 s idle, 128 pending per source, total from the open-file limit', () => {
+  it('defaults: 15 s head, 30 s body, 90 s idle, 256 pending per source, total from the open-file limit', () => {
     const c = resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd' } });
     expect(c.http).toEqual({
       headerTimeoutMs: 15_000,
       bodyTimeoutMs: 30_000,
       idleTimeoutMs: 90_000,
       maxConnections: null,
-      maxPendingPerSource: 128,
+      maxPendingPerSource: 256,
     });
     const plain = resolveRelayConfig({
       cwd: dir,

@@ -82,7 +82,7 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     )
     .option(
       '--max-connections-per-source <n|off>',
-      'connections per source address (IPv6: /64) not yet through a request or upgrade (default 128; off with --plain-http)',
+      'connections per source address (IPv6: /64) not yet through a request or upgrade (default 256; off with --plain-http)',
     )
     .addOption(outputOption())
     .action(async (flags: ServeFlags) => serve(flags, startOptions));

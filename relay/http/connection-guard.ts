@@ -13,7 +13,7 @@ import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node
 import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type Clock, realClock } from '../../shared/clock.js';
+import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import { ConnectionTable, type TrackedConnection } from './connection-table.js';
 import { CutLog, type CutLogger, type CutReason, zeroCutCounts } from './cut-log.js';
@@ -93,6 +93,10 @@ export class ConnectionGuard {
   #onConnection(socket: Socket): void {
     const source = sourceKey(socket.remoteAddress);
     const admission = this.#table.admit(socket, source);
+    if (admission.kind === 'gone') {
+      socket.destroy();
+      return;
+    }
     if (admission.kind === 'refused') {
       this.#count(admission.reason, source);
       socket.destroy();
@@ -120,11 +124,12 @@ export class ConnectionGuard {
 
   /** Cuts the connection when the body has not fully arrived `bodyTimeoutMs` after the headers. */
   #watchBody(req: IncomingMessage, res: ServerResponse, c: TrackedConnection): void {
+    const arm = (): TimerHandle => this.#clock.setTimer(this.limits.bodyTimeoutMs, check);
     const check = (): void => {
       if (req.complete || c.socket.destroyed) return;
       // The relay is streaming the answer while the client still sends (path proxy): not a slow request.
       if (res.headersSent && !res.writableFinished) {
-        timer = this.#clock.setTimer(this.limits.bodyTimeoutMs, check);
+        watch.timer = arm();
         return;
       }
       this.#count('body_timeout', c.source);
@@ -133,8 +138,8 @@ export class ConnectionGuard {
       if (res.headersSent) req.socket.destroy();
       else replyAndClose(req.socket, err, this.#clock);
     };
-    let timer = this.#clock.setTimer(this.limits.bodyTimeoutMs, check);
-    req.once('end', () => this.#clock.clearTimer(timer));
+    const watch = { timer: arm() };
+    req.once('end', () => this.#clock.clearTimer(watch.timer));
   }
 
   #settle(socket: Duplex): void {

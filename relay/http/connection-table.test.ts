@@ -62,6 +62,12 @@ describe('ConnectionTable', () => {
     expect(t.find(raw)).toBeUndefined();
   });
 
+  it('does not count a socket whose peer is already gone', () => {
+    const t = new ConnectionTable({ maxConnections: 10, maxPendingPerSource: 1 });
+    expect(t.admit({ destroyed: true, destroy() {} }, null)).toEqual({ kind: 'gone' });
+    expect(t.size).toBe(0);
+  });
+
   it('property: counts never exceed the caps and always match what is held', () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('admit' as const), source: fc.integer({ min: 0, max: 4 }) }),

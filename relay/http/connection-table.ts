@@ -18,7 +18,9 @@ export interface TrackedConnection {
 
 export type Admission =
   | { kind: 'admitted'; connection: TrackedConnection; evicted: TrackedConnection | null }
-  | { kind: 'refused'; reason: 'source_cap' | 'total_cap' };
+  | { kind: 'refused'; reason: 'source_cap' | 'total_cap' }
+  /** The peer was gone before it could be counted (no address any more). */
+  | { kind: 'gone' };
 
 /** What identifies a connection on both the TCP socket and the TLS socket over it. */
 export interface Endpoints {
@@ -66,7 +68,7 @@ export class ConnectionTable {
   /** Applies the caps to a new connection from `source`; an admitted one is held until `remove`. */
   admit(socket: HeldSocket, source: string | null): Admission {
     const key = endpointKey(socket);
-    if (key === null) return { kind: 'refused', reason: 'total_cap' };
+    if (key === null) return { kind: 'gone' };
     const cap = this.#maxPendingPerSource;
     if (cap !== null && source !== null && (this.#pendingBySource.get(source) ?? 0) >= cap) {
       return { kind: 'refused', reason: 'source_cap' };

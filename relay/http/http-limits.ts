@@ -35,8 +35,12 @@ export const DEFAULT_MAX_CONNECTIONS = 16_384;
 export const RESERVED_DESCRIPTORS = 64;
 /** Smallest total cap accepted. */
 export const MIN_MAX_CONNECTIONS = 16;
-/** Default per-source cap on pending connections (off with --plain-http: the terminator is the only source). */
-export const DEFAULT_MAX_PENDING_PER_SOURCE = 128;
+/**
+ * Default per-source cap on pending connections (off with --plain-http: the terminator is the only source): room
+ * for a client that opens a couple of hundred tunnels at once (each in its TLS handshake together), far below
+ * the total cap.
+ */
+export const DEFAULT_MAX_PENDING_PER_SOURCE = 256;
 
 /** The total cap when none is configured: the default, lowered to fit the open-file limit (null = unknown). */
 export function defaultMaxConnections(openFileLimit: number | null): number {
