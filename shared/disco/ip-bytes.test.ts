@@ -1,0 +1,54 @@
+import { isIPv6 } from 'node:net';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { bytesToIp, ipToBytes } from './ip-bytes.js';
+
+describe('ip-bytes', () => {
+  it('maps IPv4 into ::ffff:0:0/96 and back', () => {
+    expect(ipToBytes('192.0.2.7')?.toString('hex')).toBe('00000000000000000000ffffc0000207');
+    expect(bytesToIp(Buffer.from('00000000000000000000ffffc0000207', 'hex'))).toBe('192.0.2.7');
+  });
+
+  it('reads IPv6 forms: ::, a dotted tail, full', () => {
+    expect(ipToBytes('::1')?.toString('hex')).toBe('00000000000000000000000000000001');
+    expect(ipToBytes('2001:db8::8:800:200c:417a')?.toString('hex')).toBe('20010db80000000000080800200c417a');
+    expect(ipToBytes('::ffff:10.1.2.3')?.toString('hex')).toBe('00000000000000000000ffff0a010203');
+    expect(ipToBytes('64:ff9b::192.0.2.33')?.toString('hex')).toBe('0064ff9b0000000000000000c0000221');
+    expect(ipToBytes('fe80:0:0:0:0:0:0:1')?.toString('hex')).toBe('fe800000000000000000000000000001');
+  });
+
+  it('writes RFC 5952 text', () => {
+    expect(bytesToIp(Buffer.from('20010db80000000000080800200c417a', 'hex'))).toBe(
+      '2001:db8::8:800:200c:417a',
+    );
+    expect(bytesToIp(Buffer.alloc(16))).toBe('::');
+    expect(bytesToIp(Buffer.from('20010db8000100000001000100010001', 'hex'))).toBe('2001:db8:1:0:1:1:1:1');
+  });
+
+  it('refuses names, zone ids and junk', () => {
+    for (const t of ['example.com', 'fe80::1%eth0', '1.2.3', '', '::g', '1.2.3.256'])
+      expect(ipToBytes(t)).toBeNull();
+  });
+
+  it('round-trips any 16 bytes through text (property)', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 16, maxLength: 16 }), (raw) => {
+        const text = bytesToIp(raw);
+        expect(ipToBytes(text)?.equals(Buffer.from(raw))).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('agrees with node:net on which strings are addresses (property)', () => {
+    fc.assert(
+      fc.property(fc.ipV6(), (text) => {
+        expect(isIPv6(text)).toBe(true);
+        const bytes = ipToBytes(text);
+        expect(bytes).not.toBeNull();
+        expect(ipToBytes(bytesToIp(bytes!))?.equals(bytes!)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
