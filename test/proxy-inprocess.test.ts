@@ -190,7 +190,7 @@ describe('CONNECT proxy', () => {
     expect(r.stdout).toBe('hello from upstream (GET)');
   });
 
-  it('answers 407 without a key or with a wrong one, 403 for a viewer and another group, 404 for an unknown cluster', async () => {
+  it('answers 407 without a key or with a wrong one, 403 for a viewer, 404 for another group and an unknown cluster', async () => {
     const target = `http://edge-1.clusters.local:${upPort}/hello`;
     const none = await curlConnect(target);
     expect(none.ok).toBe(false);
@@ -202,12 +202,51 @@ describe('CONNECT proxy', () => {
     expect(v.out.trim()).toBe('403');
     const other = await key('group-editor:other');
     const o = await curlConnect(target, ['--proxy-header', `Proxy-Authorization: Bearer ${other}`]);
-    expect(o.out.trim()).toBe('403');
+    expect(o.out.trim()).toBe('404');
     const unknown = await curlConnect(`http://nope.clusters.local:${upPort}/`, [
       '--proxy-header',
       `Proxy-Authorization: Bearer ${admin}`,
     ]);
     expect(unknown.out.trim()).toBe('404');
+  });
+
+  it("another group's cluster answers exactly as a missing one on CONNECT, the path proxy and upgrades", async () => {
+    const other = await key('group-editor:other');
+    const u = new URL(t.relay.url);
+    const exchange = (head: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const s = tls.connect({
+          host: u.hostname,
+          port: Number(u.port),
+          ca: t.relay.caPem,
+          servername: 'localhost',
+        });
+        let got = '';
+        s.on('data', (d: Buffer) => {
+          got += d.toString();
+        });
+        s.on('end', () => resolve(got));
+        s.on('error', reject);
+        s.write(head);
+      });
+    const heads = (name: string): string[] => [
+      `CONNECT ${name}.clusters.local:${upPort} HTTP/1.1\r\nHost: ${name}.clusters.local:${upPort}\r\n` +
+        `Proxy-Authorization: Bearer ${other}\r\n\r\n`,
+      `GET /api/v1/clusters/${name}/proxy/hello HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer ${other}\r\n` +
+        'Connection: close\r\n\r\n',
+      `GET /api/v1/clusters/${name}/proxy/ws HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer ${other}\r\n` +
+        'Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n',
+    ];
+    const strip = (reply: string): string => reply.replace(/\r\ndate: [^\r]*/i, '');
+    const hidden = heads('edge-1');
+    const missing = heads('nope-1');
+    for (let i = 0; i < hidden.length; i++) {
+      const h = strip(await exchange(hidden[i]!));
+      const m = strip(await exchange(missing[i]!));
+      expect(h, hidden[i]).toMatch(/^HTTP\/1\.1 404 /);
+      expect(h).not.toContain('default');
+      expect(h.replaceAll('edge-1', 'nope-1')).toBe(m);
+    }
   });
 
   it('answers 503 at once for a cluster whose agent is not connected', async () => {

@@ -9,7 +9,7 @@ import type { Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { TunnelError } from '../../shared/errors.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
-import { authenticate } from '../auth.js';
+import { authenticate, canSeeCluster } from '../auth.js';
 import type { RelayContext } from '../context.js';
 import type { HubStreams } from './hub-streams.js';
 import type { LivePipes } from './live-pipes.js';
@@ -74,7 +74,10 @@ export function attachConnectProxy(o: ConnectProxyOptions): () => void {
       );
     }
     const c = await ctx.store.getCluster(target.cluster);
-    if (!c) throw new TunnelError('NOT_FOUND', `cluster '${target.cluster}' not found`);
+    // A cluster the caller may not see answers as a missing one: no group named, no existence confirmed.
+    if (!c || !canSeeCluster(who, c)) {
+      throw new TunnelError('NOT_FOUND', `cluster '${target.cluster}' not found`);
+    }
     const key = requireProxy(who, c.group, 'connect');
     // Registered before the stream opens: a key that ends while it opens ends the tunnel too.
     pipes.hold(key, socket);

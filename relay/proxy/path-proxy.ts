@@ -21,7 +21,7 @@ import { TunnelError } from '../../shared/errors.js';
 import { type BodyFraming, bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
 import type { MuxStream } from '../../shared/mux/mux-stream.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
-import { authenticate, type KeyPrincipal } from '../auth.js';
+import { authenticate, canSeeCluster, type KeyPrincipal } from '../auth.js';
 import type { RelayContext } from '../context.js';
 import type { HubStreams } from './hub-streams.js';
 import type { LivePipes } from './live-pipes.js';
@@ -125,7 +125,8 @@ async function authorize(
 ): Promise<KeyPrincipal> {
   const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
   const c = await ctx.store.getCluster(cluster);
-  if (!c) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
+  // A cluster the caller may not see answers as a missing one: no group named, no existence confirmed.
+  if (!c || !canSeeCluster(who, c)) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
   return requireProxy(who, c.group, isReadOnly(req.method, upgrade) ? 'read' : 'write');
 }
 
