@@ -2,12 +2,13 @@ import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientErrorAnswer, handleClientError } from './http-client-error.js';
+import { ConnectionGuard } from './http/connection-guard.js';
+import { clientErrorAnswer } from './http-client-error.js';
 
 let server: http.Server;
 let port: number;
 
-/** What Node's parser + handleClientError answer to raw request bytes. */
+/** What Node's parser + the connection guard's clientError handler answer to raw request bytes. */
 async function answer(
   bytes: string,
 ): Promise<{ status: number; body: { error: { code: string; message: string } } }> {
@@ -23,7 +24,17 @@ async function answer(
 
 beforeAll(async () => {
   server = http.createServer((_req, res) => res.end('reached'));
-  server.on('clientError', handleClientError);
+  const guard = new ConnectionGuard({
+    limits: {
+      headerTimeoutMs: 15_000,
+      bodyTimeoutMs: 30_000,
+      idleTimeoutMs: 90_000,
+      maxConnections: 100,
+      maxPendingPerSource: null,
+    },
+    log: { warn: () => {} },
+  });
+  server.on('clientError', (err: Error, socket) => guard.handleClientError(err, socket));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   port = (server.address() as net.AddressInfo).port;
@@ -31,7 +42,7 @@ beforeAll(async () => {
 
 afterAll(() => server.close());
 
-describe('handleClientError', () => {
+describe('parser errors', () => {
   it('answers what the parser refuses about body framing with 400 BAD_FRAMING and its reason', async () => {
     const head = 'POST / HTTP/1.1\r\nHost: x\r\n';
     for (const framing of [

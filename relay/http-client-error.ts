@@ -6,11 +6,11 @@
  *   request line and headers over Node's size limit                      431 HEADERS_TOO_LARGE
  *   a request head not received in time                                  408 REQUEST_TIMEOUT
  *   anything else the parser refuses                                     400 BAD_INPUT
- * The message is the parser's own reason (a fixed text, never a header value). The connection is
- * closed afterwards: after a parse error nothing more on it can be trusted.
+ * The message is the parser's own reason (a fixed text, never a header value). The connection guard
+ * (relay/http/connection-guard.ts) writes the answer and closes the connection: after a parse error nothing
+ * more on it can be trusted.
  */
-import { maxHeaderSize, STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { maxHeaderSize } from 'node:http';
 import { type ErrorCode, TunnelError } from '../shared/errors.js';
 
 /** llhttp error codes about how the body is delimited. */
@@ -43,21 +43,4 @@ export function clientErrorAnswer(code: string | undefined, reason: string | und
     return answer('REQUEST_TIMEOUT', 'request line and headers not received in time');
   }
   return answer('BAD_INPUT', `malformed HTTP request${why}`);
-}
-
-/** Fastify's `clientErrorHandler`. */
-export function handleClientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (socket.writable) {
-    const { status, error } = clientErrorAnswer(err.code, err.reason);
-    const body = JSON.stringify(error.toJSON());
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
-        'content-type: application/json; charset=utf-8\r\n' +
-        `content-length: ${Buffer.byteLength(body)}\r\n` +
-        'connection: close\r\n\r\n' +
-        body,
-    );
-  }
-  socket.destroy();
 }
