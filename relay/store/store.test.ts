@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../shared/errors.js';
 import { SqliteStore } from './sqlite.js';
-import type { AuditEntry, RegisterInput } from './types.js';
+import { PostgresBackend, sqliteBackend } from './test-backends.js';
+import type { AuditEntry, RegisterInput, Store } from './types.js';
 
 const audit = (action: string, target = 't'): AuditEntry => ({
   at: 1,
@@ -31,14 +32,21 @@ function regInput(cluster: string, over: Partial<RegisterInput> = {}): RegisterI
   };
 }
 
-let s: SqliteStore;
-beforeEach(() => {
-  s = new SqliteStore(':memory:');
-});
+const postgres = new PostgresBackend();
+beforeAll(() => postgres.start(), 120_000);
+afterAll(() => postgres.stop());
 
-describe('SqliteStore', () => {
+let s: Store;
+
+// The same suite against every store: the stores must behave the same.
+describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
+  beforeEach(async () => {
+    s = await backend.open();
+  });
+  afterEach(() => s.close());
+
   it('creates clusters, refuses duplicates, enforces the cluster cap', async () => {
-    const small = new SqliteStore(':memory:', { maxClusters: 2 });
+    const small = await backend.open({ maxClusters: 2 });
     await small.createCluster(
       { name: 'a', group: 'g', displayName: 'A', createdAt: 1 },
       secret('p1'),
@@ -249,7 +257,7 @@ describe('SqliteStore', () => {
     expect(await s.getPlatformValues()).toEqual({ a: { b: 1 } });
     expect(await s.getClusterValues('none')).toBeNull();
     expect(await s.setClusterValues('none', {}, audit('v'))).toBe(false);
-    const capped = new SqliteStore(':memory:', { maxAuditRows: 1000 });
+    const capped = await backend.open({ maxAuditRows: 1000 });
     for (let i = 0; i < 2500; i++) await capped.appendAudit(audit('x', String(i)));
     const rows = await capped.listAudit(5000);
     expect(rows.length).toBeLessThanOrEqual(1500);

@@ -1,0 +1,461 @@
+/**
+ * PostgreSQL store (node-postgres): the same interface and behaviour as the SQLite store, for several
+ * relay replicas sharing one database. A bounded pool; migrations under an advisory lock on open; every
+ * multi-row change one SERIALIZABLE transaction together with its audit row (postgres-tx.ts); reads are
+ * single statements. A revoked access key is announced with NOTIFY in the revoking transaction and
+ * reaches the listeners of every replica (postgres-events.ts).
+ */
+import pg from 'pg';
+import { TunnelError } from '../../shared/errors.js';
+import { allocateAddress, releaseAddress } from './postgres-addresses.js';
+import {
+  CONNECT_TIMEOUT_MS,
+  clientConfig,
+  connectError,
+  DEFAULT_POOL_SIZE,
+  type PostgresConnection,
+  poolConfig,
+  scrub,
+} from './postgres-connection.js';
+import { EVENTS_CHANNEL, EventFeed, encodeEvent, newOrigin } from './postgres-events.js';
+import { applyPgMigrations } from './postgres-migrations.js';
+import { registerInPgTx } from './postgres-register.js';
+import { serializable, type Tx, txOf } from './postgres-tx.js';
+import { DEFAULT_STORE_LIMITS } from './sqlite.js';
+import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
+import type {
+  AccessKeyRecord,
+  AgentIdentity,
+  AuditEntry,
+  AuditRecord,
+  ClusterRecord,
+  ClusterStatus,
+  LeaseInput,
+  NewCluster,
+  NewSecret,
+  RegisterInput,
+  RegisterResult,
+  RevokeKeyResult,
+  Store,
+  StoreLimits,
+} from './types.js';
+
+export interface PostgresStoreOptions {
+  connection: PostgresConnection;
+  /** Most connections this replica holds (default 10). */
+  poolSize?: number;
+  connectTimeoutMs?: number;
+  limits?: Partial<StoreLimits>;
+  /** Connection trouble after the start (messages carry no password). Default: ignored. */
+  onError?: (message: string) => void;
+}
+
+const KEY_COLS = 'id, role, description, created_at, expires_at, revoked_at';
+
+interface AuditRow {
+  id: number;
+  at: number;
+  actor: string;
+  action: string;
+  target: string;
+  source: string;
+  detail: string;
+}
+
+export class PostgresStore implements Store {
+  readonly #pool: pg.Pool;
+  readonly #limits: StoreLimits;
+  readonly #origin: string;
+  readonly #feed: EventFeed;
+  readonly #keyRevoked: Set<(keyId: string) => void>;
+  #closed = false;
+
+  private constructor(parts: {
+    pool: pg.Pool;
+    limits: StoreLimits;
+    origin: string;
+    feed: EventFeed;
+    keyRevoked: Set<(keyId: string) => void>;
+  }) {
+    this.#pool = parts.pool;
+    this.#limits = parts.limits;
+    this.#origin = parts.origin;
+    this.#feed = parts.feed;
+    this.#keyRevoked = parts.keyRevoked;
+  }
+
+  /** Connects, applies the migrations and starts listening; BAD_CONFIG naming the server when it cannot. */
+  static async open(opts: PostgresStoreOptions): Promise<PostgresStore> {
+    const { connection } = opts;
+    const timeout = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    const onError = opts.onError ?? (() => undefined);
+    const pool = new pg.Pool(poolConfig(connection, opts.poolSize ?? DEFAULT_POOL_SIZE, timeout));
+    // An idle connection the server closed is dropped by the pool; the next query opens another.
+    pool.on('error', (err) => onError(`store: ${scrub(err.message, connection.password)}`));
+    const origin = newOrigin();
+    const keyRevoked = new Set<(keyId: string) => void>();
+    let feed: EventFeed | null = null;
+    try {
+      const client = await pool.connect();
+      try {
+        await applyPgMigrations(client);
+      } finally {
+        client.release();
+      }
+      feed = await EventFeed.start({
+        client: () => new pg.Client(clientConfig(connection, timeout)),
+        origin,
+        onEvent: (event) => {
+          for (const listener of keyRevoked) listener(event.id);
+        },
+        onError: (message) => onError(scrub(message, connection.password)),
+      });
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err instanceof TunnelError ? err : connectError(connection, err);
+    }
+    const limits = { ...DEFAULT_STORE_LIMITS, ...opts.limits };
+    return new PostgresStore({ pool, limits, origin, feed, keyRevoked });
+  }
+
+  #write<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'store is closed'));
+    return serializable(this.#pool, body);
+  }
+
+  #read(): Promise<Tx> {
+    if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'store is closed'));
+    return Promise.resolve(txOf(this.#pool));
+  }
+
+  async #audit(tx: Tx, e: AuditEntry): Promise<void> {
+    const row = await tx.one<{ id: number }>(
+      'INSERT INTO audit (at, actor, action, target, source, detail) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id',
+      [e.at, e.actor, e.action, e.target, e.source, JSON.stringify(e.detail)],
+    );
+    const id = row!.id;
+    if (id > this.#limits.maxAuditRows && id % 1000 === 0)
+      await tx.run('DELETE FROM audit WHERE id <= $1', [id - this.#limits.maxAuditRows]);
+  }
+
+  async #checkClusterCap(tx: Tx): Promise<void> {
+    const { n } = (await tx.one<{ n: number }>('SELECT COUNT(*) AS n FROM clusters'))!;
+    if (n >= this.#limits.maxClusters) {
+      throw new TunnelError(
+        'LIMIT_EXCEEDED',
+        `clusters: the relay already holds ${this.#limits.maxClusters}`,
+      );
+    }
+  }
+
+  async #cluster(tx: Tx, name: string): Promise<ClusterRecord | null> {
+    const r = await tx.one<ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters WHERE name = $1`, [name]);
+    return r ? toCluster(r) : null;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#feed.close();
+    await this.#pool.end();
+  }
+
+  async ping(): Promise<void> {
+    await (await this.#read()).one('SELECT 1');
+  }
+
+  async getMeta(key: string): Promise<string | null> {
+    const r = await (await this.#read()).one<{ value: string }>('SELECT value FROM meta WHERE key = $1', [
+      key,
+    ]);
+    return r?.value ?? null;
+  }
+
+  async initMeta(key: string, value: string): Promise<boolean> {
+    const tx = await this.#read();
+    return (
+      (await tx.run('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING', [key, value])) ===
+      1
+    );
+  }
+
+  createCluster(c: NewCluster, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord> {
+    return this.#write(async (tx) => {
+      if (await this.#cluster(tx, c.name))
+        throw new TunnelError('CONFLICT', `cluster "${c.name}" already exists`);
+      await this.#checkClusterCap(tx);
+      await tx.run(
+        `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
+         VALUES ($1, $2, $3, 'Pending', $4, $4)`,
+        [c.name, c.group, c.displayName, c.createdAt],
+      );
+      await tx.run('INSERT INTO psks (id, cluster, hash, expires_at) VALUES ($1, $2, $3, $4)', [
+        psk.id,
+        c.name,
+        psk.hash,
+        psk.expiresAt,
+      ]);
+      await this.#audit(tx, audit);
+      return (await this.#cluster(tx, c.name))!;
+    });
+  }
+
+  async getCluster(name: string): Promise<ClusterRecord | null> {
+    return this.#cluster(await this.#read(), name);
+  }
+
+  async listClusters(filter: { group?: string } = {}): Promise<ClusterRecord[]> {
+    const tx = await this.#read();
+    const rows =
+      filter.group === undefined
+        ? await tx.all<ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters ORDER BY name`)
+        : await tx.all<ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters WHERE grp = $1 ORDER BY name`, [
+            filter.group,
+          ]);
+    return rows.map(toCluster);
+  }
+
+  async countClustersByStatus(): Promise<Record<string, number>> {
+    const tx = await this.#read();
+    const out: Record<string, number> = { Pending: 0, Accepted: 0, Denied: 0 };
+    const rows = await tx.all<{ status: string; n: number }>(
+      'SELECT status, COUNT(*) AS n FROM clusters GROUP BY status',
+    );
+    for (const r of rows) out[r.status] = r.n;
+    return out;
+  }
+
+  async countLeasesSince(sinceWall: number): Promise<number> {
+    const tx = await this.#read();
+    return (await tx.one<{ n: number }>('SELECT COUNT(*) AS n FROM clusters WHERE lease_renew_at >= $1', [
+      sinceWall,
+    ]))!.n;
+  }
+
+  setClusterStatus(
+    name: string,
+    status: 'Accepted' | 'Denied',
+    now: number,
+    presharedKey: string,
+    audit: AuditEntry,
+  ): Promise<ClusterRecord | null> {
+    return this.#write(async (tx) => {
+      const c = await this.#cluster(tx, name);
+      if (!c) return null;
+      if (c.status !== status) {
+        await tx.run('UPDATE clusters SET status = $1, status_changed_at = $2 WHERE name = $3', [
+          status,
+          now,
+          name,
+        ]);
+      }
+      if (status === 'Accepted' && c.publicKey !== null && c.address === null)
+        await allocateAddress(tx, name, presharedKey);
+      await this.#audit(tx, audit);
+      return this.#cluster(tx, name);
+    });
+  }
+
+  rotatePsk(name: string, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord | null> {
+    return this.#write(async (tx) => {
+      const c = await this.#cluster(tx, name);
+      if (!c) return null;
+      await tx.run(
+        'UPDATE psks SET revoked_at = $1 WHERE cluster = $2 AND used_at IS NULL AND revoked_at IS NULL',
+        [audit.at, name],
+      );
+      await tx.run('INSERT INTO psks (id, cluster, hash, expires_at) VALUES ($1, $2, $3, $4)', [
+        psk.id,
+        name,
+        psk.hash,
+        psk.expiresAt,
+      ]);
+      await this.#audit(tx, audit);
+      return c;
+    });
+  }
+
+  deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null> {
+    return this.#write(async (tx) => {
+      const c = await this.#cluster(tx, name);
+      if (!c) return null;
+      // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
+      await releaseAddress(tx, name);
+      await tx.run('DELETE FROM clusters WHERE name = $1', [name]);
+      await this.#audit(tx, audit);
+      return c;
+    });
+  }
+
+  register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult> {
+    return this.#write(async (tx) => {
+      const result = await registerInPgTx(tx, input, {
+        cluster: (t, name) => this.#cluster(t, name),
+        checkClusterCap: (t) => this.#checkClusterCap(t),
+      });
+      if (result.ok) await this.#audit(tx, audit);
+      return result;
+    });
+  }
+
+  async findAgent(credentialHash: string): Promise<AgentIdentity | null> {
+    const r = await (await this.#read()).one<{ id: string; cluster: string; status: string }>(
+      `SELECT a.id, a.cluster, c.status FROM agent_credentials a JOIN clusters c ON c.name = a.cluster
+         WHERE a.hash = $1 AND a.revoked_at IS NULL`,
+      [credentialHash],
+    );
+    return r ? { credentialId: r.id, cluster: r.cluster, status: r.status as ClusterStatus } : null;
+  }
+
+  async renewLease(cluster: string, lease: LeaseInput): Promise<boolean> {
+    const changes = await (await this.#read()).run(
+      `UPDATE clusters SET lease_renew_at = $1,
+           available_since = CASE WHEN lease_renew_at IS NULL OR available_since IS NULL
+             OR $1 >= lease_renew_at + $2 THEN $1 ELSE available_since END,
+           claims = COALESCE($3, claims), agent_version = COALESCE($4, agent_version)
+         WHERE name = $5 AND public_key IS NOT NULL`,
+      [
+        lease.now,
+        lease.graceMs,
+        lease.claims ? JSON.stringify(lease.claims) : null,
+        lease.agentVersion ?? null,
+        cluster,
+      ],
+    );
+    return changes === 1;
+  }
+
+  unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null> {
+    return this.#write(async (tx) => {
+      const c = await this.#cluster(tx, cluster);
+      if (!c) return null;
+      await releaseAddress(tx, cluster);
+      await tx.run('UPDATE agent_credentials SET revoked_at = $1 WHERE cluster = $2 AND revoked_at IS NULL', [
+        now,
+        cluster,
+      ]);
+      await tx.run(
+        `UPDATE clusters SET public_key = NULL, addr_index = NULL, preshared_key = NULL, agent_version = NULL,
+             claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, status = 'Pending',
+             status_changed_at = CASE WHEN status = 'Pending' THEN status_changed_at ELSE $1 END
+           WHERE name = $2`,
+        [now, cluster],
+      );
+      await this.#audit(tx, audit);
+      return c;
+    });
+  }
+
+  async findClusterByKey(publicKey: string): Promise<ClusterRecord | null> {
+    const r = await (await this.#read()).one<ClusterRow>(
+      `SELECT ${CLUSTER_COLS} FROM clusters WHERE public_key = $1`,
+      [publicKey],
+    );
+    return r ? toCluster(r) : null;
+  }
+
+  createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void> {
+    return this.#write(async (tx) => {
+      const { n } = (await tx.one<{ n: number }>('SELECT COUNT(*) AS n FROM access_keys'))!;
+      if (n >= this.#limits.maxAccessKeys) {
+        throw new TunnelError(
+          'LIMIT_EXCEEDED',
+          `access keys: the relay already holds ${this.#limits.maxAccessKeys}`,
+        );
+      }
+      await tx.run(
+        `INSERT INTO access_keys (id, role, description, hash, created_at, expires_at, revoked_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [key.id, key.role, key.description, hash, key.createdAt, key.expiresAt, key.revokedAt],
+      );
+      await this.#audit(tx, audit);
+    });
+  }
+
+  async findAccessKey(hash: string): Promise<AccessKeyRecord | null> {
+    const r = await (await this.#read()).one<KeyRow>(`SELECT ${KEY_COLS} FROM access_keys WHERE hash = $1`, [
+      hash,
+    ]);
+    return r ? toKey(r) : null;
+  }
+
+  async listAccessKeys(): Promise<AccessKeyRecord[]> {
+    const rows = await (await this.#read()).all<KeyRow>(
+      `SELECT ${KEY_COLS} FROM access_keys ORDER BY created_at, id`,
+    );
+    return rows.map(toKey);
+  }
+
+  async revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult> {
+    const result = await this.#write(async (tx): Promise<RevokeKeyResult> => {
+      // The key itself active, and no other active admin key: revoking it would leave no administrator.
+      const admins = (await tx.one<{ self: number; others: number }>(
+        `SELECT COUNT(*) FILTER (WHERE id = $2) AS self, COUNT(*) FILTER (WHERE id != $2) AS others
+           FROM access_keys WHERE role = 'admin' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)`,
+        [now, id],
+      ))!;
+      if (admins.self === 1 && admins.others === 0) return 'last-admin';
+      const changes = await tx.run(
+        'UPDATE access_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL',
+        [now, id],
+      );
+      if (changes !== 1) return 'not-found';
+      await this.#audit(tx, audit);
+      const payload = encodeEvent({ origin: this.#origin, event: { kind: 'key-revoked', id } });
+      await tx.one('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, payload]);
+      return 'revoked';
+    });
+    if (result === 'revoked') for (const listener of this.#keyRevoked) listener(id);
+    return result;
+  }
+
+  onAccessKeyRevoked(listener: (keyId: string) => void): () => void {
+    this.#keyRevoked.add(listener);
+    return () => this.#keyRevoked.delete(listener);
+  }
+
+  async getPlatformValues(): Promise<Record<string, unknown>> {
+    return JSON.parse((await this.getMeta('platform-values')) ?? '{}') as Record<string, unknown>;
+  }
+
+  setPlatformValues(values: Record<string, unknown>, audit: AuditEntry): Promise<void> {
+    return this.#write(async (tx) => {
+      await tx.run(
+        'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+        ['platform-values', JSON.stringify(values)],
+      );
+      await this.#audit(tx, audit);
+    });
+  }
+
+  async getClusterValues(name: string): Promise<Record<string, unknown> | null> {
+    const r = await (await this.#read()).one<{ values_json: string }>(
+      'SELECT values_json FROM clusters WHERE name = $1',
+      [name],
+    );
+    return r ? (JSON.parse(r.values_json) as Record<string, unknown>) : null;
+  }
+
+  setClusterValues(name: string, values: Record<string, unknown>, audit: AuditEntry): Promise<boolean> {
+    return this.#write(async (tx) => {
+      const changes = await tx.run('UPDATE clusters SET values_json = $1 WHERE name = $2', [
+        JSON.stringify(values),
+        name,
+      ]);
+      if (changes === 1) await this.#audit(tx, audit);
+      return changes === 1;
+    });
+  }
+
+  appendAudit(entry: AuditEntry): Promise<void> {
+    return this.#write((tx) => this.#audit(tx, entry));
+  }
+
+  async listAudit(limit: number): Promise<AuditRecord[]> {
+    const rows = await (await this.#read()).all<AuditRow>(
+      'SELECT id, at, actor, action, target, source, detail FROM audit ORDER BY id DESC LIMIT $1',
+      [limit],
+    );
+    return rows.map((r) => ({ ...r, detail: JSON.parse(r.detail) as Record<string, unknown> }));
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The stores the store test suite runs against: SQLite in memory, and PostgreSQL on a throw-away
+ * server (test/helpers/postgres.ts) with a fresh database for every store opened.
+ */
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../../test/helpers/postgres.js';
+import { PostgresStore } from './postgres.js';
+import type { PostgresConnection } from './postgres-connection.js';
+import { SqliteStore } from './sqlite.js';
+import type { Store, StoreLimits } from './types.js';
+
+export interface StoreBackend {
+  readonly name: string;
+  /** A new, empty store. */
+  open(limits?: Partial<StoreLimits>): Promise<Store>;
+}
+
+export const sqliteBackend: StoreBackend = {
+  name: 'sqlite',
+  open: async (limits = {}) => new SqliteStore(':memory:', limits),
+};
+
+export class PostgresBackend implements StoreBackend {
+  readonly name = 'postgres';
+  #server: ThrowawayPostgres | null = null;
+  #databases = 0;
+
+  async start(): Promise<void> {
+    this.#server = await startThrowawayPostgres();
+  }
+
+  get server(): ThrowawayPostgres {
+    if (!this.#server) throw new Error('PostgresBackend: start() first');
+    return this.#server;
+  }
+
+  /** A new empty database on the server. */
+  newDatabase(): Promise<PostgresConnection> {
+    this.#databases += 1;
+    return this.server.createDatabase(`store_test_${this.#databases}`);
+  }
+
+  async open(limits: Partial<StoreLimits> = {}): Promise<Store> {
+    return PostgresStore.open({ connection: await this.newDatabase(), limits });
+  }
+
+  async stop(): Promise<void> {
+    await this.#server?.stop();
+    this.#server = null;
+  }
+}
