@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { TunnelError } from '../shared/errors.js';
+import { parseStoreSettings, type StoreConfig } from './config-store.js';
 import {
   DEFAULT_BODY_TIMEOUT_S,
   DEFAULT_HEADER_TIMEOUT_S,
@@ -19,10 +20,10 @@ import {
   TIMEOUT_RANGE_S,
 } from './http/http-limits.js';
 
+export type { StoreConfig } from './config-store.js';
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
 export interface RelayConfig {
   /** Address the TLS port binds to. Port 0 picks a free port (tests). */
@@ -68,6 +69,9 @@ const KEYS = {
   publicUrl: 'public-url',
   dataDir: 'data-dir',
   store: 'store',
+  storePasswordFile: 'store-password-file',
+  storeCaFile: 'store-ca-file',
+  storePoolSize: 'store-pool-size',
   tlsCert: 'tls-cert',
   tlsKey: 'tls-key',
   udpPort: 'udp-port',
@@ -188,25 +192,6 @@ function parseBool(value: unknown, key: string, source: string): boolean {
   bad(key, source, `expected true or false, got ${JSON.stringify(value)}`);
 }
 
-function parseStore(value: unknown, source: string, cwd: string): StoreConfig {
-  if (typeof value !== 'string' || value.length === 0) {
-    bad('store', source, 'expected sqlite:PATH, sqlite::memory: or postgres://...');
-  }
-  if (value.startsWith('sqlite:')) {
-    const p = value.slice('sqlite:'.length);
-    if (p.length === 0) bad('store', source, 'sqlite: needs a path, e.g. sqlite:relay.db');
-    if (p === ':memory:') return { kind: 'sqlite', path: p };
-    return { kind: 'sqlite', path: isAbsolute(p) ? p : resolve(cwd, p) };
-  }
-  if (value.startsWith('postgres://') || value.startsWith('postgresql://'))
-    return { kind: 'postgres', url: value };
-  bad(
-    'store',
-    source,
-    `unknown store ${JSON.stringify(value.split(':')[0])}; expected sqlite:PATH or postgres://...`,
-  );
-}
-
 function pathValue(value: unknown, key: string, source: string, cwd: string): string {
   if (typeof value !== 'string' || value.length === 0) bad(key, source, 'expected a file or directory path');
   return isAbsolute(value) ? value : resolve(cwd, value);
@@ -312,10 +297,15 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   const publicUrl = publicV ? parseUrl(publicV[0], publicV[1]) : null;
   const dataV = pick('dataDir');
   const dataDir = dataV ? pathValue(dataV[0], 'data-dir', dataV[1], cwd) : join(homedir(), '.tunnel-relay');
-  const storeV = pick('store');
-  const store = storeV
-    ? parseStore(storeV[0], storeV[1], cwd)
-    : { kind: 'sqlite' as const, path: join(dataDir, 'relay.db') };
+  const store = parseStoreSettings({
+    store: pick('store'),
+    passwordFile: pick('storePasswordFile'),
+    caFile: pick('storeCaFile'),
+    poolSize: pick('storePoolSize'),
+    env,
+    cwd,
+    defaultSqlitePath: join(dataDir, 'relay.db'),
+  });
   const certV = pick('tlsCert');
   const keyV = pick('tlsKey');
   const tlsCert = certV ? pathValue(certV[0], 'tls-cert', certV[1], cwd) : null;

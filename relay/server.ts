@@ -51,6 +51,8 @@ import { tokenRoutes } from './routes/tokens.js';
 import { valuesRoutes } from './routes/values.js';
 import { redactSecrets } from './secrets.js';
 import { prepareDbFile } from './store/db-file.js';
+import { PostgresStore } from './store/postgres.js';
+import { describeTarget } from './store/postgres-url.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/types.js';
 import { stunFamilies } from './stun/stun-metrics.js';
@@ -109,12 +111,22 @@ export interface RunningRelay {
   close(): Promise<void>;
 }
 
-export function openStore(config: RelayConfig, onModeFixed: OnModeFixed = warnOnStderr): Store {
+/**
+ * Opens the configured store: SQLite (file prepared 0600 first) or PostgreSQL (connects and migrates;
+ * BAD_CONFIG naming the server when it cannot). `onStoreError`: PostgreSQL connection trouble later on.
+ */
+export async function openStore(
+  config: RelayConfig,
+  onModeFixed: OnModeFixed = warnOnStderr,
+  onStoreError: (message: string) => void = (m) => process.stderr.write(`${m}\n`),
+): Promise<Store> {
   if (config.store.kind === 'postgres') {
-    throw new TunnelError(
-      'BAD_CONFIG',
-      'store: postgres:// is not supported by this build yet; use sqlite:PATH',
-    );
+    const pgConfig = config.store;
+    return PostgresStore.open({
+      connection: { target: pgConfig.target, password: pgConfig.password?.reveal() ?? null, ca: pgConfig.ca },
+      poolSize: pgConfig.poolSize,
+      onError: onStoreError,
+    });
   }
   try {
     prepareDbFile(config.store.path, onModeFixed);
@@ -215,7 +227,11 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     ? { pin: tls.caPin, pem: tls.certPem }
     : { pin: servedByTerminator ? publicCa.pin : null, pem: publicCa?.pem ?? null };
   const hub = onDisk('data-dir', config.dataDir, () => loadOrCreateHubKey(config.dataDir, onModeFixed));
-  const store = opts.store ?? openStore(config, onModeFixed);
+  const store =
+    opts.store ??
+    (await openStore(config, onModeFixed, (message) => log.warn({ code: 'STORE_CONNECTION' }, message)));
+  if (config.store.kind === 'postgres')
+    log.info({ store: describeTarget(config.store.target) }, 'store: PostgreSQL');
   let adminKey: string | null;
   try {
     adminKey = await ensureAdminKey(store, clock.wallNow());

@@ -13,10 +13,13 @@ import { TunnelError } from '../../shared/errors.js';
 import { mintAdminKey } from '../admin-key.js';
 import { type RelayConfig, resolveRelayConfig } from '../config.js';
 import { openStore } from '../server.js';
+import { describeTarget } from '../store/postgres-url.js';
 
 interface AdminKeyFlags {
   dataDir?: string;
   store?: string;
+  storePasswordFile?: string;
+  storeCaFile?: string;
   config?: string;
   description?: string;
   output: OutputFormat;
@@ -53,12 +56,17 @@ async function createAdminKey(flags: AdminKeyFlags): Promise<void> {
   }
   const config = existingStore(
     resolveRelayConfig({
-      flags: { dataDir: flags.dataDir, store: flags.store },
+      flags: {
+        dataDir: flags.dataDir,
+        store: flags.store,
+        storePasswordFile: flags.storePasswordFile,
+        storeCaFile: flags.storeCaFile,
+      },
       env: process.env,
       configFile: flags.config ?? null,
     }),
   );
-  const store = openStore(config);
+  const store = await openStore(config);
   let minted: { id: string; token: string };
   try {
     minted = await mintAdminKey(store, {
@@ -77,7 +85,7 @@ async function createAdminKey(flags: AdminKeyFlags): Promise<void> {
   }
   out.line(minted.token);
   out.note(
-    `admin access key ${minted.id} written to ${config.store.kind === 'sqlite' ? config.store.path : 'the store'}; ` +
+    `admin access key ${minted.id} written to ${config.store.kind === 'sqlite' ? config.store.path : describeTarget(config.store.target)}; ` +
       'it is shown only now and works at once (relay running or on its next start)',
   );
 }
@@ -90,7 +98,12 @@ export function adminKeyCommand(): Command {
     new Command('create')
       .description('add an admin access key to the store and print it once (audited as actor "local")')
       .option('--data-dir <dir>', "the relay's data dir (default ~/.tunnel-relay)")
-      .option('--store <url>', 'sqlite:PATH when the relay runs with --store (default DATA_DIR/relay.db)')
+      .option(
+        '--store <url>',
+        'the --store the relay runs with: sqlite:PATH (default DATA_DIR/relay.db) or postgres://...',
+      )
+      .option('--store-password-file <file>', 'PostgreSQL password file, as for serve')
+      .option('--store-ca-file <file>', 'PEM CA of the PostgreSQL server, as for serve')
       .option('--config <file>', "the relay's YAML config file (for data-dir and store)")
       .option('--description <text>', 'what the key is for')
       .addOption(outputOption())

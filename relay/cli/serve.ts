@@ -8,6 +8,7 @@ import { Command, Option } from 'commander';
 import { jsonLogStream, type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { untilSignal } from '../../shared/cli/signals.js';
 import { resolveRelayConfig } from '../config.js';
+import { STORE_PASSWORD_ENV } from '../config-store.js';
 import { type StartOptions, startRelay } from '../server.js';
 
 interface ServeFlags {
@@ -15,6 +16,9 @@ interface ServeFlags {
   publicUrl?: string;
   dataDir?: string;
   store?: string;
+  storePasswordFile?: string;
+  storeCaFile?: string;
+  storePoolSize?: string;
   tlsCert?: string;
   tlsKey?: string;
   udpPort?: string;
@@ -42,7 +46,16 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     .option('--listen <host:port>', 'address of the TLS port (default 127.0.0.1:8443; port 0 picks one)')
     .option('--public-url <url>', 'URL agents and tools use to reach this relay (default: the bound address)')
     .option('--data-dir <dir>', 'where the certificate, keys and SQLite store live (default ~/.tunnel-relay)')
-    .option('--store <url>', 'sqlite:PATH (default DATA_DIR/relay.db) or postgres://...')
+    .option(
+      '--store <url>',
+      'sqlite:PATH (default DATA_DIR/relay.db) or postgres://USER@HOST[:PORT]/DB[?sslmode=MODE]',
+    )
+    .option(
+      '--store-password-file <file>',
+      `PostgreSQL password file (one line; default: the ${STORE_PASSWORD_ENV} environment variable)`,
+    )
+    .option('--store-ca-file <file>', 'PEM CA certificates that sign the PostgreSQL server certificate')
+    .option('--store-pool-size <n>', 'most PostgreSQL connections this relay holds, 1-100 (default 10)')
     .option('--tls-cert <file>', 'PEM certificate to serve instead of the self-signed one (with --tls-key)')
     .option('--tls-key <file>', 'PEM private key for --tls-cert')
     .option('--udp-port <port|off>', 'direct WireGuard UDP port (default 51820)')
