@@ -1,0 +1,197 @@
+/**
+ * Two real `tunnel-relay serve` processes sharing one throw-away PostgreSQL (test/helpers/postgres.ts),
+ * as two replicas behind a load balancer: the first start mints the admin key once, a cluster created
+ * on one is served by the other, and the same PSK sent to both at once joins exactly once.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import {
+  buildIfStale,
+  cleanEnv,
+  cleanup,
+  type Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
+import { cleanupAll } from './helpers/cleanup.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
+import { freePort } from './helpers/tinyproxy.js';
+
+interface Replica {
+  proc: Proc;
+  ready: ReadyLine;
+  ca: string;
+}
+
+let server: ThrowawayPostgres;
+let storeUrl: string;
+let passwordFile: string;
+const replicas: Replica[] = [];
+let adminKey: string;
+
+async function startReplica(): Promise<Replica> {
+  const dataDir = tempDir('pg-replica-');
+  const { proc, ready } = await startServe(dataDir, '127.0.0.1:0', [
+    '--store',
+    storeUrl,
+    '--store-password-file',
+    passwordFile,
+  ]);
+  return { proc, ready, ca: readFileSync(join(dataDir, 'tls', 'cert.pem'), 'utf8') };
+}
+
+function call(
+  r: Replica,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const url = new URL(path, r.ready.url);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method,
+        ca: r.ca,
+        timeout: 10_000,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(payload ? { 'content-type': 'application/json' } : {}),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {} }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+beforeAll(async () => {
+  buildIfStale();
+  server = await startThrowawayPostgres();
+  const db = await server.createDatabase('relay');
+  storeUrl = `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`;
+  passwordFile = join(tempDir('pg-replica-secret-'), 'password');
+  writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
+  replicas.push(await startReplica());
+  replicas.push(await startReplica());
+  adminKey = replicas[0]!.ready.adminKey ?? '';
+}, 180_000);
+
+afterAll(async () => {
+  for (const r of replicas) await r.proc.stop();
+  await cleanup();
+  await server?.stop();
+  await cleanupAll();
+});
+
+describe('two relay replicas on one PostgreSQL', () => {
+  it('mints the first admin key once, and never logs the store password', () => {
+    expect(adminKey).toMatch(/^trk_/);
+    expect(replicas[1]!.ready.adminKey).toBeUndefined();
+    for (const r of replicas) {
+      expect(r.proc.stderr).toContain('store: PostgreSQL');
+      expect(r.proc.stderr + r.proc.stdout).not.toContain(server.password);
+    }
+  });
+
+  it('a cluster created on one replica is served by the other', async () => {
+    const [a, b] = replicas;
+    const created = await call(a!, 'POST', '/api/v1/clusters', adminKey, { name: 'made-on-a' });
+    expect(created.status).toBe(201);
+    const got = await call(b!, 'GET', '/api/v1/clusters/made-on-a', adminKey);
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({ name: 'made-on-a' });
+  });
+
+  it('the same PSK sent to both replicas at once joins exactly once', async () => {
+    const [a, b] = replicas;
+    for (let round = 0; round < 8; round++) {
+      const name = `race-${round}`;
+      const created = await call(a!, 'POST', '/api/v1/clusters', adminKey, { name });
+      expect(created.status).toBe(201);
+      const psk = (created.body.bootstrap as { psk: string }).psk;
+      const register = (r: Replica) =>
+        call(r, 'POST', '/api/v1/register', psk, {
+          cluster: name,
+          publicKey: keyToBase64(generateKeyPair().publicKey),
+          agentVersion: '0.1.0',
+        });
+      const results = await Promise.all([register(a!), register(b!)]);
+      expect(results.map((r) => r.status).sort()).toEqual([201, 401]);
+      const refused = results.find((r) => r.status !== 201)!;
+      expect(refused.body).toMatchObject({ error: { code: 'BOOTSTRAP_REJECTED' } });
+      const joined = results.find((r) => r.status === 201)!;
+      expect(joined.body).toMatchObject({ cluster: name, status: 'Accepted' });
+    }
+  });
+});
+
+describe('serve --store postgres:// that cannot start', () => {
+  it('exits with BAD_CONFIG naming the server, never the password', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const r = await run(
+      RELAY_BIN,
+      [
+        'serve',
+        '--data-dir',
+        tempDir('pg-down-'),
+        '--listen',
+        '127.0.0.1:0',
+        '--udp-port',
+        'off',
+        '--stun-port',
+        'off',
+        '--store',
+        `postgres://relay@127.0.0.1:${port}/relaydb`,
+      ],
+      cleanEnv({ TUNNEL_RELAY_STORE_PASSWORD: 'pw-never-shown-42' }),
+      30_000,
+    );
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('BAD_CONFIG');
+    expect(r.stderr).toContain(`postgres://relay@127.0.0.1:${port}/relaydb`);
+    expect(r.stderr + r.stdout).not.toContain('pw-never-shown-42');
+  });
+
+  it('a wrong password: BAD_CONFIG, and the wrong password is not echoed', async () => {
+    const r = await run(
+      RELAY_BIN,
+      [
+        'serve',
+        '--data-dir',
+        tempDir('pg-badpw-'),
+        '--listen',
+        '127.0.0.1:0',
+        '--udp-port',
+        'off',
+        '--stun-port',
+        'off',
+        '--store',
+        storeUrl,
+      ],
+      cleanEnv({ TUNNEL_RELAY_STORE_PASSWORD: 'wrong-pw-never-shown-43' }),
+      30_000,
+    );
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/BAD_CONFIG.*password authentication failed/);
+    expect(r.stderr + r.stdout).not.toContain('wrong-pw-never-shown-43');
+  });
+});
