@@ -34,6 +34,8 @@ export interface ThrowawayPostgres {
   readonly password: string;
   /** The temporary directory: data dir, socket, log. */
   readonly dir: string;
+  /** The CA of the server certificate (with `tls`), else null. */
+  readonly caPem: string | null;
   /** Creates an empty database and returns the connection to it (password set, no TLS). */
   createDatabase(name: string): Promise<PostgresConnection>;
   /** The server log so far. */
@@ -106,8 +108,66 @@ function postgresIds(): { uid: number; gid: number } {
 }
 
 export interface ThrowawayOptions {
-  /** Extra `-c name=value` server settings (e.g. ssl=on with its files). */
-  settings?: Record<string, string>;
+  /** Serve TLS with a certificate for 127.0.0.1 and localhost from a fresh test CA (`caPem`). */
+  tls?: boolean;
+}
+
+function openssl(args: readonly string[]): void {
+  execFileSync('openssl', args, { stdio: 'pipe', timeout: 30_000 });
+}
+
+/**
+ * A test CA and a server certificate it signs (127.0.0.1, localhost); the key is readable by postgres only.
+ */
+function makeServerCertificate(dir: string): { settings: Record<string, string>; caPem: string } {
+  const f = (name: string) => join(dir, name);
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  openssl([
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.pem'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=relay test CA',
+  ]);
+  openssl(['req', ...ec, '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=localhost']);
+  writeFileSync(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  openssl([
+    'x509',
+    '-req',
+    '-in',
+    f('server.csr'),
+    '-CA',
+    f('ca.pem'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    f('server.pem'),
+    '-days',
+    '2',
+    '-extfile',
+    f('server.ext'),
+  ]);
+  const { uid, gid } = postgresIds();
+  chownSync(f('server.key'), uid, gid);
+  chmodSync(f('server.key'), 0o600);
+  chownSync(f('server.pem'), uid, gid);
+  return {
+    // Also on 127.0.0.2, an address the certificate does not name (name-check tests).
+    settings: {
+      ssl: 'on',
+      ssl_cert_file: f('server.pem'),
+      ssl_key_file: f('server.key'),
+      listen_addresses: "'127.0.0.1,127.0.0.2'",
+    },
+    caPem: readFileSync(f('ca.pem'), 'utf8'),
+  };
 }
 
 export async function startThrowawayPostgres(opts: ThrowawayOptions = {}): Promise<ThrowawayPostgres> {
@@ -123,7 +183,8 @@ export async function startThrowawayPostgres(opts: ThrowawayOptions = {}): Promi
   });
   data = await initCluster(binDir, dir, password);
   const port = await freePort();
-  const settings = { listen_addresses: '127.0.0.1', fsync: 'off', max_connections: '200', ...opts.settings };
+  const tls = opts.tls ? makeServerCertificate(dir) : null;
+  const settings = { listen_addresses: '127.0.0.1', fsync: 'off', max_connections: '200', ...tls?.settings };
   const flags = [`-p ${port}`, `-k ${dir}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)];
   const logFile = join(dir, 'server.log');
   await asPostgres(join(binDir, 'pg_ctl'), [
@@ -154,6 +215,7 @@ export async function startThrowawayPostgres(opts: ThrowawayOptions = {}): Promi
     user: 'postgres',
     password,
     dir,
+    caPem: tls?.caPem ?? null,
     async createDatabase(name: string): Promise<PostgresConnection> {
       if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`bad database name ${name}`);
       await admin(`CREATE DATABASE ${name}`);
