@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import {
   buildIfStale,
@@ -72,7 +72,10 @@ function call(
         res.on('data', (c: Buffer) => {
           text += c.toString();
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : {} }));
+        res.on('end', () => {
+          const isJson = (res.headers['content-type'] ?? '').startsWith('application/json');
+          resolve({ status: res.statusCode ?? 0, body: isJson && text ? JSON.parse(text) : { text } });
+        });
       },
     );
     req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
@@ -138,6 +141,37 @@ describe('two relay replicas on one PostgreSQL', () => {
       expect(refused.body).toMatchObject({ error: { code: 'BOOTSTRAP_REJECTED' } });
       const joined = results.find((r) => r.status === 201)!;
       expect(joined.body).toMatchObject({ cluster: name, status: 'Accepted' });
+    }
+  });
+});
+
+describe('two relay replicas while PostgreSQL restarts', () => {
+  it('are not ready while the server is down, and serve again once it is back', async () => {
+    const [a, b] = replicas;
+    await server.halt();
+    try {
+      await vi.waitFor(async () => expect((await call(a!, 'GET', '/readyz', '')).status).toBe(503), {
+        timeout: 15_000,
+        interval: 200,
+      });
+      const failed = await call(b!, 'POST', '/api/v1/clusters', adminKey, { name: 'while-down' });
+      expect(failed.status).toBeGreaterThanOrEqual(500);
+    } finally {
+      await server.resume();
+    }
+    for (const r of replicas) {
+      await vi.waitFor(async () => expect((await call(r, 'GET', '/readyz', '')).status).toBe(200), {
+        timeout: 15_000,
+        interval: 200,
+      });
+    }
+    expect((await call(b!, 'POST', '/api/v1/clusters', adminKey, { name: 'after-restart' })).status).toBe(
+      201,
+    );
+    expect((await call(a!, 'GET', '/api/v1/clusters/after-restart', adminKey)).status).toBe(200);
+    for (const r of replicas) {
+      expect(r.proc.stderr).toContain('change notifications lost');
+      expect(r.proc.stderr + r.proc.stdout).not.toContain(server.password);
     }
   });
 });

@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:net';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isTunnelError } from '../../shared/errors.js';
 import { freePort } from '../../test/helpers/tinyproxy.js';
 import { PostgresStore } from './postgres.js';
@@ -234,4 +234,37 @@ describe('PostgreSQL store start-up failures', () => {
     expect((err as Error).message).toMatch(/password authentication failed/);
     expect((err as Error).message).not.toContain('wrong-password-xyz');
   });
+});
+
+describe('PostgreSQL store across a server restart', () => {
+  it('answers again, and change notifications resume, after the server comes back', async () => {
+    const connection = await backend.newDatabase();
+    const errors: string[] = [];
+    const [a, b] = await Promise.all(
+      [0, 1].map(() => PostgresStore.open({ connection, onError: (m) => errors.push(m) })),
+    );
+    opened.push(a!, b!);
+    await backend.server.halt();
+    await expect(a!.ping()).rejects.toBeDefined();
+    await backend.server.resume();
+    await vi.waitFor(() => a!.ping(), { timeout: 10_000, interval: 100 });
+    const seen: string[] = [];
+    b!.onAccessKeyRevoked((id) => seen.push(id));
+    // B's listening connection reconnects with backoff; a revocation after that reaches it within a second.
+    await vi.waitFor(
+      async () => {
+        const id = `after-restart-${seen.length}-${Date.now()}`;
+        await a!.createAccessKey(
+          { id, role: 'viewer', description: '', createdAt: 1, expiresAt: null, revokedAt: null },
+          `hash-${id}`,
+          audit('t'),
+        );
+        await a!.revokeAccessKey(id, 5, audit('rv'));
+        await vi.waitFor(() => expect(seen).toContain(id), { timeout: 1000, interval: 20 });
+      },
+      { timeout: 15_000, interval: 100 },
+    );
+    expect(errors.some((m) => m.includes('change notifications lost'))).toBe(true);
+    expect(errors.join('\n')).not.toContain(backend.server.password);
+  }, 40_000);
 });

@@ -40,6 +40,9 @@ export interface ThrowawayPostgres {
   createDatabase(name: string): Promise<PostgresConnection>;
   /** The server log so far. */
   log(): string;
+  /** Stops the server at once (connections cut), keeping its data; `resume()` starts it again on the same port. */
+  halt(): Promise<void>;
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -187,18 +190,10 @@ export async function startThrowawayPostgres(opts: ThrowawayOptions = {}): Promi
   const settings = { listen_addresses: '127.0.0.1', fsync: 'off', max_connections: '200', ...tls?.settings };
   const flags = [`-p ${port}`, `-k ${dir}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)];
   const logFile = join(dir, 'server.log');
-  await asPostgres(join(binDir, 'pg_ctl'), [
-    '-D',
-    data,
-    '-l',
-    logFile,
-    '-w',
-    '-t',
-    '30',
-    '-o',
-    flags.join(' '),
-    'start',
-  ]);
+  const pgCtl = join(binDir, 'pg_ctl');
+  const start = () =>
+    asPostgres(pgCtl, ['-D', data, '-l', logFile, '-w', '-t', '30', '-o', flags.join(' '), 'start']);
+  await start();
   const host = '127.0.0.1';
   const admin = async (sql: string): Promise<void> => {
     const client = new pg.Client({ host, port, user: 'postgres', password, database: 'postgres' });
@@ -222,6 +217,12 @@ export async function startThrowawayPostgres(opts: ThrowawayOptions = {}): Promi
       return { target: { host, port, database: name, user: 'postgres', sslmode: null }, password, ca: null };
     },
     log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
+    async halt(): Promise<void> {
+      await asPostgres(pgCtl, ['-D', data, '-m', 'immediate', '-w', 'stop']);
+    },
+    resume: async () => {
+      await start();
+    },
     async stop(): Promise<void> {
       unregister();
       stopSync(binDir, data, dir);
