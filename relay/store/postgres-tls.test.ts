@@ -85,7 +85,8 @@ describe('PostgreSQL store over TLS', () => {
       await required.close();
     }
     // The closed store's connections leave pg_stat_activity shortly after.
-    for (let i = 0; i < 60 && (await storeUsesTls()).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 60 && (await storeUsesTls()).length > 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
     const plain = await openWith('disable', null);
     try {
       await plain.ping();
