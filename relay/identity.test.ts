@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../shared/errors.js';
+import { freePort } from '../test/helpers/tinyproxy.js';
 import { resolveRelayConfig } from './config.js';
 import { certAltNames, loadOrCreateHubKey, loadOrCreateTls, loadPublicCa } from './identity.js';
 import { certCovers, startRelay } from './server.js';
@@ -35,10 +36,17 @@ describe('start-up failures', () => {
     await expect(startRelay(c2, { logStream: new LogCapture() })).rejects.toThrow(
       /^store: cannot open sqlite:/,
     );
+    const pgPort = await freePort();
     const c3 = resolveRelayConfig({
-      flags: { dataDir: join(dir, 'ok2'), listen: '127.0.0.1:0', store: 'postgres://h/db' },
+      flags: {
+        dataDir: join(dir, 'ok2'),
+        listen: '127.0.0.1:0',
+        store: `postgres://u@127.0.0.1:${pgPort}/db`,
+      },
     });
-    await expect(startRelay(c3, { logStream: new LogCapture() })).rejects.toThrow(/^store: postgres/);
+    await expect(startRelay(c3, { logStream: new LogCapture() })).rejects.toThrow(
+      new RegExp(`^store: cannot use postgres://u@127\\.0\\.0\\.1:${pgPort}/db \\(ECONNREFUSED`),
+    );
   });
 
   it('a port in use is BAD_CONFIG naming listen, and the store is closed again', async () => {
