@@ -1,7 +1,7 @@
 import { isIPv6 } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bytesToIp, ipToBytes } from './ip-bytes.js';
+import { bytesToIp, ipToBytes, normalizeIp } from './ip-bytes.js';
 
 describe('ip-bytes', () => {
   it('maps IPv4 into ::ffff:0:0/96 and back', () => {
@@ -50,5 +50,13 @@ describe('ip-bytes', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('normalizeIp', () => {
+  it('gives one text per address', () => {
+    expect(normalizeIp('::ffff:10.0.0.1')).toBe('10.0.0.1');
+    expect(normalizeIp('2001:DB8:0:0::1')).toBe('2001:db8::1');
+    expect(normalizeIp('nope')).toBeNull();
   });
 });

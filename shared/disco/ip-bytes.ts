@@ -65,3 +65,9 @@ export function bytesToIp(bytes: Uint8Array): string {
   if (bestAt < 0) return hex.join(':');
   return `${hex.slice(0, bestAt).join(':')}::${hex.slice(bestAt + bestLen).join(':')}`;
 }
+
+/** `host` in the one text form bytesToIp gives (so `::ffff:10.0.0.1` and `10.0.0.1` are one), or null. */
+export function normalizeIp(host: string): string | null {
+  const b = ipToBytes(host);
+  return b ? bytesToIp(b) : null;
+}

@@ -1,0 +1,448 @@
+/**
+ * Which path one peer's datagrams take, and which disco pings are due: a state machine on the injected
+ * clock, no I/O. Its owner feeds it the peer's candidate addresses (call-me-maybe, and where the peer's
+ * own pings came from), traffic, pongs, and the local conditions (policy, egress, UDP, STUN); it answers
+ * with the route and the pings to send (each with a fresh txid, recorded as in flight).
+ *
+ * Routes:
+ * - `relayed`: no direct remote. Candidates are pinged (fast while active or confirming, keepalive pace idle).
+ * - `both`: a remote answered but is not trusted (yet, or any more): datagrams go direct and over the relay
+ *   (WireGuard's replay window drops whichever copy arrives second). Its pings are fast.
+ * - `direct`: the remote's last pong is within the trust window (trustMs while active, idle pace + trustMs
+ *   when idle): datagrams go direct only.
+ * A remote is dropped (back to `relayed`) when no pong came for its trust window + pingTimeoutMs.
+ *
+ * Hysteresis: each fallback from `direct` (trust expired under traffic) raises the answers required in a row
+ * before `direct` again (1 + fallbacks, at most 1 + maxExtraStreak) and holds `direct` off for
+ * 1 s x 2^(fallbacks-1) (at most holdDownMaxMs) after the fallback; stableMs of `direct` forgets them.
+ */
+import type { Clock } from '../clock.js';
+import { type DiscoAddress, newTxid } from '../disco/disco-codec.js';
+import { normalizeIp } from '../disco/ip-bytes.js';
+import { type PathTimers, pathTimers } from './path-timers.js';
+import { PendingPings } from './pending-pings.js';
+
+export type Route = 'relayed' | 'both' | 'direct';
+export type ProbeTarget = { readonly via: 'relay' } | { readonly via: 'udp'; readonly to: DiscoAddress };
+export interface Probe {
+  readonly txid: Buffer;
+  readonly target: ProbeTarget;
+}
+
+/** Why a peer's traffic is not direct (shown while the route is not `direct`). */
+export type RelayedReason =
+  | '443-only' // --egress 443-only: no UDP at all
+  | 'relay-only' // the cluster's path setting
+  | 'udp-blocked' // no UDP socket, or neither STUN nor any candidate ever answered
+  | 'no-stun-answer' // STUN unanswered (UDP answered at some point)
+  | 'mapping-varies' // the NAT maps one socket to different ports per destination
+  | 'no-candidates' // the peer sent no addresses to try
+  | 'confirming' // a remote answered; waiting for the answers that make it trusted
+  | 'direct-silent' // the direct path stopped answering; probing in the background
+  | 'no-answer'; // candidates pinged, none answered yet
+
+export interface LocalConditions {
+  readonly egress: 'any' | '443-only';
+  readonly policy: 'auto' | 'relay-only';
+  readonly udp: 'ok' | 'unavailable';
+  readonly stun: 'unknown' | 'ok' | 'no-answer' | 'varies';
+}
+
+export interface PathSnapshot {
+  readonly route: Route;
+  readonly remote?: DiscoAddress;
+  readonly rttMs: { readonly direct?: number; readonly relayed?: number };
+  /** Wall-clock ms of the last route or remote change. */
+  readonly lastSwitchAt?: number;
+  readonly reason?: RelayedReason;
+  readonly candidates: number;
+  readonly fallbacks: number;
+}
+
+export interface PathSelectorOptions {
+  readonly clock: Clock;
+  readonly timers?: Partial<PathTimers>;
+  readonly conditions?: Partial<LocalConditions>;
+  /** Most candidate addresses held (call-me-maybe and peer-reflexive together); default 24. */
+  readonly maxCandidates?: number;
+  /** Most pings in flight; default 64. */
+  readonly maxPending?: number;
+  readonly newTxid?: () => Buffer;
+  /** The route or the direct remote changed (called after the change). */
+  readonly onRouteChange?: () => void;
+}
+
+interface Candidate {
+  readonly address: DiscoAddress;
+  readonly key: string;
+  source: 'call-me-maybe' | 'peer-reflexive';
+  /** peer-reflexive only: forgotten after this (monotonic ms). */
+  expiresAt: number;
+  lastPingAt: number;
+  lastPongAt: number;
+  rttMs: number | undefined;
+  /** Answers in a row since the last lost ping. */
+  streak: number;
+}
+
+const NEVER = Number.NEGATIVE_INFINITY;
+const DEFAULT_CONDITIONS: LocalConditions = { egress: 'any', policy: 'auto', udp: 'ok', stun: 'unknown' };
+
+function addressKey(a: DiscoAddress): string | null {
+  const ip = normalizeIp(a.host);
+  return ip && Number.isInteger(a.port) && a.port > 0 && a.port < 65_536 ? `${ip}|${a.port}` : null;
+}
+
+export class PathSelector {
+  readonly #clock: Clock;
+  readonly #t: PathTimers;
+  readonly #maxCandidates: number;
+  readonly #newTxid: () => Buffer;
+  readonly #onRouteChange: () => void;
+  readonly #pending: PendingPings<ProbeTarget>;
+  readonly #candidates = new Map<string, Candidate>();
+  #conditions: LocalConditions;
+  #best: Candidate | undefined;
+  #route: Route = 'relayed';
+  #lastSwitchAt: number | undefined;
+  #lastTrafficAt = NEVER;
+  #wokeAt = NEVER;
+  #confirmUntil = NEVER;
+  #relayLastPingAt = NEVER;
+  #relayRttMs: number | undefined;
+  #fallbacks = 0;
+  #lastFallbackAt = NEVER;
+  #directSince = NEVER;
+  #everAnsweredUdp = false;
+  /** When the route last became `both` (the remote untrusted). */
+  #untrustedSince = NEVER;
+
+  constructor(o: PathSelectorOptions) {
+    this.#clock = o.clock;
+    this.#t = pathTimers(o.timers);
+    this.#maxCandidates = Math.max(1, o.maxCandidates ?? 24);
+    this.#pending = new PendingPings(o.maxPending ?? 64);
+    this.#newTxid = o.newTxid ?? newTxid;
+    this.#onRouteChange = o.onRouteChange ?? (() => {});
+    this.#conditions = { ...DEFAULT_CONDITIONS, ...o.conditions };
+  }
+
+  get route(): Route {
+    return this.#route;
+  }
+
+  /** The direct remote while the route is `direct` or `both`. */
+  get remote(): DiscoAddress | undefined {
+    return this.#route === 'relayed' ? undefined : this.#best?.address;
+  }
+
+  /** UDP may be used: not 443-only, not relay-only, a socket. */
+  get udpAllowed(): boolean {
+    const c = this.#conditions;
+    return c.egress === 'any' && c.policy === 'auto' && c.udp === 'ok';
+  }
+
+  /** Applies at once: relay-only or 443-only drops the direct remote and stops UDP pings. */
+  setConditions(c: Partial<LocalConditions>): void {
+    const wasAllowed = this.udpAllowed;
+    this.#conditions = { ...this.#conditions, ...c };
+    if (wasAllowed === this.udpAllowed) return;
+    if (this.udpAllowed) this.#startConfirming();
+    this.#evaluate();
+  }
+
+  /**
+   * The peer's candidates (its call-me-maybe): replaces the earlier list, keeps what is known of addresses
+   * still listed (and the direct remote), and pings them all at once (both sides do: hole punching).
+   */
+  setCandidates(list: readonly DiscoAddress[]): void {
+    const listed = new Set<string>();
+    for (const a of list) {
+      const key = addressKey(a);
+      if (!key || listed.has(key) || listed.size >= this.#maxCandidates) continue;
+      listed.add(key);
+      const c = this.#candidates.get(key) ?? this.#addCandidate(a, key);
+      if (c) c.source = 'call-me-maybe';
+    }
+    for (const [key, c] of this.#candidates)
+      if (c.source === 'call-me-maybe' && !listed.has(key) && c !== this.#best) this.#candidates.delete(key);
+    this.#startConfirming();
+  }
+
+  /**
+   * An authenticated ping from the peer arrived over UDP from `from`: a peer-reflexive candidate. Only a pong
+   * to one of our pings ever makes an address the direct remote.
+   */
+  notePeerAddress(from: DiscoAddress): void {
+    if (!this.udpAllowed) return;
+    const key = addressKey(from);
+    if (!key) return;
+    const now = this.#clock.now();
+    const known = this.#candidates.get(key);
+    const c = known ?? this.#addCandidate(from, key);
+    if (!c) return;
+    if (c.source === 'peer-reflexive') c.expiresAt = now + this.#t.peerReflexiveTtlMs;
+    if (!known) this.#confirmUntil = Math.max(this.#confirmUntil, now + this.#t.confirmMs);
+  }
+
+  /** A datagram was sent to or received from the peer. True when this woke an idle peer: poll now. */
+  noteTraffic(): boolean {
+    const now = this.#clock.now();
+    const woke = now - this.#lastTrafficAt >= this.#t.activeMs;
+    this.#lastTrafficAt = now;
+    if (!woke) return false;
+    this.#wokeAt = now;
+    if (this.#best) this.#best.lastPingAt = NEVER;
+    this.#evaluate();
+    return true;
+  }
+
+  /** The pings due now, each recorded as in flight. */
+  probesDue(): Probe[] {
+    this.#evaluate();
+    const now = this.#clock.now();
+    const out: Probe[] = [];
+    if (now - this.#relayLastPingAt >= this.#relayInterval(now)) {
+      this.#relayLastPingAt = now;
+      out.push(this.#record({ via: 'relay' }, now));
+    }
+    if (!this.udpAllowed) return out;
+    for (const c of this.#candidates.values()) {
+      if (now - c.lastPingAt < this.#intervalFor(c, now)) continue;
+      c.lastPingAt = now;
+      out.push(this.#record({ via: 'udp', to: c.address }, now));
+    }
+    return out;
+  }
+
+  /**
+   * A pong arrived with `txid`, over the relay or over UDP from `from`. True when it answers a ping in
+   * flight sent that same way (else it is dropped by the caller as unexpected).
+   */
+  pong(txid: Buffer, arrived: ProbeTarget): boolean {
+    const ping = this.#pending.take(txid.toString('hex'));
+    if (!ping) return false;
+    const now = this.#clock.now();
+    if (ping.target.via !== arrived.via) return false;
+    if (ping.target.via === 'relay') {
+      this.#relayRttMs = now - ping.sentAt;
+      return true;
+    }
+    const key = addressKey(ping.target.to);
+    if (arrived.via !== 'udp' || !key || key !== addressKey(arrived.to)) return false;
+    const c = this.#candidates.get(key);
+    if (c) this.#answered(c, now - ping.sentAt, now);
+    return true;
+  }
+
+  /** Applies timeouts (lost pings, trust, a silent remote); call at nextWakeAt(). */
+  tick(): void {
+    this.#evaluate();
+  }
+
+  /** When (monotonic ms) the selector next has something to do: pings due or a window ending. */
+  nextWakeAt(): number {
+    const now = this.#clock.now();
+    let at = this.#relayLastPingAt + this.#relayInterval(now);
+    const oldest = this.#pending.oldestSentAt;
+    if (oldest !== undefined) at = Math.min(at, oldest + this.#t.pingTimeoutMs + 1);
+    if (!this.udpAllowed) return at;
+    for (const c of this.#candidates.values()) at = Math.min(at, c.lastPingAt + this.#intervalFor(c, now));
+    const best = this.#best;
+    if (best)
+      at = Math.min(
+        at,
+        (this.#route === 'direct' ? this.#trustEndsAt(best, now) : this.#dropAt(best, now)) + 1,
+      );
+    return Math.max(at, now);
+  }
+
+  snapshot(): PathSnapshot {
+    this.#evaluate();
+    const best = this.#best;
+    return {
+      route: this.#route,
+      ...(this.remote ? { remote: this.remote } : {}),
+      rttMs: {
+        ...(best?.rttMs !== undefined && this.#route !== 'relayed' ? { direct: best.rttMs } : {}),
+        ...(this.#relayRttMs !== undefined ? { relayed: this.#relayRttMs } : {}),
+      },
+      ...(this.#lastSwitchAt !== undefined ? { lastSwitchAt: this.#lastSwitchAt } : {}),
+      ...(this.#route !== 'direct' ? { reason: this.#reason() } : {}),
+      candidates: this.#candidates.size,
+      fallbacks: this.#fallbacks,
+    };
+  }
+
+  #addCandidate(address: DiscoAddress, key: string): Candidate | undefined {
+    if (this.#candidates.size >= this.#maxCandidates && !this.#evictReflexive()) return undefined;
+    const c: Candidate = {
+      address: { host: normalizeIp(address.host) ?? address.host, port: address.port },
+      key,
+      source: 'peer-reflexive',
+      expiresAt: Number.POSITIVE_INFINITY,
+      lastPingAt: NEVER,
+      lastPongAt: NEVER,
+      rttMs: undefined,
+      streak: 0,
+    };
+    this.#candidates.set(key, c);
+    return c;
+  }
+
+  /** Frees a place by forgetting the oldest peer-reflexive candidate that is not the remote. */
+  #evictReflexive(): boolean {
+    for (const [key, c] of this.#candidates) {
+      if (c.source !== 'peer-reflexive' || c === this.#best) continue;
+      this.#candidates.delete(key);
+      return true;
+    }
+    return false;
+  }
+
+  #startConfirming(): void {
+    this.#confirmUntil = this.#clock.now() + this.#t.confirmMs;
+    for (const c of this.#candidates.values()) c.lastPingAt = NEVER;
+  }
+
+  #record(target: ProbeTarget, now: number): Probe {
+    const txid = this.#newTxid();
+    const lost = this.#pending.add({ txid: txid.toString('hex'), target, sentAt: now });
+    if (lost) this.#lost(lost.target);
+    return { txid, target };
+  }
+
+  #lost(target: ProbeTarget): void {
+    if (target.via !== 'udp') return;
+    const key = addressKey(target.to);
+    const c = key ? this.#candidates.get(key) : undefined;
+    if (c) c.streak = 0;
+  }
+
+  #trafficActive(now: number): boolean {
+    return now - this.#lastTrafficAt < this.#t.activeMs;
+  }
+
+  #busy(now: number): boolean {
+    return this.#trafficActive(now) || now < this.#confirmUntil;
+  }
+
+  #trustWindow(now: number): number {
+    return this.#trafficActive(now) ? this.#t.trustMs : this.#t.idlePingMs + this.#t.trustMs;
+  }
+
+  #relayInterval(now: number): number {
+    return this.#busy(now) ? this.#t.relayPingMs : this.#t.idlePingMs;
+  }
+
+  #intervalFor(c: Candidate, now: number): number {
+    if (!this.#busy(now))
+      return this.#route !== 'direct' && c === this.#best ? this.#t.directPingMs : this.#t.idlePingMs;
+    if (c === this.#best) return this.#t.directPingMs;
+    return this.#route === 'direct' ? this.#t.backgroundPingMs : this.#t.candidatePingMs;
+  }
+
+  #answered(c: Candidate, rttMs: number, now: number): void {
+    c.lastPongAt = now;
+    c.rttMs = c.rttMs === undefined ? rttMs : Math.round((c.rttMs * 7 + rttMs * 3) / 10);
+    c.streak++;
+    this.#everAnsweredUdp = true;
+    if (!this.udpAllowed) return;
+    const best = this.#best;
+    if (!best || (c !== best && this.#better(c, best, now))) {
+      this.#best = c;
+      if (this.#route !== 'relayed') this.#switched();
+    }
+    if (c !== this.#best) return;
+    if (this.#route !== 'direct' && this.#upgradeAllowed(c, now)) this.#setRoute('direct', now);
+    else if (this.#route === 'relayed') this.#setRoute('both', now);
+  }
+
+  /** `c` replaces the remote when the remote is no longer trusted, or `c` is clearly faster. */
+  #better(c: Candidate, best: Candidate, now: number): boolean {
+    if (now - best.lastPongAt > this.#trustWindow(now)) return true;
+    if (c.rttMs === undefined || best.rttMs === undefined) return false;
+    return c.rttMs * 10 < best.rttMs * 8 && best.rttMs - c.rttMs >= 1;
+  }
+
+  #requiredStreak(): number {
+    return 1 + Math.min(this.#fallbacks, this.#t.maxExtraStreak);
+  }
+
+  #upgradeAllowed(c: Candidate, now: number): boolean {
+    if (c.streak < this.#requiredStreak()) return false;
+    if (this.#fallbacks === 0) return true;
+    const hold = Math.min(1_000 * 2 ** (this.#fallbacks - 1), this.#t.holdDownMaxMs);
+    return now >= this.#lastFallbackAt + hold;
+  }
+
+  #evaluate(): void {
+    const now = this.#clock.now();
+    for (const p of this.#pending.expire(now - this.#t.pingTimeoutMs)) this.#lost(p.target);
+    this.#expireReflexive(now);
+    if (!this.udpAllowed) {
+      this.#best = undefined;
+      this.#setRoute('relayed', now);
+      return;
+    }
+    if (this.#route === 'direct' && now - this.#directSince >= this.#t.stableMs) this.#fallbacks = 0;
+    const best = this.#best;
+    if (!best) return;
+    if (now > this.#dropAt(best, now)) {
+      this.#best = undefined;
+      if (this.#route === 'direct') this.#noteFallback(now);
+      this.#setRoute('relayed', now);
+    } else if (this.#route === 'direct' && now > this.#trustEndsAt(best, now)) {
+      if (now - this.#wokeAt >= this.#t.trustMs) this.#noteFallback(now);
+      best.streak = 0;
+      this.#setRoute('both', now);
+    }
+  }
+
+  #trustEndsAt(best: Candidate, now: number): number {
+    return best.lastPongAt + this.#trustWindow(now);
+  }
+
+  /** No answer by then (trust over, then a ping timeout): the remote is dropped. */
+  #dropAt(best: Candidate, now: number): number {
+    const untrusted = this.#route === 'direct' ? now : Math.max(this.#untrustedSince, best.lastPongAt);
+    return Math.max(this.#trustEndsAt(best, now), untrusted) + this.#t.pingTimeoutMs;
+  }
+
+  #noteFallback(now: number): void {
+    this.#fallbacks++;
+    this.#lastFallbackAt = now;
+  }
+
+  #expireReflexive(now: number): void {
+    for (const [key, c] of this.#candidates)
+      if (c.source === 'peer-reflexive' && c.expiresAt <= now && c !== this.#best)
+        this.#candidates.delete(key);
+  }
+
+  #setRoute(route: Route, now: number): void {
+    if (route === this.#route) return;
+    if (route === 'direct') this.#directSince = now;
+    if (route === 'both') this.#untrustedSince = now;
+    this.#route = route;
+    this.#switched();
+  }
+
+  #switched(): void {
+    this.#lastSwitchAt = this.#clock.wallNow();
+    this.#onRouteChange();
+  }
+
+  #reason(): RelayedReason {
+    const c = this.#conditions;
+    if (c.egress === '443-only') return '443-only';
+    if (c.policy === 'relay-only') return 'relay-only';
+    if (c.udp === 'unavailable') return 'udp-blocked';
+    if (this.#route === 'both') return 'confirming';
+    if (c.stun === 'no-answer') return this.#everAnsweredUdp ? 'no-stun-answer' : 'udp-blocked';
+    if (c.stun === 'varies') return 'mapping-varies';
+    if (this.#candidates.size === 0) return 'no-candidates';
+    if (this.#fallbacks > 0) return 'direct-silent';
+    return 'no-answer';
+  }
+}
