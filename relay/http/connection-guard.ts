@@ -15,11 +15,11 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
+import { sourceKey } from '../source-address.js';
 import { ConnectionTable, type TrackedConnection } from './connection-table.js';
 import { CutLog, type CutLogger, type CutReason, zeroCutCounts } from './cut-log.js';
 import { clientErrorReply, replyAndClose } from './error-replies.js';
 import type { HttpLimits } from './http-limits.js';
-import { sourceKey } from './source-key.js';
 import { observeUpgrades } from './upgrade-observer.js';
 
 export interface ConnectionGuardOptions {
@@ -91,14 +91,14 @@ export class ConnectionGuard {
   }
 
   #onConnection(socket: Socket): void {
-    const source = sourceKey(socket.remoteAddress);
-    const admission = this.#table.admit(socket, source);
-    if (admission.kind === 'gone') {
+    const address = socket.remoteAddress;
+    const admission = address === undefined ? null : this.#table.admit(socket, sourceKey(address));
+    if (admission === null || admission.kind === 'gone') {
       socket.destroy();
       return;
     }
     if (admission.kind === 'refused') {
-      this.#count(admission.reason, source);
+      this.#count(admission.reason, admission.source);
       socket.destroy();
       return;
     }

@@ -21,7 +21,11 @@ describe('ConnectionTable', () => {
     const t = new ConnectionTable({ maxConnections: 100, maxPendingPerSource: 2 });
     const a = t.admit(socketFrom('10.0.0.1'), '10.0.0.1');
     const b = t.admit(socketFrom('10.0.0.1'), '10.0.0.1');
-    expect(t.admit(socketFrom('10.0.0.1'), '10.0.0.1')).toEqual({ kind: 'refused', reason: 'source_cap' });
+    expect(t.admit(socketFrom('10.0.0.1'), '10.0.0.1')).toEqual({
+      kind: 'refused',
+      reason: 'source_cap',
+      source: '10.0.0.1',
+    });
     expect(t.admit(socketFrom('10.0.0.2'), '10.0.0.2').kind).toBe('admitted');
     if (a.kind !== 'admitted' || b.kind !== 'admitted') throw new Error('not admitted');
     t.settle(a.connection);
@@ -47,7 +51,7 @@ describe('ConnectionTable', () => {
     if (next.kind !== 'admitted' || after.kind !== 'admitted') throw new Error('not admitted');
     t.settle(next.connection);
     t.settle(after.connection);
-    expect(t.admit(socketFrom('f'), 'f')).toEqual({ kind: 'refused', reason: 'total_cap' });
+    expect(t.admit(socketFrom('f'), 'f')).toEqual({ kind: 'refused', reason: 'total_cap', source: 'f' });
     expect(t.size).toBe(3);
   });
 
@@ -64,7 +68,7 @@ describe('ConnectionTable', () => {
 
   it('does not count a socket whose peer is already gone', () => {
     const t = new ConnectionTable({ maxConnections: 10, maxPendingPerSource: 1 });
-    expect(t.admit({ destroyed: true, destroy() {} }, null)).toEqual({ kind: 'gone' });
+    expect(t.admit({ destroyed: true, destroy() {} }, '10.0.0.1')).toEqual({ kind: 'gone' });
     expect(t.size).toBe(0);
   });
 

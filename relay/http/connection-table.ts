@@ -6,8 +6,8 @@
  * cap: a connection is in them only while it is held.
  */
 export interface TrackedConnection {
-  /** Per-source key (source-key.ts); null when the peer address was already gone. */
-  readonly source: string | null;
+  /** Per-source key (relay/source-address.ts: the IPv4 address or the IPv6 /64). */
+  readonly source: string;
   /** The accepted TCP socket (with TLS: the socket under the TLS layer). */
   readonly socket: HeldSocket;
   /** True until the connection has finished a request or upgraded. */
@@ -18,7 +18,7 @@ export interface TrackedConnection {
 
 export type Admission =
   | { kind: 'admitted'; connection: TrackedConnection; evicted: TrackedConnection | null }
-  | { kind: 'refused'; reason: 'source_cap' | 'total_cap' }
+  | { kind: 'refused'; reason: 'source_cap' | 'total_cap'; source: string }
   /** The peer was gone before it could be counted (no address any more). */
   | { kind: 'gone' };
 
@@ -66,17 +66,17 @@ export class ConnectionTable {
   }
 
   /** Applies the caps to a new connection from `source`; an admitted one is held until `remove`. */
-  admit(socket: HeldSocket, source: string | null): Admission {
+  admit(socket: HeldSocket, source: string): Admission {
     const key = endpointKey(socket);
     if (key === null) return { kind: 'gone' };
     const cap = this.#maxPendingPerSource;
-    if (cap !== null && source !== null && (this.#pendingBySource.get(source) ?? 0) >= cap) {
-      return { kind: 'refused', reason: 'source_cap' };
+    if (cap !== null && (this.#pendingBySource.get(source) ?? 0) >= cap) {
+      return { kind: 'refused', reason: 'source_cap', source };
     }
     let evicted: TrackedConnection | null = null;
     if (this.#byKey.size >= this.#maxConnections) {
       evicted = this.#pending.values().next().value ?? null;
-      if (evicted === null) return { kind: 'refused', reason: 'total_cap' };
+      if (evicted === null) return { kind: 'refused', reason: 'total_cap', source };
       this.remove(evicted);
     }
     const connection: TrackedConnection = { source, socket, pending: true, responses: new Set() };
@@ -84,7 +84,7 @@ export class ConnectionTable {
     this.#keys.set(connection, key);
     this.#seen.set(socket, connection);
     this.#pending.add(connection);
-    if (source !== null) this.#pendingBySource.set(source, (this.#pendingBySource.get(source) ?? 0) + 1);
+    this.#pendingBySource.set(source, (this.#pendingBySource.get(source) ?? 0) + 1);
     return { kind: 'admitted', connection, evicted };
   }
 
@@ -115,7 +115,6 @@ export class ConnectionTable {
   }
 
   #uncountSource(c: TrackedConnection): void {
-    if (c.source === null) return;
     const n = (this.#pendingBySource.get(c.source) ?? 1) - 1;
     if (n > 0) this.#pendingBySource.set(c.source, n);
     else this.#pendingBySource.delete(c.source);
