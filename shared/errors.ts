@@ -86,6 +86,11 @@ export const ERROR_CODES = {
     summary: 'The request line and headers are over the size limit; the connection is closed.',
   },
   EXPECTATION_FAILED: { status: 417, summary: 'The request has an Expect header other than 100-continue.' },
+  UPGRADE_REQUIRED: {
+    status: 426,
+    summary: 'The endpoint is served over another protocol; the message names it.',
+  },
+  AT_CAPACITY: { status: 503, summary: 'The relay is at a connection limit (docs/LIMITS.md); retry later.' },
   INVALID_NAME: { status: 400, summary: 'A cluster or group name is not a DNS-1123 label.' },
   BOOTSTRAP_REJECTED: {
     status: 401,

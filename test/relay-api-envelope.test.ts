@@ -2,7 +2,8 @@
  * Every error the real `tunnel-relay serve` answers on its port is the envelope `{"error":{"code","message"}}`
  * with a code of shared/errors.ts and that code's status, including what never reaches a route: a path that is
  * not valid percent-encoding, headers over Node's limit, bytes that are not HTTP, a missing Host header, an
- * unsupported Expect header, a text/plain body. Sent as raw bytes over TLS (and with curl), as a client would.
+ * unsupported Expect header, a text/plain body, a refused /derp upgrade. Sent as raw bytes over TLS (and with
+ * curl), as a client would.
  */
 import tls from 'node:tls';
 import fc from 'fast-check';
@@ -95,7 +96,7 @@ function expectEnvelope(r: Reply, code?: string): void {
 const request = (head: string, body = '') => `${head}\r\n\r\n${body}`;
 
 describe('one error envelope for everything the relay answers', () => {
-  it('answers a bad URL, oversized headers, non-HTTP bytes, no Host, Expect and text/plain with the envelope', async () => {
+  it('answers a bad URL, oversized headers, non-HTTP bytes, no Host, Expect, text/plain and /derp refusals with the envelope', async () => {
     const cases: Array<[string, string, number, string]> = [
       [
         'GET /% (not percent-encoding)',
@@ -123,6 +124,21 @@ describe('one error envelope for everything the relay answers', () => {
         'UNSUPPORTED_MEDIA_TYPE',
       ],
       ['an unfinished head', 'GET /healthz HTTP/1.1\r\nHost: r\r\n', 400, 'BAD_INPUT'],
+      [
+        '/derp without a WebSocket upgrade',
+        request('GET /derp HTTP/1.1\r\nHost: r\r\nConnection: Upgrade\r\nUpgrade: derp'),
+        426,
+        'UPGRADE_REQUIRED',
+      ],
+      [
+        '/derp without the derp subprotocol',
+        request(
+          'GET /derp HTTP/1.1\r\nHost: r\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+            'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+        ),
+        400,
+        'BAD_INPUT',
+      ],
       [
         'a body framing the parser refuses after the head',
         request('POST /api/v1/clusters HTTP/1.1\r\nHost: r\r\nTransfer-Encoding: gzip', 'xyz'),

@@ -10,7 +10,6 @@
  */
 
 import type { Server as HttpServer, IncomingMessage } from 'node:http';
-import { STATUS_CODES } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
@@ -20,6 +19,7 @@ import { encodeRestarting, PeerGoneReason } from '../../shared/derp/frames.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { KeyPair } from '../../shared/keys.js';
+import { rawErrorResponse } from '../http/error-replies.js';
 import { type HandshakeSlot, HandshakeSlots } from './handshake-slots.js';
 import { DEFAULT_DERP_LIMITS, DerpCloseCode, type DerpLimits } from './limits.js';
 import { type LocalClientHandlers, LocalPeer } from './local-peer.js';
@@ -91,12 +91,9 @@ export interface DerpServer {
 const NOOP = (): void => {};
 const NOOP_LOGGER: DerpLogger = { debug: NOOP, info: NOOP, warn: NOOP, error: NOOP };
 
-function refuseUpgrade(socket: Duplex, status: number, message: string): void {
-  const body = `${message}\n`;
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\n` +
-      `Content-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+/** Answers an upgrade the relay does not take with the API's error envelope and closes the socket. */
+function refuseUpgrade(socket: Duplex, err: TunnelError): void {
+  socket.end(rawErrorResponse(err));
 }
 
 class DerpServerImpl implements WsRouter, DerpServer {
@@ -152,20 +149,26 @@ class DerpServerImpl implements WsRouter, DerpServer {
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     if (this.#closing) {
-      this.#refuse(socket, 503, 'relay is shutting down');
+      this.#refuse(socket, new TunnelError('CLOSED', 'relay is shutting down'));
       return;
     }
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
-      refuseUpgrade(socket, 426, 'DERP is served over WebSocket (Upgrade: websocket, subprotocol derp)');
+      refuseUpgrade(
+        socket,
+        new TunnelError(
+          'UPGRADE_REQUIRED',
+          'DERP is served over WebSocket (Upgrade: websocket, subprotocol derp)',
+        ),
+      );
       return;
     }
     const protos = req.headers['sec-websocket-protocol'] ?? '';
     if (!protos.split(',').some((p) => p.trim() === 'derp')) {
-      refuseUpgrade(socket, 400, 'WebSocket subprotocol "derp" is required');
+      refuseUpgrade(socket, new TunnelError('BAD_INPUT', 'WebSocket subprotocol "derp" is required'));
       return;
     }
     if (this.#clients.size >= this.limits.maxClients) {
-      this.#refuse(socket, 503, 'relay is at its connection limit');
+      this.#refuse(socket, new TunnelError('AT_CAPACITY', 'relay is at its connection limit'));
       return;
     }
     const source = sourceKeyOf(req.socket.remoteAddress);
@@ -173,13 +176,15 @@ class DerpServerImpl implements WsRouter, DerpServer {
     if (slot === 'source_limit') {
       refuseUpgrade(
         socket,
-        429,
-        `RATE_LIMITED: ${this.limits.maxHandshakingPerSource} DERP handshakes from ${source} are already in progress; retry later`,
+        new TunnelError(
+          'RATE_LIMITED',
+          `${this.limits.maxHandshakingPerSource} DERP handshakes from ${source} are already in progress; retry later`,
+        ),
       );
       return;
     }
     if (slot === 'full') {
-      this.#refuse(socket, 503, 'relay is at its connection limit');
+      this.#refuse(socket, new TunnelError('AT_CAPACITY', 'relay is at its connection limit'));
       return;
     }
     // Whatever ends the socket gives the slot back (the upgrade may fail before a WsPeer exists).
@@ -187,9 +192,9 @@ class DerpServerImpl implements WsRouter, DerpServer {
     this.#wss.handleUpgrade(req, socket, head, (ws) => this.#onConnection(ws, socket, slot));
   }
 
-  #refuse(socket: Duplex, status: number, message: string): void {
+  #refuse(socket: Duplex, err: TunnelError): void {
     this.stats.refusedFull++;
-    refuseUpgrade(socket, status, message);
+    refuseUpgrade(socket, err);
   }
 
   #onConnection(ws: WebSocket, socket: Duplex, slot: HandshakeSlot): void {
@@ -209,7 +214,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
       if (path === this.#path) this.handleUpgrade(req, socket, head);
       else if (other) other(req, socket, head);
       else if (server.listenerCount('upgrade') === 1)
-        refuseUpgrade(socket, 404, 'no WebSocket endpoint here');
+        refuseUpgrade(socket, new TunnelError('NOT_FOUND', 'no WebSocket endpoint here'));
     };
     server.on('upgrade', listener);
     const detach = (): void => {
