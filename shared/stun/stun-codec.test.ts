@@ -11,6 +11,7 @@ import {
   encodeBindingRequest,
   encodeBindingSuccess,
   formatStunAddress,
+  isStunBindingSuccess,
   parseStunRequest,
   STUN_BINDING_REQUEST,
   STUN_BINDING_SUCCESS,
@@ -207,6 +208,29 @@ describe('STUN Binding codec', () => {
         const ok = request({ attrs: [{ type: 0x8022, value: Buffer.from('tailnode') }], fingerprint: true });
         const bad = longer ? Buffer.concat([ok, Buffer.alloc(n)]) : ok.subarray(0, ok.length - n);
         expect(parseStunRequest(bad).kind).toBe('ignore');
+      }),
+    );
+  });
+
+  it('tells Binding success responses from requests and WireGuard messages', () => {
+    const res = encodeBindingSuccess(asRequest(request({})), {
+      address: Buffer.from([192, 0, 2, 1]),
+      port: 1,
+    });
+    expect(isStunBindingSuccess(res)).toBe(true);
+    expect(isStunBindingSuccess(res.subarray(0, 19))).toBe(false);
+    expect(isStunBindingSuccess(request({}))).toBe(false);
+    expect(
+      isStunBindingSuccess(
+        encodeBindingSuccess(asRequest(request({ cookie: false })), {
+          address: Buffer.from([192, 0, 2, 1]),
+          port: 1,
+        }),
+      ),
+    ).toBe(false);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4 }), fc.uint8Array({ maxLength: 100 }), (type, rest) => {
+        expect(isStunBindingSuccess(Buffer.from([type, 0, 0, 0, ...rest]))).toBe(false);
       }),
     );
   });

@@ -147,6 +147,23 @@ export function formatStunAddress(a: StunAddress): string {
   return `[${groups.join(':')}]:${a.port}`;
 }
 
+/**
+ * True when `buf` looks like an RFC 5389 Binding success response (at least 20 bytes, type 0x0101, the magic
+ * cookie): how a socket that also carries WireGuard and disco tells STUN answers apart. A WireGuard message
+ * starts with 1..4 then three zero bytes, so it never matches.
+ */
+export function isStunBindingSuccess(buf: Uint8Array): boolean {
+  return (
+    buf.length >= STUN_HEADER_LEN &&
+    buf[0] === 0x01 &&
+    buf[1] === 0x01 &&
+    buf[4] === 0x21 &&
+    buf[5] === 0x12 &&
+    buf[6] === 0xa4 &&
+    buf[7] === 0x42
+  );
+}
+
 /** Reads the mapped address out of a Binding success response (for tests and the agent's probe); null if absent. */
 export function decodeMappedAddress(res: Buffer): StunAddress | null {
   if (res.length < STUN_HEADER_LEN || res.readUInt16BE(0) !== STUN_BINDING_SUCCESS) return null;
