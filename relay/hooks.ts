@@ -2,7 +2,8 @@
  * What the data plane (DERP server, hub node) needs from the control plane: events when a key
  * stops being allowed, an admission check for a public key, and a place to report each cluster's
  * live connection status, which the cluster object shows. Live status is kept in memory (it
- * describes this process's sessions); it is bounded by the number of clusters.
+ * describes this process's sessions); it is bounded by the number of clusters. Keys taken away on
+ * another relay replica sharing the store arrive as the same events (Store.onRemoteKeyLoss).
  */
 import { EventEmitter } from 'node:events';
 import type { ClusterRecord, Store } from './store/types.js';
@@ -57,6 +58,8 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
   constructor(store: Store) {
     super();
     this.#store = store;
+    // A key another replica took away ends its sessions here too (cluster-deleted, -denied, agent-unjoined).
+    store.onRemoteKeyLoss((e) => this.emit(e.kind, { cluster: e.cluster, publicKey: e.publicKey }));
   }
 
   /**

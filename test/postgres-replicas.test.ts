@@ -10,9 +10,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import {
   buildIfStale,
+  CLIENT_BIN,
   cleanEnv,
   cleanup,
-  type Proc,
+  Proc,
   RELAY_BIN,
   type ReadyLine,
   run,
@@ -143,6 +144,56 @@ describe('two relay replicas on one PostgreSQL', () => {
       expect(joined.body).toMatchObject({ cluster: name, status: 'Accepted' });
     }
   });
+});
+
+describe('an agent on one replica, its cluster denied on the other', () => {
+  it('is disconnected by the replica it is connected to within a second or two', async () => {
+    const [a, b] = replicas;
+    const name = 'edge-on-b';
+    const created = await call(a!, 'POST', '/api/v1/clusters', adminKey, { name });
+    const psk = (created.body.bootstrap as { psk: string }).psk;
+    const stateDir = join(tempDir('pg-agent-'), 'state');
+    const joined = await run(
+      CLIENT_BIN,
+      [
+        'join',
+        '--relay',
+        b!.ready.url,
+        '--cluster',
+        name,
+        '--psk',
+        psk,
+        '--ca-pin',
+        b!.ready.caPin,
+        '--state-dir',
+        stateDir,
+        '--wait',
+      ],
+      cleanEnv(),
+    );
+    expect(joined.code, joined.stderr).toBe(0);
+    const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+    try {
+      const connectedOnB = async () =>
+        (await call(b!, 'GET', `/api/v1/clusters/${name}`, adminKey)).body.connected;
+      await vi.waitFor(async () => expect(await connectedOnB()).toBe(true), {
+        timeout: 20_000,
+        interval: 200,
+      });
+      expect((await call(a!, 'POST', `/api/v1/clusters/${name}/deny`, adminKey)).status).toBe(200);
+      const denied = Date.now();
+      await vi.waitFor(async () => expect(await connectedOnB()).toBe(false), {
+        timeout: 2_000,
+        interval: 50,
+      });
+      expect(Date.now() - denied).toBeLessThan(2_000);
+      // It stays cut off: its reconnects are refused while the cluster is Denied.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await connectedOnB()).toBe(false);
+    } finally {
+      await agent.stop('SIGTERM');
+    }
+  }, 60_000);
 });
 
 describe('two relay replicas while PostgreSQL restarts', () => {

@@ -6,13 +6,24 @@
  */
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import type { RemoteKeyLoss } from './types.js';
 
 export const EVENTS_CHANNEL = 'tunnel_relay_events';
 /** After the LISTEN connection drops, the first reconnect waits this long, doubling up to the max. */
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 10_000;
 
-export type StoreEvent = { kind: 'key-revoked'; id: string };
+export type StoreEvent = { kind: 'key-revoked'; id: string } | RemoteKeyLoss;
+
+const KEY_LOSS_KINDS: ReadonlySet<string> = new Set<RemoteKeyLoss['kind']>([
+  'cluster-deleted',
+  'cluster-denied',
+  'agent-unjoined',
+]);
+
+function isKeyLossKind(kind: unknown): kind is RemoteKeyLoss['kind'] {
+  return typeof kind === 'string' && KEY_LOSS_KINDS.has(kind);
+}
 
 export interface EventEnvelope {
   origin: string;
@@ -25,7 +36,10 @@ export function newOrigin(): string {
 }
 
 export function encodeEvent(envelope: EventEnvelope): string {
-  return JSON.stringify({ o: envelope.origin, k: envelope.event.kind, id: envelope.event.id });
+  const e = envelope.event;
+  return e.kind === 'key-revoked'
+    ? JSON.stringify({ o: envelope.origin, k: e.kind, id: e.id })
+    : JSON.stringify({ o: envelope.origin, k: e.kind, c: e.cluster, pk: e.publicKey });
 }
 
 /** The envelope of a NOTIFY payload, or null when it is not one this relay sends. */
@@ -38,9 +52,13 @@ export function decodeEvent(payload: string | undefined): EventEnvelope | null {
     return null;
   }
   if (typeof v !== 'object' || v === null) return null;
-  const { o, k, id } = v as Record<string, unknown>;
-  if (typeof o !== 'string' || typeof id !== 'string' || k !== 'key-revoked') return null;
-  return { origin: o, event: { kind: 'key-revoked', id } };
+  const { o, k, id, c, pk } = v as Record<string, unknown>;
+  if (typeof o !== 'string') return null;
+  if (k === 'key-revoked' && typeof id === 'string') return { origin: o, event: { kind: k, id } };
+  if (isKeyLossKind(k) && typeof c === 'string' && typeof pk === 'string') {
+    return { origin: o, event: { kind: k, cluster: c, publicKey: pk } };
+  }
+  return null;
 }
 
 export interface EventFeedOptions {

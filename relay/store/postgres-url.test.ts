@@ -63,10 +63,25 @@ describe('change notification payloads', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.json()), (s) => {
         const r = decodeEvent(s);
-        if (r !== null) expect(r.event.kind).toBe('key-revoked');
+        if (r !== null)
+          expect(['key-revoked', 'cluster-deleted', 'cluster-denied', 'agent-unjoined']).toContain(
+            r.event.kind,
+          );
+      }),
+    );
+    const kinds = fc.constantFrom(
+      'cluster-deleted' as const,
+      'cluster-denied' as const,
+      'agent-unjoined' as const,
+    );
+    fc.assert(
+      fc.property(fc.string(), kinds, fc.string(), fc.string(), (origin, kind, cluster, publicKey) => {
+        const event = { kind, cluster, publicKey };
+        expect(decodeEvent(encodeEvent({ origin, event }))).toEqual({ origin, event });
       }),
     );
     expect(decodeEvent(undefined)).toBeNull();
+    expect(decodeEvent('{"o":"x","k":"cluster-denied","c":"y"}')).toBeNull();
     expect(decodeEvent('{"o":"x","k":"other","id":"y"}')).toBeNull();
   });
 });

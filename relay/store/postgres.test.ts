@@ -12,7 +12,7 @@ import { PostgresStore } from './postgres.js';
 import type { PostgresConnection } from './postgres-connection.js';
 import { PG_MIGRATIONS } from './postgres-migrations.js';
 import { PostgresBackend } from './test-backends.js';
-import type { AuditEntry, RegisterInput, Store } from './types.js';
+import type { AuditEntry, RegisterInput, RemoteKeyLoss, Store } from './types.js';
 
 const backend = new PostgresBackend();
 beforeAll(() => backend.start(), 120_000);
@@ -148,6 +148,51 @@ describe('PostgreSQL store shared by replicas', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(onA).toEqual(['kv']);
     expect(onB).toEqual(['kv']);
+  });
+});
+
+describe('keys taken away on another replica', () => {
+  it('reach the other replica within a second: deny, replace, unjoin, delete; never the replica itself', async () => {
+    const [a, b] = await replicas(2);
+    const onA: RemoteKeyLoss[] = [];
+    const onB: RemoteKeyLoss[] = [];
+    a!.onRemoteKeyLoss((e) => onA.push(e));
+    b!.onRemoteKeyLoss((e) => onB.push(e));
+    const expectOnB = async (expected: RemoteKeyLoss) => {
+      const before = onB.length;
+      await vi.waitFor(() => expect(onB.slice(before)).toEqual([expected]), { timeout: 1000, interval: 10 });
+    };
+    await createCluster(a!, 'lost');
+    expect((await a!.register(regInput('lost', 1), audit('r'))).ok).toBe(true);
+
+    let wait = expectOnB({ kind: 'cluster-denied', cluster: 'lost', publicKey: key(1) });
+    await a!.setClusterStatus('lost', 'Denied', 200, 'pp', audit('deny'));
+    await wait;
+    await a!.setClusterStatus('lost', 'Accepted', 300, 'pp', audit('accept'));
+
+    await a!.rotatePsk('lost', { id: 'p-lost-2', hash: 'h-lost-2', expiresAt: 10_000 }, audit('rot'));
+    wait = expectOnB({ kind: 'agent-unjoined', cluster: 'lost', publicKey: key(1) });
+    const second = { ...regInput('lost', 2), via: { kind: 'psk' as const, pskHash: 'h-lost-2' } };
+    expect((await a!.register(second, audit('r'))).ok).toBe(true);
+    await wait;
+
+    wait = expectOnB({ kind: 'agent-unjoined', cluster: 'lost', publicKey: key(2) });
+    await a!.unjoin('lost', 400, audit('unjoin'));
+    await wait;
+
+    await a!.rotatePsk('lost', { id: 'p-lost-3', hash: 'h-lost-3', expiresAt: 10_000 }, audit('rot'));
+    const third = { ...regInput('lost', 3), via: { kind: 'psk' as const, pskHash: 'h-lost-3' } };
+    expect((await b!.register(third, audit('r'))).ok).toBe(true);
+    wait = expectOnB({ kind: 'cluster-deleted', cluster: 'lost', publicKey: key(3) });
+    await a!.deleteCluster('lost', audit('delete'));
+    await wait;
+    // Changes without an agent key tell no one; the replica that made a change is not told.
+    await createCluster(a!, 'keyless');
+    await a!.setClusterStatus('keyless', 'Denied', 500, 'pp', audit('deny'));
+    await a!.deleteCluster('keyless', audit('delete'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(onB).toHaveLength(4);
+    expect(onA).toEqual([]);
   });
 });
 

@@ -17,7 +17,7 @@ import {
   poolConfig,
   scrub,
 } from './postgres-connection.js';
-import { EVENTS_CHANNEL, EventFeed, encodeEvent, newOrigin } from './postgres-events.js';
+import { EVENTS_CHANNEL, EventFeed, encodeEvent, newOrigin, type StoreEvent } from './postgres-events.js';
 import { applyPgMigrations } from './postgres-migrations.js';
 import { registerInPgTx } from './postgres-register.js';
 import { serializable, type Tx, txOf } from './postgres-tx.js';
@@ -35,6 +35,7 @@ import type {
   NewSecret,
   RegisterInput,
   RegisterResult,
+  RemoteKeyLoss,
   RevokeKeyResult,
   Store,
   StoreLimits,
@@ -48,6 +49,11 @@ export interface PostgresStoreOptions {
   limits?: Partial<StoreLimits>;
   /** Connection trouble after the start (messages carry no password). Default: ignored. */
   onError?: (message: string) => void;
+}
+
+interface Listeners {
+  keyRevoked: Set<(keyId: string) => void>;
+  keyLoss: Set<(event: RemoteKeyLoss) => void>;
 }
 
 const KEY_COLS = 'id, role, description, created_at, expires_at, revoked_at';
@@ -67,7 +73,7 @@ export class PostgresStore implements Store {
   readonly #limits: StoreLimits;
   readonly #origin: string;
   readonly #feed: EventFeed;
-  readonly #keyRevoked: Set<(keyId: string) => void>;
+  readonly #listeners: Listeners;
   #closed = false;
 
   private constructor(parts: {
@@ -75,13 +81,13 @@ export class PostgresStore implements Store {
     limits: StoreLimits;
     origin: string;
     feed: EventFeed;
-    keyRevoked: Set<(keyId: string) => void>;
+    listeners: Listeners;
   }) {
     this.#pool = parts.pool;
     this.#limits = parts.limits;
     this.#origin = parts.origin;
     this.#feed = parts.feed;
-    this.#keyRevoked = parts.keyRevoked;
+    this.#listeners = parts.listeners;
   }
 
   /** Connects, applies the migrations and starts listening; BAD_CONFIG naming the server when it cannot. */
@@ -93,7 +99,7 @@ export class PostgresStore implements Store {
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', (err) => onError(`store: ${scrub(err.message, connection.password)}`));
     const origin = newOrigin();
-    const keyRevoked = new Set<(keyId: string) => void>();
+    const listeners: Listeners = { keyRevoked: new Set(), keyLoss: new Set() };
     let feed: EventFeed | null = null;
     try {
       const client = await pool.connect();
@@ -106,7 +112,8 @@ export class PostgresStore implements Store {
         client: () => new pg.Client(clientConfig(connection, timeout)),
         origin,
         onEvent: (event) => {
-          for (const listener of keyRevoked) listener(event.id);
+          if (event.kind === 'key-revoked') for (const listener of listeners.keyRevoked) listener(event.id);
+          else for (const listener of listeners.keyLoss) listener(event);
         },
         onError: (message) => onError(scrub(message, connection.password)),
       });
@@ -115,7 +122,7 @@ export class PostgresStore implements Store {
       throw err instanceof TunnelError ? err : connectError(connection, err);
     }
     const limits = { ...DEFAULT_STORE_LIMITS, ...opts.limits };
-    return new PostgresStore({ pool, limits, origin, feed, keyRevoked });
+    return new PostgresStore({ pool, limits, origin, feed, listeners });
   }
 
   #write<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
@@ -136,6 +143,11 @@ export class PostgresStore implements Store {
     const id = row!.id;
     if (id > this.#limits.maxAuditRows && id % 1000 === 0)
       await tx.run('DELETE FROM audit WHERE id <= $1', [id - this.#limits.maxAuditRows]);
+  }
+
+  /** Tells the other replicas, when (and only if) the transaction commits. */
+  async #notify(tx: Tx, event: StoreEvent): Promise<void> {
+    await tx.one('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, encodeEvent({ origin: this.#origin, event })]);
   }
 
   async #checkClusterCap(tx: Tx): Promise<void> {
@@ -252,6 +264,10 @@ export class PostgresStore implements Store {
       if (status === 'Accepted' && c.publicKey !== null && c.address === null)
         await allocateAddress(tx, name, presharedKey);
       await this.#audit(tx, audit);
+      // As the deny route does: the agent's sessions end even when the cluster was Denied already.
+      if (status === 'Denied' && c.publicKey !== null) {
+        await this.#notify(tx, { kind: 'cluster-denied', cluster: name, publicKey: c.publicKey });
+      }
       return this.#cluster(tx, name);
     });
   }
@@ -283,6 +299,8 @@ export class PostgresStore implements Store {
       await releaseAddress(tx, name);
       await tx.run('DELETE FROM clusters WHERE name = $1', [name]);
       await this.#audit(tx, audit);
+      if (c.publicKey !== null)
+        await this.#notify(tx, { kind: 'cluster-deleted', cluster: name, publicKey: c.publicKey });
       return c;
     });
   }
@@ -294,6 +312,14 @@ export class PostgresStore implements Store {
         checkClusterCap: (t) => this.#checkClusterCap(t),
       });
       if (result.ok) await this.#audit(tx, audit);
+      if (result.ok && result.replacedPublicKey !== null) {
+        const replaced = {
+          kind: 'agent-unjoined',
+          cluster: input.cluster,
+          publicKey: result.replacedPublicKey,
+        } as const;
+        await this.#notify(tx, replaced);
+      }
       return result;
     });
   }
@@ -342,6 +368,8 @@ export class PostgresStore implements Store {
         [now, cluster],
       );
       await this.#audit(tx, audit);
+      if (c.publicKey !== null)
+        await this.#notify(tx, { kind: 'agent-unjoined', cluster, publicKey: c.publicKey });
       return c;
     });
   }
@@ -401,17 +429,21 @@ export class PostgresStore implements Store {
       );
       if (changes !== 1) return 'not-found';
       await this.#audit(tx, audit);
-      const payload = encodeEvent({ origin: this.#origin, event: { kind: 'key-revoked', id } });
-      await tx.one('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, payload]);
+      await this.#notify(tx, { kind: 'key-revoked', id });
       return 'revoked';
     });
-    if (result === 'revoked') for (const listener of this.#keyRevoked) listener(id);
+    if (result === 'revoked') for (const listener of this.#listeners.keyRevoked) listener(id);
     return result;
   }
 
   onAccessKeyRevoked(listener: (keyId: string) => void): () => void {
-    this.#keyRevoked.add(listener);
-    return () => this.#keyRevoked.delete(listener);
+    this.#listeners.keyRevoked.add(listener);
+    return () => this.#listeners.keyRevoked.delete(listener);
+  }
+
+  onRemoteKeyLoss(listener: (event: RemoteKeyLoss) => void): () => void {
+    this.#listeners.keyLoss.add(listener);
+    return () => this.#listeners.keyLoss.delete(listener);
   }
 
   async getPlatformValues(): Promise<Record<string, unknown>> {

@@ -21,6 +21,7 @@ import type {
   NewSecret,
   RegisterInput,
   RegisterResult,
+  RemoteKeyLoss,
   RevokeKeyResult,
   Store,
   StoreLimits,
@@ -368,6 +369,11 @@ export class SqliteStore implements Store {
   onAccessKeyRevoked(listener: (keyId: string) => void): () => void {
     this.#keyRevoked.add(listener);
     return () => this.#keyRevoked.delete(listener);
+  }
+
+  /** A SQLite file has one relay: no other replica ever reports a change. */
+  onRemoteKeyLoss(_listener: (event: RemoteKeyLoss) => void): () => void {
+    return () => undefined;
   }
 
   getPlatformValues(): Promise<Record<string, unknown>> {

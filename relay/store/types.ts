@@ -54,6 +54,14 @@ export interface AccessKeyRecord {
   revokedAt: number | null;
 }
 
+/** An agent key that stopped being allowed, as another replica reports it (Store.onRemoteKeyLoss). */
+export interface RemoteKeyLoss {
+  kind: 'cluster-deleted' | 'cluster-denied' | 'agent-unjoined';
+  cluster: string;
+  /** Base64 WireGuard public key of the agent that lost access. */
+  publicKey: string;
+}
+
 export type RevokeKeyResult = 'revoked' | 'not-found' | 'last-admin';
 
 export interface AuditEntry {
@@ -171,6 +179,14 @@ export interface Store {
    * Returns the function that removes the listener.
    */
   onAccessKeyRevoked(listener: (keyId: string) => void): () => void;
+  /**
+   * Calls `listener` when another relay replica sharing this store took an agent's key away (the cluster deleted
+   * or denied, the agent unjoined or replaced by a new registration), once that change is committed, so this
+   * replica can end the agent's sessions as the replica that made the change does. Changes made through this
+   * store object are not reported (the caller acts on them itself); a store no other replica shares (SQLite)
+   * never calls it. Listeners must not throw. Returns the function that removes the listener.
+   */
+  onRemoteKeyLoss(listener: (event: RemoteKeyLoss) => void): () => void;
 
   getPlatformValues(): Promise<Record<string, unknown>>;
   setPlatformValues(values: Record<string, unknown>, audit: AuditEntry): Promise<void>;
