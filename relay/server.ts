@@ -26,7 +26,7 @@ import type { RelayContext } from './context.js';
 import { RelayHooks } from './hooks.js';
 import { ConnectionGuard } from './http/connection-guard.js';
 import { expectationReply, frameworkErrorReply } from './http/error-replies.js';
-import { defaultMaxConnections, type HttpLimits } from './http/http-limits.js';
+import { defaultMaxConnections, type HttpLimits, openFilesWarning } from './http/http-limits.js';
 import { httpConnectionFamilies } from './http/http-metrics.js';
 import { readOpenFileLimit } from './http/open-file-limit.js';
 import { addRequestChecks, nodeServerLimits } from './http/server-options.js';
@@ -194,10 +194,10 @@ function mapError(err: FastifyError): TunnelError {
 }
 
 /** The configured HTTP limits, with the total connection cap derived from the open-file limit when not set. */
-export function httpLimitsOf(config: RelayConfig): HttpLimits {
+export function httpLimitsOf(config: RelayConfig, openFileLimit: number | null): HttpLimits {
   return {
     ...config.http,
-    maxConnections: config.http.maxConnections ?? defaultMaxConnections(readOpenFileLimit()),
+    maxConnections: config.http.maxConnections ?? defaultMaxConnections(openFileLimit),
   };
 }
 
@@ -259,7 +259,8 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     publicUrl: () => config.publicUrl ?? boundUrl,
   };
 
-  const limits = httpLimitsOf(config);
+  const openFileLimit = readOpenFileLimit();
+  const limits = httpLimitsOf(config, openFileLimit);
   const guard = new ConnectionGuard({ limits, log: log.child({ component: 'http' }) });
   const serverLimits = nodeServerLimits(limits);
   const app = Fastify({
@@ -386,9 +387,12 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
       caPin: trust.pin,
       plainHttp: config.plainHttp,
       wireguardCipher: defaultAead().name,
+      http: limits,
     },
     'relay listening',
   );
+  const overFiles = openFilesWarning(limits.maxConnections, openFileLimit);
+  if (overFiles !== null) log.warn({ maxConnections: limits.maxConnections, openFileLimit }, overFiles);
   if (tls && !certCovers(tls.certDer, ctx.publicUrl())) {
     log.warn(
       { publicUrl: ctx.publicUrl() },

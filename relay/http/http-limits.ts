@@ -52,6 +52,19 @@ export function defaultMaxConnections(openFileLimit: number | null): number {
 }
 
 /**
+ * The warning to log when `maxConnections` leaves fewer than RESERVED_DESCRIPTORS descriptors of the open-file
+ * limit free (the relay would then fail to accept, EMFILE, before the cap protects it); null when it fits.
+ */
+export function openFilesWarning(maxConnections: number, openFileLimit: number | null): string | null {
+  if (openFileLimit === null || maxConnections + RESERVED_DESCRIPTORS <= openFileLimit) return null;
+  return (
+    `--max-connections ${maxConnections} is over the open-file limit ${openFileLimit} less ` +
+    `${RESERVED_DESCRIPTORS}: raise the limit (ulimit -n, LimitNOFILE) or lower --max-connections to ` +
+    `${Math.max(MIN_MAX_CONNECTIONS, openFileLimit - RESERVED_DESCRIPTORS)}`
+  );
+}
+
+/**
  * How often Node checks request heads against the header timeout: a quarter of it, at most 1 s, so a slow head is
  * cut at most 25 % (or 1 s) after its deadline.
  */

@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_MAX_CONNECTIONS, defaultMaxConnections, MIN_MAX_CONNECTIONS } from './http-limits.js';
+import {
+  DEFAULT_MAX_CONNECTIONS,
+  defaultMaxConnections,
+  MIN_MAX_CONNECTIONS,
+  openFilesWarning,
+} from './http-limits.js';
 import { parseOpenFileLimit } from './open-file-limit.js';
 
 const line = (soft: string, hard: string) =>
@@ -48,5 +53,15 @@ describe('open-file limit', () => {
     );
     expect(defaultMaxConnections(null)).toBe(DEFAULT_MAX_CONNECTIONS);
     expect(defaultMaxConnections(256)).toBe(192);
+  });
+
+  it('warns when a configured cap leaves fewer than 64 descriptors free, and says what fits', () => {
+    expect(openFilesWarning(1_000, 2_000)).toBeNull();
+    expect(openFilesWarning(1_936, 2_000)).toBeNull();
+    expect(openFilesWarning(1_937, 2_000)).toBe(
+      '--max-connections 1937 is over the open-file limit 2000 less 64: raise the limit (ulimit -n, LimitNOFILE) ' +
+        'or lower --max-connections to 1936',
+    );
+    expect(openFilesWarning(1_000_000, null)).toBeNull();
   });
 });
