@@ -6,8 +6,10 @@
  * from other sources, count the cuts on /metrics and log them without a line per cut. What agents and users
  * hold for hours must survive all of it: the agent's /derp WebSocket, a CONNECT tunnel, a streaming path-proxy
  * answer, a streaming upload and an Upgrade through the path proxy, all from one address (one NAT) beyond
- * the per-source cap.
+ * the per-source cap. Last, the reported case with default limits: more slow connections than a 256-descriptor
+ * open-file limit allows (under prlimit), and /healthz and the API still answer.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -15,7 +17,18 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildIfStale, cleanEnv, cleanup, type Proc, sleep, startServe, tempDir } from '../cli-harness.js';
+import { NODE_FLAGS } from '../../shared/node-flags.js';
+import {
+  buildIfStale,
+  cleanEnv,
+  cleanup,
+  type Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  sleep,
+  startServe,
+  tempDir,
+} from '../cli-harness.js';
 import { requestFrom } from '../helpers/from-source.js';
 import { listen, sampleHandler } from '../proxy-fixtures.js';
 import { logLines, runAgent, type ServedRelay } from './relay-fixture.js';
@@ -316,6 +329,87 @@ describe('what must not be cut', () => {
     expect(after.get('tunnel_relay_derp_accepts_total')).toBe(before.get('tunnel_relay_derp_accepts_total'));
     for (const reason of ['header_timeout', 'body_timeout', 'source_cap', 'total_cap', 'evicted']) {
       expect(cut(after, reason), reason).toBe(cut(before, reason));
+    }
+  });
+});
+
+/** `tunnel-relay serve` with default limits under an open-file limit of `nofile` (prlimit), until its ready line. */
+async function serveWithFileLimit(
+  nofile: number,
+): Promise<{ child: ChildProcess; ready: ReadyLine; caPem: string }> {
+  const dataDir = tempDir('abuse-nofile-');
+  const child = spawn(
+    'prlimit',
+    [
+      `--nofile=${nofile}:${nofile}`,
+      '--',
+      process.execPath,
+      ...NODE_FLAGS,
+      RELAY_BIN,
+      'serve',
+      '--output',
+      'json',
+      '--listen',
+      '127.0.0.1:0',
+      '--data-dir',
+      dataDir,
+      '--udp-port',
+      'off',
+      '--stun-port',
+      'off',
+    ],
+    { env: cleanEnv(), stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  let out = '';
+  const ready = await new Promise<ReadyLine>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ready line: ${out}`)), 20_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) {
+        clearTimeout(timer);
+        resolve(JSON.parse(out.split('\n')[0]!) as ReadyLine);
+      }
+    });
+    child.once('exit', () => reject(new Error(`relay exited: ${out}`)));
+  });
+  return { child, ready, caPem: readFileSync(join(dataDir, 'tls', 'cert.pem'), 'utf8') };
+}
+
+describe('the reported case: slow connections against a 256-descriptor limit', () => {
+  it('with default limits the relay keeps answering /healthz and the API', async () => {
+    const served = await serveWithFileLimit(256);
+    const { child, ready } = served;
+    try {
+      const relayPort = Number(new URL(ready.url).port);
+      // More slow connections than descriptors (the report: 232 made the relay unreachable at 256).
+      const count = 300 + 100 * (scale - 1);
+      const slow = Array.from({ length: count }, (_, i) =>
+        openSlow(i % 2 ? 'head' : 'body', {
+          port: relayPort,
+          from: `127.0.${20 + Math.floor(i / 200)}.${1 + (i % 200)}`,
+        }),
+      );
+      await Promise.all(slow.map((c) => c.secured));
+      const call = (path: string, token?: string) =>
+        requestFrom({
+          url: ready.url,
+          caPem: served.caPem,
+          localAddress: '127.0.0.1',
+          method: 'GET',
+          path,
+          timeoutMs: 5_000,
+          ...(token ? { token } : {}),
+        }).catch((err: Error) => ({ status: 0, body: err.message }));
+      const health = await call('/healthz');
+      expect(health.status, String(health.body)).toBe(200);
+      const list = await call('/api/v1/clusters', ready.adminKey);
+      expect(list.status, JSON.stringify(list.body)).toBe(200);
+      // The default total cap fitted the limit (256 - 64 = 192): the surplus evicted the oldest pending ones.
+      const held = slow.filter((c) => !c.isClosed()).length;
+      expect(held).toBeLessThanOrEqual(192);
+      for (const c of slow) c.destroy();
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 });
