@@ -20,6 +20,8 @@ import {
   TIMEOUT_RANGE_S,
 } from './http/http-limits.js';
 
+import { parseUdpPublicEndpoint } from './udp/public-endpoint.js';
+
 export type { StoreConfig } from './config-store.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -37,6 +39,8 @@ export interface RelayConfig {
   tlsKey: string | null;
   /** Direct WireGuard UDP port; null = off. */
   udpPort: number | null;
+  /** `host:port` agents use for the UDP port; null = the public URL's host and the bound port. */
+  udpPublicEndpoint: string | null;
   /** STUN responder port; null = off. */
   stunPort: number | null;
   logLevel: LogLevel;
@@ -75,6 +79,7 @@ const KEYS = {
   tlsCert: 'tls-cert',
   tlsKey: 'tls-key',
   udpPort: 'udp-port',
+  udpPublicEndpoint: 'udp-public-endpoint',
   stunPort: 'stun-port',
   logLevel: 'log-level',
   leaseDuration: 'lease-duration',
@@ -316,6 +321,11 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   }
   const udpV = pick('udpPort');
   const udpPort = udpV ? parsePort(udpV[0], 'udp-port', udpV[1], true) : 51820;
+  const udpPublicV = pick('udpPublicEndpoint');
+  const udpPublicEndpoint = udpPublicV ? parseUdpPublicEndpoint(udpPublicV[0], udpPublicV[1]) : null;
+  if (udpPublicV && udpPort === null) {
+    bad('udp-public-endpoint', udpPublicV[1], 'only applies while --udp-port is on (it is off)');
+  }
   const stunV = pick('stunPort');
   const stunPort = stunV ? parsePort(stunV[0], 'stun-port', stunV[1], true) : 3478;
   const levelV = pick('logLevel');
@@ -373,6 +383,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     tlsCert,
     tlsKey,
     udpPort,
+    udpPublicEndpoint,
     stunPort,
     logLevel,
     leaseDurationSeconds,

@@ -1,4 +1,5 @@
 /** What every route plugin is given: the store, clock, config, hooks and helpers. */
+
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Clock } from '../shared/clock.js';
@@ -12,6 +13,7 @@ import type { Metrics } from './metrics.js';
 import type { FailureLimiter } from './rate-limit.js';
 import type { ReservedKeys } from './reserved-keys.js';
 import type { AuditEntry, ClusterRecord, Store } from './store/types.js';
+import type { HubUdp } from './udp/hub-udp.js';
 
 export interface RelayContext {
   store: Store;
@@ -30,6 +32,8 @@ export interface RelayContext {
   caPem: string | null;
   /** The URL agents use; fixed once the server listens. */
   publicUrl(): string;
+  /** The hub's WireGuard UDP port (`--udp-port`); absent or null when off. */
+  udp?: HubUdp | null;
 }
 
 export function principalOf(ctx: RelayContext, req: FastifyRequest, allowQuery = false): Promise<Principal> {
@@ -124,7 +128,7 @@ export function tunnelView(ctx: RelayContext, c: ClusterRecord): TunnelView | nu
     hubAddress: HUB_ADDRESS,
     relayUrl: ctx.publicUrl(),
     derpUrl: `wss://${url.host}${url.pathname.replace(/\/$/, '')}/derp`,
-    udpEndpoint: ctx.config.udpPort === null ? null : `${url.hostname}:${ctx.config.udpPort}`,
+    udpEndpoint: ctx.udp?.advertised(ctx.publicUrl()) ?? null,
     stunEndpoint: ctx.config.stunPort === null ? null : `${url.hostname}:${ctx.config.stunPort}`,
   };
 }

@@ -6,7 +6,10 @@
  * - Policy: agent <-> hub node only; anything else (agent -> agent) is dropped and counted (`policy`).
  * - cluster-deleted / cluster-denied / agent-unjoined: the key's DERP connection is closed at once and
  *   the hub removes its peer; deny also reports the cluster disconnected (delete and unjoin forget it).
- * - Start: every accepted agent in the store becomes a hub peer (up to the device's maxPeers).
+ * - Start: every accepted agent in the store becomes a hub peer (up to the device's maxPeers); so does
+ *   every agent admitted later (peer-admitted), so that a stock WireGuard peer on the UDP port, which sends
+ *   no DERP datagram the hub could look its key up by, is known.
+ * - UDP: the hub's endpoint takes the datagrams of the hub's UDP port (relay/udp/hub-udp.ts) while mounted.
  * - Close (fastify preClose, i.e. RunningRelay.close / SIGTERM): clients get the Restarting frame, then
  *   their sockets close; the hub node stops.
  * - Metrics: the DERP server's and the hub's counters are exported on /metrics (data-plane-metrics.ts),
@@ -19,9 +22,10 @@ import type { RelayContext } from './context.js';
 import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
 import type { DerpLimits } from './derp/limits.js';
 import { createDerpServer, type DerpServer, type DerpServerOptions } from './derp/server.js';
-import type { KeyEvent } from './hooks.js';
+import type { AdmittedPeer, KeyEvent } from './hooks.js';
 import { HubNode, type HubNodeOptions } from './hub/hub-node.js';
 import { loadOrCreateHubKey } from './identity.js';
+import { hubUdpFamilies } from './udp/udp-metrics.js';
 
 export interface DataPlaneOptions {
   /** Test hook: every payload the DERP server routes (views: copy to keep). */
@@ -102,6 +106,7 @@ export async function mountDataPlane(
       return p;
     },
     onStatus: (cluster, s) => ctx.hooks.updateConnection(cluster, s),
+    ...(ctx.udp ? { udp: ctx.udp.transport } : {}),
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
   });
@@ -141,16 +146,26 @@ export async function mountDataPlane(
     hub.removeAgent(e.publicKey);
     if (report) ctx.hooks.updateConnection(e.cluster, { connected: false, path: 'none', rttMs: null });
   };
+  const onAdmitted = (p: AdmittedPeer) => {
+    if (!ctx.reservedKeys.has(p.publicKey) && hub.addAgent(p)) watchAgent(p.publicKey);
+  };
   const onDeleted = revoke('cluster deleted', false);
   const onDenied = revoke('cluster denied', true);
   const onUnjoined = revoke('agent unjoined', false);
+  ctx.hooks.on('peer-admitted', onAdmitted);
   ctx.hooks.on('cluster-deleted', onDeleted);
   ctx.hooks.on('cluster-denied', onDenied);
   ctx.hooks.on('agent-unjoined', onUnjoined);
   const detach = derp.attach(app.server);
+  const udp = ctx.udp ?? null;
+  if (udp) {
+    udp.attach((d, from) => hub.endpoint.receiveFrom(d, from));
+    log.info({ host: udp.transport.address, port: udp.transport.port }, 'WireGuard UDP port listening (udp)');
+  }
   const removeCollector = ctx.metrics.addCollector(() => [
     ...derpFamilies(derp.stats),
     ...hubMetrics.families(),
+    ...(udp ? hubUdpFamilies(udp.stats, hub.endpoint.direct) : []),
   ]);
 
   let closing: Promise<void> | null = null;
@@ -159,10 +174,12 @@ export async function mountDataPlane(
     hub,
     close() {
       closing ??= (async () => {
+        ctx.hooks.off('peer-admitted', onAdmitted);
         ctx.hooks.off('cluster-deleted', onDeleted);
         ctx.hooks.off('cluster-denied', onDenied);
         ctx.hooks.off('agent-unjoined', onUnjoined);
         detach();
+        udp?.detach();
         removeCollector();
         await derp.shutdown();
         hub.close();

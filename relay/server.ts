@@ -57,6 +57,7 @@ import { SqliteStore } from './store/sqlite.js';
 import type { Store } from './store/types.js';
 import { stunFamilies } from './stun/stun-metrics.js';
 import { type StunResponder, startStunResponder } from './stun/stun-responder.js';
+import { openHubUdp } from './udp/hub-udp.js';
 
 /** Request bodies over this get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT = 64 * 1024;
@@ -232,11 +233,17 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     (await openStore(config, onModeFixed, (message) => log.warn({ code: 'STORE_CONNECTION' }, message)));
   if (config.store.kind === 'postgres')
     log.info({ store: describeTarget(config.store.target) }, 'store: PostgreSQL');
+  // Bound before anything is issued: a busy --udp-port fails the start (BAD_CONFIG) with no admin key out.
+  const udp = await openHubUdp(config).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
   let adminKey: string | null;
   try {
     adminKey = await ensureAdminKey(store, clock.wallNow());
     if (adminKey === null) await warnIfNoAdminKey(store, clock.wallNow(), log);
   } catch (err) {
+    await udp?.close();
     await store.close();
     throw err;
   }
@@ -257,6 +264,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     caPin: trust.pin,
     caPem: trust.pem,
     publicUrl: () => config.publicUrl ?? boundUrl,
+    udp,
   };
 
   const openFileLimit = readOpenFileLimit();
@@ -351,6 +359,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   } catch (err) {
     // A failing plugin (data plane) must not leave the store open.
     await app.close().catch(() => undefined);
+    await udp?.close();
     await store.close();
     throw err;
   }
@@ -358,6 +367,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     await app.listen({ host: config.listen.host, port: config.listen.port });
   } catch (err) {
     await app.close();
+    await udp?.close();
     await store.close();
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new TunnelError(
@@ -371,6 +381,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
       stun = await startStunResponder({ host: config.listen.host, port: config.stunPort, clock });
     } catch (err) {
       await app.close();
+      await udp?.close();
       await store.close();
       throw err;
     }
@@ -436,6 +447,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
         await app.close();
         clearTimeout(force);
         detachGuard();
+        await udp?.close();
         await store.close();
         hooks.removeAllListeners();
       })();

@@ -22,6 +22,7 @@ interface ServeFlags {
   tlsCert?: string;
   tlsKey?: string;
   udpPort?: string;
+  udpPublicEndpoint?: string;
   stunPort?: string;
   config?: string;
   logLevel?: string;
@@ -59,6 +60,10 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     .option('--tls-cert <file>', 'PEM certificate to serve instead of the self-signed one (with --tls-key)')
     .option('--tls-key <file>', 'PEM private key for --tls-cert')
     .option('--udp-port <port|off>', 'direct WireGuard UDP port (default 51820)')
+    .option(
+      '--udp-public-endpoint <host:port>',
+      'address agents reach --udp-port at, when not the public URL host and the bound port (NAT, Service)',
+    )
     .option('--stun-port <port|off>', 'STUN responder port (default 3478)')
     .option('--config <file>', 'YAML config file; keys mirror the flags')
     .addOption(

@@ -1,8 +1,10 @@
 /**
  * The hub node: the relay's own WireGuard identity (100.64.0.1) as a tunnel endpoint
  * (shared/tunnel-endpoint: Device + path manager + stream binding, mux role 'client') whose peers are the
- * accepted agents (their key, the per-pair preshared key, allowed IP = the agent's /32). Each agent's
- * path is relayed through the DERP server's in-process client (no socket). This file composes the pieces:
+ * accepted agents (their key, the per-pair preshared key, allowed IP = the agent's /32). Each agent has a
+ * relayed path through the DERP server's in-process client (no socket), and a direct path once a datagram
+ * of its authenticated on the hub's UDP port (relay/udp/hub-udp.ts hands them to `endpoint.receiveFrom`).
+ * This file composes the pieces:
  * - peer-directory.ts: the agents (by key, peer, cluster), the on-demand store lookup of a key the hub
  *   does not know yet, the cap;
  * - packet-intake.ts: datagrams from a known agent go to the endpoint (transport data at once,
@@ -18,6 +20,7 @@ import { parseIpv4Address } from '../../shared/ip/index.js';
 import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
 import { RelayedPath } from '../../shared/tunnel-endpoint/relayed-path.js';
 import { type EndpointStreamsOptions, TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
+import type { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
 import type { Device, DeviceStats, Peer } from '../../shared/wireguard/device.js';
 import { HUB_ADDRESS } from '../addresses.js';
@@ -62,6 +65,8 @@ export interface HubNodeOptions {
   /** Stream binding settings (caps, ARQ and mux tuning); one link per agent at most by default. */
   streams?: Omit<EndpointStreamsOptions, 'role' | 'accept' | 'onStream'>;
   clock?: Clock;
+  /** The hub's UDP port (direct paths send through it); absent: relayed paths only. */
+  udp?: Pick<UdpTransport, 'send'>;
   maxPeers?: number;
   timers?: Partial<WireGuardTimers>;
   statusIntervalMs?: number;
@@ -111,8 +116,10 @@ export class HubNode {
       address: this.#hubAddr,
       clock,
       maxPeers,
-      // Every datagram reaches the hub from a DERP key the relay admitted: no cookie round trips under load.
+      // A relayed datagram comes from a DERP key the relay admitted: no cookie round trips under load for
+      // those (UDP sources still need one: Device.receiveFrom).
       authenticatedSources: true,
+      ...(opts.udp ? { udp: opts.udp } : {}),
       ...(opts.timers ? { timers: opts.timers } : {}),
       // One stream link per agent with streams in use: as many as the hub holds sessions.
       streams: { maxLinks: maxPeers, ...opts.streams, role: 'client' },

@@ -1,10 +1,12 @@
 /**
- * The hub's view of each agent's session: connected (relay connection up, a handshake done, an
- * authenticated datagram within deadAfterMs), path, lastHandshake, rttMs, bytesIn/Out. Every
+ * The hub's view of each agent's session: connected (relay connection up or the direct path current, a
+ * handshake done, an authenticated datagram within deadAfterMs), path (the agent's current path),
+ * lastHandshake, rttMs, bytesIn/Out. Every
  * statusIntervalMs it reports every agent (onStatus) and pings each connected agent whose session is up
  * with ICMP echo at most every probeIntervalMs (its prober measures the RTT from the replies).
  */
 import type { Clock, TimerHandle } from '../../shared/clock.js';
+import type { PathKind } from '../../shared/tunnel-endpoint/path.js';
 import type { Peer } from '../../shared/wireguard/device.js';
 import type { ConnectionStatus } from '../hooks.js';
 import type { AgentRecord } from './peer-directory.js';
@@ -19,7 +21,7 @@ export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
 export type StatusRecord = Pick<
   AgentRecord,
   'cluster' | 'key' | 'prober' | 'lastRxBytes' | 'lastRxAt' | 'lastProbeAt'
-> & { readonly peer: Peer };
+> & { readonly peer: Peer; readonly paths?: { readonly path: { readonly kind: PathKind } | undefined } };
 
 export interface HubStatusOptions {
   clock: Clock;
@@ -58,14 +60,15 @@ export class HubStatus {
       rec.lastRxBytes = peer.rxBytes;
       rec.lastRxAt = now;
     }
+    const kind = rec.paths?.path?.kind ?? 'relayed';
     const connected =
-      this.#o.isConnected(rec.key) &&
+      (kind === 'direct' || this.#o.isConnected(rec.key)) &&
       peer.lastHandshakeAt !== null &&
       rec.lastRxAt !== null &&
       now - rec.lastRxAt < this.#deadMs;
     return {
       connected,
-      path: connected ? 'relayed' : 'none',
+      path: connected ? kind : 'none',
       lastHandshake: peer.lastHandshakeAt,
       rttMs: connected ? rec.prober.roundedRttMs : null,
       bytesIn: peer.rxBytes,

@@ -4,11 +4,14 @@
  * counters, replay window) carries on when the path under it changes. Datagrams from the peer, on any of
  * its paths, are handed to the device as coming from this same object.
  *
- * One path per kind. The current path is the first one added; choosing among several kinds (direct while
- * its probes answer, else relayed, both while a direct path is unconfirmed) belongs in #select().
+ * One path per kind. The current path is the one of the kind the peer's latest authenticated datagram
+ * arrived on (arrivedOn), else the first one added: a peer that talks over the relay is answered there, a
+ * stock WireGuard peer that reaches the endpoint's UDP port (no relay connection) is answered over UDP.
+ * Choosing among several kinds by probes (direct while its probes answer, else relayed) belongs in
+ * #select().
  */
 import type { Endpoint } from '../wireguard/peer-host.js';
-import type { Path } from './path.js';
+import type { Path, PathKind } from './path.js';
 
 export interface PeerPathsOptions {
   publicKey: Buffer;
@@ -26,6 +29,7 @@ export class PeerPaths implements Endpoint {
   readonly #paths: Path[] = [];
   readonly #onPathChange: (peer: PeerPaths) => void;
   #current: Path | undefined;
+  #arrivedOn: PathKind | null = null;
 
   constructor(o: PeerPathsOptions) {
     this.publicKey = o.publicKey;
@@ -43,6 +47,18 @@ export class PeerPaths implements Endpoint {
     return this.#paths;
   }
 
+  /** The peer's path of that kind. */
+  get(kind: PathKind): Path | undefined {
+    return this.#paths.find((p) => p.kind === kind);
+  }
+
+  /** A datagram from the peer authenticated on its path of `kind`. */
+  arrivedOn(kind: PathKind): void {
+    if (this.#arrivedOn === kind) return;
+    this.#arrivedOn = kind;
+    this.#select();
+  }
+
   /** Adds a path, in place of the peer's path of the same kind. */
   add(path: Path): void {
     const i = this.#paths.findIndex((p) => p.kind === path.kind);
@@ -57,7 +73,7 @@ export class PeerPaths implements Endpoint {
   }
 
   #select(): void {
-    const next = this.#paths[0];
+    const next = (this.#arrivedOn !== null ? this.get(this.#arrivedOn) : undefined) ?? this.#paths[0];
     if (next === this.#current) return;
     this.#current = next;
     this.#onPathChange(this);

@@ -9,6 +9,10 @@
  *   at every step, never an exception.
  * - a path's owner hands each datagram from a peer to `receive(datagram, peerPaths)` -> device (opens)
  *   -> stream datagrams to the binding; every other inner packet (ICMP, anything else) to `onPacket`.
+ * - the UDP transport (udp-transport.ts) hands each WireGuard datagram to `receiveFrom(datagram, from)`:
+ *   the device finds the peer from the datagram, and only once it authenticates (a valid handshake
+ *   message, or transport data that opens and passes the replay window) does the peer's direct path
+ *   (direct-path.ts) follow `from` (WireGuard roaming). Garbage, replays and spoofed sources never move it.
  *
  * Sizes: each layer declares its own. A path declares its MTU and the room it frames a datagram in
  * (path.ts); WireGuard its transport header, padding and tag (transport.ts); the streams their inner
@@ -21,11 +25,19 @@ import { parseIpv4Address } from '../ip/index.js';
 import type { PacketRoom } from '../packet-room.js';
 import { StreamBinding, type StreamBindingOptions } from '../tunnel-streams/stream-binding.js';
 import type { WireGuardTimers } from '../wireguard/constants.js';
-import { Device, type DeviceStats, type Peer } from '../wireguard/device.js';
+import {
+  type DatagramSource,
+  Device,
+  type DeviceStats,
+  type Peer,
+  type ReceiveDrop,
+} from '../wireguard/device.js';
 import { TRANSPORT_OVERHEAD, transportRoom } from '../wireguard/transport.js';
+import { DirectPath } from './direct-path.js';
 import { MAX_PATH_MTU, type Path } from './path.js';
 import { PathManager } from './path-manager.js';
 import type { PeerPaths } from './peer-paths.js';
+import type { UdpTransport } from './udp-transport.js';
 
 /** Largest inner packet on any path: the device's MTU (a peer's own is its path's, see roomFor). */
 export const ENDPOINT_INNER_MTU = MAX_PATH_MTU - TRANSPORT_OVERHEAD;
@@ -45,6 +57,10 @@ export interface TunnelEndpointOptions {
   /** See DeviceOptions.authenticatedSources (true when every path authenticates its sources). */
   authenticatedSources?: boolean;
   streams: EndpointStreamsOptions;
+  /** The UDP transport whose datagrams the owner hands to receiveFrom (direct paths send through it). */
+  udp?: Pick<UdpTransport, 'send'>;
+  /** Largest datagram on a direct path (default DEFAULT_DIRECT_MTU). */
+  directMtu?: number;
   /**
    * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
    * decrypted datagram, which nothing reuses (see Device.receive).
@@ -71,15 +87,28 @@ function sendOnPath(datagram: Buffer, paths: PeerPaths): boolean {
   return paths.send(datagram);
 }
 
+/** What the direct paths of an endpoint did. */
+export interface DirectStats {
+  /** Direct paths opened (a peer's first authenticated datagram over UDP). */
+  opened: number;
+  /** A direct path moved to a new address (roaming). */
+  roamed: number;
+}
+
 export class TunnelEndpoint {
   readonly device: Device<PeerPaths>;
   readonly paths: PathManager;
   readonly streams: StreamBinding;
+  readonly direct: DirectStats = { opened: 0, roamed: 0 };
   readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
+  readonly #udp: Pick<UdpTransport, 'send'> | undefined;
+  readonly #directMtu: number | undefined;
 
   /** Throws BAD_CONFIG for bad device settings (mtu, maxPeers, timers), KEY_INVALID for a bad key. */
   constructor(o: TunnelEndpointOptions) {
     this.#onPacket = o.onPacket;
+    this.#udp = o.udp;
+    this.#directMtu = o.directMtu;
     this.device = new Device<PeerPaths>({
       privateKey: o.privateKey,
       clock: o.clock,
@@ -89,6 +118,8 @@ export class TunnelEndpoint {
       ...(o.authenticatedSources ? { authenticatedSources: true } : {}),
       send: sendOnPath,
       onPacket: (p, peer) => this.#up(p, peer),
+      onAuthenticated: (peer, source) => this.#authenticated(peer, source),
+      sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
     });
     this.paths = new PathManager({
       onPathChange: (p) => this.streams.setInnerMtu(p.address, this.roomFor(p.address).mtu),
@@ -138,9 +169,20 @@ export class TunnelEndpoint {
     return this.device.send(packet);
   }
 
-  /** A datagram that arrived from the peer of `from` on one of its paths. Never throws. */
-  receive(datagram: Buffer, from: PeerPaths): void {
-    this.device.receive(datagram, from);
+  /**
+   * A datagram that arrived from the peer of `from` on its relayed path. Returns why it was dropped, or
+   * null once it authenticated. Never throws.
+   */
+  receive(datagram: Buffer, from: PeerPaths): ReceiveDrop | null {
+    return this.device.receive(datagram, from);
+  }
+
+  /**
+   * A WireGuard datagram from UDP address `from` (see the top of this file). Returns why it was dropped,
+   * or null once it authenticated. Never throws.
+   */
+  receiveFrom(datagram: Buffer, from: DatagramSource): ReceiveDrop | null {
+    return this.device.receiveFrom(datagram, from);
   }
 
   /**
@@ -155,6 +197,26 @@ export class TunnelEndpoint {
   close(): void {
     this.streams.close();
     this.device.close();
+  }
+
+  /** Roaming: the peer is answered on the path (and UDP address) its latest authenticated datagram took. */
+  #authenticated(peer: Peer<PeerPaths>, source: DatagramSource | null): void {
+    const paths = peer.endpoint;
+    if (!paths) return;
+    if (source === null) {
+      paths.arrivedOn('relayed');
+      return;
+    }
+    if (!this.#udp) return;
+    const direct = paths.get('direct');
+    if (direct instanceof DirectPath) {
+      if (direct.setRemote(source)) this.direct.roamed++;
+    } else {
+      const mtu = this.#directMtu;
+      paths.add(new DirectPath({ transport: this.#udp, remote: source, ...(mtu ? { mtu } : {}) }));
+      this.direct.opened++;
+    }
+    paths.arrivedOn('direct');
   }
 
   #up(packet: Buffer, peer: Peer<PeerPaths>): void {

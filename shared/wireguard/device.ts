@@ -42,10 +42,10 @@ import {
   type Response,
 } from './messages.js';
 import { consumeInitiation, consumeResponse, type NoiseIdentity } from './noise.js';
-import { type Endpoint, Peer, type PeerHost } from './peer.js';
+import { type DatagramSource, type Endpoint, Peer, type PeerHost, type TransportDropReason } from './peer.js';
 import { RateLimiter } from './rate-limiter.js';
 
-export type { Endpoint } from './peer.js';
+export type { DatagramSource, Endpoint } from './peer.js';
 export { Peer } from './peer.js';
 
 export interface DeviceOptions<E extends Endpoint = Endpoint> {
@@ -69,6 +69,14 @@ export interface DeviceOptions<E extends Endpoint = Endpoint> {
   authenticatedSources?: boolean;
   crypto?: CryptoSuite;
   logger?: { debug(...args: unknown[]): void };
+  /**
+   * A datagram from `peer` authenticated (see PeerHost.authenticated), before the peer answers it:
+   * `source` is its address for receiveFrom(), null for receive(). Roaming transports move the peer's
+   * endpoint here, and only here.
+   */
+  onAuthenticated?(peer: Peer<E>, source: DatagramSource | null): void;
+  /** Sends a cookie reply to a source no peer is known for (receiveFrom under load); absent: none sent. */
+  sendToSource?(datagram: Buffer, source: DatagramSource): boolean;
 }
 
 export interface PeerConfig<E extends Endpoint = Endpoint> {
@@ -95,6 +103,9 @@ export type DeviceDropReason =
   | 'no-route'
   | 'closed'
   | 'internal';
+
+/** Why receive()/receiveFrom() dropped a datagram (null: it authenticated). */
+export type ReceiveDrop = DeviceDropReason | TransportDropReason;
 
 export interface DeviceStats {
   peers: number;
@@ -202,6 +213,7 @@ export class Device<E extends Endpoint = Endpoint> {
         return true;
       },
       deliver: (p, peer) => opts.onPacket(p, peer),
+      authenticated: (peer, source) => opts.onAuthenticated?.(peer, source),
       allowedSource: (src, peer) => this.#allowed.lookup(src) === peer,
       debug: (m) => log?.debug(m),
     };
@@ -285,19 +297,22 @@ export class Device<E extends Endpoint = Endpoint> {
     return peer.send(packet);
   }
 
-  /** Handles one datagram from `from`. Never throws. */
-  receive(datagram: Buffer, from: E): void {
-    this.#stats.rxDatagrams++;
-    if (this.#closed) return void this.#stats.drops.closed++;
-    try {
-      this.#receive(datagram, from);
-    } catch (err) {
-      const reason = isTunnelError(err) ? (CODE_TO_DROP[err.code] ?? 'internal') : 'internal';
-      this.#stats.drops[reason]++;
-      this.#o.logger?.debug(
-        `dropped datagram from ${from.key}: ${isTunnelError(err) ? err.message : 'error'}`,
-      );
-    }
+  /**
+   * Handles one datagram from the peer of endpoint `from` (a transport that names the sender, e.g. a relay
+   * that authenticated its key). Returns why it was dropped, or null once it authenticated. Never throws.
+   */
+  receive(datagram: Buffer, from: E): ReceiveDrop | null {
+    return this.#receiveGuarded(datagram, from, null);
+  }
+
+  /**
+   * Handles one datagram from a network address that names no peer (UDP): the peer is found from the
+   * datagram (an initiation's static key, else the receiver index). Only once it authenticates does the
+   * device report `source` (onAuthenticated). Under load a handshake must carry a valid mac2 for the
+   * source (a cookie reply goes back to it otherwise), whatever `authenticatedSources` says.
+   */
+  receiveFrom(datagram: Buffer, source: DatagramSource): ReceiveDrop | null {
+    return this.#receiveGuarded(datagram, undefined, source);
   }
 
   close(): void {
@@ -306,50 +321,81 @@ export class Device<E extends Endpoint = Endpoint> {
     for (const p of this.#peers.values()) p.close();
   }
 
-  #receive(d: Buffer, from: E): void {
-    const type = messageType(d);
-    if (type === MSG_INITIATION || type === MSG_RESPONSE) {
-      const msg = type === MSG_INITIATION ? parseInitiation(d) : parseResponse(d);
-      if (!this.#cookies.checkMac1(d)) return void this.#stats.drops.mac1++;
-      if (this.#isUnderLoad()) {
-        const source = Buffer.from(from.key);
-        if (!this.#o.authenticatedSources && !this.#cookies.checkMac2(d, source, this.#clock.now())) {
-          this.#host.sendDatagram(
-            this.#cookies.createReply(d, msg.senderIndex, source, this.#clock.now()),
-            from,
-          );
-          return void this.#stats.drops['cookie-sent']++;
-        }
-        if (!this.#limiter.allow(from.key)) return void this.#stats.drops['rate-limited']++;
-      }
-      if (type === MSG_INITIATION) {
-        const peer = consumeInitiation(
-          this.#identity,
-          msg as Initiation,
-          (pk) => this.#peers.get(pk.toString('hex')),
-          this.#clock.now(),
-          this.timers.handshakeInitiationRate,
-        );
-        peer.onInitiationConsumed(from);
-      } else {
-        const r = msg as Response;
-        const e = this.#indices.get(r.receiverIndex);
-        if (!e || e.keypair) return void this.#stats.drops['unknown-index']++;
-        consumeResponse(this.#identity, r, e.peer);
-        e.peer.onResponseConsumed(from);
-      }
-      return;
+  #receiveGuarded(d: Buffer, from: E | undefined, source: DatagramSource | null): ReceiveDrop | null {
+    this.#stats.rxDatagrams++;
+    if (this.#closed) return this.#dropped('closed');
+    try {
+      return this.#receive(d, from, source);
+    } catch (err) {
+      const reason = isTunnelError(err) ? (CODE_TO_DROP[err.code] ?? 'internal') : 'internal';
+      const who = from ? from.key : 'a source address';
+      this.#o.logger?.debug(`dropped datagram from ${who}: ${isTunnelError(err) ? err.message : 'error'}`);
+      return this.#dropped(reason);
     }
+  }
+
+  /** Counts a device-level drop (a peer counts its own transport drops in `peer.drops`). */
+  #dropped(reason: DeviceDropReason): DeviceDropReason {
+    this.#stats.drops[reason]++;
+    return reason;
+  }
+
+  #receive(d: Buffer, from: E | undefined, source: DatagramSource | null): ReceiveDrop | null {
+    const type = messageType(d);
+    if (type === MSG_INITIATION || type === MSG_RESPONSE) return this.#handshake(d, type, from, source);
     if (type === MSG_COOKIE_REPLY) {
       const r = parseCookieReply(d);
       const e = this.#indices.get(r.receiverIndex);
-      if (!e?.peer.cookies.consumeReply(r, this.#clock.now())) this.#stats.drops['cookie-ignored']++;
-      return;
+      return e?.peer.cookies.consumeReply(r, this.#clock.now()) ? null : this.#dropped('cookie-ignored');
     }
-    if (d.length < DATA_MIN_LEN) return void this.#stats.drops.malformed++;
+    if (d.length < DATA_MIN_LEN) return this.#dropped('malformed');
     const e = this.#indices.get(d.readUInt32LE(DATA_RECEIVER));
-    if (!e?.keypair) return void this.#stats.drops['unknown-index']++;
-    e.peer.receiveTransport(e.keypair, d, from);
+    if (!e?.keypair) return this.#dropped('unknown-index');
+    return e.peer.receiveTransport(e.keypair, d, from, source);
+  }
+
+  #handshake(
+    d: Buffer,
+    type: number,
+    from: E | undefined,
+    source: DatagramSource | null,
+  ): ReceiveDrop | null {
+    const msg = type === MSG_INITIATION ? parseInitiation(d) : parseResponse(d);
+    if (!this.#cookies.checkMac1(d)) return this.#dropped('mac1');
+    if (this.#isUnderLoad()) {
+      // A UDP source is only an address: the cookie round trip proves the sender receives there.
+      const sourceKey = from ? from.key : `udp:${source?.address}`;
+      const proven = from !== undefined && this.#o.authenticatedSources === true;
+      if (!proven && !this.#cookies.checkMac2(d, Buffer.from(sourceKey), this.#clock.now())) {
+        const reply = this.#cookies.createReply(
+          d,
+          msg.senderIndex,
+          Buffer.from(sourceKey),
+          this.#clock.now(),
+        );
+        if (from) this.#host.sendDatagram(reply, from);
+        else if (source) this.#o.sendToSource?.(reply, source);
+        return this.#dropped('cookie-sent');
+      }
+      if (!this.#limiter.allow(sourceKey)) return this.#dropped('rate-limited');
+    }
+    if (type === MSG_INITIATION) {
+      const peer = consumeInitiation(
+        this.#identity,
+        msg as Initiation,
+        (pk) => this.#peers.get(pk.toString('hex')),
+        this.#clock.now(),
+        this.timers.handshakeInitiationRate,
+      );
+      peer.onInitiationConsumed(from, source);
+      return null;
+    }
+    const r = msg as Response;
+    const e = this.#indices.get(r.receiverIndex);
+    if (!e || e.keypair) return this.#dropped('unknown-index');
+    consumeResponse(this.#identity, r, e.peer);
+    e.peer.onResponseConsumed(from, source);
+    return null;
   }
 
   #isUnderLoad(): boolean {

@@ -14,6 +14,15 @@ export interface Endpoint {
   readonly key: string;
 }
 
+/**
+ * The network address a datagram came from, when its transport does not name the sender (UDP): the
+ * device finds the peer from the datagram itself. node:dgram's RemoteInfo is one.
+ */
+export interface DatagramSource {
+  readonly address: string;
+  readonly port: number;
+}
+
 /** What a Peer needs from its Device. */
 export interface PeerHost<E extends Endpoint = Endpoint> {
   readonly identity: NoiseIdentity;
@@ -24,6 +33,12 @@ export interface PeerHost<E extends Endpoint = Endpoint> {
   readonly indices: IndexTable<Peer<E>>;
   /** Hands one datagram to the transport; false when it was dropped there. */
   sendDatagram(datagram: Buffer, endpoint: E): boolean;
+  /**
+   * A datagram from `peer` authenticated (a valid handshake message, or transport data that opened and
+   * passed the replay window), before the peer answers it. `source` is its network address when the
+   * transport gave one (Device.receiveFrom), else null.
+   */
+  authenticated(peer: Peer<E>, source: DatagramSource | null): void;
   deliver(packet: Buffer, peer: Peer<E>): void;
   /** True when `source` (an inner source address) routes to `peer` in AllowedIPs. */
   allowedSource(source: Uint8Array, peer: Peer<E>): boolean;

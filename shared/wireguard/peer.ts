@@ -11,12 +11,15 @@ import { splitInnerPacket } from './inner-packet.js';
 import { Keypair, Keypairs } from './keypair.js';
 import { readTransportCounter } from './messages.js';
 import { createInitiation, createResponse, deriveSession, Handshake } from './noise.js';
-import type { Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
+import type { DatagramSource, Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
 import { PeerTimer } from './peer-timer.js';
 import { TimestampGenerator } from './tai64n.js';
 import { openTransport, sealTransport } from './transport.js';
 
-export type { Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
+export type { DatagramSource, Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
+
+/** Why a transport datagram for a known index was dropped before it authenticated. */
+export type TransportDropReason = 'expired-keypair' | 'decrypt' | 'replay';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -177,10 +180,11 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
   }
 
   // --- called by the device after it authenticated a message ---------------------------------
+  // `from` is the endpoint the transport named (undefined when it gave only a `source` address).
 
   /** The device consumed an initiation from this peer: answer it and stage the new keypair as `next`. */
-  onInitiationConsumed(from: E): void {
-    this.endpoint = from;
+  onInitiationConsumed(from: E | undefined, source: DatagramSource | null = null): void {
+    this.#authenticated(from, source);
     this.timersAnyAuthenticatedPacketTraversal();
     this.timersAnyAuthenticatedPacketReceived();
     const now = this.#host.clock.now();
@@ -196,8 +200,8 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
   }
 
   /** The device consumed a response to our initiation: the new keypair is current; confirm it. */
-  onResponseConsumed(from: E): void {
-    this.endpoint = from;
+  onResponseConsumed(from: E | undefined, source: DatagramSource | null = null): void {
+    this.#authenticated(from, source);
     this.timersAnyAuthenticatedPacketTraversal();
     this.timersAnyAuthenticatedPacketReceived();
     this.#installSession();
@@ -208,16 +212,23 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
     this.sendKeepalive();
   }
 
-  /** A transport message whose receiver index maps to `kp` (one of ours). */
-  receiveTransport(kp: Keypair, datagram: Buffer, from: E): void {
+  /**
+   * A transport message whose receiver index maps to `kp` (one of ours). Returns why it was dropped
+   * before it authenticated, or null once it did (what follows, e.g. a bad inner packet, is counted here).
+   */
+  receiveTransport(
+    kp: Keypair,
+    datagram: Buffer,
+    from: E | undefined,
+    source: DatagramSource | null = null,
+  ): TransportDropReason | null {
     const t = this.#host.timers;
-    if (this.#host.clock.now() - kp.createdAt >= t.rejectAfterTime)
-      return void this.drops['expired-keypair']++;
+    if (this.#host.clock.now() - kp.createdAt >= t.rejectAfterTime) return this.#dropIn('expired-keypair');
     const plain = openTransport(this.#host.identity.aead, kp, datagram, this.#nonce);
-    if (!plain) return void this.drops.decrypt++;
+    if (!plain) return this.#dropIn('decrypt');
     if (!kp.replay.validate(readTransportCounter(datagram), t.rejectAfterMessages))
-      return void this.drops.replay++;
-    this.endpoint = from;
+      return this.#dropIn('replay');
+    this.#authenticated(from, source);
     const { promoted, dropped } = this.keypairs.receivedWith(kp);
     if (promoted) {
       if (dropped) this.#host.indices.delete(dropped.localIndex);
@@ -229,10 +240,11 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
     this.timersAnyAuthenticatedPacketTraversal();
     this.timersAnyAuthenticatedPacketReceived();
     this.rxBytes += datagram.length;
-    if (plain.length === 0) return; // keepalive
+    if (plain.length === 0) return null; // keepalive
     this.timersDataReceived();
     const packet = this.#checkInner(plain);
     if (packet) this.#host.deliver(packet, this);
+    return null;
   }
 
   close(): void {
@@ -355,6 +367,17 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
     if (!this.#host.sendDatagram(dg, this.endpoint)) return this.#drop('send-failed');
     this.txBytes += dg.length;
     return true;
+  }
+
+  /** Roaming: replies go where the latest authenticated datagram came from. */
+  #authenticated(from: E | undefined, source: DatagramSource | null): void {
+    if (from) this.endpoint = from;
+    this.#host.authenticated(this, source);
+  }
+
+  #dropIn(reason: TransportDropReason): TransportDropReason {
+    this.drops[reason]++;
+    return reason;
   }
 
   #drop(reason: PeerDropReason): false {

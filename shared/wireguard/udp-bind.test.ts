@@ -50,7 +50,7 @@ describe('UdpBind', () => {
     await until(() => gotA.length === 1);
     expect(gotA[0]!.subarray(28).toString()).toBe('and back');
     // garbage on the socket is counted, not thrown
-    b.socket.send(Buffer.from('garbage'), b.port, '127.0.0.1');
+    a.transport.send(Buffer.from('garbage'), '127.0.0.1', b.port);
     await until(() => b.device.stats.drops['bad-type'] === 1);
   });
 });

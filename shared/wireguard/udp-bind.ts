@@ -1,11 +1,13 @@
 /**
- * Runs a Device over a node:dgram socket. Endpoints are `udp:HOST:PORT` (IPv6 hosts in brackets).
- * Used by the interop tests and by anything that talks WireGuard straight over UDP.
+ * A bare Device over the tunnel endpoint's UDP transport (shared/tunnel-endpoint/udp-transport.ts), the one
+ * way WireGuard runs over UDP here, with plain WireGuard endpoints `udp:HOST:PORT` (IPv6 hosts in
+ * brackets) instead of paths: for the interop tests, which configure a device as wireguard-go would be.
+ * Datagrams go to Device.receiveFrom, so a peer's endpoint follows its latest authenticated datagram.
  */
-import { createSocket, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
 import { TunnelError } from '../errors.js';
-import { Device, type DeviceOptions, type Endpoint } from './device.js';
+import { UdpTransport } from '../tunnel-endpoint/udp-transport.js';
+import { type DatagramSource, Device, type DeviceOptions, type Endpoint } from './device.js';
 
 export interface UdpEndpoint extends Endpoint {
   readonly host: string;
@@ -29,60 +31,53 @@ export function parseUdpEndpoint(key: string): UdpEndpoint {
   return udpEndpoint(m[1] ?? m[2] ?? '', Number(m[3]));
 }
 
-export interface UdpBindOptions extends Omit<DeviceOptions<UdpEndpoint>, 'send'> {
+export interface UdpBindOptions
+  extends Omit<DeviceOptions<UdpEndpoint>, 'send' | 'onAuthenticated' | 'sendToSource'> {
   /** Local address to bind; default 0.0.0.0. */
   host?: string;
   /** Default 0 (ephemeral). */
   port?: number;
 }
 
+/** The endpoint a peer roams to: its current one when `from` is the same address (no allocation). */
+function roamTo(current: UdpEndpoint | undefined, from: DatagramSource): UdpEndpoint {
+  if (current && current.port === from.port && current.host === from.address) return current;
+  return udpEndpoint(from.address, from.port);
+}
+
 export class UdpBind {
   readonly device: Device<UdpEndpoint>;
-  readonly socket: Socket;
-  /** Datagrams the socket refused to send (errors are counted, never thrown). */
-  sendErrors = 0;
+  readonly transport: UdpTransport;
 
-  private constructor(socket: Socket, opts: UdpBindOptions) {
-    this.socket = socket;
+  private constructor(transport: UdpTransport, opts: UdpBindOptions) {
+    this.transport = transport;
     this.device = new Device<UdpEndpoint>({
       ...opts,
-      send: (d, e) => {
-        socket.send(d, e.port, e.host, (err) => {
-          if (err) this.sendErrors++;
-        });
-        return true;
+      send: (d, e) => transport.send(d, e.host, e.port),
+      sendToSource: (d, to) => transport.send(d, to.address, to.port),
+      onAuthenticated: (peer, source) => {
+        if (source) peer.endpoint = roamTo(peer.endpoint, source);
       },
     });
-    socket.on('message', (msg, rinfo) => {
-      const v6 = rinfo.family === 'IPv6';
-      const key = v6 ? `udp:[${rinfo.address}]:${rinfo.port}` : `udp:${rinfo.address}:${rinfo.port}`;
-      const from: UdpEndpoint = { key, host: rinfo.address, port: rinfo.port };
-      this.device.receive(msg, from);
-    });
-    socket.on('error', () => {
-      this.sendErrors++;
-    });
+    transport.listen({ onWireGuard: (d, from) => this.device.receiveFrom(d, from) });
   }
 
   static async open(opts: UdpBindOptions): Promise<UdpBind> {
-    const host = opts.host ?? '0.0.0.0';
-    const socket = createSocket(isIP(host) === 6 ? 'udp6' : 'udp4');
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.bind(opts.port ?? 0, host, () => {
-        socket.off('error', reject);
-        resolve();
-      });
-    });
-    return new UdpBind(socket, opts);
+    const transport = await UdpTransport.open({ host: opts.host ?? '0.0.0.0', port: opts.port ?? 0 });
+    return new UdpBind(transport, opts);
   }
 
   get port(): number {
-    return this.socket.address().port;
+    return this.transport.port;
+  }
+
+  /** Datagrams the socket refused or failed to send (never thrown). */
+  get sendErrors(): number {
+    return this.transport.stats.refused + this.transport.stats.sendErrors;
   }
 
   async close(): Promise<void> {
     this.device.close();
-    await new Promise<void>((resolve) => this.socket.close(() => resolve()));
+    await this.transport.close();
   }
 }

@@ -1,0 +1,140 @@
+/**
+ * The hub's UDP port (`--udp-port`, default 51820): standard WireGuard straight to the hub node, for agents
+ * with a direct path and for stock WireGuard peers. Bound before the relay issues anything, so a busy port
+ * fails the start with BAD_CONFIG naming the flag. The data plane attaches the hub's endpoint
+ * (`receiveFrom`, shared/tunnel-endpoint/tunnel-endpoint.ts); every datagram that does not authenticate is
+ * dropped and counted by reason (the device's reasons, and `no-hub` while nothing is attached). The port is
+ * advertised to agents (`tunnel.udpEndpoint`) only while the hub listens on it.
+ */
+import { TunnelError } from '../../shared/errors.js';
+import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
+import type { DatagramSource, ReceiveDrop } from '../../shared/wireguard/device.js';
+
+export type HubUdpDropReason = ReceiveDrop | 'no-hub';
+
+function noDrops(): Record<HubUdpDropReason, number> {
+  return {
+    malformed: 0,
+    'bad-type': 0,
+    mac1: 0,
+    'cookie-sent': 0,
+    'rate-limited': 0,
+    'unknown-index': 0,
+    'unknown-peer': 0,
+    handshake: 0,
+    replay: 0,
+    decrypt: 0,
+    'expired-keypair': 0,
+    'cookie-ignored': 0,
+    'no-route': 0,
+    closed: 0,
+    internal: 0,
+    'no-hub': 0,
+  };
+}
+
+export interface HubUdpStats {
+  received: number;
+  /** Datagrams that authenticated (handshake messages and transport data of a peer). */
+  authenticated: number;
+  dropped: Record<HubUdpDropReason, number>;
+  sent: number;
+  /** Sends refused (closed or backed-up socket) or failed. */
+  sendFailed: number;
+}
+
+export interface HubUdpOptions {
+  host: string;
+  port: number;
+  /** `host:port` agents should use (`--udp-public-endpoint`); null: the public URL's host and the bound port. */
+  publicEndpoint: string | null;
+}
+
+/** What the hub's endpoint does with a WireGuard datagram (null: it authenticated). */
+export type HubUdpReceive = (datagram: Buffer, from: DatagramSource) => ReceiveDrop | null;
+
+export class HubUdp {
+  readonly transport: UdpTransport;
+  readonly #publicEndpoint: string | null;
+  readonly #dropped = noDrops();
+  #authenticated = 0;
+  #hub: HubUdpReceive | null = null;
+
+  private constructor(transport: UdpTransport, publicEndpoint: string | null) {
+    this.transport = transport;
+    this.#publicEndpoint = publicEndpoint;
+    this.#detached();
+  }
+
+  /** Binds the port; BAD_CONFIG naming `--udp-port` when it cannot (busy, no such address). */
+  static async open(o: HubUdpOptions): Promise<HubUdp> {
+    try {
+      return new HubUdp(await UdpTransport.open({ host: o.host, port: o.port }), o.publicEndpoint);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      throw new TunnelError('BAD_CONFIG', `--udp-port: cannot bind ${o.host}:${o.port} on UDP (${code})`);
+    }
+  }
+
+  /** The hub's endpoint takes every WireGuard datagram from now on. */
+  attach(receive: HubUdpReceive): void {
+    this.#hub = receive;
+    this.transport.listen({
+      onWireGuard: (d, from) => {
+        const drop = receive(d, from);
+        if (drop === null) this.#authenticated++;
+        else this.#dropped[drop]++;
+      },
+    });
+  }
+
+  /** The hub stopped: datagrams are dropped as `no-hub` and the port is no longer advertised. */
+  detach(): void {
+    this.#hub = null;
+    this.#detached();
+  }
+
+  /** The `host:port` agents are told to use, or null while no hub listens. */
+  advertised(publicUrl: string): string | null {
+    if (this.#hub === null) return null;
+    return this.#publicEndpoint ?? `${new URL(publicUrl).hostname}:${this.transport.port}`;
+  }
+
+  get stats(): HubUdpStats {
+    const t = this.transport.stats;
+    return {
+      received: t.received,
+      authenticated: this.#authenticated,
+      dropped: { ...this.#dropped, 'no-hub': this.#dropped['no-hub'] + t.unclaimed },
+      sent: t.sent,
+      sendFailed: t.refused + t.sendErrors,
+    };
+  }
+
+  close(): Promise<void> {
+    this.#hub = null;
+    return this.transport.close();
+  }
+
+  #detached(): void {
+    this.transport.listen({
+      onWireGuard: () => {
+        this.#dropped['no-hub']++;
+      },
+    });
+  }
+}
+
+/** The hub's UDP port as configured: null when `--udp-port off`; BAD_CONFIG when it cannot bind. */
+export function openHubUdp(config: {
+  listen: { host: string };
+  udpPort: number | null;
+  udpPublicEndpoint: string | null;
+}): Promise<HubUdp | null> {
+  if (config.udpPort === null) return Promise.resolve(null);
+  return HubUdp.open({
+    host: config.listen.host,
+    port: config.udpPort,
+    publicEndpoint: config.udpPublicEndpoint,
+  });
+}
