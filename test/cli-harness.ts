@@ -138,10 +138,10 @@ export async function run(
   return { code, stdout: p.stdout, stderr: p.stderr };
 }
 
-/** A UDP port on 127.0.0.1 that was free a moment ago (bound and released). */
-export async function freeUdpPort(): Promise<number> {
+/** A UDP port on `host` (an IPv4 address) that was free a moment ago (bound and released). */
+export async function freeUdpPort(host = '127.0.0.1'): Promise<number> {
   const s = dgram.createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => s.bind(0, host, () => r()));
   const { port } = s.address();
   await new Promise<void>((r) => s.close(() => r()));
   return port;

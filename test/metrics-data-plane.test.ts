@@ -111,9 +111,11 @@ beforeAll(async () => {
   const dir = tempDir('metrics-dp-');
   upstream = http.createServer(sampleHandler('plain'));
   upstreamPort = await listen(upstream);
-  // The STUN responder on, so that its metrics are exported too.
+  // The STUN responder and the hub's UDP port on, so that their metrics are exported too.
   const started = await startServe(join(dir, 'relay'), '127.0.0.1:0', [
     '--stun-port',
+    String(await freeUdpPort()),
+    '--udp-port',
     String(await freeUdpPort()),
   ]);
   relay = started.proc;
