@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { resolveRelayConfig } from '../config.js';
 import { parseUdpPublicEndpoint } from './public-endpoint.js';
 
 const bad = expect.objectContaining({
@@ -47,6 +48,24 @@ describe('parseUdpPublicEndpoint', () => {
     fc.assert(
       fc.property(fc.domain(), fc.integer({ min: 1, max: 65535 }), (host, port) => {
         expect(parseUdpPublicEndpoint(`${host}:${port}`, 'x')).toBe(`${host.toLowerCase()}:${port}`);
+      }),
+    );
+  });
+});
+
+describe('--udp-public-endpoint in the relay configuration', () => {
+  it('is parsed from flags and env, and refused while --udp-port is off', () => {
+    expect(resolveRelayConfig({ flags: { udpPublicEndpoint: 'WG.example:4500' } }).udpPublicEndpoint).toBe(
+      'wg.example:4500',
+    );
+    expect(
+      resolveRelayConfig({ env: { TUNNEL_RELAY_UDP_PUBLIC_ENDPOINT: '[::1]:9' } }).udpPublicEndpoint,
+    ).toBe('[::1]:9');
+    expect(resolveRelayConfig({}).udpPublicEndpoint).toBeNull();
+    expect(() => resolveRelayConfig({ flags: { udpPort: 'off', udpPublicEndpoint: 'a:1' } })).toThrow(
+      expect.objectContaining({
+        code: 'BAD_CONFIG',
+        message: expect.stringContaining('udp-public-endpoint (--udp-public-endpoint)'),
       }),
     );
   });
