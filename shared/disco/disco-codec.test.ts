@@ -42,6 +42,7 @@ const arbCommon = fc.record({
 const arbMessage: fc.Arbitrary<DiscoMessage> = fc.oneof(
   arbCommon.map((c) => ({ type: 'ping' as const, ...c })),
   fc.tuple(arbCommon, arbAddress).map(([c, observed]) => ({ type: 'pong' as const, ...c, observed })),
+  arbCommon.map((c) => ({ type: 'pong' as const, ...c })),
   fc
     .tuple(arbCommon, fc.array(arbAddress, { maxLength: DISCO_MAX_CANDIDATES }))
     .map(([c, candidates]) => ({ type: 'call-me-maybe' as const, ...c, candidates })),

@@ -6,7 +6,8 @@
  *   magic(6) | sender public key(32) | nonce(24) | box(payload)          box = tag(16) | ciphertext
  *   payload  = type(1) | version(1) | txid(12) | sentAt(8) | body
  *     ping (1)           body empty
- *     pong (2)           the ping's txid; body = ip(16) | port(2): where the ping came from, as its receiver saw it
+ *     pong (2)           the ping's txid; body = ip(16) | port(2): where a UDP ping came from, as its receiver
+ *                        saw it; empty for a ping that came over the relay
  *     call-me-maybe (3)  body = N x (ip(16) | port(2)), 0 <= N <= 16: the sender's candidate addresses
  *
  * The box is NaCl crypto_box between the sender's and the receiver's WireGuard static keys (disco-box.ts):
@@ -58,8 +59,8 @@ export interface DiscoPing extends DiscoCommon {
 }
 export interface DiscoPong extends DiscoCommon {
   readonly type: 'pong';
-  /** Where the ping came from, as the pong's sender saw it. */
-  readonly observed: DiscoAddress;
+  /** Where a UDP ping came from, as the pong's sender saw it; absent for a ping over the relay. */
+  readonly observed?: DiscoAddress;
 }
 export interface DiscoCallMeMaybe extends DiscoCommon {
   readonly type: 'call-me-maybe';
@@ -86,8 +87,30 @@ export const DISCO_DROP_REASONS = [
   'replay', // txid already seen from this sender, or older than what the guard still remembers
   'unexpected-pong', // a pong for no ping in flight
   'wrong-carrier', // a call-me-maybe over UDP (it must come over the relay)
+  'sender-mismatch', // over the relay, the sealed sender is not the relay's source key
 ] as const;
 export type DiscoDropReason = (typeof DISCO_DROP_REASONS)[number];
+
+/** A zero counter per drop reason. */
+export function emptyDropCounts(): Record<DiscoDropReason, number> {
+  return {
+    'not-disco': 0,
+    short: 0,
+    'too-long': 0,
+    'unknown-sender': 0,
+    auth: 0,
+    'bad-type': 0,
+    'bad-version': 0,
+    'bad-length': 0,
+    'bad-address': 0,
+    stale: 0,
+    future: 0,
+    replay: 0,
+    'unexpected-pong': 0,
+    'wrong-carrier': 0,
+    'sender-mismatch': 0,
+  };
+}
 
 export type DiscoOpenResult =
   | { readonly ok: true; readonly sender: Buffer; readonly message: DiscoMessage }
@@ -122,7 +145,7 @@ function readAddress(buf: Buffer, at: number): DiscoAddress | null {
 }
 
 function bodyAddresses(m: DiscoMessage): readonly DiscoAddress[] {
-  if (m.type === 'pong') return [m.observed];
+  if (m.type === 'pong') return m.observed ? [m.observed] : [];
   if (m.type === 'call-me-maybe') return m.candidates;
   return [];
 }
@@ -177,13 +200,16 @@ export function decodeDiscoPayload(p: Buffer): PayloadResult {
     type === 'ping'
       ? body.length === 0
       : type === 'pong'
-        ? body.length === DISCO_ADDRESS_LEN
+        ? body.length === 0 || body.length === DISCO_ADDRESS_LEN
         : body.length % DISCO_ADDRESS_LEN === 0 && body.length <= DISCO_MAX_CANDIDATES * DISCO_ADDRESS_LEN;
   if (!bodyOk) return { ok: false, reason: 'bad-length' };
   const addresses = decodeAddresses(body);
   if (!addresses) return { ok: false, reason: 'bad-address' };
   if (type === 'ping') return { ok: true, message: { type, txid, sentAt } };
-  if (type === 'pong') return { ok: true, message: { type, txid, sentAt, observed: addresses[0]! } };
+  if (type === 'pong') {
+    const observed = addresses[0];
+    return { ok: true, message: observed ? { type, txid, sentAt, observed } : { type, txid, sentAt } };
+  }
   return { ok: true, message: { type, txid, sentAt, candidates: addresses } };
 }
 

@@ -153,20 +153,24 @@ export class PathSelector {
 
   /**
    * The peer's candidates (its call-me-maybe): replaces the earlier list, keeps what is known of addresses
-   * still listed (and the direct remote), and pings them all at once (both sides do: hole punching).
+   * still listed (and the direct remote), and pings them all at once (both sides do: hole punching), unless
+   * the list brought nothing new while the route is direct (a periodic repeat costs no burst).
    */
   setCandidates(list: readonly DiscoAddress[]): void {
     const listed = new Set<string>();
+    let added = false;
     for (const a of list) {
       const key = addressKey(a);
       if (!key || listed.has(key) || listed.size >= this.#maxCandidates) continue;
       listed.add(key);
-      const c = this.#candidates.get(key) ?? this.#addCandidate(a, key);
+      const known = this.#candidates.get(key);
+      const c = known ?? this.#addCandidate(a, key);
+      added ||= !known && c !== undefined;
       if (c) c.source = 'call-me-maybe';
     }
     for (const [key, c] of this.#candidates)
       if (c.source === 'call-me-maybe' && !listed.has(key) && c !== this.#best) this.#candidates.delete(key);
-    this.#startConfirming();
+    if (added || this.#route !== 'direct') this.#startConfirming();
   }
 
   /**

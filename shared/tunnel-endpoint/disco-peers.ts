@@ -1,0 +1,276 @@
+/**
+ * The disco side of a tunnel endpoint: for each peer a path selector (path-selector.ts) and the pings it
+ * asks for, sealed (shared/disco) and sent over the relay or the UDP socket; every disco message that
+ * arrives, over either, is opened, checked against the replay guard and handled here: a ping is answered
+ * the way it came (over UDP with the address it came from), a pong goes to the selector, a call-me-maybe
+ * (over the relay only) gives the peer's candidates and is answered with ours at most every
+ * `callMeMaybeMinMs`. Anything refused is dropped and counted by reason (`dropped`), never thrown, and never
+ * moves a peer's route: only a pong to one of our own pings does that.
+ *
+ * The owner hands in the carriers (`sendRelay`, `sendUdp` when a socket is open), tells it which keys are
+ * peers, the local candidates and conditions, and each peer's traffic (through the handle addPeer returns);
+ * it hears of each route change in `onRouteChange`.
+ */
+import type { Clock, TimerHandle } from '../clock.js';
+import {
+  type DiscoAddress,
+  type DiscoDropReason,
+  type DiscoMessage,
+  emptyDropCounts,
+  newTxid,
+  openDisco,
+  sealDisco,
+} from '../disco/disco-codec.js';
+import { DiscoKeyring } from '../disco/disco-keyring.js';
+import { ReplayGuard } from '../disco/replay-guard.js';
+import { keyToBase64 } from '../keys.js';
+import { type LocalConditions, PathSelector, type PathSnapshot, type Route } from './path-selector.js';
+import type { PathTimers } from './path-timers.js';
+
+export type DiscoSource =
+  | { readonly via: 'relay'; readonly key: Buffer }
+  | { readonly via: 'udp'; readonly address: string; readonly port: number };
+
+export interface DiscoPeersOptions {
+  readonly clock: Clock;
+  /** This endpoint's WireGuard private key (the box key pairs are derived from it). */
+  readonly privateKey: Uint8Array;
+  sendRelay(peer: Buffer, datagram: Buffer): boolean;
+  /** Absent: no UDP socket (`--egress 443-only`, or it could not be opened). */
+  readonly sendUdp?: (datagram: Buffer, host: string, port: number) => boolean;
+  onRouteChange(peer: Buffer, route: Route, remote: DiscoAddress | undefined): void;
+  readonly conditions?: Partial<Omit<LocalConditions, 'udp'>>;
+  readonly timers?: Partial<PathTimers>;
+  /** Peers held at most (default 10,000): addPeer refuses more. */
+  readonly maxPeers?: number;
+  /** Least time between call-me-maybes to one peer, except when our candidates change (default 5 s). */
+  readonly callMeMaybeMinMs?: number;
+  /** Our call-me-maybe is sent again this often (a peer that restarted learns it again; default 60 s). */
+  readonly callMeMaybeRefreshMs?: number;
+}
+
+export const DEFAULT_DISCO_MAX_PEERS = 10_000;
+
+/** The handle of one peer: its owner reports traffic through it (no lookup per datagram). */
+export interface DiscoPeer {
+  readonly key: Buffer;
+  readonly selector: PathSelector;
+  /** A datagram was sent to or received from the peer. */
+  noteTraffic(): void;
+}
+
+interface PeerState extends DiscoPeer {
+  timer: TimerHandle | undefined;
+  lastCallMeMaybeAt: number;
+}
+
+export interface DiscoStats {
+  received: number;
+  sent: number;
+  pings: number;
+  pongs: number;
+  callMeMaybes: number;
+}
+
+export class DiscoPeers {
+  readonly dropped: Record<DiscoDropReason, number> = emptyDropCounts();
+  readonly stats: DiscoStats = { received: 0, sent: 0, pings: 0, pongs: 0, callMeMaybes: 0 };
+  readonly #o: DiscoPeersOptions;
+  readonly #clock: Clock;
+  readonly #keyring: DiscoKeyring;
+  readonly #guard: ReplayGuard;
+  readonly #peers = new Map<string, PeerState>();
+  readonly #maxPeers: number;
+  #local: readonly DiscoAddress[] = [];
+  #conditions: LocalConditions;
+  #closed = false;
+
+  constructor(o: DiscoPeersOptions) {
+    this.#o = o;
+    this.#clock = o.clock;
+    this.#maxPeers = o.maxPeers ?? DEFAULT_DISCO_MAX_PEERS;
+    this.#keyring = new DiscoKeyring({ privateKey: o.privateKey, maxPeers: this.#maxPeers });
+    this.#guard = new ReplayGuard({ clock: o.clock, maxSenders: this.#maxPeers });
+    this.#conditions = {
+      egress: 'any',
+      policy: 'auto',
+      stun: 'unknown',
+      ...o.conditions,
+      udp: o.sendUdp ? 'ok' : 'unavailable',
+    };
+  }
+
+  get size(): number {
+    return this.#peers.size;
+  }
+
+  get publicKey(): Buffer {
+    return this.#keyring.publicKey;
+  }
+
+  peer(key: Buffer): DiscoPeer | undefined {
+    return this.#peers.get(keyToBase64(key));
+  }
+
+  /** Starts path selection for a peer (or returns its handle); undefined when full or closed. */
+  addPeer(key: Buffer): DiscoPeer | undefined {
+    const id = keyToBase64(key);
+    const known = this.#peers.get(id);
+    if (known) return known;
+    if (this.#closed || this.#peers.size >= this.#maxPeers) return undefined;
+    const peerKey = Buffer.from(key);
+    const state: PeerState = {
+      key: peerKey,
+      selector: new PathSelector({
+        clock: this.#clock,
+        conditions: this.#conditions,
+        ...(this.#o.timers ? { timers: this.#o.timers } : {}),
+        onRouteChange: () => this.#o.onRouteChange(peerKey, state.selector.route, state.selector.remote),
+      }),
+      noteTraffic: () => {
+        if (state.selector.noteTraffic()) this.#poll(state);
+      },
+      timer: undefined,
+      lastCallMeMaybeAt: Number.NEGATIVE_INFINITY,
+    };
+    this.#peers.set(id, state);
+    this.#sendCallMeMaybe(state);
+    this.#poll(state);
+    return state;
+  }
+
+  removePeer(key: Buffer): boolean {
+    const id = keyToBase64(key);
+    const state = this.#peers.get(id);
+    if (!state) return false;
+    this.#clock.clearTimer(state.timer);
+    this.#peers.delete(id);
+    return true;
+  }
+
+  /** Our candidates changed: every peer hears of them now. */
+  setLocalCandidates(list: readonly DiscoAddress[]): void {
+    this.#local = [...list];
+    for (const state of this.#peers.values()) this.#sendCallMeMaybe(state);
+  }
+
+  /** Applies to every peer at once (relay-only and 443-only stop UDP pings and drop direct routes). */
+  setConditions(c: Partial<Omit<LocalConditions, 'udp'>>): void {
+    this.#conditions = { ...this.#conditions, ...c };
+    for (const state of this.#peers.values()) {
+      const wasAllowed = state.selector.udpAllowed;
+      state.selector.setConditions(this.#conditions);
+      // The peer stops (or starts) probing us: it hears our candidates, or that there are none.
+      if (wasAllowed !== state.selector.udpAllowed) this.#sendCallMeMaybe(state);
+      this.#poll(state);
+    }
+  }
+
+  snapshot(key: Buffer): PathSnapshot | undefined {
+    return this.#peers.get(keyToBase64(key))?.selector.snapshot();
+  }
+
+  /** One disco datagram (it starts with the disco magic) from the relay or the UDP socket. Never throws. */
+  receive(datagram: Buffer, from: DiscoSource): void {
+    this.stats.received++;
+    const r = openDisco(datagram, {
+      keyFor: (k) => (this.#peers.has(keyToBase64(k)) ? this.#keyring.keyFor(k) : null),
+    });
+    const reason = !r.ok
+      ? r.reason
+      : from.via === 'relay' && !from.key.equals(r.sender)
+        ? 'sender-mismatch'
+        : this.#guard.check(r.sender, r.message.txid, r.message.sentAt);
+    const state = r.ok ? this.#peers.get(keyToBase64(r.sender)) : undefined;
+    if (reason || !r.ok || !state) {
+      this.dropped[reason ?? 'unknown-sender']++;
+      return;
+    }
+    const m = r.message;
+    if (m.type === 'ping') this.#onPing(state, m.txid, from);
+    else if (m.type === 'pong') this.#onPong(state, m.txid, from);
+    else this.#onCallMeMaybe(state, m.candidates, from);
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const state of this.#peers.values()) this.#clock.clearTimer(state.timer);
+    this.#peers.clear();
+  }
+
+  #onPing(state: PeerState, txid: Buffer, from: DiscoSource): void {
+    this.stats.pings++;
+    const sentAt = this.#clock.wallNow();
+    if (from.via === 'relay') {
+      this.#send(state, { via: 'relay' }, { type: 'pong', txid, sentAt });
+      return;
+    }
+    if (!state.selector.udpAllowed) return; // relay-only / 443-only: no UDP, not even a pong
+    const observed = { host: from.address, port: from.port };
+    this.#send(state, { via: 'udp', to: observed }, { type: 'pong', txid, sentAt, observed });
+    state.selector.notePeerAddress(observed);
+    this.#poll(state);
+  }
+
+  #onPong(state: PeerState, txid: Buffer, from: DiscoSource): void {
+    this.stats.pongs++;
+    const arrived =
+      from.via === 'relay'
+        ? { via: 'relay' as const }
+        : { via: 'udp' as const, to: { host: from.address, port: from.port } };
+    if (!state.selector.pong(txid, arrived)) this.dropped['unexpected-pong']++;
+    this.#arm(state);
+  }
+
+  #onCallMeMaybe(state: PeerState, candidates: readonly DiscoAddress[], from: DiscoSource): void {
+    if (from.via !== 'relay') {
+      this.dropped['wrong-carrier']++;
+      return;
+    }
+    this.stats.callMeMaybes++;
+    state.selector.setCandidates(candidates);
+    if (this.#clock.now() - state.lastCallMeMaybeAt >= (this.#o.callMeMaybeMinMs ?? 5_000))
+      this.#sendCallMeMaybe(state);
+    this.#poll(state);
+  }
+
+  #sendCallMeMaybe(state: PeerState): void {
+    state.lastCallMeMaybeAt = this.#clock.now();
+    const candidates = state.selector.udpAllowed ? this.#local : [];
+    const m: DiscoMessage = {
+      type: 'call-me-maybe',
+      txid: newTxid(),
+      sentAt: this.#clock.wallNow(),
+      candidates,
+    };
+    this.#send(state, { via: 'relay' }, m);
+  }
+
+  #send(state: PeerState, via: { via: 'relay' } | { via: 'udp'; to: DiscoAddress }, m: DiscoMessage): void {
+    const key = this.#keyring.keyFor(state.key);
+    if (!key) return;
+    const datagram = sealDisco(m, { sender: this.#keyring.publicKey, key });
+    const ok =
+      via.via === 'relay'
+        ? this.#o.sendRelay(state.key, datagram)
+        : (this.#o.sendUdp?.(datagram, via.to.host, via.to.port) ?? false);
+    if (ok) this.stats.sent++;
+  }
+
+  #poll(state: PeerState): void {
+    if (this.#closed) return;
+    const now = this.#clock.now();
+    for (const probe of state.selector.probesDue())
+      this.#send(state, probe.target, { type: 'ping', txid: probe.txid, sentAt: this.#clock.wallNow() });
+    if (now - state.lastCallMeMaybeAt >= (this.#o.callMeMaybeRefreshMs ?? 60_000))
+      this.#sendCallMeMaybe(state);
+    this.#arm(state);
+  }
+
+  #arm(state: PeerState): void {
+    if (this.#closed || this.#peers.get(keyToBase64(state.key)) !== state) return;
+    this.#clock.clearTimer(state.timer);
+    const wait = Math.max(0, state.selector.nextWakeAt() - this.#clock.now());
+    state.timer = this.#clock.setTimer(wait, () => this.#poll(state));
+  }
+}
