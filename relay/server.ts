@@ -112,21 +112,28 @@ export interface RunningRelay {
   close(): Promise<void>;
 }
 
+export interface OpenStoreOptions {
+  /** A SQLite file whose mode had to be narrowed (default: a warning on stderr). */
+  onModeFixed?: OnModeFixed;
+  /** PostgreSQL connection trouble after the start (default: a line on stderr). */
+  onStoreError?: (message: string) => void;
+  /** PostgreSQL: refuse a database without a relay store instead of creating one (offline tools). */
+  existingOnly?: boolean;
+}
+
 /**
  * Opens the configured store: SQLite (file prepared 0600 first) or PostgreSQL (connects and migrates;
- * BAD_CONFIG naming the server when it cannot). `onStoreError`: PostgreSQL connection trouble later on.
+ * BAD_CONFIG naming the server when it cannot).
  */
-export async function openStore(
-  config: RelayConfig,
-  onModeFixed: OnModeFixed = warnOnStderr,
-  onStoreError: (message: string) => void = (m) => process.stderr.write(`${m}\n`),
-): Promise<Store> {
+export async function openStore(config: RelayConfig, opts: OpenStoreOptions = {}): Promise<Store> {
+  const onModeFixed = opts.onModeFixed ?? warnOnStderr;
   if (config.store.kind === 'postgres') {
     const pgConfig = config.store;
     return PostgresStore.open({
       connection: { target: pgConfig.target, password: pgConfig.password?.reveal() ?? null, ca: pgConfig.ca },
       poolSize: pgConfig.poolSize,
-      onError: onStoreError,
+      onError: opts.onStoreError ?? ((m) => process.stderr.write(`${m}\n`)),
+      existingOnly: opts.existingOnly ?? false,
     });
   }
   try {
@@ -230,7 +237,10 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   const hub = onDisk('data-dir', config.dataDir, () => loadOrCreateHubKey(config.dataDir, onModeFixed));
   const store =
     opts.store ??
-    (await openStore(config, onModeFixed, (message) => log.warn({ code: 'STORE_CONNECTION' }, message)));
+    (await openStore(config, {
+      onModeFixed,
+      onStoreError: (message) => log.warn({ code: 'STORE_CONNECTION' }, message),
+    }));
   if (config.store.kind === 'postgres')
     log.info({ store: describeTarget(config.store.target) }, 'store: PostgreSQL');
   // Bound before anything is issued: a busy --udp-port fails the start (BAD_CONFIG) with no admin key out.

@@ -146,6 +146,28 @@ describe('two relay replicas on one PostgreSQL', () => {
   });
 });
 
+describe('admin-key create on a PostgreSQL store', () => {
+  it('mints a key every replica accepts at once; an empty database is refused, not filled', async () => {
+    const created = await run(
+      RELAY_BIN,
+      ['admin-key', 'create', '--store', storeUrl, '--store-password-file', passwordFile, '--output', 'json'],
+      cleanEnv(),
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const { token } = JSON.parse(created.stdout) as { token: string };
+    for (const r of replicas) expect((await call(r, 'GET', '/api/v1/clusters', token)).status).toBe(200);
+    const empty = await server.createDatabase('empty_relay');
+    const emptyUrl = `postgres://${empty.target.user}@${empty.target.host}:${empty.target.port}/empty_relay`;
+    const refused = await run(
+      RELAY_BIN,
+      ['admin-key', 'create', '--store', emptyUrl, '--store-password-file', passwordFile],
+      cleanEnv(),
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`error BAD_CONFIG: store: there is no relay store in ${emptyUrl}`);
+  });
+});
+
 describe('an agent on one replica, its cluster denied on the other', () => {
   it('is disconnected by the replica it is connected to within a second or two', async () => {
     const [a, b] = replicas;

@@ -66,7 +66,7 @@ async function createAdminKey(flags: AdminKeyFlags): Promise<void> {
       configFile: flags.config ?? null,
     }),
   );
-  const store = await openStore(config);
+  const store = await openStore(config, { existingOnly: true });
   let minted: { id: string; token: string };
   try {
     minted = await mintAdminKey(store, {

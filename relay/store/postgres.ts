@@ -21,6 +21,7 @@ import { EVENTS_CHANNEL, EventFeed, encodeEvent, newOrigin, type StoreEvent } fr
 import { applyPgMigrations } from './postgres-migrations.js';
 import { registerInPgTx } from './postgres-register.js';
 import { serializable, type Tx, txOf } from './postgres-tx.js';
+import { describeTarget } from './postgres-url.js';
 import { DEFAULT_STORE_LIMITS } from './sqlite.js';
 import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
 import type {
@@ -46,6 +47,8 @@ export interface PostgresStoreOptions {
   /** Most connections this replica holds (default 10). */
   poolSize?: number;
   connectTimeoutMs?: number;
+  /** Refuse (BAD_CONFIG) a database that holds no relay store yet instead of creating one (offline tools). */
+  existingOnly?: boolean;
   limits?: Partial<StoreLimits>;
   /** Connection trouble after the start (messages carry no password). Default: ignored. */
   onError?: (message: string) => void;
@@ -66,6 +69,16 @@ interface AuditRow {
   target: string;
   source: string;
   detail: string;
+}
+
+async function requireRelaySchema(client: pg.PoolClient, connection: PostgresConnection): Promise<void> {
+  const r = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
+  if (r.rows[0]?.t == null) {
+    throw new TunnelError(
+      'BAD_CONFIG',
+      `store: there is no relay store in ${describeTarget(connection.target)}; give the --store the relay runs with`,
+    );
+  }
 }
 
 export class PostgresStore implements Store {
@@ -104,6 +117,7 @@ export class PostgresStore implements Store {
     try {
       const client = await pool.connect();
       try {
+        if (opts.existingOnly) await requireRelaySchema(client, connection);
         await applyPgMigrations(client);
       } finally {
         client.release();
