@@ -39,18 +39,19 @@ export async function ruleCounters(
 
 /**
  * Appends (or with `insert`, prepends) `chain` rule `match... -j target` tagged with a fresh
- * comment, e.g. addRule(ns, 'OUTPUT', ['-p', 'udp'], 'DROP').
+ * comment, e.g. addRule(ns, 'OUTPUT', ['-p', 'udp'], 'DROP'); `targetArgs` follow the target (e.g.
+ * `['--random-fully']` after MASQUERADE, `['--to-destination', ip]` after DNAT).
  */
 export async function addRule(
   netns: string,
   chain: string,
   match: readonly string[],
   target: string,
-  opts: { table?: string; insert?: boolean; tag?: string } = {},
+  opts: { table?: string; insert?: boolean; tag?: string; targetArgs?: readonly string[] } = {},
 ): Promise<IptablesRule> {
   const table = opts.table ?? 'filter';
   const tag = opts.tag ?? `t${process.pid}-${++tagCounter}`;
-  const spec = [...match, '-m', 'comment', '--comment', tag, '-j', target];
+  const spec = [...match, '-m', 'comment', '--comment', tag, '-j', target, ...(opts.targetArgs ?? [])];
   await iptables(netns, ['-t', table, opts.insert ? '-I' : '-A', chain, ...spec]);
   return {
     netns,
