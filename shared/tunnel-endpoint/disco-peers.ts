@@ -55,6 +55,8 @@ export const DEFAULT_DISCO_MAX_PEERS = 10_000;
 export interface DiscoPeer {
   readonly key: Buffer;
   readonly selector: PathSelector;
+  /** The selector's route now. */
+  readonly route: Route;
   /** A datagram was sent to or received from the peer. */
   noteTraffic(): void;
 }
@@ -127,6 +129,9 @@ export class DiscoPeers {
         ...(this.#o.timers ? { timers: this.#o.timers } : {}),
         onRouteChange: () => this.#o.onRouteChange(peerKey, state.selector.route, state.selector.remote),
       }),
+      get route() {
+        return state.selector.route;
+      },
       noteTraffic: () => {
         if (state.selector.noteTraffic()) this.#poll(state);
       },
@@ -164,6 +169,20 @@ export class DiscoPeers {
       if (wasAllowed !== state.selector.udpAllowed) this.#sendCallMeMaybe(state);
       this.#poll(state);
     }
+  }
+
+  /** Addresses a peer is known at without its call-me-maybe (the hub's advertised UDP endpoint). */
+  setConfigured(key: Buffer, list: readonly DiscoAddress[]): void {
+    const state = this.#peers.get(keyToBase64(key));
+    if (!state) return;
+    state.selector.setConfigured(list);
+    this.#poll(state);
+  }
+
+  /** Sends our call-me-maybe to the peer now (its WireGuard session just came up: it may have restarted). */
+  announce(key: Buffer): void {
+    const state = this.#peers.get(keyToBase64(key));
+    if (state) this.#sendCallMeMaybe(state);
   }
 
   snapshot(key: Buffer): PathSnapshot | undefined {

@@ -321,4 +321,16 @@ describe('path selector', () => {
     expect(() => pathTimers({ idlePingMs: 1.5 })).toThrow(/idlePingMs/);
     expect(pathTimers({ maxExtraStreak: 0 }).maxExtraStreak).toBe(0);
   });
+
+  it('keeps configured candidates whatever the call-me-maybe says', () => {
+    const sim = new Sim();
+    sim.link(A, true);
+    sim.sel.setConfigured([A]);
+    sim.sel.setCandidates([B]);
+    sim.sel.setCandidates([]);
+    expect(sim.sel.snapshot().candidates).toBe(1);
+    sim.poll();
+    sim.clock.advance(100);
+    expect(sim.sel.remote).toEqual(A);
+  });
 });

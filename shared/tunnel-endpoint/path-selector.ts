@@ -75,7 +75,7 @@ export interface PathSelectorOptions {
 interface Candidate {
   readonly address: DiscoAddress;
   readonly key: string;
-  source: 'call-me-maybe' | 'peer-reflexive';
+  source: 'configured' | 'call-me-maybe' | 'peer-reflexive';
   /** peer-reflexive only: forgotten after this (monotonic ms). */
   expiresAt: number;
   lastPingAt: number;
@@ -166,11 +166,29 @@ export class PathSelector {
       const known = this.#candidates.get(key);
       const c = known ?? this.#addCandidate(a, key);
       added ||= !known && c !== undefined;
-      if (c) c.source = 'call-me-maybe';
+      if (c && c.source !== 'configured') c.source = 'call-me-maybe';
     }
     for (const [key, c] of this.#candidates)
       if (c.source === 'call-me-maybe' && !listed.has(key) && c !== this.#best) this.#candidates.delete(key);
     if (added || this.#route !== 'direct') this.#startConfirming();
+  }
+
+  /**
+   * Addresses the peer is known at without asking it (the hub's advertised UDP endpoint): candidates a
+   * call-me-maybe never removes. Replaces the earlier configured list.
+   */
+  setConfigured(list: readonly DiscoAddress[]): void {
+    const keep = new Set<string>();
+    for (const a of list) {
+      const key = addressKey(a);
+      const c = key ? (this.#candidates.get(key) ?? this.#addCandidate(a, key)) : undefined;
+      if (!c || !key) continue;
+      c.source = 'configured';
+      keep.add(key);
+    }
+    for (const [key, c] of this.#candidates)
+      if (c.source === 'configured' && !keep.has(key) && c !== this.#best) this.#candidates.delete(key);
+    this.#startConfirming();
   }
 
   /**

@@ -4,14 +4,22 @@
  * counters, replay window) carries on when the path under it changes. Datagrams from the peer, on any of
  * its paths, are handed to the device as coming from this same object.
  *
- * One path per kind. The current path is the one of the kind the peer's latest authenticated datagram
- * arrived on (arrivedOn), else the first one added: a peer that talks over the relay is answered there, a
- * stock WireGuard peer that reaches the endpoint's UDP port (no relay connection) is answered over UDP.
- * Choosing among several kinds by probes (direct while its probes answer, else relayed) belongs in
- * #select().
+ * One path per kind. A peer that speaks disco is steered (steer()): its path selector's route decides
+ * (path-selector.ts): `direct` the direct path, `relayed` the relayed one, `both` the direct path with a copy
+ * of each datagram over the relay too (the current path is then the direct one, the smaller MTU). Any other
+ * peer is answered on the kind its latest authenticated datagram arrived on (arrivedOn), else the first
+ * path added: a stock WireGuard peer that reaches the endpoint's UDP port is answered over UDP.
  */
 import type { Endpoint } from '../wireguard/peer-host.js';
 import type { Path, PathKind } from './path.js';
+import type { Route } from './path-selector.js';
+
+/** What steers a peer's paths: its selector's route, and where its traffic is reported. */
+export interface PathSteering {
+  readonly route: Route;
+  /** A datagram was sent to or received from the peer. */
+  noteTraffic(): void;
+}
 
 export interface PeerPathsOptions {
   publicKey: Buffer;
@@ -29,7 +37,10 @@ export class PeerPaths implements Endpoint {
   readonly #paths: Path[] = [];
   readonly #onPathChange: (peer: PeerPaths) => void;
   #current: Path | undefined;
+  /** The relayed path while the route is `both` (each datagram also goes there). */
+  #alsoRelayed: Path | undefined;
   #arrivedOn: PathKind | null = null;
+  #steering: PathSteering | undefined;
 
   constructor(o: PeerPathsOptions) {
     this.publicKey = o.publicKey;
@@ -52,10 +63,27 @@ export class PeerPaths implements Endpoint {
     return this.#paths.find((p) => p.kind === kind);
   }
 
+  /** The route `both` is in force: datagrams also go over the relay. */
+  get duplicating(): boolean {
+    return this.#alsoRelayed !== undefined;
+  }
+
   /** A datagram from the peer authenticated on its path of `kind`. */
   arrivedOn(kind: PathKind): void {
+    this.#steering?.noteTraffic();
     if (this.#arrivedOn === kind) return;
     this.#arrivedOn = kind;
+    this.#select();
+  }
+
+  /** From now on `steering`'s route picks the path (call reselect() when it changes). */
+  steer(steering: PathSteering): void {
+    this.#steering = steering;
+    this.#select();
+  }
+
+  /** The steering route (or the paths' remotes) changed. */
+  reselect(): void {
     this.#select();
   }
 
@@ -69,13 +97,33 @@ export class PeerPaths implements Endpoint {
 
   /** Sends one datagram on the current path; false when there is none or it dropped the datagram. */
   send(datagram: Buffer): boolean {
-    return this.#current?.send(datagram) === true;
+    const current = this.#current;
+    if (!current) return false;
+    this.#steering?.noteTraffic();
+    const relayed = this.#alsoRelayed;
+    if (!relayed) return current.send(datagram);
+    // The relayed path may frame the datagram in place and hand its memory back to a pool: it gets the
+    // original, the direct path a copy.
+    const direct = current.send(Buffer.from(datagram));
+    return relayed.send(datagram) || direct;
   }
 
   #select(): void {
-    const next = (this.#arrivedOn !== null ? this.get(this.#arrivedOn) : undefined) ?? this.#paths[0];
+    const next = this.#steering ? this.#steered(this.#steering.route) : this.#byArrival();
     if (next === this.#current) return;
     this.#current = next;
     this.#onPathChange(this);
+  }
+
+  #byArrival(): Path | undefined {
+    this.#alsoRelayed = undefined;
+    return (this.#arrivedOn !== null ? this.get(this.#arrivedOn) : undefined) ?? this.#paths[0];
+  }
+
+  #steered(route: Route): Path | undefined {
+    const direct = route === 'relayed' ? undefined : this.get('direct');
+    const relayed = this.get('relayed');
+    this.#alsoRelayed = route === 'both' && direct ? relayed : undefined;
+    return direct ?? relayed ?? this.#paths[0];
   }
 }

@@ -20,8 +20,10 @@
  * its own, so that every layer writes its header in place in the one buffer the ARQ allocates.
  */
 import type { Clock } from '../clock.js';
+import type { DiscoAddress } from '../disco/disco-codec.js';
 import { isIcmpv4 } from '../ip/echo-prober.js';
 import { parseIpv4Address } from '../ip/index.js';
+import { keyToBase64 } from '../keys.js';
 import type { PacketRoom } from '../packet-room.js';
 import { StreamBinding, type StreamBindingOptions } from '../tunnel-streams/stream-binding.js';
 import type { WireGuardTimers } from '../wireguard/constants.js';
@@ -34,8 +36,10 @@ import {
 } from '../wireguard/device.js';
 import { TRANSPORT_OVERHEAD, transportRoom } from '../wireguard/transport.js';
 import { DirectPath } from './direct-path.js';
+import { DiscoPeers, type DiscoPeersOptions, type DiscoSource } from './disco-peers.js';
 import { MAX_PATH_MTU, type Path } from './path.js';
 import { PathManager } from './path-manager.js';
+import type { Route } from './path-selector.js';
 import type { PeerPaths } from './peer-paths.js';
 import type { UdpTransport } from './udp-transport.js';
 
@@ -62,6 +66,11 @@ export interface TunnelEndpointOptions {
   /** Largest datagram on a direct path (default DEFAULT_DIRECT_MTU). */
   directMtu?: number;
   /**
+   * Path selection by disco (disco-peers.ts) for peers added with `disco: true`: pings over their relayed
+   * path and the UDP transport, their route from their selector. Absent: no disco (paths by arrival).
+   */
+  disco?: Pick<DiscoPeersOptions, 'conditions' | 'timers' | 'callMeMaybeMinMs' | 'callMeMaybeRefreshMs'>;
+  /**
    * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
    * decrypted datagram, which nothing reuses (see Device.receive).
    */
@@ -75,6 +84,8 @@ export interface TunnelPeerConfig {
   address: string;
   /** Its paths now (more may be added to its PeerPaths later). */
   paths?: readonly Path[];
+  /** The peer speaks disco: its route follows its path selector (needs the endpoint's `disco` option). */
+  disco?: boolean;
 }
 
 export interface TunnelPeer {
@@ -100,6 +111,8 @@ export class TunnelEndpoint {
   readonly paths: PathManager;
   readonly streams: StreamBinding;
   readonly direct: DirectStats = { opened: 0, roamed: 0 };
+  /** Disco and path selection (the endpoint's `disco` option), else undefined. */
+  readonly disco: DiscoPeers | undefined;
   readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
   readonly #udp: Pick<UdpTransport, 'send'> | undefined;
   readonly #directMtu: number | undefined;
@@ -124,6 +137,18 @@ export class TunnelEndpoint {
     this.paths = new PathManager({
       onPathChange: (p) => this.streams.setInnerMtu(p.address, this.roomFor(p.address).mtu),
     });
+    const udp = o.udp;
+    this.disco = o.disco
+      ? new DiscoPeers({
+          ...o.disco,
+          clock: o.clock,
+          privateKey: o.privateKey,
+          sendRelay: (peer, d) => this.paths.get(keyToBase64(peer))?.get('relayed')?.send(d) === true,
+          ...(udp ? { sendUdp: (d: Buffer, host: string, port: number) => udp.send(d, host, port) } : {}),
+          onRouteChange: (peer, route, remote) => this.#routeChanged(peer, route, remote),
+          ...(o.maxPeers !== undefined ? { maxPeers: o.maxPeers } : {}),
+        })
+      : undefined;
     this.streams = new StreamBinding({
       ...o.streams,
       local: o.address,
@@ -156,12 +181,20 @@ export class TunnelEndpoint {
     });
     this.paths.hold(paths);
     for (const p of cfg.paths ?? []) paths.add(p);
+    const steering = cfg.disco ? this.disco?.addPeer(cfg.publicKey) : undefined;
+    if (steering) paths.steer(steering);
     return { peer, paths };
   }
 
   removePeer(publicKey: Buffer): boolean {
+    this.disco?.removePeer(publicKey);
     this.paths.remove(publicKey);
     return this.device.removePeer(publicKey);
+  }
+
+  /** A disco message (isDiscoMessage) from the relay or the UDP transport. Never throws. */
+  receiveDisco(datagram: Buffer, from: DiscoSource): void {
+    this.disco?.receive(datagram, from);
   }
 
   /** Sends an inner IP packet, routed by its destination address; false when it was dropped. */
@@ -199,6 +232,27 @@ export class TunnelEndpoint {
     this.device.close();
   }
 
+  /** A steered peer's route changed: its direct path goes to the confirmed remote, then it reselects. */
+  #routeChanged(key: Buffer, route: Route, remote: DiscoAddress | undefined): void {
+    const paths = this.paths.get(keyToBase64(key));
+    if (!paths) return;
+    if (route !== 'relayed' && remote) this.#directTo(paths, { address: remote.host, port: remote.port });
+    paths.reselect();
+  }
+
+  /** The peer's direct path, made or moved to `to` (nothing without a UDP transport). */
+  #directTo(paths: PeerPaths, to: DatagramSource): void {
+    if (!this.#udp) return;
+    const direct = paths.get('direct');
+    if (direct instanceof DirectPath) {
+      if (direct.setRemote(to)) this.direct.roamed++;
+      return;
+    }
+    const mtu = this.#directMtu;
+    paths.add(new DirectPath({ transport: this.#udp, remote: to, ...(mtu ? { mtu } : {}) }));
+    this.direct.opened++;
+  }
+
   /** Roaming: the peer is answered on the path (and UDP address) its latest authenticated datagram took. */
   #authenticated(peer: Peer<PeerPaths>, source: DatagramSource | null): void {
     const paths = peer.endpoint;
@@ -208,14 +262,7 @@ export class TunnelEndpoint {
       return;
     }
     if (!this.#udp) return;
-    const direct = paths.get('direct');
-    if (direct instanceof DirectPath) {
-      if (direct.setRemote(source)) this.direct.roamed++;
-    } else {
-      const mtu = this.#directMtu;
-      paths.add(new DirectPath({ transport: this.#udp, remote: source, ...(mtu ? { mtu } : {}) }));
-      this.direct.opened++;
-    }
+    this.#directTo(paths, source);
     paths.arrivedOn('direct');
   }
 

@@ -1,0 +1,227 @@
+/**
+ * Two tunnel endpoints that speak disco, each on a real UDP transport on loopback, with a relayed path
+ * between them (an in-process relay that hands payloads across, disco ones to receiveDisco): WireGuard
+ * starts over the relay, the selectors find the direct path and traffic moves to UDP; when UDP is blocked
+ * (a gate on both sockets' sends) traffic carries on over the relay, and moves back once UDP returns.
+ * The selectors run on short timers so the test takes seconds.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { realClock } from '../clock.js';
+import { isDiscoMessage } from '../disco/disco-codec.js';
+import { buildIcmpEchoPacket, ICMP_ECHO_REQUEST, parseIpv4Address } from '../ip/index.js';
+import { generateKeyPair, generatePresharedKey, type KeyPair } from '../keys.js';
+import type { Path } from './path.js';
+import type { PathTimers } from './path-timers.js';
+import type { PeerPaths } from './peer-paths.js';
+import { TunnelEndpoint } from './tunnel-endpoint.js';
+import { UdpTransport } from './udp-transport.js';
+
+const HUB = '100.64.0.1';
+const AGENT = '100.64.0.2';
+const LO = '127.0.0.1';
+/** A tenth of the defaults: trust 250 ms, pings every 100 ms under traffic. */
+const FAST: Partial<PathTimers> = {
+  activeMs: 1_000,
+  directPingMs: 100,
+  candidatePingMs: 200,
+  backgroundPingMs: 3_000,
+  idlePingMs: 2_500,
+  trustMs: 250,
+  pingTimeoutMs: 300,
+  confirmMs: 500,
+  relayPingMs: 500,
+  stableMs: 3_000,
+  holdDownMaxMs: 800,
+};
+
+const closers: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c();
+});
+
+async function until(pred: () => boolean, ms: number): Promise<number> {
+  const start = Date.now();
+  while (!pred()) {
+    if (Date.now() - start > ms) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return Date.now() - start;
+}
+
+interface Node {
+  keys: KeyPair;
+  endpoint: TunnelEndpoint;
+  udp: UdpTransport;
+  paths?: PeerPaths;
+  relayedOut: number;
+  got: number;
+  /** When each packet arrived (Date.now()). */
+  gotAt: number[];
+}
+
+async function node(address: string, role: 'client' | 'server', gate: { open: boolean }): Promise<Node> {
+  const keys = generateKeyPair();
+  const udp = await UdpTransport.open({ host: LO, port: 0 });
+  closers.push(() => udp.close());
+  const gated = { send: (d: Buffer, host: string, port: number) => gate.open && udp.send(d, host, port) };
+  const n: Node = {
+    keys,
+    udp,
+    relayedOut: 0,
+    got: 0,
+    gotAt: [],
+    endpoint: new TunnelEndpoint({
+      privateKey: keys.privateKey,
+      address: parseIpv4Address(address),
+      clock: realClock,
+      udp: gated,
+      disco: { timers: FAST },
+      streams: { role },
+      onPacket: (p, peer) => {
+        n.got++;
+        n.gotAt.push(Date.now());
+        if (p[20] !== ICMP_ECHO_REQUEST) return;
+        const reply = Buffer.from(p);
+        reply.set(p.subarray(16, 20), 12);
+        reply.set(p.subarray(12, 16), 16);
+        reply[20] = 0;
+        peer.send(reply);
+      },
+    }),
+  };
+  closers.push(() => n.endpoint.close());
+  udp.listen({
+    onWireGuard: (d, from) => n.endpoint.receiveFrom(d, from),
+    onDisco: (d, from) => n.endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
+  });
+  return n;
+}
+
+/** The relayed path from `from` to `to`: the relay hands each payload over on the next turn. */
+function relayed(from: Node, to: () => Node): Path {
+  return {
+    kind: 'relayed',
+    mtu: 65_535,
+    headroom: 0,
+    tailroom: 0,
+    send: (d) => {
+      from.relayedOut++;
+      const copy = Buffer.from(d);
+      setImmediate(() => {
+        const peer = to();
+        if (isDiscoMessage(copy))
+          peer.endpoint.receiveDisco(copy, { via: 'relay', key: from.keys.publicKey });
+        else if (peer.paths) peer.endpoint.receive(copy, peer.paths);
+      });
+      return true;
+    },
+  };
+}
+
+function echo(seq: number): Buffer {
+  return buildIcmpEchoPacket(
+    {
+      src: parseIpv4Address(AGENT),
+      dst: parseIpv4Address(HUB),
+      type: ICMP_ECHO_REQUEST,
+      identifier: 7,
+      sequence: seq,
+    },
+    Buffer.from('disco'),
+  );
+}
+
+describe('TunnelEndpoint with disco', () => {
+  it('moves WireGuard to the direct path, falls back to the relay when UDP is blocked, and back', async () => {
+    const gate = { open: true };
+    const hub = await node(HUB, 'client', gate);
+    const agent = await node(AGENT, 'server', gate);
+    const psk = generatePresharedKey();
+    hub.paths = hub.endpoint.addPeer({
+      publicKey: agent.keys.publicKey,
+      presharedKey: psk,
+      address: AGENT,
+      paths: [relayed(hub, () => agent)],
+      disco: true,
+    }).paths;
+    const toHub = agent.endpoint.addPeer({
+      publicKey: hub.keys.publicKey,
+      presharedKey: psk,
+      address: HUB,
+      paths: [relayed(agent, () => hub)],
+      disco: true,
+    });
+    agent.paths = toHub.paths;
+    hub.endpoint.disco?.setLocalCandidates([{ host: LO, port: hub.udp.port }]);
+    agent.endpoint.disco?.setLocalCandidates([{ host: LO, port: agent.udp.port }]);
+
+    // Traffic every 20 ms from the agent; the hub answers each echo.
+    let seq = 0;
+    const traffic = setInterval(() => agent.endpoint.send(echo(++seq)), 20);
+    closers.push(() => clearInterval(traffic));
+    await until(() => agent.got > 3, 3_000);
+    await until(() => agent.paths?.path?.kind === 'direct' && hub.paths?.path?.kind === 'direct', 3_000);
+
+    // Direct now: echoes go over UDP, the relay carries only disco pings.
+    const relayedBefore = agent.relayedOut;
+    const udpBefore = hub.udp.stats.received;
+    const gotBefore = agent.got;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(agent.got - gotBefore).toBeGreaterThan(10);
+    expect(hub.udp.stats.received - udpBefore).toBeGreaterThan(10);
+    expect(agent.relayedOut - relayedBefore).toBeLessThan(5);
+    expect(agent.endpoint.disco?.snapshot(hub.keys.publicKey)).toMatchObject({
+      route: 'direct',
+      remote: { host: LO, port: hub.udp.port },
+    });
+
+    // UDP blocked: once the trust window (250 ms here) runs out every datagram also goes over the relay
+    // (route both), so the echoes stop for about that long, not until the remote is dropped (550 ms).
+    gate.open = false;
+    const blockedAt = Date.now();
+    const fellBack = await until(() => agent.paths?.duplicating === true, 2_000);
+    expect(fellBack).toBeLessThan(450);
+    await new Promise((r) => setTimeout(r, 800));
+    const after = agent.gotAt.filter((t) => t >= blockedAt);
+    expect(after.length).toBeGreaterThan(10);
+    const gaps = after.map((t, i) => t - (i === 0 ? blockedAt : (after[i - 1] ?? t)));
+    expect(Math.max(...gaps)).toBeLessThan(450);
+    expect(agent.paths?.path?.kind).toBe('relayed');
+
+    // UDP back: direct again.
+    gate.open = true;
+    await until(() => agent.paths?.path?.kind === 'direct' && agent.paths?.duplicating === false, 3_000);
+    expect(Object.values(hub.endpoint.disco?.dropped ?? {}).reduce((a, b) => a + b, 0)).toBe(0);
+  });
+
+  it('relay-only keeps a peer on the relay and sends no UDP', async () => {
+    const gate = { open: true };
+    const hub = await node(HUB, 'client', gate);
+    const agent = await node(AGENT, 'server', gate);
+    agent.endpoint.disco?.setConditions({ policy: 'relay-only' });
+    const psk = generatePresharedKey();
+    hub.paths = hub.endpoint.addPeer({
+      publicKey: agent.keys.publicKey,
+      presharedKey: psk,
+      address: AGENT,
+      paths: [relayed(hub, () => agent)],
+      disco: true,
+    }).paths;
+    agent.paths = agent.endpoint.addPeer({
+      publicKey: hub.keys.publicKey,
+      presharedKey: psk,
+      address: HUB,
+      paths: [relayed(agent, () => hub)],
+      disco: true,
+    }).paths;
+    hub.endpoint.disco?.setLocalCandidates([{ host: LO, port: hub.udp.port }]);
+    agent.endpoint.disco?.setLocalCandidates([{ host: LO, port: agent.udp.port }]);
+    let seq = 0;
+    const traffic = setInterval(() => agent.endpoint.send(echo(++seq)), 20);
+    closers.push(() => clearInterval(traffic));
+    await until(() => agent.got > 20, 3_000);
+    expect(agent.paths?.path?.kind).toBe('relayed');
+    expect(agent.udp.stats.sent).toBe(0);
+    expect(agent.endpoint.disco?.snapshot(hub.keys.publicKey)?.reason).toBe('relay-only');
+  });
+});
