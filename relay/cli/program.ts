@@ -6,6 +6,7 @@ import { adminKeyCommand } from './admin-key.js';
 import { auditCommand } from './audit.js';
 import { clusterCommand } from './cluster.js';
 import { kubeconfigCommand } from './kubeconfig.js';
+import { manifestsCommand } from './manifests.js';
 import { rateLimitCommand } from './rate-limit.js';
 import { serveCommand } from './serve.js';
 import { tokenCommand } from './token.js';
@@ -23,6 +24,7 @@ export function buildRelayProgram(opts: { startOptions?: StartOptions } = {}): C
     .addCommand(auditCommand())
     .addCommand(rateLimitCommand())
     .addCommand(adminKeyCommand())
+    .addCommand(manifestsCommand())
     .addHelpText(
       'after',
       `

@@ -1,0 +1,164 @@
+/**
+ * `tunnel-relay manifests agent`: Namespace, ServiceAccount (no token, no role: the agent never calls the
+ * Kubernetes API itself), the join Secret (the bootstrap PSK), the proxy CA
+ * ConfigMap when given, and a one-replica StatefulSet whose state dir (WireGuard key, agent credential)
+ * lives on its own volume, so the agent keeps its identity when the pod is rescheduled: the first start
+ * joins with the PSK, every later start runs from the saved state.
+ */
+import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
+import { Secret } from 'kubernetes-models/v1/Secret';
+import {
+  CONTAINER_SECURITY,
+  labels,
+  namespaceObject,
+  POD_SECURITY,
+  selector,
+  serviceAccountObject,
+} from './common.js';
+import type { ManifestObject } from './render.js';
+import type { Resources } from './resources.js';
+
+export const AGENT_APP = 'tunnel-client';
+export const JOIN_SECRET = 'tunnel-client-join';
+const PROXY_CA_DIR = '/etc/tunnel-client/proxy-ca';
+export const DEFAULT_UPSTREAM = 'https://kubernetes.default.svc:443';
+
+export const AGENT_DEFAULT_RESOURCES: Resources = {
+  requests: { cpu: '50m', memory: '64Mi' },
+  limits: { memory: '256Mi' },
+};
+
+export interface AgentProxy {
+  httpsProxy: string | null;
+  httpProxy: string | null;
+  noProxy: string | null;
+  /** PEM text of the proxy's CA (an https:// proxy, or a TLS-inspecting one). */
+  caPem: string | null;
+}
+
+export interface AgentManifestOptions {
+  namespace: string;
+  image: string;
+  relay: string;
+  cluster: string;
+  /** Bootstrap PSK for the join Secret; null: the Secret is left to the operator (same name and keys). */
+  psk: string | null;
+  caPin: string | null;
+  upstream: string;
+  allow: readonly string[];
+  proxy: AgentProxy;
+  storageSize: string;
+  resources: Resources;
+}
+
+/** The pin flag only when CA_PIN is set (sh expansion; without one the system trust store is used). */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
+const PIN_ARG = ' ${CA_PIN:+--ca-pin "$CA_PIN"}';
+
+/** `value` as one sh word: single-quoted, each `'` closed, escaped and reopened. */
+export function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** First start: join (the PSK is spent) and keep running; later starts: run from the saved state. */
+function startScript(o: AgentManifestOptions): string {
+  const allow = o.allow.map((a) => ` --allow ${shellQuote(a)}`).join('');
+  const proxyCa = o.proxy.caPem === null ? '' : ` --proxy-ca-file ${PROXY_CA_DIR}/ca.crt`;
+  return (
+    'if [ -f /state/state.json ]; then exec tunnel-client run --state-dir /state; fi; ' +
+    'exec tunnel-client join --state-dir /state --relay "$RELAY" --cluster "$CLUSTER"' +
+    `${PIN_ARG} --upstream ${shellQuote(o.upstream)}${allow}${proxyCa}`
+  );
+}
+
+function env(o: AgentManifestOptions): IEnvVar[] {
+  const plain = [
+    ['RELAY', o.relay],
+    ['CLUSTER', o.cluster],
+    ['CA_PIN', o.caPin],
+    ['HTTPS_PROXY', o.proxy.httpsProxy],
+    ['HTTP_PROXY', o.proxy.httpProxy],
+    ['NO_PROXY', o.proxy.noProxy],
+  ] as const;
+  return [
+    ...plain.flatMap(([name, value]) => (value === null ? [] : [{ name, value }])),
+    // Read by `tunnel-client join` itself, so the PSK is never on a command line. Optional: once joined,
+    // the agent runs from its state dir and the Secret (its PSK spent) may be deleted.
+    {
+      name: 'TUNNEL_CLIENT_PSK',
+      valueFrom: { secretKeyRef: { name: JOIN_SECRET, key: 'psk', optional: true } },
+    },
+  ];
+}
+
+function statefulSet(o: AgentManifestOptions): StatefulSet {
+  return new StatefulSet({
+    metadata: { name: AGENT_APP, namespace: o.namespace, labels: labels(AGENT_APP) },
+    spec: {
+      replicas: 1,
+      serviceName: AGENT_APP,
+      selector: { matchLabels: selector(AGENT_APP) },
+      template: {
+        metadata: { labels: labels(AGENT_APP) },
+        spec: {
+          serviceAccountName: AGENT_APP,
+          automountServiceAccountToken: false,
+          securityContext: POD_SECURITY,
+          terminationGracePeriodSeconds: 30,
+          containers: [
+            {
+              name: 'agent',
+              image: o.image,
+              args: ['sh', '-c', startScript(o)],
+              env: env(o),
+              ...(o.resources.requests || o.resources.limits ? { resources: o.resources } : {}),
+              securityContext: CONTAINER_SECURITY,
+              volumeMounts: [
+                { name: 'state', mountPath: '/state' },
+                { name: 'tmp', mountPath: '/tmp' },
+                ...(o.proxy.caPem === null
+                  ? []
+                  : [{ name: 'proxy-ca', mountPath: PROXY_CA_DIR, readOnly: true }]),
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'tmp', emptyDir: {} },
+            ...(o.proxy.caPem === null
+              ? []
+              : [{ name: 'proxy-ca', configMap: { name: `${AGENT_APP}-proxy-ca` } }]),
+          ],
+        },
+      },
+      volumeClaimTemplates: [
+        {
+          metadata: { name: 'state' },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: o.storageSize } } },
+        },
+      ],
+    },
+  });
+}
+
+export function agentManifests(o: AgentManifestOptions): ManifestObject[] {
+  const meta = (name: string) => ({ name, namespace: o.namespace, labels: labels(AGENT_APP) });
+  return [
+    namespaceObject(o.namespace),
+    serviceAccountObject(AGENT_APP, o.namespace),
+    ...(o.psk === null
+      ? []
+      : [
+          new Secret({
+            metadata: meta(JOIN_SECRET),
+            type: 'Opaque',
+            stringData: { psk: o.psk },
+          }),
+        ]),
+    ...(o.proxy.caPem === null
+      ? []
+      : [new ConfigMap({ metadata: meta(`${AGENT_APP}-proxy-ca`), data: { 'ca.crt': o.proxy.caPem } })]),
+    statefulSet(o),
+  ];
+}

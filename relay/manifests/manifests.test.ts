@@ -1,0 +1,236 @@
+/**
+ * The generated manifests for a matrix of flags, rendered to YAML, parsed back document by document and
+ * validated against the Kubernetes OpenAPI schemas (test/helpers/kubernetes-schema.ts); then the
+ * properties the flags promise are checked on the parsed objects.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
+import { Secret } from 'kubernetes-models/v1/Secret';
+import { Service } from 'kubernetes-models/v1/Service';
+import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import { describe, expect, it } from 'vitest';
+import { type K8sDoc, validateYamlStream } from '../../test/helpers/kubernetes-schema.js';
+import { type AgentFlags, agentOptions } from './agent-flags.js';
+import { agentManifests } from './agent-manifests.js';
+import { type RelayFlags, relayOptions } from './relay-flags.js';
+import { relayManifests } from './relay-manifests.js';
+import { renderManifests } from './render.js';
+
+const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+
+function relayYaml(flags: Partial<RelayFlags>): K8sDoc[] {
+  const text = renderManifests(
+    relayManifests(relayOptions({ publicUrl: 'https://relay.example.com', ...flags })),
+  );
+  return validateYamlStream(text);
+}
+
+function agentYaml(flags: Partial<AgentFlags>): K8sDoc[] {
+  const text = renderManifests(
+    agentManifests(agentOptions({ cluster: 'edge-1', relay: 'https://relay.example.com', ...flags })),
+  );
+  return validateYamlStream(text);
+}
+
+function find<T>(docs: K8sDoc[], is: (v: unknown) => v is T): T {
+  const d: unknown = docs.find((x) => is(x));
+  if (!is(d)) throw new Error(`not among ${docs.map((x) => x.kind).join(', ')}`);
+  return d;
+}
+
+function podOf(w: { spec?: { template: { spec?: IPodSpec } } }): IPodSpec {
+  const pod = w.spec?.template.spec;
+  if (!pod) throw new Error('no pod spec');
+  return pod;
+}
+
+function container(w: { spec?: { template: { spec?: IPodSpec } } }): IContainer {
+  const c = podOf(w).containers[0];
+  if (!c) throw new Error('no container');
+  return c;
+}
+
+const kinds = (docs: K8sDoc[]) => docs.map((d) => d.kind);
+
+const RESOURCE_MATRIX: Partial<RelayFlags>[] = [
+  {},
+  { resourceQosClass: 'Default' },
+  { resourceQosClass: 'BestEffort' },
+  {
+    resourceQosClass: 'ResourceRequirement',
+    resourceLimits: 'cpu=800m,memory=800Mi',
+    resourceRequests: 'cpu=400m,memory=400Mi',
+  },
+  { resourceQosClass: 'ResourceRequirement', resourceRequests: 'cpu=1,ephemeral-storage=1Gi' },
+];
+
+const RELAY_MATRIX: Partial<RelayFlags>[] = [
+  {},
+  { namespace: 'relay-ns', image: 'registry.example/wg-relay-tunnel:9.9.9' },
+  { udpPort: 'off', stunPort: 'off', serviceType: 'ClusterIP' },
+  { udpPort: 41641, stunPort: 'off', serviceType: 'NodePort' },
+  { store: 'postgres', replicas: '3', tlsSecret: 'relay-tls', storeSecret: 'pg' },
+  { store: 'postgres', tlsSecret: 'relay-tls' },
+];
+
+describe('relay manifests', () => {
+  it.each(RELAY_MATRIX.flatMap((base) => RESOURCE_MATRIX.map((r) => ({ ...base, ...r }))))(
+    'pass the Kubernetes schemas: %j',
+    (flags) => {
+      const docs = relayYaml(flags);
+      expect(kinds(docs)).toEqual(
+        expect.arrayContaining([
+          'Namespace',
+          'ServiceAccount',
+          'ConfigMap',
+          'Deployment',
+          'Service',
+          'PodDisruptionBudget',
+          'NetworkPolicy',
+        ]),
+      );
+      const ns = flags.namespace ?? 'tunnel-system';
+      for (const d of docs) if (d.kind !== 'Namespace') expect(d.metadata.namespace).toBe(ns);
+    },
+  );
+
+  it('runs non-root on a read-only root filesystem, with probes, anti-affinity and a drain hook', () => {
+    const dep = find(relayYaml({}), Deployment.is);
+    const pod = podOf(dep);
+    const c = container(dep);
+    expect(pod.securityContext?.runAsNonRoot).toBe(true);
+    expect(c.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      runAsNonRoot: true,
+    });
+    expect(c.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', scheme: 'HTTPS' });
+    expect(c.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', scheme: 'HTTPS' });
+    expect(c.lifecycle?.preStop?.exec?.command?.[0]).toBe('sleep');
+    expect(pod.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution).toHaveLength(1);
+  });
+
+  it('exposes TCP 443 always and UDP WireGuard / STUN only when enabled', () => {
+    const ports = (flags: Partial<RelayFlags>) =>
+      (find(relayYaml(flags), Service.is).spec?.ports ?? []).map((p) => `${p.protocol}/${p.port}`);
+    expect(ports({})).toEqual(['TCP/443', 'UDP/51820', 'UDP/3478']);
+    expect(ports({ udpPort: 'off', stunPort: 'off' })).toEqual(['TCP/443']);
+    expect(ports({ udpPort: 41641, stunPort: 'off' })).toEqual(['TCP/443', 'UDP/41641']);
+  });
+
+  it('maps the seeds resource flags onto the container', () => {
+    expect(
+      container(find(relayYaml({ resourceQosClass: 'BestEffort' }), Deployment.is)).resources,
+    ).toBeUndefined();
+    expect(
+      container(
+        find(
+          relayYaml({
+            resourceQosClass: 'ResourceRequirement',
+            resourceLimits: 'cpu=800m,memory=800Mi',
+            resourceRequests: 'cpu=400m,memory=400Mi',
+          }),
+          Deployment.is,
+        ),
+      ).resources,
+    ).toEqual({ limits: { cpu: '800m', memory: '800Mi' }, requests: { cpu: '400m', memory: '400Mi' } });
+  });
+
+  it('with PostgreSQL: the store URL and password come from the Secret, no data volume claim', () => {
+    const docs = relayYaml({ store: 'postgres', replicas: '3', tlsSecret: 'relay-tls', storeSecret: 'pg' });
+    expect(kinds(docs)).not.toContain('PersistentVolumeClaim');
+    const dep = find(docs, Deployment.is);
+    expect(dep.spec?.replicas).toBe(3);
+    const env = container(dep).env;
+    expect(env).toContainEqual({
+      name: 'TUNNEL_RELAY_STORE',
+      valueFrom: { secretKeyRef: { name: 'pg', key: 'url' } },
+    });
+    expect(podOf(dep).volumes).toContainEqual(
+      expect.objectContaining({ name: 'store', secret: expect.objectContaining({ secretName: 'pg' }) }),
+    );
+    expect(podOf(dep).volumes).toContainEqual(
+      expect.objectContaining({ name: 'tls', secret: expect.objectContaining({ secretName: 'relay-tls' }) }),
+    );
+    expect(find(docs, NetworkPolicy.is).spec?.egress).toContainEqual({
+      ports: [{ protocol: 'TCP', port: 5432 }],
+    });
+  });
+
+  it('refuses --replicas > 1 without PostgreSQL or without a TLS Secret, naming the flag', () => {
+    expect(() => relayYaml({ replicas: '2' })).toThrow(/--replicas 2 needs --store postgres/);
+    expect(() => relayYaml({ replicas: '2', store: 'postgres' })).toThrow(/--replicas 2 needs --tls-secret/);
+    expect(() => relayYaml({ replicas: '0' })).toThrow(/--replicas "0"/);
+    expect(() => relayYaml({ publicUrl: 'http://relay' })).toThrow(
+      /--public-url "http:\/\/relay" must be https/,
+    );
+  });
+});
+
+const AGENT_MATRIX: Partial<AgentFlags>[] = [
+  {},
+  { psk: 'tpsk_abc', caPin: `sha256:${'a'.repeat(64)}` },
+  { namespace: 'agents', upstream: 'https://10.0.0.1:6443', allow: ['prometheus.monitoring:9090', "it's:1"] },
+  {
+    psk: 'tpsk_abc',
+    httpsProxy: 'http://user:pw@proxy.corp:3128',
+    httpProxy: 'proxy.corp:3128',
+    noProxy: '.svc,.cluster.local,10.0.0.0/8',
+  },
+];
+
+describe('agent manifests', () => {
+  it.each(AGENT_MATRIX.flatMap((base) => RESOURCE_MATRIX.map((r) => ({ ...base, ...r }))))(
+    'pass the Kubernetes schemas: %j',
+    (flags) => {
+      const docs = agentYaml(flags);
+      expect(kinds(docs)).toEqual(expect.arrayContaining(['Namespace', 'ServiceAccount', 'StatefulSet']));
+      expect(kinds(docs)).not.toContain('Role');
+      expect(kinds(docs)).not.toContain('ClusterRoleBinding');
+    },
+  );
+
+  it('keeps its identity on a claim per pod, mounts no API token, carries the PSK only in the Secret', () => {
+    const docs = agentYaml({ psk: 'tpsk_secret', caPin: `sha256:${'b'.repeat(64)}` });
+    const sts = find(docs, StatefulSet.is);
+    expect(sts.spec?.volumeClaimTemplates?.[0]?.metadata?.name).toBe('state');
+    expect(container(sts).volumeMounts).toContainEqual({ name: 'state', mountPath: '/state' });
+    expect(find(docs, ServiceAccount.is).automountServiceAccountToken).toBe(false);
+    expect(find(docs, Secret.is).stringData).toEqual({ psk: 'tpsk_secret' });
+    expect(JSON.stringify(sts)).not.toContain('tpsk_secret');
+    expect(container(sts).securityContext?.readOnlyRootFilesystem).toBe(true);
+  });
+
+  it('passes the proxy settings and the proxy CA through', () => {
+    const docs = agentYaml({
+      httpsProxy: 'http://proxy.corp:3128',
+      noProxy: '.svc,10.0.0.0/8',
+      proxyCaFile: writePem(),
+    });
+    const c = container(find(docs, StatefulSet.is));
+    expect(c.env).toContainEqual({ name: 'HTTPS_PROXY', value: 'http://proxy.corp:3128/' });
+    expect(c.env).toContainEqual({ name: 'NO_PROXY', value: '.svc,10.0.0.0/8' });
+    expect(c.args?.[2]).toContain('--proxy-ca-file /etc/tunnel-client/proxy-ca/ca.crt');
+    expect(find(docs, ConfigMap.is).data?.['ca.crt']).toBe(PEM);
+  });
+
+  it('quotes allowlist entries for the shell', () => {
+    const c = container(find(agentYaml({ allow: ['db.internal:5432'] }), StatefulSet.is));
+    expect(c.args?.[2]).toContain(
+      "--upstream 'https://kubernetes.default.svc:443' --allow 'db.internal:5432'",
+    );
+  });
+});
+
+function writePem(): string {
+  const f = join(mkdtempSync(join(tmpdir(), 'manifests-')), 'ca.crt');
+  writeFileSync(f, PEM);
+  return f;
+}

@@ -1,0 +1,56 @@
+/** `tunnel-relay manifests relay` flags into RelayManifestOptions (each bad value: BAD_INPUT naming the flag). */
+import { shown } from '../../shared/cli/parsers.js';
+import { TunnelError } from '../../shared/errors.js';
+import { DEFAULT_NAMESPACE, defaultImage } from './common.js';
+import { parseQuantity } from './quantity.js';
+import { RELAY_DEFAULT_RESOURCES, type RelayManifestOptions, type SERVICE_TYPES } from './relay-manifests.js';
+import { type ResourceFlags, resolveResources } from './resources.js';
+
+export const MAX_REPLICAS = 20;
+
+export interface RelayFlags extends ResourceFlags {
+  publicUrl: string;
+  namespace?: string;
+  image?: string;
+  replicas?: string;
+  store?: 'sqlite' | 'postgres';
+  storeSecret?: string;
+  tlsSecret?: string;
+  udpPort?: number | 'off';
+  stunPort?: number | 'off';
+  serviceType?: (typeof SERVICE_TYPES)[number];
+  storageSize?: string;
+}
+
+export function parseReplicas(value: string): number {
+  const n = /^[1-9]\d{0,2}$/.test(value) ? Number(value) : Number.NaN;
+  if (n >= 1 && n <= MAX_REPLICAS) return n;
+  throw new TunnelError(
+    'BAD_INPUT',
+    `--replicas ${shown(value)} is not a whole number from 1 to ${MAX_REPLICAS}`,
+  );
+}
+
+export function relayOptions(flags: RelayFlags): RelayManifestOptions {
+  if (!flags.publicUrl.startsWith('https://')) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `--public-url ${shown(flags.publicUrl)} must be https://: agents only speak TLS`,
+    );
+  }
+  const port = (v: number | 'off' | undefined, dflt: number) => (v === 'off' ? null : (v ?? dflt));
+  return {
+    namespace: flags.namespace ?? DEFAULT_NAMESPACE,
+    image: flags.image ?? defaultImage(),
+    publicUrl: flags.publicUrl,
+    replicas: flags.replicas === undefined ? 1 : parseReplicas(flags.replicas),
+    store: flags.store ?? 'sqlite',
+    storeSecret: flags.storeSecret ?? 'tunnel-relay-store',
+    tlsSecret: flags.tlsSecret ?? null,
+    udpPort: port(flags.udpPort, 51820),
+    stunPort: port(flags.stunPort, 3478),
+    serviceType: flags.serviceType ?? 'LoadBalancer',
+    storageSize: parseQuantity(flags.storageSize ?? '1Gi', '--storage-size').text,
+    resources: resolveResources(flags, RELAY_DEFAULT_RESOURCES),
+  };
+}
