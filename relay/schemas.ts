@@ -75,7 +75,13 @@ export const Cluster = Type.Object(
 );
 
 export const Bootstrap = Type.Object(
-  { psk: Type.String(), expiresAt: Type.String(), joinCommand: Type.String() },
+  {
+    psk: Type.String(),
+    expiresAt: Type.String(),
+    joinCommand: Type.String(),
+    installUrl: Type.String(),
+    installCommand: Type.String(),
+  },
   closed,
 );
 
@@ -94,6 +100,7 @@ export const Tunnel = Type.Object(
 );
 
 export const NameParams = Type.Object({ name: Type.String({ maxLength: 253 }) }, closed);
+export const InstallParams = Type.Object({ token: Type.String({ maxLength: 128 }) }, closed);
 export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) }, closed);
 
 const DurationText = Type.String({ minLength: 1, maxLength: LIMITS.durationTextMax });

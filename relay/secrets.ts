@@ -9,6 +9,7 @@ export const SECRET_PREFIX = {
   accessKey: 'trk_',
   psk: 'tpsk_',
   agent: 'tac_',
+  install: 'tin_',
 } as const;
 export type SecretKind = keyof typeof SECRET_PREFIX;
 
@@ -38,5 +39,5 @@ export function newId(prefix: string): string {
 
 /** Every substring that looks like one of our secrets, replaced by `<kind-prefix>[REDACTED]`. */
 export function redactSecrets(text: string): string {
-  return text.replace(/(trk_|tpsk_|tac_)[A-Za-z0-9_-]{8,}/g, '$1[REDACTED]');
+  return text.replace(/(trk_|tpsk_|tac_|tin_)[A-Za-z0-9_-]{8,}/g, '$1[REDACTED]');
 }

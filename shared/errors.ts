@@ -98,6 +98,14 @@ export const ERROR_CODES = {
   },
   CLUSTER_DENIED: { status: 403, summary: 'The cluster registration was denied by an administrator.' },
   CA_PIN_MISMATCH: { status: 495, summary: "The relay's TLS certificate does not match the pinned sha256." },
+  INSTALL_LINK_USED: {
+    status: 410,
+    summary: 'The one-time install URL was already fetched; `cluster rotate-psk` issues a new one.',
+  },
+  INSTALL_LINK_EXPIRED: {
+    status: 410,
+    summary: 'The install URL ended with its PSK (expired, replaced by rotate-psk, or used to join).',
+  },
 
   // --- relay data plane (DERP-like) ----------------------------------------------------------
   DERP_AUTH_FAILED: {

@@ -36,6 +36,8 @@ interface Bootstrap {
   psk: string;
   expiresAt: string;
   joinCommand: string;
+  installUrl: string;
+  installCommand: string;
 }
 
 interface CreateResult {
@@ -109,6 +111,10 @@ function printBootstrap(flags: AdminFlags, res: CreateResult, verb: string): voi
   );
   out.line('');
   out.line(`  ${res.bootstrap.joinCommand}`);
+  out.line('');
+  out.line('or, to install the agent on a Kubernetes cluster (the URL works once, until the PSK expires):');
+  out.line('');
+  out.line(`  ${res.bootstrap.installCommand}`);
 }
 
 const enc = encodeURIComponent;

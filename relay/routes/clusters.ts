@@ -12,6 +12,8 @@ import {
   visibleCluster,
 } from '../auth.js';
 import { auditEntry, clusterView, logAudit, principalOf, type RelayContext } from '../context.js';
+import { installCommand, installUrl } from '../install-command.js';
+import { issueInstallLink } from '../install-link.js';
 import { checkName } from '../names.js';
 import {
   ClusterList,
@@ -25,6 +27,7 @@ import {
 } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
 import type { NewSecret } from '../store/types.js';
+import { installRoutes } from './install.js';
 
 const DEFAULT_PSK_TTL = '24h';
 
@@ -34,17 +37,36 @@ export function joinCommand(publicUrl: string, cluster: string, psk: string, caP
   return `tunnel-client join --relay ${publicUrl} --cluster ${cluster} --psk ${psk}${pin}`;
 }
 
-function issuePsk(ctx: RelayContext, ttlText: string | undefined): { psk: string; record: NewSecret } {
-  const ttl = parseDuration(ttlText ?? DEFAULT_PSK_TTL, 'pskTtl');
-  const psk = newSecret('psk');
-  return { psk, record: { id: newId('p_'), hash: hashSecret(psk), expiresAt: ctx.clock.wallNow() + ttl } };
+interface IssuedPsk {
+  psk: string;
+  /** The token of the PSK's one-time install link. */
+  installToken: string;
+  expiresAt: number;
+  record: NewSecret;
 }
 
-function bootstrapView(ctx: RelayContext, cluster: string, psk: string, expiresAt: number) {
+function issuePsk(ctx: RelayContext, cluster: string, ttlText: string | undefined): IssuedPsk {
+  const ttl = parseDuration(ttlText ?? DEFAULT_PSK_TTL, 'pskTtl');
+  const psk = newSecret('psk');
+  const id = newId('p_');
+  const link = issueInstallLink(cluster, id, psk);
+  const expiresAt = ctx.clock.wallNow() + ttl;
   return {
     psk,
-    expiresAt: new Date(expiresAt).toISOString(),
-    joinCommand: joinCommand(ctx.publicUrl(), cluster, psk, ctx.caPin),
+    installToken: link.token,
+    expiresAt,
+    record: { id, hash: hashSecret(psk), expiresAt, install: link.record },
+  };
+}
+
+function bootstrapView(ctx: RelayContext, cluster: string, issued: IssuedPsk) {
+  const url = installUrl(ctx.publicUrl(), issued.installToken);
+  return {
+    psk: issued.psk,
+    expiresAt: new Date(issued.expiresAt).toISOString(),
+    joinCommand: joinCommand(ctx.publicUrl(), cluster, issued.psk, ctx.caPin),
+    installUrl: url,
+    installCommand: installCommand(url, ctx),
   };
 }
 
@@ -58,6 +80,7 @@ const errors = {
 };
 
 export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
+  await app.register(installRoutes, { ctx });
   app.post(
     '/api/v1/clusters',
     { schema: { body: CreateClusterBody, response: { 201: ClusterWithBootstrap, ...errors } } },
@@ -66,16 +89,19 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const group = checkName(req.body.group ?? 'default', 'group');
       requireClusterWrite(p, group, `create clusters in group ${group}`);
       const name = checkName(req.body.name, 'cluster name');
-      const { psk, record } = issuePsk(ctx, req.body.pskTtl);
-      const audit = auditEntry(ctx, req, actorOf(p), 'cluster.create', name, { group, pskId: record.id });
+      const issued = issuePsk(ctx, name, req.body.pskTtl);
+      const audit = auditEntry(ctx, req, actorOf(p), 'cluster.create', name, {
+        group,
+        pskId: issued.record.id,
+      });
       const c = await ctx.store.createCluster(
         { name, group, displayName: req.body.displayName ?? name, createdAt: ctx.clock.wallNow() },
-        record,
+        issued.record,
         audit,
       );
       logAudit(ctx, audit);
       reply.code(201);
-      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, name, psk, record.expiresAt!) };
+      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, name, issued) };
     },
   );
 
@@ -137,12 +163,14 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const before = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterWrite(p, before.group, `rotate PSKs in group ${before.group}`);
-      const { psk, record } = issuePsk(ctx, req.body.pskTtl);
-      const audit = auditEntry(ctx, req, actorOf(p), 'cluster.rotate-psk', before.name, { pskId: record.id });
-      const c = await ctx.store.rotatePsk(before.name, record, audit);
+      const issued = issuePsk(ctx, before.name, req.body.pskTtl);
+      const audit = auditEntry(ctx, req, actorOf(p), 'cluster.rotate-psk', before.name, {
+        pskId: issued.record.id,
+      });
+      const c = await ctx.store.rotatePsk(before.name, issued.record, audit);
       if (!c) throw clusterNotFound(before.name);
       logAudit(ctx, audit);
-      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, c.name, psk, record.expiresAt!) };
+      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, c.name, issued) };
     },
   );
 

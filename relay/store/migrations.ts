@@ -69,6 +69,15 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE address_pool (id INTEGER PRIMARY KEY CHECK (id = 1), high BIGINT NOT NULL);
   INSERT INTO address_pool (id, high) SELECT 1, COALESCE(MAX(addr_index), 1) FROM clusters;
   `,
+  // 3: one-time install links, one per PSK (relay/install-link.ts); sealed is cleared when the link is used.
+  `
+  CREATE TABLE install_links (
+    hash TEXT PRIMARY KEY,
+    psk_id TEXT NOT NULL UNIQUE REFERENCES psks (id) ON DELETE CASCADE,
+    sealed TEXT,
+    used_at BIGINT
+  );
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

@@ -18,6 +18,7 @@ import {
   scrub,
 } from './postgres-connection.js';
 import { EVENTS_CHANNEL, EventFeed, encodeEvent, newOrigin, type StoreEvent } from './postgres-events.js';
+import { insertPskPg, takeInstallLinkPg } from './postgres-install-links.js';
 import { applyPgMigrations } from './postgres-migrations.js';
 import { registerInPgTx } from './postgres-register.js';
 import { serializable, type Tx, txOf } from './postgres-tx.js';
@@ -40,6 +41,7 @@ import type {
   RevokeKeyResult,
   Store,
   StoreLimits,
+  TakeInstallResult,
 } from './types.js';
 
 export interface PostgresStoreOptions {
@@ -215,12 +217,7 @@ export class PostgresStore implements Store {
          VALUES ($1, $2, $3, 'Pending', $4, $4)`,
         [c.name, c.group, c.displayName, c.createdAt],
       );
-      await tx.run('INSERT INTO psks (id, cluster, hash, expires_at) VALUES ($1, $2, $3, $4)', [
-        psk.id,
-        c.name,
-        psk.hash,
-        psk.expiresAt,
-      ]);
+      await insertPskPg(tx, c.name, psk);
       await this.#audit(tx, audit);
       return (await this.#cluster(tx, c.name))!;
     });
@@ -294,14 +291,18 @@ export class PostgresStore implements Store {
         'UPDATE psks SET revoked_at = $1 WHERE cluster = $2 AND used_at IS NULL AND revoked_at IS NULL',
         [audit.at, name],
       );
-      await tx.run('INSERT INTO psks (id, cluster, hash, expires_at) VALUES ($1, $2, $3, $4)', [
-        psk.id,
-        name,
-        psk.hash,
-        psk.expiresAt,
-      ]);
+      await insertPskPg(tx, name, psk);
       await this.#audit(tx, audit);
       return c;
+    });
+  }
+
+  takeInstallLink(hash: string, now: number, audit: AuditEntry): Promise<TakeInstallResult> {
+    return this.#write(async (tx) => {
+      const r = await takeInstallLinkPg(tx, hash, now);
+      if (r.ok)
+        await this.#audit(tx, { ...audit, target: r.cluster, detail: { ...audit.detail, pskId: r.pskId } });
+      return r;
     });
   }
 

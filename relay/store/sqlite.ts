@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { TunnelError } from '../../shared/errors.js';
 import { applyMigrations } from './migrations.js';
 import { AddressPool } from './sqlite-addresses.js';
+import { insertPsk, takeInstallLinkInTx } from './sqlite-install-links.js';
 import { registerInTx } from './sqlite-register.js';
 import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
 import type {
@@ -25,6 +26,7 @@ import type {
   RevokeKeyResult,
   Store,
   StoreLimits,
+  TakeInstallResult,
 } from './types.js';
 
 export const DEFAULT_STORE_LIMITS: StoreLimits = {
@@ -149,9 +151,7 @@ export class SqliteStore implements Store {
            VALUES (?, ?, ?, 'Pending', ?, ?)`,
         )
         .run(c.name, c.group, c.displayName, c.createdAt, c.createdAt);
-      this.#db
-        .prepare('INSERT INTO psks (id, cluster, hash, expires_at) VALUES (?, ?, ?, ?)')
-        .run(psk.id, c.name, psk.hash, psk.expiresAt);
+      insertPsk(this.#db, c.name, psk);
       this.#audit(audit);
       return this.#cluster(c.name)!;
     });
@@ -228,11 +228,17 @@ export class SqliteStore implements Store {
           'UPDATE psks SET revoked_at = ? WHERE cluster = ? AND used_at IS NULL AND revoked_at IS NULL',
         )
         .run(audit.at, name);
-      this.#db
-        .prepare('INSERT INTO psks (id, cluster, hash, expires_at) VALUES (?, ?, ?, ?)')
-        .run(psk.id, name, psk.hash, psk.expiresAt);
+      insertPsk(this.#db, name, psk);
       this.#audit(audit);
       return c;
+    });
+  }
+
+  takeInstallLink(hash: string, now: number, audit: AuditEntry): Promise<TakeInstallResult> {
+    return this.#tx(() => {
+      const r = takeInstallLinkInTx(this.#db, hash, now);
+      if (r.ok) this.#audit({ ...audit, target: r.cluster, detail: { ...audit.detail, pskId: r.pskId } });
+      return r;
     });
   }
 

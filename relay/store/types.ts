@@ -43,7 +43,23 @@ export interface NewSecret {
   /** SHA-256 hex of the secret. */
   hash: string;
   expiresAt: number | null;
+  /** Bootstrap PSKs only: the PSK's one-time install link, stored with it in the same transaction. */
+  install?: NewInstallLink;
 }
+
+/** A one-time install link of a PSK (relay/install-link.ts); it lives and dies with the PSK. */
+export interface NewInstallLink {
+  /** SHA-256 hex of the link's token. */
+  hash: string;
+  /** The PSK sealed under a key derived from the token (base64url). */
+  sealed: string;
+}
+
+export type TakeInstallResult =
+  | { ok: true; cluster: string; pskId: string; sealed: string; expiresAt: number }
+  | { ok: false; reason: 'unknown' }
+  /** used: fetched before; expired: its PSK expired, was replaced or was used. */
+  | { ok: false; reason: 'used' | 'expired'; cluster: string };
 
 export interface AccessKeyRecord {
   id: string;
@@ -150,6 +166,11 @@ export interface Store {
   ): Promise<ClusterRecord | null>;
   /** Revokes every unused PSK of the cluster and adds `psk`. Null if the cluster is absent. */
   rotatePsk(name: string, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord | null>;
+  /**
+   * Consumes the install link with token hash `hash` if it and its PSK are still good, atomically (of
+   * two concurrent calls one gets it); the audit row is written only when it is taken.
+   */
+  takeInstallLink(hash: string, now: number, audit: AuditEntry): Promise<TakeInstallResult>;
   /** Deletes the cluster with its PSKs, credentials, values and address. Returns what was deleted. */
   deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null>;
 

@@ -1,0 +1,152 @@
+/**
+ * Abuse replay: the one-time install URL printed by `cluster create` / `rotate-psk`. Through the real
+ * relay with curl (as the printed command runs it): the first fetch answers the agent manifests with the
+ * PSK inside (schema-valid YAML); a second fetch, concurrent fetches beyond the first, a link whose PSK
+ * expired or was replaced, and guessed tokens are all refused with their own code; a source that keeps
+ * failing gets 429 while a valid link is still served to it; no token or PSK reaches the relay's log.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildIfStale, cleanup, curl, RELAY_BIN, run, sleep, tempDir } from '../cli-harness.js';
+import { validateYamlStream } from '../helpers/kubernetes-schema.js';
+import { api, type ServedRelay, serve } from './relay-fixture.js';
+import { abuseScale } from './scale.js';
+
+let relay: ServedRelay;
+
+beforeAll(async () => {
+  buildIfStale();
+  relay = await serve(tempDir('abuse-install-url-'));
+}, 60_000);
+
+afterAll(async () => {
+  await relay?.proc.stop();
+  await cleanup();
+});
+
+interface Bootstrap {
+  psk: string;
+  installUrl: string;
+  installCommand: string;
+}
+
+/** `tunnel-relay cluster create` (the CLI, as an operator runs it). */
+async function createWithCli(name: string): Promise<Bootstrap> {
+  const r = await run(RELAY_BIN, ['cluster', 'create', name, '--output', 'json'], relay.adminEnv);
+  if (r.code !== 0) throw new Error(`cluster create ${name}: ${r.stderr}`);
+  return JSON.parse(r.stdout).bootstrap;
+}
+
+/** The same through the API (no process start per cluster). */
+async function create(name: string, body: Record<string, string> = {}): Promise<Bootstrap> {
+  const r = await api(relay.ready.url, 'POST', '/api/v1/clusters', {
+    token: relay.adminKey,
+    body: { name, ...body },
+  });
+  if (r.status !== 201) throw new Error(`cluster create ${name}: ${r.status} ${r.text}`);
+  return r.body.bootstrap;
+}
+
+/** The curl half of the printed `curl ... | kubectl apply -f -` line, as argv (no shell). */
+function curlArgs(b: Bootstrap): string[] {
+  const [fetch] = b.installCommand.split(' | kubectl apply -f -');
+  const words = (fetch ?? '').split(' ').map((w) => w.replace(/^'(.*)'$/, '$1'));
+  expect(words[0]).toBe('curl');
+  return words.slice(1);
+}
+
+/** A fetch of `url` from local address `from` (each 127.x address is its own source to the relay). */
+async function fetchFrom(url: string, from = '127.0.0.1') {
+  const r = await curl(['-sk', '--interface', from, '-w', '\n%{http_code}', url]);
+  const cut = r.stdout.lastIndexOf('\n');
+  const status = Number(r.stdout.slice(cut + 1));
+  const body = r.stdout.slice(0, cut);
+  return { status, body, code: status >= 400 ? (JSON.parse(body).error.code as string) : null };
+}
+
+describe('one-time install URL', () => {
+  it('serves schema-valid agent manifests with the PSK once; the second fetch is refused', async () => {
+    const b = await createWithCli('inst-once');
+    expect(b.installCommand).toContain(b.installUrl);
+    const first = await curl(curlArgs(b));
+    expect(first.code, first.stderr).toBe(0);
+    const docs = validateYamlStream(first.stdout);
+    const secret = docs.find((d) => d.kind === 'Secret');
+    expect(secret?.stringData).toEqual({ psk: b.psk });
+    expect(docs.map((d) => d.kind)).toContain('StatefulSet');
+
+    const second = await curl(curlArgs(b));
+    expect(second.code).toBe(22);
+    expect(second.stdout).toBe('');
+    const again = await fetchFrom(b.installUrl);
+    expect(again.status).toBe(410);
+    expect(again.code).toBe('INSTALL_LINK_USED');
+    expect(again.body).toContain('rotate-psk inst-once');
+  });
+
+  it('ends with its PSK: expired, or replaced by rotate-psk (whose own link works)', async () => {
+    const short = await create('inst-expiring', { pskTtl: '1s' });
+    await sleep(1_100);
+    const expired = await fetchFrom(short.installUrl, '127.0.0.2');
+    expect([expired.status, expired.code]).toEqual([410, 'INSTALL_LINK_EXPIRED']);
+
+    const old = await create('inst-rotated');
+    const r = await run(
+      RELAY_BIN,
+      ['cluster', 'rotate-psk', 'inst-rotated', '--output', 'json'],
+      relay.adminEnv,
+    );
+    const rotated: Bootstrap = JSON.parse(r.stdout).bootstrap;
+    const replaced = await fetchFrom(old.installUrl, '127.0.0.2');
+    expect([replaced.status, replaced.code]).toEqual([410, 'INSTALL_LINK_EXPIRED']);
+    const fresh = await fetchFrom(rotated.installUrl, '127.0.0.2');
+    expect(fresh.status).toBe(200);
+    expect(fresh.body).toContain(rotated.psk);
+  });
+
+  it('concurrent fetches of one link: exactly one gets the manifests', async () => {
+    // Up to 24 curl processes at once (more starve two cores into handshake timeouts); more rounds at scale.
+    const n = Math.min(24, 6 * abuseScale());
+    for (let round = 0; round < Math.min(10, abuseScale() + 1); round++) {
+      const b = await create(`inst-race-${round}`);
+      const results = await Promise.all(
+        Array.from({ length: n }, (_, i) => fetchFrom(b.installUrl, `127.0.${10 + round}.${1 + (i % 250)}`)),
+      );
+      expect(results.filter((x) => x.status === 200)).toHaveLength(1);
+      expect(results.filter((x) => x.status !== 200).every((x) => x.code === 'INSTALL_LINK_USED')).toBe(true);
+    }
+  });
+
+  it('guessed tokens: 404 until the source is out of failures, then 429; a valid link is still served', async () => {
+    const source = '127.0.0.3';
+    const guesses = [
+      `tin_${randomBytes(32).toString('base64url')}`,
+      'tin_short',
+      `tpsk_${randomBytes(32).toString('base64url')}`,
+      '..%2f..%2fetc%2fpasswd',
+      `tin_${'A'.repeat(60)}`,
+    ];
+    const codes: string[] = [];
+    for (let i = 0; i < 12 + 2 * abuseScale(); i++) {
+      const guess = guesses[i % guesses.length] ?? '';
+      const r = await fetchFrom(`${relay.ready.url}/api/v1/install/${guess}`, source);
+      codes.push(`${r.status} ${r.code}`);
+    }
+    // The first ten failures are answered as such, then the source's failure budget is spent.
+    expect(codes.slice(0, 10).every((c) => c === '404 NOT_FOUND')).toBe(true);
+    expect(codes.slice(10).every((c) => c === '429 RATE_LIMITED')).toBe(true);
+    const b = await create('inst-after-guesses');
+    const ok = await fetchFrom(b.installUrl, source);
+    expect(ok.status).toBe(200);
+  });
+
+  it('no token and no PSK in the relay log', async () => {
+    const b = await create('inst-logs');
+    await fetchFrom(b.installUrl);
+    await fetchFrom(b.installUrl);
+    const token = b.installUrl.slice(b.installUrl.lastIndexOf('/') + 1);
+    expect(relay.proc.stderr).toContain('tin_[REDACTED]');
+    expect(relay.proc.stderr).not.toContain(token.slice(4));
+    expect(relay.proc.stderr).not.toContain(b.psk.slice(5));
+  });
+});
