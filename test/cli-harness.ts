@@ -227,7 +227,8 @@ export function curl(args: string[], ms = 60_000): Promise<Curl> {
       stderr += d.toString();
     });
     const t = setTimeout(() => c.kill('SIGKILL'), ms);
-    c.on('exit', (code) => {
+    // 'close', not 'exit': exit can come before the last of stdout has been read.
+    c.on('close', (code) => {
       clearTimeout(t);
       resolve({ code, stdout, stderr });
     });
