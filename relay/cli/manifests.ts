@@ -82,6 +82,14 @@ function relaySub(): Command {
         'direct WireGuard UDP port on the Service (default 51820)',
         udpPort('--udp-port'),
       )
+      .option(
+        '--udp-public-endpoint <host:port>',
+        'address agents reach the UDP port at, when not the public URL host and --udp-port',
+        (v: string) => {
+          const hp = parseHostPort(v, '--udp-public-endpoint');
+          return hp.host.includes(':') ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`;
+        },
+      )
       .option('--stun-port <port|off>', 'STUN UDP port on the Service (default 3478)', udpPort('--stun-port'))
       .addOption(
         new Option('--service-type <type>', 'Service type (default LoadBalancer)').argParser(

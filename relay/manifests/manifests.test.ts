@@ -75,7 +75,7 @@ const RELAY_MATRIX: Partial<RelayFlags>[] = [
   {},
   { namespace: 'relay-ns', image: 'registry.example/wg-relay-tunnel:9.9.9' },
   { udpPort: 'off', stunPort: 'off', serviceType: 'ClusterIP' },
-  { udpPort: 41641, stunPort: 'off', serviceType: 'NodePort' },
+  { udpPort: 41641, stunPort: 'off', serviceType: 'NodePort', udpPublicEndpoint: 'udp.example.com:41641' },
   { store: 'postgres', replicas: '3', tlsSecret: 'relay-tls', storeSecret: 'pg' },
   { store: 'postgres', tlsSecret: 'relay-tls' },
 ];
@@ -162,6 +162,17 @@ describe('relay manifests', () => {
     expect(find(docs, NetworkPolicy.is).spec?.egress).toContainEqual({
       ports: [{ protocol: 'TCP', port: 5432 }],
     });
+  });
+
+  it('passes --udp-public-endpoint to serve only while the UDP port is on', () => {
+    const config = (flags: Partial<RelayFlags>) => find(relayYaml(flags), ConfigMap.is).data?.['config.yaml'];
+    expect(config({ udpPublicEndpoint: 'udp.example.com:51820' })).toContain(
+      'udp-public-endpoint: udp.example.com:51820',
+    );
+    expect(config({})).not.toContain('udp-public-endpoint');
+    expect(() => relayYaml({ udpPort: 'off', udpPublicEndpoint: 'udp.example.com:1' })).toThrow(
+      /--udp-public-endpoint only applies while --udp-port is on/,
+    );
   });
 
   it('refuses --replicas > 1 without PostgreSQL or without a TLS Secret, naming the flag', () => {

@@ -17,6 +17,7 @@ export interface RelayFlags extends ResourceFlags {
   storeSecret?: string;
   tlsSecret?: string;
   udpPort?: number | 'off';
+  udpPublicEndpoint?: string;
   stunPort?: number | 'off';
   serviceType?: (typeof SERVICE_TYPES)[number];
   storageSize?: string;
@@ -32,6 +33,12 @@ export function parseReplicas(value: string): number {
 }
 
 export function relayOptions(flags: RelayFlags): RelayManifestOptions {
+  if (flags.udpPublicEndpoint !== undefined && flags.udpPort === 'off') {
+    throw new TunnelError(
+      'BAD_INPUT',
+      '--udp-public-endpoint only applies while --udp-port is on (it is off)',
+    );
+  }
   if (!flags.publicUrl.startsWith('https://')) {
     throw new TunnelError(
       'BAD_INPUT',
@@ -48,6 +55,7 @@ export function relayOptions(flags: RelayFlags): RelayManifestOptions {
     storeSecret: flags.storeSecret ?? 'tunnel-relay-store',
     tlsSecret: flags.tlsSecret ?? null,
     udpPort: port(flags.udpPort, 51820),
+    udpPublicEndpoint: flags.udpPublicEndpoint ?? null,
     stunPort: port(flags.stunPort, 3478),
     serviceType: flags.serviceType ?? 'LoadBalancer',
     storageSize: parseQuantity(flags.storageSize ?? '1Gi', '--storage-size').text,

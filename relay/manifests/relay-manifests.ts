@@ -54,6 +54,8 @@ export interface RelayManifestOptions {
   /** kubernetes.io/tls Secret; null: the relay's self-signed certificate in its data dir. */
   tlsSecret: string | null;
   udpPort: number | null;
+  /** HOST:PORT agents reach the UDP port at, when not the public URL's host and udpPort. */
+  udpPublicEndpoint: string | null;
   stunPort: number | null;
   serviceType: (typeof SERVICE_TYPES)[number];
   /** Size of the SQLite data volume. */
@@ -83,6 +85,9 @@ function configFile(o: RelayManifestOptions): string {
     'public-url': o.publicUrl,
     'data-dir': '/data',
     'udp-port': o.udpPort ?? 'off',
+    ...(o.udpPort !== null && o.udpPublicEndpoint !== null
+      ? { 'udp-public-endpoint': o.udpPublicEndpoint }
+      : {}),
     'stun-port': o.stunPort ?? 'off',
     ...(o.tlsSecret ? { 'tls-cert': `${TLS_DIR}/tls.crt`, 'tls-key': `${TLS_DIR}/tls.key` } : {}),
   });
