@@ -25,7 +25,7 @@ import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { RelayHooks } from './hooks.js';
 import { ConnectionGuard } from './http/connection-guard.js';
-import { expectationReply, frameworkErrorReply } from './http/error-replies.js';
+import { answerExpectation, frameworkErrorReply } from './http/error-replies.js';
 import { defaultMaxConnections, type HttpLimits, openFilesWarning } from './http/http-limits.js';
 import { httpConnectionFamilies } from './http/http-metrics.js';
 import { readOpenFileLimit } from './http/open-file-limit.js';
@@ -304,16 +304,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     frameworkErrors: (err, req, reply) => sendError(reply, frameworkErrorReply(err.code, req.raw.url ?? '')),
   }).withTypeProvider<TypeBoxTypeProvider>();
   const detachGuard = guard.attach(app.server);
-  app.server.on('checkExpectation', (req, res) => {
-    const e = expectationReply(req.headers.expect);
-    const body = JSON.stringify(e.toJSON());
-    res.writeHead(e.status, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      connection: 'close',
-    });
-    res.end(body);
-  });
+  app.server.on('checkExpectation', answerExpectation);
   ctx.metrics.addCollector(() => httpConnectionFamilies(guard));
 
   // Only JSON bodies are parsed (text/plain and the rest get 415); empty JSON bodies count as {} so body-less

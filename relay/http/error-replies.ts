@@ -3,7 +3,7 @@
  * ('clientError'), Fastify's router errors (a path that is not valid percent-encoding) and unsupported
  * `Expect` headers. Each is the API's one envelope `{"error":{"code","message"}}` with the status of its code.
  */
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
@@ -45,10 +45,17 @@ export function frameworkErrorReply(code: string | undefined, url: string): Tunn
   return new TunnelError('INTERNAL', 'internal error');
 }
 
-/** The answer to an `Expect` header other than 100-continue (Node would answer 417 without a body). */
-export function expectationReply(expect: string | undefined): TunnelError {
-  const shown = JSON.stringify((expect ?? '').slice(0, 64));
-  return new TunnelError('EXPECTATION_FAILED', `Expect: ${shown} is not supported (only 100-continue)`);
+/** The server's 'checkExpectation' handler: an `Expect` other than 100-continue (Node answers 417 with no body). */
+export function answerExpectation(req: IncomingMessage, res: ServerResponse): void {
+  const shown = JSON.stringify((req.headers.expect ?? '').slice(0, 64));
+  const e = new TunnelError('EXPECTATION_FAILED', `Expect: ${shown} is not supported (only 100-continue)`);
+  const body = JSON.stringify(e.toJSON());
+  res.writeHead(e.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  });
+  res.end(body);
 }
 
 /** The bytes of a complete HTTP/1.1 error answer that closes the connection. */
