@@ -159,7 +159,7 @@ export async function mountDataPlane(
   const detach = derp.attach(app.server);
   const udp = ctx.udp ?? null;
   if (udp) {
-    udp.attach((d, from) => hub.endpoint.receiveFrom(d, from));
+    udp.attach({ wireGuard: (d, from) => hub.endpoint.receiveFrom(d, from) });
     log.info({ host: udp.transport.address, port: udp.transport.port }, 'WireGuard UDP port listening (udp)');
   }
   const removeCollector = ctx.metrics.addCollector(() => [

@@ -3,14 +3,15 @@
  * with a direct path and for stock WireGuard peers. Bound before the relay issues anything, so a busy port
  * fails the start with BAD_CONFIG naming the flag. The data plane attaches the hub's endpoint
  * (`receiveFrom`, shared/tunnel-endpoint/tunnel-endpoint.ts); every datagram that does not authenticate is
- * dropped and counted by reason (the device's reasons, and `no-hub` while nothing is attached). The port is
+ * dropped and counted by reason (the device's reasons; `no-hub` while nothing is attached; `no-disco` for disco
+ * messages while the hub takes none). The port is
  * advertised to agents (`tunnel.udpEndpoint`) only while the hub listens on it.
  */
 import { TunnelError } from '../../shared/errors.js';
 import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
 import type { DatagramSource, ReceiveDrop } from '../../shared/wireguard/device.js';
 
-export type HubUdpDropReason = ReceiveDrop | 'no-hub';
+export type HubUdpDropReason = ReceiveDrop | 'no-hub' | 'no-disco';
 
 function noDrops(): Record<HubUdpDropReason, number> {
   return {
@@ -30,6 +31,7 @@ function noDrops(): Record<HubUdpDropReason, number> {
     closed: 0,
     internal: 0,
     'no-hub': 0,
+    'no-disco': 0,
   };
 }
 
@@ -50,15 +52,20 @@ export interface HubUdpOptions {
   publicEndpoint: string | null;
 }
 
-/** What the hub's endpoint does with a WireGuard datagram (null: it authenticated). */
-export type HubUdpReceive = (datagram: Buffer, from: DatagramSource) => ReceiveDrop | null;
+/** What the hub's endpoint does with the port's datagrams. */
+export interface HubUdpReceiver {
+  /** A WireGuard datagram; returns why it was dropped, null once it authenticated. */
+  wireGuard(datagram: Buffer, from: DatagramSource): ReceiveDrop | null;
+  /** A disco message; absent: dropped and counted as `no-disco`. */
+  disco?(message: Buffer, from: DatagramSource): void;
+}
 
 export class HubUdp {
   readonly transport: UdpTransport;
   readonly #publicEndpoint: string | null;
   readonly #dropped = noDrops();
   #authenticated = 0;
-  #hub: HubUdpReceive | null = null;
+  #hub: HubUdpReceiver | null = null;
 
   private constructor(transport: UdpTransport, publicEndpoint: string | null) {
     this.transport = transport;
@@ -76,15 +83,16 @@ export class HubUdp {
     }
   }
 
-  /** The hub's endpoint takes every WireGuard datagram from now on. */
-  attach(receive: HubUdpReceive): void {
-    this.#hub = receive;
+  /** The hub's endpoint takes the port's datagrams from now on. */
+  attach(hub: HubUdpReceiver): void {
+    this.#hub = hub;
     this.transport.listen({
       onWireGuard: (d, from) => {
-        const drop = receive(d, from);
+        const drop = hub.wireGuard(d, from);
         if (drop === null) this.#authenticated++;
         else this.#dropped[drop]++;
       },
+      ...(hub.disco ? { onDisco: (m: Buffer, from: DatagramSource) => hub.disco?.(m, from) } : {}),
     });
   }
 
@@ -105,7 +113,11 @@ export class HubUdp {
     return {
       received: t.received,
       authenticated: this.#authenticated,
-      dropped: { ...this.#dropped, 'no-hub': this.#dropped['no-hub'] + t.unclaimed },
+      dropped: {
+        ...this.#dropped,
+        'no-hub': this.#dropped['no-hub'] + t.unclaimed,
+        'no-disco': t.discoUnhandled,
+      },
       sent: t.sent,
       sendFailed: t.refused + t.sendErrors,
     };

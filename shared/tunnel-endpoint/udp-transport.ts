@@ -17,14 +17,16 @@ export const DEFAULT_MAX_QUEUED_SENDS = 1_024;
 export interface UdpReceiver {
   /** A datagram that is not a disco message (WireGuard, or garbage for the device to count). */
   onWireGuard(datagram: Buffer, from: DatagramSource): void;
-  /** A disco message; absent: dropped and counted as `unclaimed`. */
+  /** A disco message; absent: dropped and counted as `discoUnhandled`. */
   onDisco?(message: Buffer, from: DatagramSource): void;
 }
 
 export interface UdpTransportStats {
   received: number;
-  /** Datagrams that arrived while no receiver listened (or disco without a disco receiver). */
+  /** Datagrams that arrived while no receiver listened. */
   unclaimed: number;
+  /** Disco messages that arrived while the receiver took none. */
+  discoUnhandled: number;
   sent: number;
   /** Sends refused: closed socket or full send queue. */
   refused: number;
@@ -41,7 +43,14 @@ export interface UdpTransportOptions {
 }
 
 export class UdpTransport {
-  readonly stats: UdpTransportStats = { received: 0, unclaimed: 0, sent: 0, refused: 0, sendErrors: 0 };
+  readonly stats: UdpTransportStats = {
+    received: 0,
+    unclaimed: 0,
+    discoUnhandled: 0,
+    sent: 0,
+    refused: 0,
+    sendErrors: 0,
+  };
   readonly #socket: Socket;
   readonly #maxQueued: number;
   #receiver: UdpReceiver | null = null;
@@ -121,6 +130,6 @@ export class UdpTransport {
     if (r === null) this.stats.unclaimed++;
     else if (!isDiscoMessage(msg)) r.onWireGuard(msg, from);
     else if (r.onDisco) r.onDisco(msg, from);
-    else this.stats.unclaimed++;
+    else this.stats.discoUnhandled++;
   }
 }

@@ -1,16 +1,17 @@
 /**
  * Abuse replay: bad input on the hub's WireGuard UDP port (`tunnel-relay serve --udp-port`). A real
  * WireGuard peer (our Device on its own UDP socket, registered through the relay's API) holds a session
- * with the hub; then truncated and random datagrams, handshakes to the wrong key or from an unknown key,
- * transport packets with a forged body, replays of the peer's captured transport packets and the same
- * replays from another address (a spoofed source) hit the port. Every one is dropped and counted by
- * reason on /metrics, none moves the peer's direct path (no roam, nothing sent to the spoofing socket),
+ * with the hub; then truncated, random and disco-looking datagrams, handshakes to the wrong key or from an
+ * unknown key, transport packets with a forged body, replays of the peer's captured transport packets and
+ * the same replays from another address (a spoofed source) hit the port. Every one is dropped and counted
+ * by reason on /metrics, none moves the peer's direct path (no roam, nothing sent to the spoofing socket),
  * and the peer is still answered at its own address afterwards. Through the real relay process.
  */
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HUB_ADDRESS } from '../../relay/addresses.js';
+import { DISCO_MAGIC } from '../../shared/disco/disco-codec.js';
 import {
   buildIcmpEchoPacket,
   ICMP_ECHO_REPLY,
@@ -156,7 +157,7 @@ async function dropsReach(reason: string, before: number, by: number): Promise<n
 }
 
 describe('abuse: bad input on the hub UDP port', () => {
-  it('truncated and random datagrams are dropped as malformed / bad-type', async () => {
+  it('truncated, random and disco-looking datagrams are dropped as malformed / bad-type / no-disco', async () => {
     const m0 = await metrics(relay);
     const raw = await rawSocket();
     closers.push(() => raw.socket.close());
@@ -172,6 +173,12 @@ describe('abuse: bad input on the hub UDP port', () => {
     }
     expect(await dropsReach('malformed', udpCounter(m0, 'datagrams_dropped_total', 'malformed'), n)).toBe(n);
     expect(await dropsReach('bad-type', udpCounter(m0, 'datagrams_dropped_total', 'bad-type'), n)).toBe(n);
+    // Disco-looking datagrams (the magic, then junk) are not WireGuard; the hub takes no disco on this port.
+    for (let i = 0; i < n; i++) {
+      raw.send(Buffer.concat([DISCO_MAGIC, randomBytes(100 + i)]), relay.udpPort);
+      await breathe(i);
+    }
+    expect(await dropsReach('no-disco', udpCounter(m0, 'datagrams_dropped_total', 'no-disco'), n)).toBe(n);
     expect(raw.got).toEqual([]);
   });
 
