@@ -3,11 +3,13 @@
  * on its own socket): the first authenticated datagram opens the peer's direct path and makes it current
  * (the stream link's MTU follows it); the path follows the peer to a new address only once a datagram
  * from there authenticates; garbage and replays from elsewhere never move it; a relayed arrival takes
- * the peer back to its relayed path. And the transport's own refusals: closed, backed up.
+ * the peer back to its relayed path. And the transport itself: disco apart from WireGuard, refusals when closed
+ * or backed up.
  */
 import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../clock.js';
+import { DISCO_MAGIC } from '../disco/disco-codec.js';
 import { buildIcmpEchoPacket, ICMP_ECHO_REQUEST, parseIpv4Address } from '../ip/index.js';
 import { generateKeyPair, generatePresharedKey, type KeyPair } from '../keys.js';
 import { Device } from '../wireguard/device.js';
@@ -197,6 +199,28 @@ describe('UdpTransport', () => {
     await u.close();
     expect(u.send(Buffer.from('x'), LO, 9)).toBe(false);
     expect(u.stats).toMatchObject({ sent: 1, refused: 1 });
+  });
+
+  it('hands disco messages to onDisco, everything else to WireGuard; counts disco nobody takes', async () => {
+    const t = await UdpTransport.open({ host: LO, port: 0 });
+    const u = await UdpTransport.open({ host: LO, port: 0 });
+    closers.push(
+      () => t.close(),
+      () => u.close(),
+    );
+    const wg: Buffer[] = [];
+    const disco: Buffer[] = [];
+    t.listen({ onWireGuard: (d) => wg.push(d), onDisco: (m) => disco.push(m) });
+    const probe = Buffer.concat([DISCO_MAGIC, Buffer.alloc(120, 7)]);
+    u.send(probe, LO, t.port);
+    u.send(Buffer.from([4, 0, 0, 0, 1, 2, 3]), LO, t.port);
+    await until(() => wg.length + disco.length === 2);
+    expect(disco).toEqual([probe]);
+    expect(wg.map((d) => d[0])).toEqual([4]);
+    t.listen({ onWireGuard: (d) => wg.push(d) });
+    u.send(probe, LO, t.port);
+    await until(() => t.stats.discoUnhandled === 1);
+    expect(wg).toHaveLength(1);
   });
 
   it('names the bind error', async () => {
