@@ -9,34 +9,27 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { shown } from '../shared/cli/parsers.js';
 import { TunnelError } from '../shared/errors.js';
 
-/** The 8 groups of an IPv6 address (valid per isIPv6), as numbers. */
-function ipv6Groups(addr: string): number[] {
-  let text = addr.split('%')[0]!;
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4) {
-    const [a, b, c, d] = v4[1]!.split('.').map(Number) as [number, number, number, number];
-    text = `${text.slice(0, -v4[1]!.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
-  const parse = (s: string | undefined): number[] =>
-    s ? s.split(':').map((g) => Number.parseInt(g, 16)) : [];
-  const left = parse(head);
-  const right = parse(tail);
-  const zeros = tail === undefined ? 0 : 8 - left.length - right.length;
-  return [...left, ...Array<number>(zeros).fill(0), ...right];
-}
+/** Key for a socket without an address (already closed), or text that is no address: all share one budget. */
+export const UNKNOWN_SOURCE = 'unknown';
 
-/** Maps a peer address to its limit key: IPv4 as is, IPv4-mapped IPv6 as IPv4, other IPv6 as `<prefix>::/64`. */
-export function sourceKey(address: string): string {
+const IPV6_GROUPS = 8;
+
+/**
+ * Maps a peer address to its limit key: IPv4 as is, IPv4-mapped IPv6 as IPv4, other IPv6 as `<prefix>::/64`,
+ * anything else (undefined, not an address) as UNKNOWN_SOURCE.
+ */
+export function sourceKey(address: string | undefined): string {
+  if (address === undefined) return UNKNOWN_SOURCE;
   if (isIPv4(address)) return address;
-  if (!isIPv6(address)) return address;
-  const g = ipv6Groups(address);
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
-    return [g[6]! >> 8, g[6]! & 0xff, g[7]! >> 8, g[7]! & 0xff].join('.');
+  const groups = ipv6Groups(address);
+  if (groups === null) return UNKNOWN_SOURCE;
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    const [hi = 0, lo = 0] = groups.slice(6);
+    return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
   }
-  return `${g
+  return `${groups
     .slice(0, 4)
-    .map((x) => x.toString(16))
+    .map((g) => g.toString(16))
     .join(':')}::/64`;
 }
 
@@ -51,4 +44,31 @@ export function parseSource(text: string, what = 'source'): string {
     'BAD_INPUT',
     `${what} ${shown(text)} is not an IP address: expected IPv4 (192.0.2.7), IPv6 (2001:db8::7) or an IPv6 /64 (2001:db8:0:1::/64)`,
   );
+}
+
+/** The eight 16-bit groups of an IPv6 address in text form (zone index allowed), or null when it is not one. */
+export function ipv6Groups(text: string): number[] | null {
+  const address = text.split('%', 1)[0] ?? '';
+  if (!isIPv6(address)) return null;
+  const halves = address.split('::');
+  const head = parseGroups(halves[0] ?? '');
+  const tail = parseGroups(halves[1] ?? '');
+  if (halves.length === 1) return head;
+  const fill = IPV6_GROUPS - head.length - tail.length;
+  return [...head, ...new Array<number>(fill).fill(0), ...tail];
+}
+
+/** `a:b:c` or `a:b:1.2.3.4` (isIPv6 already checked the syntax) -> 16-bit groups. */
+function parseGroups(part: string): number[] {
+  if (part === '') return [];
+  const groups: number[] = [];
+  for (const piece of part.split(':')) {
+    if (isIPv4(piece)) {
+      const [a = 0, b = 0, c = 0, d = 0] = piece.split('.').map(Number);
+      groups.push((a << 8) | b, (c << 8) | d);
+    } else {
+      groups.push(Number.parseInt(piece, 16));
+    }
+  }
+  return groups;
 }

@@ -2,7 +2,7 @@
  * The DERP server's pre-admission slots: a connection holds one from its WebSocket upgrade until it is admitted
  * or closed. Two rules keep a flood of upgrades that never send ClientInfo from locking real agents out:
  *
- * - Per source (relay/derp/source-key.ts: IPv4 address or IPv6 /64), at most `maxPerSource` slots; an upgrade
+ * - Per source (relay/source-address.ts: IPv4 address or IPv6 /64), at most `maxPerSource` slots; an upgrade
  *   over it is refused (HTTP 429), so one address cannot take the table.
  * - When all `maxTotal` slots are held, a new arrival takes the slot of the oldest connection that has still
  *   not sent a valid ClientInfo: that socket is cut. A client that answers ServerKey within a round trip keeps

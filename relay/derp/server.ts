@@ -20,11 +20,11 @@ import type { DerpClientLike } from '../../shared/derp/types.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { KeyPair } from '../../shared/keys.js';
 import { rawErrorResponse } from '../http/error-replies.js';
+import { sourceKey } from '../source-address.js';
 import { type HandshakeSlot, HandshakeSlots } from './handshake-slots.js';
 import { DEFAULT_DERP_LIMITS, DerpCloseCode, type DerpLimits } from './limits.js';
 import { type LocalClientHandlers, LocalPeer } from './local-peer.js';
 import { type DerpStats, type DropReason, newStats, type RoutedPeer } from './peer.js';
-import { sourceKeyOf } from './source-key.js';
 import { WsPeer, type WsRouter } from './ws-peer.js';
 
 export interface DerpAdmission {
@@ -171,7 +171,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
       this.#refuse(socket, new TunnelError('AT_CAPACITY', 'relay is at its connection limit'));
       return;
     }
-    const source = sourceKeyOf(req.socket.remoteAddress);
+    const source = sourceKey(req.socket.remoteAddress);
     const slot = this.#slots.take(source, () => socket.destroy());
     if (slot === 'source_limit') {
       refuseUpgrade(

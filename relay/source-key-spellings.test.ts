@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ipv6Groups, sourceKeyOf, UNKNOWN_SOURCE } from './source-key.js';
+import { ipv6Groups, sourceKey, UNKNOWN_SOURCE } from './source-address.js';
 
 const group = fc.integer({ min: 0, max: 0xffff });
 const groups = fc.array(group, { minLength: 8, maxLength: 8 });
@@ -15,7 +15,7 @@ function spellings(gs: number[]): string[] {
   return [full, padded, padded.toUpperCase(), canonical, dotted, `${canonical}%eth0`];
 }
 
-describe('sourceKeyOf', () => {
+describe('sourceKey over every spelling', () => {
   it('keys every spelling of an IPv6 address by its /64, and only by it', () => {
     fc.assert(
       fc.property(groups, groups, (a, b) => {
@@ -23,12 +23,12 @@ describe('sourceKeyOf', () => {
         if (a.slice(0, 6).every((g, i) => g === [0, 0, 0, 0, 0, 0xffff][i])) return; // IPv4-mapped: own property
         for (const text of spellings(a)) {
           expect(ipv6Groups(text)).toEqual(a);
-          expect(sourceKeyOf(text)).toBe(prefix);
+          expect(sourceKey(text)).toBe(prefix);
         }
         const other = [...a.slice(0, 4), ...b.slice(4)];
-        expect(sourceKeyOf(spellings(other)[3])).toBe(prefix);
+        expect(sourceKey(spellings(other)[3])).toBe(prefix);
         const samePrefix = a.slice(0, 4).every((g, i) => g === b[i]);
-        expect(sourceKeyOf(spellings(b)[0]) === prefix).toBe(samePrefix);
+        expect(sourceKey(spellings(b)[0]) === prefix).toBe(samePrefix);
       }),
       { numRuns: 500 },
     );
@@ -39,9 +39,9 @@ describe('sourceKeyOf', () => {
     fc.assert(
       fc.property(byte, byte, byte, byte, (a, b, c, d) => {
         const v4 = `${a}.${b}.${c}.${d}`;
-        expect(sourceKeyOf(v4)).toBe(v4);
-        expect(sourceKeyOf(`::ffff:${v4}`)).toBe(v4);
-        expect(sourceKeyOf(`::FFFF:${hex((a << 8) | b)}:${hex((c << 8) | d)}`)).toBe(v4);
+        expect(sourceKey(v4)).toBe(v4);
+        expect(sourceKey(`::ffff:${v4}`)).toBe(v4);
+        expect(sourceKey(`::FFFF:${hex((a << 8) | b)}:${hex((c << 8) | d)}`)).toBe(v4);
       }),
     );
   });
@@ -49,11 +49,11 @@ describe('sourceKeyOf', () => {
   it('gives anything that is not an address the one unknown key', () => {
     fc.assert(
       fc.property(fc.string(), (text) => {
-        const key = sourceKeyOf(text);
+        const key = sourceKey(text);
         if (key !== UNKNOWN_SOURCE) expect(ipv6Groups(text) !== null || key === text).toBe(true);
       }),
     );
     for (const bad of [undefined, '', 'localhost', '1.2.3', '1:2:3', ':::', '1::2::3', '12345::'])
-      expect(sourceKeyOf(bad)).toBe(UNKNOWN_SOURCE);
+      expect(sourceKey(bad)).toBe(UNKNOWN_SOURCE);
   });
 });
