@@ -175,7 +175,9 @@ function makeServerCertificate(dir: string): { settings: Record<string, string>;
 
 export async function startThrowawayPostgres(opts: ThrowawayOptions = {}): Promise<ThrowawayPostgres> {
   if (process.getuid?.() !== 0) {
-    throw new Error('the PostgreSQL store tests start their server as the postgres user (runuser): run them as root');
+    throw new Error(
+      'the PostgreSQL store tests start their server as the postgres user (runuser): run them as root',
+    );
   }
   const binDir = postgresBinDir();
   const dir = mkdtempSync(join(tmpdir(), 'relay-pg-'));
