@@ -8,9 +8,9 @@ import { HUB_ADDRESS } from './addresses.js';
 import { authenticate, bearerToken, type Principal } from './auth.js';
 import { availableCondition, type Condition, joinedCondition } from './conditions.js';
 import type { RelayConfig } from './config.js';
+import type { FailureLimits } from './failure-limits.js';
 import type { RelayHooks } from './hooks.js';
 import type { Metrics } from './metrics.js';
-import type { FailureLimiter } from './rate-limit.js';
 import type { ReservedKeys } from './reserved-keys.js';
 import type { AuditEntry, ClusterRecord, Store } from './store/types.js';
 import type { HubUdp } from './udp/hub-udp.js';
@@ -23,7 +23,8 @@ export interface RelayContext {
   log: Logger;
   metrics: Metrics;
   /** Failed registrations by source (relay/registration-limit.ts). */
-  limiter: { bySource: FailureLimiter };
+  /** Failed registrations by source: in memory, or shared by the replicas of a PostgreSQL store. */
+  limiter: { bySource: FailureLimits };
   hubPublicKey: Buffer;
   /** Keys no agent may register and the DERP server never disconnects (the hub's own). */
   reservedKeys: ReservedKeys;

@@ -33,15 +33,15 @@ function rateLimited(ctx: RelayContext, reply: FastifyReply, source: string, rem
  * Refuses a registration whose credential failed: 401 BOOTSTRAP_REJECTED counted against `source`,
  * or, once the source has used up its failures, 429 RATE_LIMITED with Retry-After (no warning).
  */
-export function refuseRegistration(
+export async function refuseRegistration(
   ctx: RelayContext,
   reply: FastifyReply,
   attempt: { source: string; cluster: string },
-): never {
+): Promise<never> {
   const { source, cluster } = attempt;
-  const limit = ctx.limiter.bySource.limitOf(source);
+  const limit = await ctx.limiter.bySource.limitOf(source);
   if (limit) rateLimited(ctx, reply, source, limit.remainingMs);
-  const after = ctx.limiter.bySource.fail(source);
+  const after = await ctx.limiter.bySource.fail(source);
   ctx.metrics.registrations.inc({ result: 'rejected' });
   ctx.log.warn({ cluster, source }, 'registration refused');
   if (after.limited) {

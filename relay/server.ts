@@ -23,6 +23,7 @@ import { defaultAead } from '../shared/wireguard/crypto/aead.js';
 import { warnIfNoAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
+import { localFailureLimits } from './failure-limits.js';
 import { RelayHooks } from './hooks.js';
 import { ConnectionGuard } from './http/connection-guard.js';
 import { answerExpectation, frameworkErrorReply } from './http/error-replies.js';
@@ -267,7 +268,10 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     log,
     metrics: new Metrics(),
     limiter: {
-      bySource: new FailureLimiter(clock, REGISTER_FAILURES),
+      bySource:
+        store instanceof PostgresStore
+          ? store.failureLimits(clock, REGISTER_FAILURES)
+          : localFailureLimits(new FailureLimiter(clock, REGISTER_FAILURES)),
     },
     hubPublicKey: hub.publicKey,
     reservedKeys: new ReservedKeys([hub.publicKey]),

@@ -146,6 +146,31 @@ describe('two relay replicas on one PostgreSQL', () => {
   });
 });
 
+describe('failed registrations from one source, spread over both replicas', () => {
+  it('reach the limit on both together; clearing it on one clears it on both', async () => {
+    const [a, b] = replicas;
+    expect((await call(a!, 'DELETE', '/api/v1/rate-limits?all=true', adminKey)).status).toBe(200);
+    const wrongPsk = `tpsk_${'x'.repeat(43)}`;
+    const refused = async (r: Replica) =>
+      (
+        await call(r, 'POST', '/api/v1/register', wrongPsk, {
+          cluster: 'nobody',
+          publicKey: keyToBase64(generateKeyPair().publicKey),
+          agentVersion: '0.1.0',
+        })
+      ).status;
+    for (let i = 0; i < 10; i++) expect(await refused(i % 2 === 0 ? a! : b!)).toBe(401);
+    expect(await refused(a!)).toBe(429);
+    expect(await refused(b!)).toBe(429);
+    const listed = await call(b!, 'GET', '/api/v1/rate-limits', adminKey);
+    expect(listed.body.items).toEqual([
+      expect.objectContaining({ source: '127.0.0.1', failures: 10, limited: true }),
+    ]);
+    expect((await call(b!, 'DELETE', '/api/v1/rate-limits?source=127.0.0.1', adminKey)).status).toBe(200);
+    expect(await refused(a!)).toBe(401);
+  });
+});
+
 describe('admin-key create on a PostgreSQL store', () => {
   it('mints a key every replica accepts at once; an empty database is refused, not filled', async () => {
     const created = await run(

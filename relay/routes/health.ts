@@ -47,7 +47,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
       {
         name: 'tunnel_relay_registration_limiter_entries',
         help: 'Sources being counted for failed registrations.',
-        samples: [[{ by: 'source' }, ctx.limiter.bySource.size]],
+        samples: [[{ by: 'source' }, await ctx.limiter.bySource.size()]],
       },
     ]);
   });

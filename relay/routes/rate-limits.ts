@@ -59,7 +59,7 @@ export const rateLimitRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> =
   app.get('/api/v1/rate-limits', { schema: { response: { 200: LimitList, ...errors } } }, async (req) => {
     requireReader(await principalOf(ctx, req), 'read rate limits');
     const { max, windowMs } = limiter.options;
-    return { max, windowSeconds: windowMs / 1000, items: limiter.list().map(view) };
+    return { max, windowSeconds: windowMs / 1000, items: (await limiter.list()).map(view) };
   });
 
   app.delete(
@@ -73,7 +73,8 @@ export const rateLimitRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> =
         throw new TunnelError('BAD_INPUT', 'query: give exactly one of source=ADDRESS or all=true');
       }
       const key = source === undefined ? null : parseSource(source, 'query.source');
-      const cleared = key === null ? limiter.clearAll() : [limiter.clear(key)].flatMap((e) => (e ? [e] : []));
+      const cleared =
+        key === null ? await limiter.clearAll() : [await limiter.clear(key)].flatMap((e) => (e ? [e] : []));
       if (key !== null && cleared.length === 0) {
         throw new TunnelError('NOT_FOUND', `source ${key} has no failed registrations being counted`);
       }

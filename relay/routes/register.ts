@@ -60,7 +60,8 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
     async (req, reply) => {
       const name = checkName(req.body.cluster, 'cluster');
       // Only failures are limited (relay/registration-limit.ts): a valid credential always registers.
-      const fail = (): never => refuseRegistration(ctx, reply, { source: sourceKey(req.ip), cluster: name });
+      const fail = (): Promise<never> =>
+        refuseRegistration(ctx, reply, { source: sourceKey(req.ip), cluster: name });
       const token = bearerToken(req);
       const kind = token === null ? null : secretKind(token);
       let via: { kind: 'psk'; pskHash: string } | { kind: 'bootstrap'; keyId: string; group: string };

@@ -6,7 +6,10 @@
  * reaches the listeners of every replica (postgres-events.ts).
  */
 import pg from 'pg';
+import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
+import type { FailureLimits } from '../failure-limits.js';
+import type { FailureLimiterOptions } from '../rate-limit.js';
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
 import {
   CONNECT_TIMEOUT_MS,
@@ -18,6 +21,7 @@ import {
   scrub,
 } from './postgres-connection.js';
 import { EVENTS_CHANNEL, EventFeed, encodeEvent, newOrigin, type StoreEvent } from './postgres-events.js';
+import { PgFailureLimits } from './postgres-failure-limits.js';
 import { insertPskPg, takeInstallLinkPg } from './postgres-install-links.js';
 import { applyPgMigrations } from './postgres-migrations.js';
 import { registerInPgTx } from './postgres-register.js';
@@ -454,6 +458,11 @@ export class PostgresStore implements Store {
   onAccessKeyRevoked(listener: (keyId: string) => void): () => void {
     this.#listeners.keyRevoked.add(listener);
     return () => this.#listeners.keyRevoked.delete(listener);
+  }
+
+  /** The failed-registration limit, shared by every replica on this database. */
+  failureLimits(clock: Clock, options: FailureLimiterOptions): FailureLimits {
+    return new PgFailureLimits(() => this.#read(), clock, options);
   }
 
   onRemoteKeyLoss(listener: (event: RemoteKeyLoss) => void): () => void {
