@@ -39,9 +39,9 @@ export async function refuseRegistration(
   attempt: { source: string; cluster: string },
 ): Promise<never> {
   const { source, cluster } = attempt;
-  const limit = await ctx.limiter.bySource.limitOf(source);
-  if (limit) rateLimited(ctx, reply, source, limit.remainingMs);
-  const after = await ctx.limiter.bySource.fail(source);
+  const outcome = await ctx.limiter.bySource.failUnlessLimited(source);
+  if ('limited' in outcome) rateLimited(ctx, reply, source, outcome.limited.remainingMs);
+  const after = outcome.counted;
   ctx.metrics.registrations.inc({ result: 'rejected' });
   ctx.log.warn({ cluster, source }, 'registration refused');
   if (after.limited) {

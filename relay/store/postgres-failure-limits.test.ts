@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
-import { type FailureLimits, localFailureLimits } from '../failure-limits.js';
+import { type FailOutcome, type FailureLimits, localFailureLimits } from '../failure-limits.js';
 import { FailureLimiter, type FailureLimiterOptions, type LimitEntry } from '../rate-limit.js';
 import { PostgresStore } from './postgres.js';
 import { PostgresBackend } from './test-backends.js';
@@ -39,6 +39,7 @@ describe('failed-registration limit in PostgreSQL', () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('fail' as const), key: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f') }),
       fc.record({ kind: fc.constant('limitOf' as const), key: fc.constantFrom('a', 'b', 'c') }),
+      fc.record({ kind: fc.constant('failUnlessLimited' as const), key: fc.constantFrom('a', 'b') }),
       fc.record({ kind: fc.constant('clear' as const), key: fc.constantFrom('a', 'b') }),
       fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 700 }) }),
       fc.constant({ kind: 'clearAll' as const }),
@@ -56,6 +57,16 @@ describe('failed-registration limit in PostgreSQL', () => {
           }
           if (o.kind === 'clearAll') {
             expect((await shared!.clearAll()).map(strip)).toEqual((await local.clearAll()).map(strip));
+            continue;
+          }
+          if (o.kind === 'failUnlessLimited') {
+            const [got, want] = await Promise.all([
+              shared!.failUnlessLimited(o.key),
+              local.failUnlessLimited(o.key),
+            ]);
+            const view = (x: FailOutcome) =>
+              'limited' in x ? { limited: strip(x.limited) } : { counted: strip(x.counted) };
+            expect(view(got)).toEqual(view(want));
             continue;
           }
           const [got, want] = await Promise.all([shared![o.kind](o.key), local[o.kind](o.key)]);
@@ -92,5 +103,16 @@ describe('failed-registration limit in PostgreSQL', () => {
     const [a, b] = await replicas(2, clock, { max: 1000, windowMs: 60_000, maxEntries: 100 });
     await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a! : b!).fail('198.51.100.1')));
     expect((await a!.list()).map((e) => e.failures)).toEqual([40]);
+  });
+
+  it('counts exactly max of many concurrent refusals on two replicas; the rest are limited', async () => {
+    const clock = new FakeClock();
+    const [a, b] = await replicas(2, clock, { max: 10, windowMs: 60_000, maxEntries: 100 });
+    const outcomes = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? a! : b!).failUnlessLimited('203.0.113.9')),
+    );
+    expect(outcomes.filter((o) => 'counted' in o)).toHaveLength(10);
+    expect(outcomes.filter((o) => 'limited' in o)).toHaveLength(20);
+    expect((await a!.list()).map((e) => e.failures)).toEqual([10]);
   });
 });

@@ -7,7 +7,7 @@
  * keeps at most `maxEntries` keys (the least recently failed go first, which only lifts their limit).
  */
 import type { Clock } from '../../shared/clock.js';
-import type { FailureLimits } from '../failure-limits.js';
+import type { FailOutcome, FailureLimits } from '../failure-limits.js';
 import type { FailureLimiterOptions, LimitEntry } from '../rate-limit.js';
 import type { Tx } from './postgres-tx.js';
 
@@ -20,13 +20,21 @@ interface Row {
 export class PgFailureLimits implements FailureLimits {
   readonly options: FailureLimiterOptions;
   readonly #db: () => Promise<Tx>;
+  readonly #serializable: <T>(body: (tx: Tx) => Promise<T>) => Promise<T>;
   readonly #clock: Clock;
 
-  /** `db`: a query runner for single statements (the store's pool). */
-  constructor(db: () => Promise<Tx>, clock: Clock, options: FailureLimiterOptions) {
-    this.#db = db;
-    this.#clock = clock;
-    this.options = options;
+  constructor(opts: {
+    /** A query runner for single statements (the store's pool). */
+    db: () => Promise<Tx>;
+    /** Runs a body in one SERIALIZABLE transaction (the store's). */
+    serializable: <T>(body: (tx: Tx) => Promise<T>) => Promise<T>;
+    clock: Clock;
+    options: FailureLimiterOptions;
+  }) {
+    this.#db = opts.db;
+    this.#serializable = opts.serializable;
+    this.#clock = opts.clock;
+    this.options = opts.options;
   }
 
   #view(r: Row, now: number): LimitEntry {
@@ -45,8 +53,12 @@ export class PgFailureLimits implements FailureLimits {
   }
 
   async limitOf(key: string): Promise<LimitEntry | null> {
+    return this.#limitOf(await this.#db(), key);
+  }
+
+  async #limitOf(tx: Tx, key: string): Promise<LimitEntry | null> {
     const now = this.#clock.wallNow();
-    const r = await (await this.#db()).one<Row>(
+    const r = await tx.one<Row>(
       'SELECT key, window_start, count FROM failure_counts WHERE key = $1 AND window_start > $2 AND count >= $3',
       [key, this.#endedBefore(now), this.options.max],
     );
@@ -54,8 +66,18 @@ export class PgFailureLimits implements FailureLimits {
   }
 
   async fail(key: string): Promise<LimitEntry> {
+    return this.#fail(await this.#db(), key);
+  }
+
+  async failUnlessLimited(key: string): Promise<FailOutcome> {
+    return this.#serializable(async (tx) => {
+      const limited = await this.#limitOf(tx, key);
+      return limited ? { limited } : { counted: await this.#fail(tx, key) };
+    });
+  }
+
+  async #fail(db: Tx, key: string): Promise<LimitEntry> {
     const now = this.#clock.wallNow();
-    const db = await this.#db();
     const r = (await db.one<Row>(
       `INSERT INTO failure_counts (key, window_start, count, touched)
          VALUES ($1, $2, 1, nextval('failure_counts_touch'))

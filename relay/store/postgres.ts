@@ -462,7 +462,12 @@ export class PostgresStore implements Store {
 
   /** The failed-registration limit, shared by every replica on this database. */
   failureLimits(clock: Clock, options: FailureLimiterOptions): FailureLimits {
-    return new PgFailureLimits(() => this.#read(), clock, options);
+    return new PgFailureLimits({
+      db: () => this.#read(),
+      serializable: (body) => this.#write(body),
+      clock,
+      options,
+    });
   }
 
   onRemoteKeyLoss(listener: (event: RemoteKeyLoss) => void): () => void {
