@@ -35,18 +35,17 @@ function refusal(r: Refusal): TunnelError {
 }
 
 /** A refused fetch: its specific error, or 429 once the source has used up its failures (no warning). */
-function refuse(ctx: RelayContext, reply: FastifyReply, source: string, r: Refusal): never {
+async function refuse(ctx: RelayContext, reply: FastifyReply, source: string, r: Refusal): Promise<never> {
   reply.header('cache-control', 'no-store');
-  const limit = ctx.limiter.bySource.limitOf(source);
-  if (limit) {
-    const seconds = retryAfterSeconds(limit.remainingMs);
+  const outcome = await ctx.limiter.bySource.failUnlessLimited(source);
+  if ('limited' in outcome) {
+    const seconds = retryAfterSeconds(outcome.limited.remainingMs);
     reply.header('retry-after', String(seconds));
     throw new TunnelError(
       'RATE_LIMITED',
       `source ${source} had too many refused requests; retry after ${seconds} s (a valid link is still served)`,
     );
   }
-  ctx.limiter.bySource.fail(source);
   ctx.log.warn({ source, reason: r.reason }, 'install link refused');
   throw refusal(r);
 }
@@ -81,10 +80,10 @@ export const installRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
     },
     async (req, reply) => {
       const token = req.params.token;
-      if (secretKind(token) !== 'install') refuse(ctx, reply, req.ip, { reason: 'unknown' });
+      if (secretKind(token) !== 'install') return refuse(ctx, reply, req.ip, { reason: 'unknown' });
       const audit = auditEntry(ctx, req, 'install-link', 'cluster.install-link', '');
       const taken = await ctx.store.takeInstallLink(hashSecret(token), ctx.clock.wallNow(), audit);
-      if (!taken.ok) refuse(ctx, reply, req.ip, taken);
+      if (!taken.ok) return refuse(ctx, reply, req.ip, taken);
       const psk = openInstallLink(token, taken);
       if (psk === null) throw new TunnelError('INTERNAL', 'install link cannot be opened');
       ctx.log.info({ cluster: taken.cluster, source: req.ip }, 'install link used');
