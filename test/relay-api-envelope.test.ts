@@ -9,6 +9,7 @@ import tls from 'node:tls';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../shared/errors.js';
+import { abuseRuns } from './abuse/scale.js';
 import {
   buildIfStale,
   cleanup,
@@ -216,7 +217,7 @@ describe('one error envelope for everything the relay answers', () => {
           expectEnvelope(firstReply(text));
         },
       ),
-      { numRuns: 150 },
+      { numRuns: abuseRuns(150) },
     );
   });
 });

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { ERROR_CODES } from '../shared/errors.js';
+import { abuseRuns } from './abuse/scale.js';
 
 let t: TestRelay;
 let admin: string;
@@ -78,7 +79,7 @@ describe('fuzzed requests', () => {
           checkReply(res.statusCode, res.body, res.headers['content-type'] as string | undefined);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: abuseRuns(300) },
     );
   });
 
@@ -108,7 +109,7 @@ describe('fuzzed requests', () => {
           checkReply(res.statusCode, res.body, res.headers['content-type'] as string | undefined);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: abuseRuns(300) },
     );
   });
 });
