@@ -17,6 +17,7 @@
  * Mounted by the hub's proxy plugin (relay/proxy/proxy-plugin.ts), which the tunnel-relay binary uses.
  */
 import type { FastifyInstance } from 'fastify';
+import { CandidateGatherer } from '../shared/disco/candidates.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
@@ -25,7 +26,7 @@ import { createDerpServer, type DerpServer, type DerpServerOptions } from './der
 import type { AdmittedPeer, KeyEvent } from './hooks.js';
 import { HubNode, type HubNodeOptions } from './hub/hub-node.js';
 import { loadOrCreateHubKey } from './identity.js';
-import { hubUdpFamilies } from './udp/udp-metrics.js';
+import { discoFamilies, hubUdpFamilies } from './udp/udp-metrics.js';
 
 export interface DataPlaneOptions {
   /** Test hook: every payload the DERP server routes (views: copy to keep). */
@@ -106,7 +107,7 @@ export async function mountDataPlane(
       return p;
     },
     onStatus: (cluster, s) => ctx.hooks.updateConnection(cluster, s),
-    ...(ctx.udp ? { udp: ctx.udp.transport } : {}),
+    ...(ctx.udp ? { udp: ctx.udp.transport, disco: {} } : {}),
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
   });
@@ -158,14 +159,32 @@ export async function mountDataPlane(
   ctx.hooks.on('agent-unjoined', onUnjoined);
   const detach = derp.attach(app.server);
   const udp = ctx.udp ?? null;
+  // The hub's own candidates (its interface addresses with the UDP port) for the agents' probes; agents also
+  // try the advertised endpoint (tunnel.udpEndpoint).
+  const candidates = udp
+    ? new CandidateGatherer({
+        clock: ctx.clock,
+        send: (d, host, port) => udp.transport.send(d, host, port),
+        bindAddress: udp.transport.address,
+        port: udp.transport.port,
+        stunServers: [],
+        onChange: (g) => hub.endpoint.disco?.setLocalCandidates(g.candidates),
+      })
+    : null;
   if (udp) {
-    udp.attach({ wireGuard: (d, from) => hub.endpoint.receiveFrom(d, from) });
+    udp.attach({
+      wireGuard: (d, from) => hub.endpoint.receiveFrom(d, from),
+      disco: (d, from) =>
+        hub.endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
+    });
+    candidates?.start();
     log.info({ host: udp.transport.address, port: udp.transport.port }, 'WireGuard UDP port listening (udp)');
   }
   const removeCollector = ctx.metrics.addCollector(() => [
     ...derpFamilies(derp.stats),
     ...hubMetrics.families(),
     ...(udp ? hubUdpFamilies(udp.stats, hub.endpoint.direct) : []),
+    ...(hub.endpoint.disco ? discoFamilies(hub.endpoint.disco) : []),
   ]);
 
   let closing: Promise<void> | null = null;
@@ -180,6 +199,7 @@ export async function mountDataPlane(
         ctx.hooks.off('agent-unjoined', onUnjoined);
         detach();
         udp?.detach();
+        candidates?.stop();
         removeCollector();
         await derp.shutdown();
         hub.close();

@@ -15,11 +15,16 @@
  */
 import { type Clock, realClock } from '../../shared/clock.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
+import { isDiscoMessage } from '../../shared/disco/disco-codec.js';
 import { echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
 import { RelayedPath } from '../../shared/tunnel-endpoint/relayed-path.js';
-import { type EndpointStreamsOptions, TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
+import {
+  type EndpointStreamsOptions,
+  TunnelEndpoint,
+  type TunnelEndpointOptions,
+} from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
 import type { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
 import type { Device, DeviceStats, Peer } from '../../shared/wireguard/device.js';
@@ -67,6 +72,11 @@ export interface HubNodeOptions {
   clock?: Clock;
   /** The hub's UDP port (direct paths send through it); absent: relayed paths only. */
   udp?: Pick<UdpTransport, 'send'>;
+  /**
+   * Disco with the agents (shared/tunnel-endpoint/disco-peers.ts): answers their probes over the relay and
+   * the UDP port, and steers each agent that speaks it to its direct path while that answers.
+   */
+  disco?: TunnelEndpointOptions['disco'];
   maxPeers?: number;
   timers?: Partial<WireGuardTimers>;
   statusIntervalMs?: number;
@@ -120,6 +130,7 @@ export class HubNode {
       // those (UDP sources still need one: Device.receiveFrom).
       authenticatedSources: true,
       ...(opts.udp ? { udp: opts.udp } : {}),
+      ...(opts.disco ? { disco: opts.disco } : {}),
       ...(opts.timers ? { timers: opts.timers } : {}),
       // One stream link per agent with streams in use: as many as the hub holds sessions.
       streams: { maxLinks: maxPeers, ...opts.streams, role: 'client' },
@@ -144,7 +155,8 @@ export class HubNode {
       ...(opts.deadAfterMs !== undefined ? { deadAfterMs: opts.deadAfterMs } : {}),
     });
     this.#peers = new PeerDirectory({
-      addPeer: (p) => this.endpoint.addPeer({ ...p, paths: [new RelayedPath(this.#local, p.publicKey)] }),
+      addPeer: (p) =>
+        this.endpoint.addPeer({ ...p, paths: [new RelayedPath(this.#local, p.publicKey)], disco: true }),
       removePeer: (key) => this.endpoint.removePeer(key),
       clock,
       hubAddr: this.#hubAddr,
@@ -157,7 +169,11 @@ export class HubNode {
     this.#local = opts.derp.connectLocal(
       { publicKey: this.publicKey },
       {
-        onPacket: (src, payload) => this.#peers.fromSource(src, payload),
+        onPacket: (src, payload) => {
+          // Disco from an agent (the relay forwards it like any payload): to the disco side, not WireGuard.
+          if (isDiscoMessage(payload)) this.endpoint.receiveDisco(payload, { via: 'relay', key: src });
+          else this.#peers.fromSource(src, payload);
+        },
         onPeerGone: (key) => {
           const a = this.#peers.get(key.toString('base64'));
           if (a) this.#status.report(a);

@@ -1,4 +1,6 @@
 /** Prometheus families of the hub's UDP port (read at scrape time from its stats). */
+
+import type { DiscoPeers } from '../../shared/tunnel-endpoint/disco-peers.js';
 import { byReason, counterFamily, type Family, oneSample } from '../metrics.js';
 import type { HubUdpStats } from './hub-udp.js';
 
@@ -36,5 +38,29 @@ export function hubUdpFamilies(s: HubUdpStats, direct: { opened: number; roamed:
       'Direct paths that moved to a new address after an authenticated datagram from it.',
       oneSample(direct.roamed),
     ),
+  ];
+}
+
+/** Prometheus families of the hub's disco (probes with the agents, over the relay and the UDP port). */
+export function discoFamilies(d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes'>): Family[] {
+  const p = 'tunnel_relay_disco_';
+  return [
+    counterFamily(
+      `${p}messages_received_total`,
+      'Disco messages received (relay and UDP).',
+      oneSample(d.stats.received),
+    ),
+    counterFamily(`${p}messages_sent_total`, 'Disco messages sent (relay and UDP).', oneSample(d.stats.sent)),
+    counterFamily(
+      `${p}dropped_total`,
+      'Disco messages dropped, by reason (docs/PROTOCOL.md section 9).',
+      byReason(d.dropped),
+    ),
+    {
+      name: `${p}peers`,
+      help: "Agents by their path selector's route (relayed, both, direct).",
+      type: 'gauge',
+      samples: Object.entries(d.routes()).map(([route, v]) => [{ route }, v]),
+    },
   ];
 }

@@ -39,6 +39,8 @@ export interface DiscoPeersOptions {
   /** Absent: no UDP socket (`--egress 443-only`, or it could not be opened). */
   readonly sendUdp?: (datagram: Buffer, host: string, port: number) => boolean;
   onRouteChange(peer: Buffer, route: Route, remote: DiscoAddress | undefined): void;
+  /** The first disco message from a peer was accepted: it speaks disco (its paths may be steered). */
+  readonly onHeard?: (peer: Buffer) => void;
   readonly conditions?: Partial<Omit<LocalConditions, 'udp'>>;
   readonly timers?: Partial<PathTimers>;
   /** Peers held at most (default 10,000): addPeer refuses more. */
@@ -63,6 +65,7 @@ export interface DiscoPeer {
 
 interface PeerState extends DiscoPeer {
   timer: TimerHandle | undefined;
+  heard: boolean;
   lastCallMeMaybeAt: number;
 }
 
@@ -136,6 +139,7 @@ export class DiscoPeers {
         if (state.selector.noteTraffic()) this.#poll(state);
       },
       timer: undefined,
+      heard: false,
       lastCallMeMaybeAt: Number.NEGATIVE_INFINITY,
     };
     this.#peers.set(id, state);
@@ -160,7 +164,7 @@ export class DiscoPeers {
   }
 
   /** Applies to every peer at once (relay-only and 443-only stop UDP pings and drop direct routes). */
-  setConditions(c: Partial<Omit<LocalConditions, 'udp'>>): void {
+  setConditions(c: Partial<LocalConditions>): void {
     this.#conditions = { ...this.#conditions, ...c };
     for (const state of this.#peers.values()) {
       const wasAllowed = state.selector.udpAllowed;
@@ -169,6 +173,13 @@ export class DiscoPeers {
       if (wasAllowed !== state.selector.udpAllowed) this.#sendCallMeMaybe(state);
       this.#poll(state);
     }
+  }
+
+  /** How many peers are on each route now. */
+  routes(): Record<Route, number> {
+    const out: Record<Route, number> = { relayed: 0, both: 0, direct: 0 };
+    for (const state of this.#peers.values()) out[state.selector.route]++;
+    return out;
   }
 
   /** Addresses a peer is known at without its call-me-maybe (the hub's advertised UDP endpoint). */
@@ -204,6 +215,10 @@ export class DiscoPeers {
     if (reason || !r.ok || !state) {
       this.dropped[reason ?? 'unknown-sender']++;
       return;
+    }
+    if (!state.heard) {
+      state.heard = true;
+      this.#o.onHeard?.(state.key);
     }
     const m = r.message;
     if (m.type === 'ping') this.#onPing(state, m.txid, from);

@@ -84,7 +84,11 @@ export interface TunnelPeerConfig {
   address: string;
   /** Its paths now (more may be added to its PeerPaths later). */
   paths?: readonly Path[];
-  /** The peer speaks disco: its route follows its path selector (needs the endpoint's `disco` option). */
+  /**
+   * The peer may speak disco (needs the endpoint's `disco` option): once a disco message from it is accepted,
+   * its route follows its path selector; until then (and for a stock WireGuard peer, for good) its path is the
+   * one its latest authenticated datagram arrived on.
+   */
   disco?: boolean;
 }
 
@@ -146,6 +150,7 @@ export class TunnelEndpoint {
           sendRelay: (peer, d) => this.paths.get(keyToBase64(peer))?.get('relayed')?.send(d) === true,
           ...(udp ? { sendUdp: (d: Buffer, host: string, port: number) => udp.send(d, host, port) } : {}),
           onRouteChange: (peer, route, remote) => this.#routeChanged(peer, route, remote),
+          onHeard: (peer) => this.#heard(peer),
           ...(o.maxPeers !== undefined ? { maxPeers: o.maxPeers } : {}),
         })
       : undefined;
@@ -181,8 +186,7 @@ export class TunnelEndpoint {
     });
     this.paths.hold(paths);
     for (const p of cfg.paths ?? []) paths.add(p);
-    const steering = cfg.disco ? this.disco?.addPeer(cfg.publicKey) : undefined;
-    if (steering) paths.steer(steering);
+    if (cfg.disco) this.disco?.addPeer(cfg.publicKey);
     return { peer, paths };
   }
 
@@ -230,6 +234,13 @@ export class TunnelEndpoint {
   close(): void {
     this.streams.close();
     this.device.close();
+  }
+
+  /** The peer speaks disco (a message from it was accepted): its selector steers its paths from now on. */
+  #heard(key: Buffer): void {
+    const paths = this.paths.get(keyToBase64(key));
+    const steering = this.disco?.peer(key);
+    if (paths && steering) paths.steer(steering);
   }
 
   /** A steered peer's route changed: its direct path goes to the confirmed remote, then it reselects. */
