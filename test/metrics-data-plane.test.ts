@@ -53,7 +53,18 @@ async function join_(name: string, start: boolean): Promise<void> {
   stateDirs[name] = stateDir;
   const j = await run(
     CLIENT_BIN,
-    [...args, '--state-dir', stateDir, '--upstream', `http://127.0.0.1:${upstreamPort}`, '--wait'],
+    // --egress 443-only: the traffic stays on the relay, whose counters this test reads (the hub's UDP
+    // port is on, so an agent allowed UDP would move the bytes to its direct path).
+    [
+      ...args,
+      '--state-dir',
+      stateDir,
+      '--upstream',
+      `http://127.0.0.1:${upstreamPort}`,
+      '--egress',
+      '443-only',
+      '--wait',
+    ],
     cleanEnv(),
     40_000,
   );

@@ -232,6 +232,7 @@ export class TunnelEndpoint {
 
   /** Ends every stream session, then the device (its peers' timers stop). */
   close(): void {
+    this.disco?.close();
     this.streams.close();
     this.device.close();
   }

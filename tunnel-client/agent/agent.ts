@@ -34,6 +34,8 @@ export interface DataPlane {
   stats(): ConnectionStats;
   /** Resolves once the session is up (`join --wait`); data planes without one count as up at once. */
   whenUp?(timeoutMs?: number): Promise<void>;
+  /** The effective values changed (or the data plane just started): settings it reads apply at once. */
+  applyValues?(values: Values): void;
   close(): Promise<void>;
 }
 
@@ -250,6 +252,7 @@ export class Agent {
       this.#relayValues = await this.#o.api.values(this.#state.cluster);
       if (!this.#running) return;
       this.#values = effectiveValues(this.#relayValues, this.#o.valuesFiles);
+      this.#dataPlane?.applyValues?.(this.#values);
       this.#valuesBackoff.reset();
       this.#writeStatus();
     } catch (err) {
@@ -277,6 +280,7 @@ export class Agent {
           if (this.#running) this.#writeStatus();
         },
       });
+      this.#dataPlane.applyValues?.(this.#values);
       for (const w of this.#dataPlaneWaiters.splice(0)) w(this.#dataPlane);
     } catch (err) {
       this.#lastError = describe(err);

@@ -74,10 +74,24 @@ export interface AgentState {
   readonly egress?: '443-only' | 'auto';
 }
 
+/** The direct path's details (the agent's path selector; shared/tunnel-endpoint/path-selector.ts). */
+export interface PathDetail {
+  /** `host:port` the direct path goes to while it is in use (or being confirmed). */
+  readonly remote: string | null;
+  readonly rttDirectMs: number | null;
+  readonly rttRelayedMs: number | null;
+  /** When the path last changed (ISO 8601). */
+  readonly lastSwitch: string | null;
+  /** Why the traffic is not direct (PathSnapshot.reason), null while it is. */
+  readonly reason: string | null;
+}
+
 /** Connection figures the data plane reports (all "not connected" until it exists). */
 export interface ConnectionStats {
   readonly connected: boolean;
   readonly path: PathKind;
+  /** Present when the data plane selects paths (disco). */
+  readonly pathDetail?: PathDetail;
   readonly rttMs: number | null;
   readonly lastHandshake: string | null;
   readonly bytesIn: number;

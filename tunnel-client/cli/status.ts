@@ -11,6 +11,7 @@ import {
   type AgentState,
   type AgentStatusFile,
   DISCONNECTED,
+  type PathDetail,
   type RegistrationStatus,
 } from '../agent/types.js';
 import { apiFromState, openStateDir, stateDirOption } from './context.js';
@@ -20,6 +21,8 @@ export interface StatusReport {
   readonly status: RegistrationStatus;
   readonly connected: boolean;
   readonly path: 'direct' | 'relayed' | 'none';
+  /** The direct path's details (remote, RTT per path, last switch, why relayed); null when not reported. */
+  readonly pathDetail: PathDetail | null;
   readonly rttMs: number | null;
   readonly lastHandshake: string | null;
   readonly bytesIn: number;
@@ -47,6 +50,7 @@ export function buildReport(
     status: file && running ? file.status : state.status,
     connected: conn.connected,
     path: conn.path,
+    pathDetail: conn.pathDetail ?? null,
     rttMs: conn.rttMs,
     lastHandshake: conn.lastHandshake,
     bytesIn: conn.bytesIn,
@@ -60,6 +64,19 @@ export function buildReport(
     lastError: running && file ? file.lastError : null,
     updatedAt: file?.updatedAt ?? null,
   };
+}
+
+const ms = (v: number | null) => (v === null ? '-' : `${v} ms`);
+
+/** The path selector's view, one entry per line (nothing when the agent did not report one). */
+function pathLines(d: PathDetail | null): string[] {
+  if (!d) return [];
+  return [
+    `direct remote:  ${d.remote ?? '-'}`,
+    `path rtt:       direct ${ms(d.rttDirectMs)}, relayed ${ms(d.rttRelayedMs)}`,
+    `path switched:  ${d.lastSwitch ?? '-'}`,
+    ...(d.reason ? [`relayed why:    ${d.reason}`] : []),
+  ];
 }
 
 export function statusCommand(): Command {
@@ -96,6 +113,7 @@ export function statusCommand(): Command {
         `status:         ${report.status}`,
         `agent running:  ${report.agentRunning ? 'yes' : 'no'}`,
         `connected:      ${report.connected ? 'yes' : 'no'} (path ${report.path})`,
+        ...pathLines(report.pathDetail),
         `rtt:            ${report.rttMs === null ? '-' : `${report.rttMs} ms`}`,
         `last handshake: ${report.lastHandshake ?? '-'}`,
         `bytes in/out:   ${report.bytesIn} / ${report.bytesOut}`,

@@ -7,11 +7,24 @@ import { readFileSync } from 'node:fs';
 import { realClock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import { wsAgentFor } from '../../shared/proxy/transports.js';
+import type { Values } from '../../shared/values/deep-merge.js';
 import type { DataPlane, DataPlaneFactory } from '../agent/agent.js';
 import { Allowlist } from '../dialer/allowlist.js';
 import { Dialer } from '../dialer/dialer.js';
 import { upstreamTrust } from '../dialer/upstream-trust.js';
-import { AgentSession, type AgentSessionOptions } from './agent-session.js';
+import { AgentSession, type AgentSessionOptions, type PathPolicy } from './agent-session.js';
+
+/**
+ * The cluster's `path` value: `relay-only` keeps the tunnel on the relay; `auto` (or absent) lets it go direct.
+ * Anything else is reported through `warn` and treated as auto.
+ */
+export function pathPolicyOf(values: Values, warn: (line: string) => void): PathPolicy {
+  const v = values.path;
+  if (v === undefined || v === 'auto') return 'auto';
+  if (v === 'relay-only') return 'relay-only';
+  warn(`values: path must be auto or relay-only, got ${JSON.stringify(v)?.slice(0, 40)}; using auto`);
+  return 'auto';
+}
 
 export interface AgentDataPlaneOptions {
   log?: (line: string) => void;
@@ -59,13 +72,21 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       ca: ctx.state.caFile ? readCa(ctx.state.caFile) : undefined,
       onChange: ctx.onChange,
       onStream: (s) => dialer.handle(s),
+      egress: ctx.state.egress ?? 'auto',
       ...(opts.log ? { log: opts.log } : {}),
     });
+    let policy: PathPolicy | undefined;
     const dp: AgentDataPlane = {
       session,
       dialer,
       stats: () => session.stats(),
       whenUp: (ms) => session.whenUp(ms),
+      applyValues: (values) => {
+        const next = pathPolicyOf(values, (line) => opts.log?.(line));
+        if (next === policy) return;
+        policy = next;
+        session.setPathPolicy(next);
+      },
       close: () => session.close(),
     };
     return dp;

@@ -6,6 +6,12 @@
  * DERP packets to the hub key; DERP packets from the hub go to the endpoint. Streams the hub opens go to
  * `onStream` (the dialer); only the hub may start a stream session.
  *
+ * Direct path (agent-direct.ts): when the relay advertises the hub's UDP endpoint and `--egress` is not
+ * 443-only, a UDP socket, the agent's candidates and disco with the hub (shared/tunnel-endpoint/disco-peers.ts):
+ * relay payloads that start with the disco magic go to the disco side, not to WireGuard, and the hub's path
+ * follows its selector (direct while its probes answer, the relay otherwise). `setPathPolicy('relay-only')`
+ * (the cluster's `path` value) applies at once.
+ *
  * Timers: every probeIntervalMs (2 s) an ICMP echo to the hub (RTT, liveness). The session counts as
  * connected while the relay is connected, a handshake completed and a probe reply arrived within
  * deadAfterMs (6 s). When that lapses, or whenever the relay connection comes (back) up, a new
@@ -15,22 +21,28 @@
 
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/derp/client.js';
+import { isDiscoMessage } from '../../shared/disco/disco-codec.js';
 import { TunnelError } from '../../shared/errors.js';
 import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
 import type { MuxStream } from '../../shared/mux/mux-stream.js';
+import type { PathTimers } from '../../shared/tunnel-endpoint/path-timers.js';
 import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
 import { RelayedPath } from '../../shared/tunnel-endpoint/relayed-path.js';
 import { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
 import type { Peer } from '../../shared/wireguard/device.js';
-import type { ConnectionStats, Tunnel } from '../agent/types.js';
+import type { ConnectionStats, PathDetail, Tunnel } from '../agent/types.js';
+import { AgentDirect, directWanted } from './agent-direct.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
 export const DEFAULT_DEAD_AFTER_MS = 6_000;
 /** status.json is refreshed at least this often while running (bytes, RTT). */
 export const STATUS_REFRESH_MS = 10_000;
+
+/** The cluster's `path` value: auto (direct when it works) or relay-only. */
+export type PathPolicy = 'auto' | 'relay-only';
 
 export interface AgentSessionOptions {
   privateKey: Buffer | string;
@@ -50,6 +62,12 @@ export interface AgentSessionOptions {
   probeIntervalMs?: number;
   deadAfterMs?: number;
   timers?: Partial<WireGuardTimers>;
+  /** `--egress`: 443-only sends no UDP at all (default auto: UDP to the hub when the relay offers it). */
+  egress?: '443-only' | 'auto';
+  /** The cluster's `path` value at start (default auto); setPathPolicy() changes it. */
+  pathPolicy?: PathPolicy;
+  /** Path selector timers (tests). */
+  pathTimers?: Partial<PathTimers>;
   /** Extra relay-client options (backoff, ping intervals) and a replaceable connector (tests). */
   derp?: Partial<Omit<DerpClientOptions, 'url' | 'keyPair' | 'onPacket'>>;
   connect?: (o: DerpClientOptions) => DerpClient;
@@ -66,6 +84,7 @@ export class AgentSession {
   readonly #prober: EchoProber;
   readonly #probeMs: number;
   readonly #deadMs: number;
+  readonly #direct: AgentDirect | undefined;
   #timer: TimerHandle | undefined;
   #connected = false;
   #lastRefresh: number;
@@ -89,11 +108,25 @@ export class AgentSession {
     const hubAddr = parseIpv4Address(t.hubAddress);
     this.#prober = new EchoProber({ clock: this.#clock, src: this.#self, dst: hubAddr });
     const onStream = o.onStream;
+    const egress = o.egress ?? 'auto';
+    this.#direct = directWanted(t, egress)
+      ? new AgentDirect({
+          clock: this.#clock,
+          tunnel: t,
+          hubKey: this.#hubKey,
+          ...(o.log ? { log: o.log } : {}),
+        })
+      : undefined;
     this.endpoint = new TunnelEndpoint({
       privateKey: priv,
       address: this.#self,
       clock: this.#clock,
       ...(o.timers ? { timers: o.timers } : {}),
+      ...(this.#direct ? { udp: this.#direct.sender } : {}),
+      disco: {
+        conditions: { egress: egress === '443-only' ? '443-only' : 'any', policy: o.pathPolicy ?? 'auto' },
+        ...(o.pathTimers ? { timers: o.pathTimers } : {}),
+      },
       streams: {
         role: 'server',
         accept: (remote) => remote === hubAddr,
@@ -105,9 +138,12 @@ export class AgentSession {
       publicKey: this.#hubKey,
       presharedKey: t.presharedKey,
       address: t.hubAddress,
+      disco: true,
     });
     this.hub = hub.peer;
     this.hub.on('session', () => {
+      // The hub may have restarted: it hears our candidates again.
+      this.endpoint.disco?.announce(this.#hubKey);
       this.#probe();
       this.#changed();
     });
@@ -121,7 +157,9 @@ export class AgentSession {
       ...(o.ca ? { ca: o.ca } : {}),
       clock: this.#clock,
       onPacket: (src, payload) => {
-        if (src.equals(this.#hubKey)) this.endpoint.receive(payload, hub.paths);
+        if (!src.equals(this.#hubKey)) return;
+        if (isDiscoMessage(payload)) this.endpoint.receiveDisco(payload, { via: 'relay', key: src });
+        else this.endpoint.receive(payload, hub.paths);
       },
       onState: (e) => {
         this.#relayConnected = e.state === 'connected';
@@ -138,15 +176,40 @@ export class AgentSession {
       },
     });
     hub.paths.add(new RelayedPath(this.derp, this.#hubKey));
+    void this.#direct?.start(this.endpoint);
     this.#armTick();
+  }
+
+  /** The cluster's `path` value changed: relay-only moves the hub to the relay and stops UDP at once. */
+  setPathPolicy(policy: PathPolicy): void {
+    this.endpoint.disco?.setConditions({ policy });
+    this.#changed();
+  }
+
+  /** The path selector's view of the hub: remote, RTT per path, last switch, why relayed. */
+  pathDetail(): PathDetail | undefined {
+    const snap = this.endpoint.disco?.snapshot(this.#hubKey);
+    if (!snap) return undefined;
+    const direct = this.endpoint.paths.get(this.#hubKey.toString('base64'))?.path?.kind === 'direct';
+    return {
+      remote: snap.remote ? formatHostPort(snap.remote) : null,
+      rttDirectMs: snap.rttMs.direct ?? null,
+      rttRelayedMs: snap.rttMs.relayed ?? null,
+      lastSwitch: snap.lastSwitchAt === undefined ? null : new Date(snap.lastSwitchAt).toISOString(),
+      reason: direct && snap.route === 'direct' ? null : (snap.reason ?? null),
+    };
   }
 
   /** Connection figures for status.json and `tunnel-client status`. */
   stats(): ConnectionStats {
     const at = this.hub.lastHandshakeAt;
+    const paths = this.endpoint.paths.get(this.#hubKey.toString('base64'));
+    const kind = paths?.path?.kind === 'direct' && !paths.duplicating ? 'direct' : 'relayed';
+    const detail = this.pathDetail();
     return {
       connected: this.#connected,
-      path: this.#connected ? 'relayed' : 'none',
+      path: this.#connected ? kind : 'none',
+      ...(detail ? { pathDetail: detail } : {}),
       rttMs: this.#connected ? this.#prober.roundedRttMs : null,
       lastHandshake: at === null ? null : new Date(at).toISOString(),
       bytesIn: this.hub.rxBytes,
@@ -180,6 +243,7 @@ export class AgentSession {
     this.#clock.clearTimer(this.#timer);
     this.derp.close();
     this.endpoint.close();
+    await this.#direct?.close();
     this.#connected = false;
     const err = new TunnelError('CLOSED', 'session is closed');
     for (const w of this.#waiters.splice(0)) {
@@ -248,6 +312,10 @@ export class AgentSession {
     this.#lastRefresh = this.#clock.now();
     this.#o.onChange?.();
   }
+}
+
+function formatHostPort(a: { host: string; port: number }): string {
+  return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }
 
 export function startAgentSession(o: AgentSessionOptions): AgentSession {

@@ -1,0 +1,117 @@
+/**
+ * The agent's side of the direct path to the hub: one UDP socket (all IPv4 interfaces, an ephemeral port)
+ * that carries WireGuard, disco and STUN; the agent's candidates (local addresses and the reflexive one
+ * from the relay's STUN responder, through that same socket) sent to the hub in call-me-maybe; and the
+ * hub's advertised UDP endpoint (`tunnel.udpEndpoint`) as a candidate the selector always tries.
+ *
+ * Opened only when the relay advertises a UDP endpoint and `--egress` is not `443-only`: with 443-only the
+ * agent sends no UDP at all (no socket, no STUN, no probes). Until the socket is open (or when it cannot be
+ * opened) sends are refused, which the selector sees as unanswered probes.
+ */
+import { lookup } from 'node:dns/promises';
+import type { Clock } from '../../shared/clock.js';
+import { CandidateGatherer, type StunServer } from '../../shared/disco/candidates.js';
+import type { DiscoAddress } from '../../shared/disco/disco-codec.js';
+import { normalizeIp } from '../../shared/disco/ip-bytes.js';
+import { isStunBindingSuccess } from '../../shared/stun/stun-codec.js';
+import type { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
+import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
+import type { Tunnel } from '../agent/types.js';
+import { splitEndpoint } from '../egress/destinations.js';
+
+/** Where the UDP socket binds: every IPv4 interface, a port the kernel picks. */
+const BIND_HOST = '0.0.0.0';
+
+/** `host:port` with the host resolved to an address (IPv4 preferred); null when it does not parse or resolve. */
+async function resolveEndpoint(endpoint: string | null | undefined): Promise<DiscoAddress | null> {
+  const hp = endpoint ? splitEndpoint(endpoint) : undefined;
+  if (!hp) return null;
+  const literal = normalizeIp(hp.host);
+  if (literal) return { host: literal, port: hp.port };
+  try {
+    const { address } = await lookup(hp.host, { family: 4 });
+    return { host: address, port: hp.port };
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the agent may use UDP to the hub: the relay advertises a port and egress allows it. */
+export function directWanted(tunnel: Tunnel, egress: '443-only' | 'auto'): boolean {
+  return egress !== '443-only' && !!tunnel.udpEndpoint;
+}
+
+export interface AgentDirectOptions {
+  readonly clock: Clock;
+  readonly tunnel: Tunnel;
+  readonly hubKey: Buffer;
+  readonly log?: (line: string) => void;
+}
+
+export class AgentDirect {
+  /** What the endpoint sends direct datagrams and disco through (refused until the socket is open). */
+  readonly sender = {
+    send: (d: Buffer, host: string, port: number): boolean => this.#transport?.send(d, host, port) ?? false,
+  };
+  readonly #o: AgentDirectOptions;
+  #transport: UdpTransport | undefined;
+  #gatherer: CandidateGatherer | undefined;
+  #closed = false;
+
+  constructor(o: AgentDirectOptions) {
+    this.#o = o;
+  }
+
+  /** The socket's port once open. */
+  get port(): number | undefined {
+    return this.#transport?.port;
+  }
+
+  /** Opens the socket and starts gathering candidates for `endpoint`'s disco. Never rejects. */
+  async start(endpoint: TunnelEndpoint): Promise<void> {
+    const disco = endpoint.disco;
+    if (!disco) return;
+    try {
+      this.#transport = await UdpTransport.open({ host: BIND_HOST, port: 0 });
+    } catch (err) {
+      this.#o.log?.(`UDP socket for the direct path not opened (${String(err)}); staying on the relay`);
+      disco.setConditions({ udp: 'unavailable' });
+      return;
+    }
+    if (this.#closed) return void this.#transport.close();
+    const [hubUdp, stun] = await Promise.all([
+      resolveEndpoint(this.#o.tunnel.udpEndpoint),
+      resolveEndpoint(this.#o.tunnel.stunEndpoint),
+    ]);
+    if (this.#closed) return;
+    const transport = this.#transport;
+    const stunServers: StunServer[] = stun ? [stun] : [];
+    const gatherer = new CandidateGatherer({
+      clock: this.#o.clock,
+      send: (d, host, port) => transport.send(d, host, port),
+      bindAddress: BIND_HOST,
+      port: transport.port,
+      stunServers,
+      onChange: (g) => {
+        disco.setConditions({ stun: g.stun });
+        disco.setLocalCandidates(g.candidates);
+      },
+    });
+    this.#gatherer = gatherer;
+    transport.listen({
+      onWireGuard: (d, from) => {
+        if (isStunBindingSuccess(d)) gatherer.receiveStun(d, from);
+        else endpoint.receiveFrom(d, from);
+      },
+      onDisco: (d, from) => endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
+    });
+    if (hubUdp) disco.setConfigured(this.#o.hubKey, [hubUdp]);
+    gatherer.start();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#gatherer?.stop();
+    await this.#transport?.close();
+  }
+}
