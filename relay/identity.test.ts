@@ -20,7 +20,7 @@ describe('start-up failures', () => {
     const file = join(dir, 'not-a-dir');
     writeFileSync(file, 'x');
     const c1 = resolveRelayConfig({
-      flags: { dataDir: join(file, 'sub'), listen: '127.0.0.1:0', stunPort: 'off' },
+      flags: { dataDir: join(file, 'sub'), listen: '127.0.0.1:0', stunPort: 'off', udpPort: 'off' },
     });
     await expect(startRelay(c1, { logStream: new LogCapture() })).rejects.toThrow(
       /^data-dir: cannot prepare .*ENOTDIR/,
@@ -30,6 +30,7 @@ describe('start-up failures', () => {
         dataDir: join(dir, 'ok'),
         listen: '127.0.0.1:0',
         stunPort: 'off',
+        udpPort: 'off',
         store: `sqlite:${join(dir, 'missing', 'x.db')}`,
       },
     });
@@ -51,7 +52,9 @@ describe('start-up failures', () => {
 
   it('a port in use is BAD_CONFIG naming listen, and the store is closed again', async () => {
     const first = await startRelay(
-      resolveRelayConfig({ flags: { dataDir: join(dir, 'p1'), listen: '127.0.0.1:0', stunPort: 'off' } }),
+      resolveRelayConfig({
+        flags: { dataDir: join(dir, 'p1'), listen: '127.0.0.1:0', stunPort: 'off', udpPort: 'off' },
+      }),
       {
         logStream: new LogCapture(),
       },
@@ -72,7 +75,7 @@ describe('plugin failure', () => {
   it('a plugin that throws fails startRelay and closes the store', async () => {
     const store = new SqliteStore(':memory:');
     const config = resolveRelayConfig({
-      flags: { dataDir: join(dir, 'plug'), listen: '127.0.0.1:0', stunPort: 'off' },
+      flags: { dataDir: join(dir, 'plug'), listen: '127.0.0.1:0', stunPort: 'off', udpPort: 'off' },
     });
     await expect(
       startRelay(config, {
@@ -93,7 +96,7 @@ describe('certificate coverage', () => {
   it('warns at start when the public URL host is not in the existing certificate', async () => {
     const dataDir = join(dir, 'cov');
     const a = await startRelay(
-      resolveRelayConfig({ flags: { dataDir, listen: '127.0.0.1:0', stunPort: 'off' } }),
+      resolveRelayConfig({ flags: { dataDir, listen: '127.0.0.1:0', stunPort: 'off', udpPort: 'off' } }),
       {
         logStream: new LogCapture(),
       },
@@ -103,7 +106,13 @@ describe('certificate coverage', () => {
     const logs = new LogCapture();
     const b = await startRelay(
       resolveRelayConfig({
-        flags: { dataDir, listen: '127.0.0.1:0', stunPort: 'off', publicUrl: 'https://moved.example.com' },
+        flags: {
+          dataDir,
+          listen: '127.0.0.1:0',
+          stunPort: 'off',
+          udpPort: 'off',
+          publicUrl: 'https://moved.example.com',
+        },
       }),
       { logStream: logs },
     );
@@ -218,6 +227,7 @@ describe('plain-http: the public CA', () => {
           dataDir: join(dir, 'plain-1'),
           listen: '127.0.0.1:0',
           stunPort: 'off',
+          udpPort: 'off',
           plainHttp: true,
           publicUrl: 'https://relay.example.com',
           publicCaFile: f,
@@ -244,6 +254,7 @@ describe('plain-http: the public CA', () => {
           dataDir: join(dir, 'plain-3'),
           listen: '127.0.0.1:0',
           stunPort: 'off',
+          udpPort: 'off',
           plainHttp: true,
           publicUrl: 'https://other.example.com',
           publicCaFile: f,
@@ -265,6 +276,7 @@ describe('plain-http: the public CA', () => {
           dataDir: join(dir, 'plain-2'),
           listen: '127.0.0.1:0',
           stunPort: 'off',
+          udpPort: 'off',
           plainHttp: true,
           publicUrl: 'https://r.example',
         },

@@ -19,7 +19,7 @@ let relay: RunningRelay;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'relay-tls-hs-'));
   relay = await startRelay(
-    resolveRelayConfig({ flags: { dataDir: dir, listen: '127.0.0.1:0', stunPort: 'off' } }),
+    resolveRelayConfig({ flags: { dataDir: dir, listen: '127.0.0.1:0', stunPort: 'off', udpPort: 'off' } }),
     {
       logStream: new LogCapture(),
     },
