@@ -2,8 +2,10 @@
 
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { packageVersion } from '../shared/cli/version.js';
 import type { Clock } from '../shared/clock.js';
 import { keyToBase64 } from '../shared/keys.js';
+import { isOlderVersion } from '../shared/version-compare.js';
 import { HUB_ADDRESS } from './addresses.js';
 import { authenticate, bearerToken, type Principal } from './auth.js';
 import { availableCondition, type Condition, joinedCondition } from './conditions.js';
@@ -67,6 +69,8 @@ export interface ClusterView {
   connected: boolean;
   path: string;
   agentVersion: string | null;
+  /** The agent reported an older release than this relay's (upgrade it); false when newer, equal or unknown. */
+  agentOutdated: boolean;
   publicKey: string | null;
   address: string | null;
   claims: Record<string, string>;
@@ -94,6 +98,7 @@ export function clusterView(ctx: RelayContext, c: ClusterRecord): ClusterView {
     connected: live.connected,
     path: live.path,
     agentVersion: c.agentVersion,
+    agentOutdated: c.agentVersion !== null && isOlderVersion(c.agentVersion, packageVersion()),
     publicKey: c.publicKey,
     address: c.address,
     claims: c.claims,

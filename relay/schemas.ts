@@ -61,6 +61,7 @@ export const Cluster = Type.Object(
     connected: Type.Boolean(),
     path: Type.String(),
     agentVersion: Nullable(Type.String()),
+    agentOutdated: Type.Boolean(),
     publicKey: Nullable(Type.String()),
     address: Nullable(Type.String()),
     claims: Type.Record(Type.String(), Type.String()),

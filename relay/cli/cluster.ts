@@ -23,6 +23,7 @@ export interface Cluster {
   connected?: boolean;
   path?: string;
   agentVersion?: string | null;
+  agentOutdated?: boolean;
   publicKey?: string | null;
   address?: string | null;
   claims?: Record<string, string>;
@@ -82,7 +83,7 @@ function clusterDetail(c: Cluster): string[] {
     `connected:     ${c.connected ? 'yes' : 'no'} (path ${c.path ?? 'none'})`,
     `address:       ${c.address ?? '-'}`,
     `public key:    ${c.publicKey ?? '-'}`,
-    `agent version: ${c.agentVersion ?? '-'}`,
+    `agent version: ${c.agentVersion ?? '-'}${c.agentOutdated ? ' (older than the relay: upgrade the agent)' : ''}`,
     `lease renewed: ${c.leaseRenewTime ?? '-'}`,
     `rtt:           ${c.rttMs == null ? '-' : `${c.rttMs} ms`}`,
     `created:       ${c.createdAt ?? '-'}`,

@@ -1,6 +1,6 @@
 /** The tunnel-relay command tree. main.ts runs it; wiring code can pass relay start options (plugins). */
 import { Command } from 'commander';
-import { packageVersion } from '../../shared/cli/version.js';
+import { withVersion } from '../../shared/cli/version-command.js';
 import type { StartOptions } from '../server.js';
 import { adminKeyCommand } from './admin-key.js';
 import { auditCommand } from './audit.js';
@@ -13,9 +13,8 @@ import { tokenCommand } from './token.js';
 import { valuesCommand } from './values.js';
 
 export function buildRelayProgram(opts: { startOptions?: StartOptions } = {}): Command {
-  return new Command('tunnel-relay')
+  const program = new Command('tunnel-relay')
     .description('relay for the secure tunnel: control-plane API, packet relay and hub node on one TLS port')
-    .version(packageVersion())
     .addCommand(serveCommand(opts.startOptions))
     .addCommand(clusterCommand())
     .addCommand(tokenCommand())
@@ -36,4 +35,5 @@ Examples:
   tunnel-relay token create --role bootstrap            # an org-wide join token (joins stay Pending)
   tunnel-relay cluster accept edge-2`,
     );
+  return withVersion(program);
 }

@@ -136,9 +136,11 @@ async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<voi
     else out.line('CA pin: none (clients verify the public URL against their system trust store)');
     if (relay.adminKey) {
       out.line(`admin access key (shown only now; store it safely): ${relay.adminKey}`);
-      out.line('next: export TUNNEL_RELAY_URL and TUNNEL_ACCESS_KEY, then');
-      const pin = relay.caPin !== '' ? ` --ca-pin ${relay.caPin}` : '';
-      out.line(`  tunnel-relay cluster create NAME --server ${relay.publicUrl}${pin}`);
+      // Runnable as printed once tunnel-relay is on PATH (README "Set-up": npm link, or npx inside the clone).
+      out.line('next, in another shell:');
+      const pin = relay.caPin !== '' ? ` TUNNEL_RELAY_CA_PIN=${relay.caPin}` : '';
+      out.line(`  export TUNNEL_RELAY_URL=${relay.publicUrl}${pin} TUNNEL_ACCESS_KEY=${relay.adminKey}`);
+      out.line('  tunnel-relay cluster create edge-1');
     }
   }
   const signal = await untilSignal();

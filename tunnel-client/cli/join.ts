@@ -202,7 +202,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
                   reject(
                     new TunnelError(
                       'TIMEOUT',
-                      `cluster ${cluster} ${agent?.registrationStatus === 'Accepted' ? 'is Accepted but its tunnel is not up' : `is still ${agent?.registrationStatus ?? 'Pending'}`} after --wait-timeout ${flags.waitTimeout}; the registration is saved in ${stateDir.dir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run'`,
+                      `cluster ${cluster} ${agent?.registrationStatus === 'Accepted' ? 'is Accepted but its tunnel is not up' : `is still ${agent?.registrationStatus ?? 'Pending'}`} after --wait-timeout ${flags.waitTimeout}; the registration is saved in ${stateDir.dir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run --state-dir ${stateDir.dir}'`,
                     ),
                   ),
                 waitMs,

@@ -1,6 +1,6 @@
 /** The tunnel-client command tree. main.ts runs it; wiring code can pass the data plane factory. */
 import { Command } from 'commander';
-import { packageVersion } from '../../shared/cli/version.js';
+import { withVersion } from '../../shared/cli/version-command.js';
 import type { DataPlaneFactory } from '../agent/agent.js';
 import { egressCommand } from './egress.js';
 import { joinCommand } from './join.js';
@@ -14,12 +14,12 @@ export interface ClientProgramOptions {
 }
 
 export function buildClientProgram(opts: ClientProgramOptions = {}): Command {
-  return new Command('tunnel-client')
+  const program = new Command('tunnel-client')
     .description('agent for the secure tunnel: joins a relay and keeps a WireGuard tunnel to its hub')
-    .version(packageVersion())
     .addCommand(joinCommand(opts))
     .addCommand(runCommand(opts))
     .addCommand(statusCommand())
     .addCommand(unjoinCommand())
     .addCommand(egressCommand());
+  return withVersion(program);
 }
