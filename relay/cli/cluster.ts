@@ -98,8 +98,17 @@ function clusterDetail(c: Cluster): string[] {
   return lines;
 }
 
-function printBootstrap(flags: AdminFlags, res: CreateResult, verb: string): void {
+type BootstrapFlags = AdminFlags & { printInstallCommand?: boolean };
+
+const INSTALL_ONLY_HELP =
+  'print only the one-line install command, e.g. for `| sh` where kubectl points at the target cluster';
+
+function printBootstrap(flags: BootstrapFlags, res: CreateResult, verb: string): void {
   const out = streamPrinter();
+  if (flags.printInstallCommand) {
+    out.line(res.bootstrap.installCommand);
+    return;
+  }
   if (flags.output === 'json') {
     out.json(res);
     return;
@@ -140,9 +149,13 @@ export function clusterCommand(): Command {
           '--psk-ttl <duration>',
           'how long the PSK stays valid, e.g. 30m, 24h, 7d (default 24h)',
           pskTtl,
-        ),
+        )
+        .option('--print-install-command', INSTALL_ONLY_HELP),
     ).action(
-      async (name: string, flags: AdminFlags & { group?: string; displayName?: string; pskTtl?: string }) => {
+      async (
+        name: string,
+        flags: BootstrapFlags & { group?: string; displayName?: string; pskTtl?: string },
+      ) => {
         const body = {
           name,
           ...(flags.group ? { group: flags.group } : {}),
@@ -215,8 +228,9 @@ export function clusterCommand(): Command {
       new Command('rotate-psk')
         .description('issue a new bootstrap PSK (the old one stops working) and print the join command')
         .argument('<name>', 'cluster name', nameArg)
-        .option('--psk-ttl <duration>', 'how long the new PSK stays valid (default 24h)', pskTtl),
-    ).action(async (name: string, flags: AdminFlags & { pskTtl?: string }) => {
+        .option('--psk-ttl <duration>', 'how long the new PSK stays valid (default 24h)', pskTtl)
+        .option('--print-install-command', INSTALL_ONLY_HELP),
+    ).action(async (name: string, flags: BootstrapFlags & { pskTtl?: string }) => {
       const body = flags.pskTtl ? { pskTtl: flags.pskTtl } : {};
       const res = await withClient(flags, (c) =>
         c.json<CreateResult>('POST', `/api/v1/clusters/${enc(name)}/rotate-psk`, { body }),

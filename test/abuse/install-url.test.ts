@@ -84,6 +84,24 @@ describe('one-time install URL', () => {
     expect(again.body).toContain('rotate-psk inst-once');
   });
 
+  it('cluster create --print-install-command prints only the line (the local-cluster form)', async () => {
+    const r = await run(
+      RELAY_BIN,
+      ['cluster', 'create', 'local-cluster', '--print-install-command'],
+      relay.adminEnv,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\n')).toHaveLength(2);
+    const line = r.stdout.trim();
+    expect(line).toMatch(
+      /^curl -fsS --insecure --pinnedpubkey 'sha256\/\/[A-Za-z0-9+/]{43}=' https:\/\/\S+\/api\/v1\/install\/tin_\S{43} \| kubectl apply -f -$/,
+    );
+    const fetched = await curl(curlArgs({ psk: '', installUrl: '', installCommand: line }));
+    expect(fetched.code, fetched.stderr).toBe(0);
+    const secret = validateYamlStream(fetched.stdout).find((d) => d.kind === 'Secret');
+    expect(secret?.stringData).toEqual({ psk: expect.stringMatching(/^tpsk_/) });
+  });
+
   it('ends with its PSK: expired, or replaced by rotate-psk (whose own link works)', async () => {
     const short = await create('inst-expiring', { pskTtl: '1s' });
     await sleep(1_100);
