@@ -23,6 +23,11 @@ import type { Resources } from './resources.js';
 export const AGENT_APP = 'tunnel-client';
 export const JOIN_SECRET = 'tunnel-client-join';
 const PROXY_CA_DIR = '/etc/tunnel-client/proxy-ca';
+/**
+ * A directory the agent creates (0700, its own) inside the volume: the volume's root belongs to root on
+ * many provisioners, and the agent sets its state dir to 0700, which only the owner may.
+ */
+const STATE_DIR = '/state/agent';
 export const DEFAULT_UPSTREAM = 'https://kubernetes.default.svc:443';
 
 export const AGENT_DEFAULT_RESOURCES: Resources = {
@@ -67,8 +72,8 @@ function startScript(o: AgentManifestOptions): string {
   const allow = o.allow.map((a) => ` --allow ${shellQuote(a)}`).join('');
   const proxyCa = o.proxy.caPem === null ? '' : ` --proxy-ca-file ${PROXY_CA_DIR}/ca.crt`;
   return (
-    'if [ -f /state/state.json ]; then exec tunnel-client run --state-dir /state; fi; ' +
-    'exec tunnel-client join --state-dir /state --relay "$RELAY" --cluster "$CLUSTER"' +
+    `if [ -f ${STATE_DIR}/state.json ]; then exec tunnel-client run --state-dir ${STATE_DIR}; fi; ` +
+    `exec tunnel-client join --state-dir ${STATE_DIR} --relay "$RELAY" --cluster "$CLUSTER"` +
     `${PIN_ARG} --upstream ${shellQuote(o.upstream)}${allow}${proxyCa}`
   );
 }
