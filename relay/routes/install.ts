@@ -9,7 +9,7 @@
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
-import { auditEntry, type RelayContext } from '../context.js';
+import { auditEntry, logAudit, type RelayContext } from '../context.js';
 import { openInstallLink } from '../install-link.js';
 import { AGENT_DEFAULT_RESOURCES, agentManifests, DEFAULT_UPSTREAM } from '../manifests/agent-manifests.js';
 import { DEFAULT_NAMESPACE, defaultImage } from '../manifests/common.js';
@@ -86,7 +86,7 @@ export const installRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       if (!taken.ok) return refuse(ctx, reply, req.ip, taken);
       const psk = openInstallLink(token, taken);
       if (psk === null) throw new TunnelError('INTERNAL', 'install link cannot be opened');
-      ctx.log.info({ cluster: taken.cluster, source: req.ip }, 'install link used');
+      logAudit(ctx, { ...audit, target: taken.cluster, detail: { pskId: taken.pskId } });
       reply.header('cache-control', 'no-store');
       reply.type('application/yaml; charset=utf-8');
       return renderFor(ctx, taken.cluster, psk);

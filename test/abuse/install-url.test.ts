@@ -164,6 +164,7 @@ describe('one-time install URL', () => {
     await fetchFrom(b.installUrl);
     const token = b.installUrl.slice(b.installUrl.lastIndexOf('/') + 1);
     expect(relay.proc.stderr).toContain('tin_[REDACTED]');
+    expect(relay.proc.stderr).toContain('audit cluster.install-link inst-logs');
     expect(relay.proc.stderr).not.toContain(token.slice(4));
     expect(relay.proc.stderr).not.toContain(b.psk.slice(5));
   });
