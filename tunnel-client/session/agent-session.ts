@@ -91,6 +91,8 @@ export class AgentSession {
   #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; t: TimerHandle }> = [];
   /** The relay client's last state was `connected` (its first state arrives before `derp` is set). */
   #relayConnected = false;
+  /** The path, remote and reason status.json last showed (a change is written at the next tick). */
+  #reportedPath = '';
   #closed = false;
 
   constructor(o: AgentSessionOptions) {
@@ -281,7 +283,12 @@ export class AgentSession {
       if (this.#relayUp() && stale) {
         this.hub.sendHandshakeInitiation(false);
       }
-      if (this.#clock.now() - this.#lastRefresh >= STATUS_REFRESH_MS) this.#changed();
+      const st = this.stats();
+      const path = `${st.path} ${st.pathDetail?.remote ?? '-'} ${st.pathDetail?.reason ?? '-'}`;
+      if (path !== this.#reportedPath || this.#clock.now() - this.#lastRefresh >= STATUS_REFRESH_MS) {
+        this.#reportedPath = path;
+        this.#changed();
+      }
       this.#armTick();
     });
   }

@@ -1,0 +1,164 @@
+/**
+ * The direct path behind a NAT, with real processes: the agent (`tunnel-client run`) in its own network
+ * namespace behind a MASQUERADE router (test/helpers/nat-topology.ts), the relay (`tunnel-relay serve` with its
+ * UDP port and STUN responder) on the host side of the router's WAN. The agent learns its outside mapping by
+ * STUN, tells the hub over the relay, both probe, and the session goes direct through the NAT. When the router
+ * starts dropping UDP the session falls back to the relay (and stays up), and goes direct again once UDP passes.
+ * Behind a router that never forwards UDP the agent stays relayed and says why.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_FLAGS } from '../shared/node-flags.js';
+import {
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  freeUdpPort,
+  type Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  sleep,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
+import { cleanupAll } from './helpers/cleanup.js';
+import { addRule } from './helpers/iptables.js';
+import { type AgentNat, createNatTopology, type NatTopology } from './helpers/nat-topology.js';
+import { requireIntegrationPrivileges } from './helpers/privileges.js';
+import type { ProcessHandle } from './helpers/process.js';
+
+beforeAll(() => {
+  requireIntegrationPrivileges(['ip', 'iptables', 'sysctl']);
+  buildIfStale();
+});
+
+afterAll(async () => {
+  await cleanup();
+  await cleanupAll();
+});
+
+interface StatusReport {
+  connected: boolean;
+  path: string;
+  pathDetail: { remote: string | null; reason: string | null } | null;
+}
+
+interface Setup {
+  t: NatTopology;
+  relay: Proc;
+  ready: ReadyLine;
+  udpPort: number;
+  stateDir: string;
+  agent: ProcessHandle;
+  status(): Promise<StatusReport>;
+  done(): Promise<void>;
+}
+
+/** The relay on the WAN's host side, a cluster, and its agent joined and running in the agent namespace. */
+async function setup(nat: AgentNat): Promise<Setup> {
+  const t = await createNatTopology({ nat });
+  const udpPort = await freeUdpPort(t.hubPublicAddress);
+  const { proc: relay, ready } = await startServe(tempDir('nat-direct-relay-'), `${t.hubPublicAddress}:0`, [
+    '--udp-port',
+    String(udpPort),
+    '--stun-port',
+    String(await freeUdpPort(t.hubPublicAddress)),
+  ]);
+  const adminEnv = cleanEnv({
+    TUNNEL_RELAY_URL: ready.url,
+    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+    TUNNEL_RELAY_CA_PIN: ready.caPin,
+  });
+  const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-nat', '--output', 'json'], adminEnv);
+  expect(created.code, created.stderr).toBe(0);
+  const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+  const stateDir = join(tempDir('nat-direct-agent-'), 'state');
+  const joined = await t.agent.exec(
+    process.execPath,
+    [...NODE_FLAGS, CLIENT_BIN, ...args, '--state-dir', stateDir, '--wait'],
+    {
+      timeoutMs: 40_000,
+    },
+  );
+  expect(joined.stderr).not.toMatch(/error/i);
+  const agent = t.agent.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
+    timeoutMs: 110_000,
+  });
+  const status = async () => {
+    const r = await run(CLIENT_BIN, ['status', '--state-dir', stateDir, '--output', 'json'], cleanEnv());
+    return JSON.parse(r.stdout) as StatusReport;
+  };
+  return {
+    t,
+    relay,
+    ready,
+    udpPort,
+    stateDir,
+    agent,
+    status,
+    done: async () => {
+      await agent.stop();
+      await relay.stop();
+      await t.destroy();
+    },
+  };
+}
+
+async function until(
+  what: string,
+  s: Setup,
+  pred: (r: StatusReport) => boolean,
+  ms: number,
+): Promise<number> {
+  const start = Date.now();
+  let last: StatusReport | undefined;
+  for (;;) {
+    try {
+      last = await s.status();
+      if (pred(last)) return Date.now() - start;
+    } catch {
+      // status.json being rewritten
+    }
+    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
+    await sleep(200);
+  }
+}
+
+describe('direct path through a NAT, real processes', () => {
+  it('goes direct through MASQUERADE, falls back when the router drops UDP, goes direct again', async () => {
+    const s = await setup('masquerade');
+    try {
+      await until('direct', s, (r) => r.connected && r.path === 'direct', 30_000);
+      expect((await s.status()).pathDetail?.remote).toBe(`${s.t.hubPublicAddress}:${s.udpPort}`);
+
+      const block = await addRule(s.t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'DROP', { insert: true });
+      // The selector falls back within 3 s; status.json shows it at the agent's next 2 s tick.
+      const fellBack = await until('relayed', s, (r) => r.path === 'relayed', 15_000);
+      expect(fellBack).toBeLessThan(6_000);
+      await sleep(3_000);
+      expect(await s.status()).toMatchObject({ connected: true, path: 'relayed' });
+
+      await block.remove();
+      // Upgrade within 10 s of UDP returning (plus the status tick).
+      const back = await until('direct again', s, (r) => r.path === 'direct', 20_000);
+      expect(back).toBeLessThan(13_000);
+    } finally {
+      await s.done();
+    }
+  }, 110_000);
+
+  it('behind a router that forwards no UDP: relayed, connected, and the reason says UDP is blocked', async () => {
+    const s = await setup('drop-udp');
+    try {
+      await until('connected', s, (r) => r.connected, 30_000);
+      await sleep(5_000);
+      const r = await s.status();
+      expect(r).toMatchObject({ connected: true, path: 'relayed' });
+      expect(r.pathDetail?.reason).toBe('udp-blocked');
+    } finally {
+      await s.done();
+    }
+  }, 110_000);
+});
