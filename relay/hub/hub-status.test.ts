@@ -113,6 +113,18 @@ describe('HubStatus', () => {
     expect(r.status.of(r.rec).path).toBe('none');
   });
 
+  it('says direct only while the traffic goes direct alone, not while a copy also goes over the relay', () => {
+    const r = rig({ deadAfterMs: 15_000 });
+    r.agentSends();
+    const paths = { path: { kind: 'direct' as const }, duplicating: true };
+    const rec: StatusRecord = { ...r.rec, paths };
+    expect(r.status.of(rec).path).toBe('relayed');
+    paths.duplicating = false;
+    expect(r.status.of(rec).path).toBe('direct');
+    r.link.relay = false; // a direct agent needs no relay connection to count as connected
+    expect(r.status.of(rec)).toMatchObject({ connected: true, path: 'direct' });
+  });
+
   it('an agent silent for deadAfterMs is not connected; its next datagram makes it connected again', () => {
     const r = rig({ deadAfterMs: 4_000, statusIntervalMs: 60_000 });
     r.agentSends();

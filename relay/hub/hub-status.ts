@@ -21,7 +21,14 @@ export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
 export type StatusRecord = Pick<
   AgentRecord,
   'cluster' | 'key' | 'prober' | 'lastRxBytes' | 'lastRxAt' | 'lastProbeAt'
-> & { readonly peer: Peer; readonly paths?: { readonly path: { readonly kind: PathKind } | undefined } };
+> & {
+  readonly peer: Peer;
+  readonly paths?: {
+    readonly path: { readonly kind: PathKind } | undefined;
+    /** A copy of each datagram also goes over the relay (a direct remote being confirmed). */
+    readonly duplicating?: boolean;
+  };
+};
 
 export interface HubStatusOptions {
   clock: Clock;
@@ -60,9 +67,10 @@ export class HubStatus {
       rec.lastRxBytes = peer.rxBytes;
       rec.lastRxAt = now;
     }
-    const kind = rec.paths?.path?.kind ?? 'relayed';
+    const direct = rec.paths?.path?.kind === 'direct';
+    const kind: PathKind = direct && !rec.paths?.duplicating ? 'direct' : 'relayed';
     const connected =
-      (kind === 'direct' || this.#o.isConnected(rec.key)) &&
+      (direct || this.#o.isConnected(rec.key)) &&
       peer.lastHandshakeAt !== null &&
       rec.lastRxAt !== null &&
       now - rec.lastRxAt < this.#deadMs;

@@ -22,7 +22,9 @@ export function pathPolicyOf(values: Values, warn: (line: string) => void): Path
   const v = values.path;
   if (v === undefined || v === 'auto') return 'auto';
   if (v === 'relay-only') return 'relay-only';
-  warn(`values: path must be auto or relay-only, got ${JSON.stringify(v)?.slice(0, 40)}; using auto`);
+  const shown =
+    typeof v === 'string' ? JSON.stringify(v.slice(0, 40)) : `a ${v === null ? 'null' : typeof v}`;
+  warn(`values: path must be auto or relay-only, got ${shown}; using auto`);
   return 'auto';
 }
 
