@@ -18,14 +18,22 @@ describe('Node flags of the binaries', () => {
     },
   );
 
-  it('the container image and the agent manifest start node with them', () => {
-    const entry = read('deploy/Dockerfile')
-      .split('\n')
-      .find((l) => l.startsWith('ENTRYPOINT '));
-    expect(JSON.parse(entry?.slice('ENTRYPOINT '.length) ?? 'null')).toEqual(['node', ...NODE_FLAGS]);
-    const starts = read('deploy/kubernetes/agent.yaml').match(/exec node[^\n]*?dist\//g) ?? [];
-    expect(starts.length).toBeGreaterThan(0);
-    for (const s of starts) expect(s).toBe(`exec node ${NODE_FLAGS.join(' ')} dist/`);
+  it('the image and the generated manifests start the binaries by name, so their #! line applies', () => {
+    const docker = read('deploy/Dockerfile');
+    const links = docker.match(/ln -s \/app\/(dist\/[\w/-]+\/main\.js) \/usr\/local\/bin\/([\w-]+)/g) ?? [];
+    expect(links.map((l) => l.split(' ').at(-1))).toEqual([
+      '/usr/local/bin/tunnel-relay',
+      '/usr/local/bin/tunnel-client',
+    ]);
+    const cmd = docker.split('\n').find((l) => l.startsWith('CMD '));
+    expect((JSON.parse(cmd?.slice('CMD '.length) ?? '[]') as string[])[0]).toBe('tunnel-relay');
+    // Nothing in the image or the manifests calls node itself (which would drop the flags).
+    expect(docker).not.toMatch(/\bnode\s+(?:\/app\/)?dist\//);
+    const manifests = ['agent.yaml', 'relay.yaml', 'relay-postgres.yaml'].map((f) =>
+      read(`deploy/kubernetes/${f}`),
+    );
+    for (const m of manifests) expect(m).not.toMatch(/\bnode\s+(?:\/app\/)?dist\//);
+    expect(manifests[0]).toMatch(/exec tunnel-client run /);
   });
 
   it('npm scripts that start a binary with node pass them', () => {
