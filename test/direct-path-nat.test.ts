@@ -4,7 +4,8 @@
  * UDP port and STUN responder) on the host side of the router's WAN. The agent learns its outside mapping by
  * STUN, tells the hub over the relay, both probe, and the session goes direct through the NAT. When the router
  * starts dropping UDP the session falls back to the relay (and stays up), and goes direct again once UDP passes.
- * Behind a router that never forwards UDP the agent stays relayed and says why.
+ * Behind a router that never forwards UDP the agent stays relayed and says why. With the hub behind its own NAT
+ * (its UDP port forwarded, `--udp-public-endpoint` the forward's outside address), the agent goes direct to it.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +26,12 @@ import {
 } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { addRule } from './helpers/iptables.js';
-import { type AgentNat, createNatTopology, type NatTopology } from './helpers/nat-topology.js';
+import {
+  type AgentNat,
+  createDoubleNatTopology,
+  createNatTopology,
+  type NatTopology,
+} from './helpers/nat-topology.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
 import type { ProcessHandle } from './helpers/process.js';
 
@@ -108,7 +114,7 @@ async function setup(nat: AgentNat): Promise<Setup> {
 
 async function until(
   what: string,
-  s: Setup,
+  status: () => Promise<StatusReport>,
   pred: (r: StatusReport) => boolean,
   ms: number,
 ): Promise<number> {
@@ -116,7 +122,7 @@ async function until(
   let last: StatusReport | undefined;
   for (;;) {
     try {
-      last = await s.status();
+      last = await status();
       if (pred(last)) return Date.now() - start;
     } catch {
       // status.json being rewritten
@@ -130,19 +136,19 @@ describe('direct path through a NAT, real processes', () => {
   it('goes direct through MASQUERADE, falls back when the router drops UDP, goes direct again', async () => {
     const s = await setup('masquerade');
     try {
-      await until('direct', s, (r) => r.connected && r.path === 'direct', 30_000);
+      await until('direct', s.status, (r) => r.connected && r.path === 'direct', 30_000);
       expect((await s.status()).pathDetail?.remote).toBe(`${s.t.hubPublicAddress}:${s.udpPort}`);
 
       const block = await addRule(s.t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'DROP', { insert: true });
       // The selector falls back within 3 s; status.json shows it at the agent's next 2 s tick.
-      const fellBack = await until('relayed', s, (r) => r.path === 'relayed', 15_000);
+      const fellBack = await until('relayed', s.status, (r) => r.path === 'relayed', 15_000);
       expect(fellBack).toBeLessThan(6_000);
       await sleep(3_000);
       expect(await s.status()).toMatchObject({ connected: true, path: 'relayed' });
 
       await block.remove();
       // Upgrade within 10 s of UDP returning (plus the status tick).
-      const back = await until('direct again', s, (r) => r.path === 'direct', 20_000);
+      const back = await until('direct again', s.status, (r) => r.path === 'direct', 20_000);
       expect(back).toBeLessThan(13_000);
     } finally {
       await s.done();
@@ -152,13 +158,84 @@ describe('direct path through a NAT, real processes', () => {
   it('behind a router that forwards no UDP: relayed, connected, and the reason says UDP is blocked', async () => {
     const s = await setup('drop-udp');
     try {
-      await until('connected', s, (r) => r.connected, 30_000);
+      await until('connected', s.status, (r) => r.connected, 30_000);
       await sleep(5_000);
       const r = await s.status();
       expect(r).toMatchObject({ connected: true, path: 'relayed' });
       expect(r.pathDetail?.reason).toBe('udp-blocked');
     } finally {
       await s.done();
+    }
+  }, 110_000);
+
+  it('the hub behind its own NAT with its UDP port forwarded: the agent goes direct to the forward', async () => {
+    const [tls, udp, stun] = [8443, 51820, 3478];
+    const t = await createDoubleNatTopology({ nat: 'masquerade', forward: { udp: [udp, stun], tcp: [tls] } });
+    const relay = t.hub.spawn(process.execPath, [
+      ...NODE_FLAGS,
+      RELAY_BIN,
+      'serve',
+      '--output',
+      'json',
+      '--listen',
+      `0.0.0.0:${tls}`,
+      '--data-dir',
+      tempDir('nat-hub-relay-'),
+      '--public-url',
+      `https://${t.hubPublicAddress}:${tls}`,
+      '--udp-port',
+      String(udp),
+      '--udp-public-endpoint',
+      `${t.hubPublicAddress}:${udp}`,
+      '--stun-port',
+      String(stun),
+    ]);
+    let agent: ProcessHandle | undefined;
+    try {
+      // The ready line (stdout and the logs on stderr share the handle's output).
+      const readyLine = () =>
+        relay
+          .output()
+          .split('\n')
+          .find((l) => l.includes('"event":"ready"'));
+      const deadline = Date.now() + 20_000;
+      while (!readyLine() && Date.now() < deadline) await sleep(100);
+      const ready = JSON.parse(readyLine() ?? '{}') as ReadyLine;
+      const adminEnv = cleanEnv({
+        TUNNEL_RELAY_URL: `https://${t.hubManagementAddress}:${tls}`,
+        TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+        TUNNEL_RELAY_CA_PIN: ready.caPin,
+      });
+      const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-nat2', '--output', 'json'], adminEnv);
+      expect(created.code, created.stderr).toBe(0);
+      const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+      const stateDir = join(tempDir('nat-hub-agent-'), 'state');
+      await t.agent.exec(
+        process.execPath,
+        [...NODE_FLAGS, CLIENT_BIN, ...args, '--state-dir', stateDir, '--wait'],
+        {
+          timeoutMs: 40_000,
+        },
+      );
+      agent = t.agent.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
+        timeoutMs: 60_000,
+      });
+      const s = {
+        status: async () => {
+          const r = await run(
+            CLIENT_BIN,
+            ['status', '--state-dir', stateDir, '--output', 'json'],
+            cleanEnv(),
+          );
+          return JSON.parse(r.stdout) as StatusReport;
+        },
+      };
+      await until('direct through both NATs', s.status, (r) => r.connected && r.path === 'direct', 30_000);
+      expect((await s.status()).pathDetail?.remote).toBe(`${t.hubPublicAddress}:${udp}`);
+    } finally {
+      await agent?.stop();
+      await relay.stop();
+      await t.destroy();
     }
   }, 110_000);
 });
