@@ -4,8 +4,10 @@
  *   --access-key KEY    (env TUNNEL_ACCESS_KEY)
  *   --ca-pin sha256:... (env TUNNEL_RELAY_CA_PIN) or --ca-file FILE (env TUNNEL_RELAY_CA_FILE)
  *   --timeout SECONDS   per call, default 15
+ * A flag beats the environment, also across --ca-pin / --ca-file (shared/cli/flag-over-env.ts).
  */
 import { type Command, Option } from 'commander';
+import { flagsBeatEnvironment } from '../../shared/cli/flag-over-env.js';
 import { outputOption } from '../../shared/cli/output.js';
 import { parseRelayUrl, shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
@@ -34,6 +36,7 @@ function parseTimeout(v: string): number {
 
 /** Adds the admin flags (and --output) to `cmd`. */
 export function withAdminFlags(cmd: Command): Command {
+  flagsBeatEnvironment(cmd, [['caPin', 'caFile']]);
   return cmd
     .addOption(
       new Option('--server <url>', 'relay URL')

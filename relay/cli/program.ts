@@ -1,5 +1,6 @@
 /** The tunnel-relay command tree. main.ts runs it; wiring code can pass relay start options (plugins). */
 import { Command } from 'commander';
+import { withCompletion } from '../../shared/cli/completion.js';
 import { withVersion } from '../../shared/cli/version-command.js';
 import type { StartOptions } from '../server.js';
 import { adminKeyCommand } from './admin-key.js';
@@ -35,5 +36,5 @@ Examples:
   tunnel-relay token create --role bootstrap            # an org-wide join token (joins stay Pending)
   tunnel-relay cluster accept edge-2`,
     );
-  return withVersion(program);
+  return withCompletion(withVersion(program));
 }

@@ -3,16 +3,16 @@
  * Everything printed here is made terminal-safe (terminal-escape.ts): relay answers carry strings that agents and
  * other users chose, and none of their control or bidi characters may reach the operator's terminal raw.
  */
-import { Option } from 'commander';
-import { oneOf } from './parsers.js';
+import type { Option } from 'commander';
+import { choiceOption } from './choice-option.js';
 import { escapeJsonText, escapeLines, escapeText, safeJson } from './terminal-escape.js';
 
 export type OutputFormat = 'json' | 'text';
 
 export function outputOption(): Option {
-  return new Option('--output <format>', 'output format: json or text')
-    .default('text')
-    .argParser(oneOf<OutputFormat>('--output', ['json', 'text']));
+  return choiceOption<OutputFormat>('-o, --output <format>', 'output format', ['json', 'text']).default(
+    'text',
+  );
 }
 
 export interface Printer {

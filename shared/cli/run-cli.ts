@@ -4,11 +4,15 @@
  *   1  runtime failure (relay unreachable, CA pin mismatch, cluster denied, ...)
  *   2  bad usage or bad input, with one line naming the bad value and what is valid
  * Errors print as `error CODE: message` on stderr, without a stack (set TUNNEL_DEBUG=1 for one on
- * unexpected errors). Usage errors from commander are reprinted in the same form.
+ * unexpected errors). Usage errors from commander are reprinted in the same form, with commander's suggestion and a
+ * pointer to the failing command's own --help. With `--output json` (or `-o json`) a failure also prints
+ * {"error":{"code","message"}} on stdout.
  */
 import { type Command, CommanderError } from 'commander';
 import { type ErrorCode, isTunnelError } from '../errors.js';
-import { escapeLines, escapeText } from './terminal-escape.js';
+import { argvWantsJson } from './output-format-argv.js';
+import { escapeLines, escapeText, safeJson } from './terminal-escape.js';
+import { commandPath, deferRequiredOptions, UsageError, usageMessage } from './usage-error.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -32,14 +36,20 @@ export function exitCodeFor(err: unknown): number {
 
 /** The one line printed for `err` (no trailing newline), or undefined when nothing should print. */
 export function errorLine(err: unknown, program = 'tunnel'): string | undefined {
+  const e = errorOf(err, program);
+  return e ? `error ${e.code}: ${e.message}` : undefined;
+}
+
+/** The code and one-line message for `err`, or undefined when nothing should print (help, version). */
+export function errorOf(err: unknown, program = 'tunnel'): { code: string; message: string } | undefined {
   if (err instanceof CommanderError) {
     if (exitCodeFor(err) === EXIT_OK || err.code === 'commander.help') return undefined;
-    const msg = err.message.replace(/^error:\s*/, '').split('\n')[0] ?? '';
-    return `error BAD_INPUT: ${oneLine(msg)} (see ${program} --help)`;
+    const path = err instanceof UsageError ? err.commandPath : program;
+    return { code: 'BAD_INPUT', message: `${oneLine(usageMessage(err.message))} (see ${path} --help)` };
   }
-  if (isTunnelError(err)) return `error ${err.code}: ${oneLine(err.message)}`;
+  if (isTunnelError(err)) return { code: err.code, message: oneLine(err.message) };
   const msg = err instanceof Error ? err.message : String(err);
-  return `error INTERNAL: ${oneLine(msg)}`;
+  return { code: 'INTERNAL', message: oneLine(msg) };
 }
 
 /** Messages quote relay answers and user input: one line, nothing a terminal would act on (terminal-escape.ts). */
@@ -48,7 +58,10 @@ function oneLine(s: string): string {
 }
 
 function configure(cmd: Command, errWrite: (s: string) => void): void {
-  cmd.exitOverride();
+  cmd.exitOverride((err) => {
+    throw new UsageError(err, commandPath(cmd));
+  });
+  deferRequiredOptions(cmd);
   cmd.configureOutput({
     writeErr: errWrite,
     // Commander's own error text is replaced by errorLine().
@@ -59,6 +72,7 @@ function configure(cmd: Command, errWrite: (s: string) => void): void {
 
 export interface CliIo {
   readonly stderr?: NodeJS.WritableStream;
+  readonly stdout?: NodeJS.WritableStream;
 }
 
 /** Parses argv, runs the action, and returns the exit code (the caller sets process.exitCode). */
@@ -68,13 +82,17 @@ export async function runCli(
   io: CliIo = {},
 ): Promise<number> {
   const stderr = io.stderr ?? process.stderr;
+  const stdout = io.stdout ?? process.stdout;
   configure(program, (s) => stderr.write(s));
   try {
     await program.parseAsync(argv as string[]);
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;
   } catch (err) {
-    const line = errorLine(err, program.name());
-    if (line) stderr.write(`${line}\n`);
+    const e = errorOf(err, program.name());
+    if (e) {
+      stderr.write(`error ${e.code}: ${e.message}\n`);
+      if (argvWantsJson(argv.slice(2))) stdout.write(`${safeJson({ error: e }, 2)}\n`);
+    }
     if (process.env.TUNNEL_DEBUG === '1' && !isTunnelError(err) && err instanceof Error && err.stack) {
       stderr.write(`${escapeLines(err.stack)}\n`);
     }

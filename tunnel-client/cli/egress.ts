@@ -4,9 +4,10 @@
  * environment), and with --check whether each one works from here (exit 1 when one fails).
  */
 import { resolve } from 'node:path';
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
+import { choiceOption } from '../../shared/cli/choice-option.js';
 import { type OutputFormat, outputOption, streamPrinter, table } from '../../shared/cli/output.js';
-import { oneOf, parseRelayUrl } from '../../shared/cli/parsers.js';
+import { parseRelayUrl } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
 import { parseCaPin } from '../../shared/http/pin.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
@@ -55,10 +56,10 @@ export function egressCommand(): Command {
     )
     .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy')
     .addOption(
-      new Option(
-        '--egress <mode>',
-        'outbound mode: 443-only or auto (default: the saved one, else auto)',
-      ).argParser(oneOf<EgressMode>('--egress', ['443-only', 'auto'])),
+      choiceOption<EgressMode>('--egress <mode>', 'outbound mode (default: the saved one, else auto)', [
+        '443-only',
+        'auto',
+      ]),
     )
     .option(
       '--ca-pin <pin>',

@@ -4,11 +4,11 @@
  */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
+import { choiceOption } from '../../shared/cli/choice-option.js';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import {
   collect,
   collectClaims,
-  oneOf,
   parseClusterName,
   parseHostPort,
   parseHttpUrl,
@@ -84,12 +84,7 @@ export function joinCommand(opts: ClientProgramOptions = {}): Command {
         return collect(hp.host.includes(':') ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`, prev);
       },
     )
-    .option(
-      '--egress <mode>',
-      'outbound mode: 443-only or auto',
-      oneOf('--egress', ['443-only', 'auto']),
-      'auto',
-    )
+    .addOption(choiceOption('--egress <mode>', 'outbound mode', ['443-only', 'auto']).default('auto'))
     .option(
       '--proxy <url>',
       'HTTP CONNECT proxy for every relay connection, http(s)://[user:pass@]host:port (overrides HTTPS_PROXY; saved)',

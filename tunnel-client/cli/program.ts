@@ -1,5 +1,6 @@
 /** The tunnel-client command tree. main.ts runs it; wiring code can pass the data plane factory. */
 import { Command } from 'commander';
+import { withCompletion } from '../../shared/cli/completion.js';
 import { withVersion } from '../../shared/cli/version-command.js';
 import type { DataPlaneFactory } from '../agent/agent.js';
 import { egressCommand } from './egress.js';
@@ -21,5 +22,5 @@ export function buildClientProgram(opts: ClientProgramOptions = {}): Command {
     .addCommand(statusCommand())
     .addCommand(unjoinCommand())
     .addCommand(egressCommand());
-  return withVersion(program);
+  return withCompletion(withVersion(program));
 }
