@@ -367,7 +367,8 @@ describe('bootstrap-token join', () => {
       expect((await admin('cluster', 'deny', 'edge-deny')).stdout).toContain('edge-deny is Denied');
       expect(await Promise.race([proc.exited, sleep(15_000).then(() => 'timeout')])).toBe(1);
       expect(proc.stderr).toMatch(/error CLUSTER_DENIED: /);
-      expect(proc.stdout).toBe('');
+      // --output json: the failure is the one JSON document on stdout.
+      expect(JSON.parse(proc.stdout)).toMatchObject({ error: { code: 'CLUSTER_DENIED' } });
     } finally {
       await proc.stop('SIGKILL');
     }
