@@ -4,7 +4,8 @@
  * UDP port and STUN responder) on the host side of the router's WAN. The agent learns its outside mapping by
  * STUN, tells the hub over the relay, both probe, and the session goes direct through the NAT. When the router
  * starts dropping UDP the session falls back to the relay (and stays up), and goes direct again once UDP passes.
- * Behind a router that never forwards UDP the agent stays relayed and says why. With the hub behind its own NAT
+ * Behind a router that never forwards UDP the agent stays relayed and says why; behind --random-fully it goes
+ * direct all the same and reports that the NAT maps per destination. With the hub behind its own NAT
  * (its UDP port forwarded, `--udp-public-endpoint` the forward's outside address), the agent goes direct to it.
  */
 import { join } from 'node:path';
@@ -48,7 +49,7 @@ afterAll(async () => {
 interface StatusReport {
   connected: boolean;
   path: string;
-  pathDetail: { remote: string | null; reason: string | null } | null;
+  pathDetail: { remote: string | null; reason: string | null; nat?: string } | null;
 }
 
 interface Setup {
@@ -138,6 +139,8 @@ describe('direct path through a NAT, real processes', () => {
     try {
       await until('direct', s.status, (r) => r.connected && r.path === 'direct', 30_000);
       expect((await s.status()).pathDetail?.remote).toBe(`${s.t.hubPublicAddress}:${s.udpPort}`);
+      // Ports kept: STUN and the hub's pongs saw the same mapping.
+      await until('nat ok', s.status, (r) => r.pathDetail?.nat === 'ok', 10_000);
 
       const block = await addRule(s.t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'DROP', { insert: true });
       // The selector falls back within 3 s; status.json shows it at the agent's next 2 s tick.
@@ -150,6 +153,17 @@ describe('direct path through a NAT, real processes', () => {
       // Upgrade within 10 s of UDP returning (plus the status tick).
       const back = await until('direct again', s.status, (r) => r.path === 'direct', 20_000);
       expect(back).toBeLessThan(13_000);
+    } finally {
+      await s.done();
+    }
+  }, 110_000);
+
+  it('MASQUERADE --random-fully: direct all the same (the hub is reachable), and the NAT shows as varies', async () => {
+    const s = await setup('random-fully');
+    try {
+      await until('direct', s.status, (r) => r.connected && r.path === 'direct', 30_000);
+      // STUN (the relay's STUN port) and the hub's pongs (its UDP port) saw two different mappings.
+      await until('nat varies', s.status, (r) => r.pathDetail?.nat === 'varies', 10_000);
     } finally {
       await s.done();
     }

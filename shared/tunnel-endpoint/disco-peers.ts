@@ -41,6 +41,11 @@ export interface DiscoPeersOptions {
   onRouteChange(peer: Buffer, route: Route, remote: DiscoAddress | undefined): void;
   /** The first disco message from a peer was accepted: it speaks disco (its paths may be steered). */
   readonly onHeard?: (peer: Buffer) => void;
+  /**
+   * A pong to one of our UDP pings said where the ping came from as the peer saw it: our mapping towards that
+   * peer (compared with STUN's, it shows whether the NAT maps per destination).
+   */
+  readonly onObserved?: (peer: Buffer, observed: DiscoAddress) => void;
   readonly conditions?: Partial<Omit<LocalConditions, 'udp'>>;
   readonly timers?: Partial<PathTimers>;
   /** Peers held at most (default 10,000): addPeer refuses more. */
@@ -111,6 +116,11 @@ export class DiscoPeers {
 
   get publicKey(): Buffer {
     return this.#keyring.publicKey;
+  }
+
+  /** The local conditions every peer's selector works under now. */
+  get conditions(): LocalConditions {
+    return this.#conditions;
   }
 
   peer(key: Buffer): DiscoPeer | undefined {
@@ -222,7 +232,7 @@ export class DiscoPeers {
     }
     const m = r.message;
     if (m.type === 'ping') this.#onPing(state, m.txid, from);
-    else if (m.type === 'pong') this.#onPong(state, m.txid, from);
+    else if (m.type === 'pong') this.#onPong(state, m.txid, from, m.observed);
     else this.#onCallMeMaybe(state, m.candidates, from);
   }
 
@@ -246,13 +256,14 @@ export class DiscoPeers {
     this.#poll(state);
   }
 
-  #onPong(state: PeerState, txid: Buffer, from: DiscoSource): void {
+  #onPong(state: PeerState, txid: Buffer, from: DiscoSource, observed: DiscoAddress | undefined): void {
     this.stats.pongs++;
     const arrived =
       from.via === 'relay'
         ? { via: 'relay' as const }
         : { via: 'udp' as const, to: { host: from.address, port: from.port } };
     if (!state.selector.pong(txid, arrived)) this.dropped['unexpected-pong']++;
+    else if (observed && from.via === 'udp') this.#o.onObserved?.(state.key, observed);
     this.#arm(state);
   }
 

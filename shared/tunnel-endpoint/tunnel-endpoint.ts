@@ -69,7 +69,10 @@ export interface TunnelEndpointOptions {
    * Path selection by disco (disco-peers.ts) for peers added with `disco: true`: pings over their relayed
    * path and the UDP transport, their route from their selector. Absent: no disco (paths by arrival).
    */
-  disco?: Pick<DiscoPeersOptions, 'conditions' | 'timers' | 'callMeMaybeMinMs' | 'callMeMaybeRefreshMs'>;
+  disco?: Pick<
+    DiscoPeersOptions,
+    'conditions' | 'timers' | 'callMeMaybeMinMs' | 'callMeMaybeRefreshMs' | 'onObserved'
+  >;
   /**
    * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
    * decrypted datagram, which nothing reuses (see Device.receive).

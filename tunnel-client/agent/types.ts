@@ -84,6 +84,11 @@ export interface PathDetail {
   readonly lastSwitch: string | null;
   /** Why the traffic is not direct (PathSnapshot.reason), null while it is. */
   readonly reason: string | null;
+  /**
+   * What STUN and the hub's pongs say of the agent's NAT: ok (one mapping), varies (a different mapping per
+   * destination), no-answer (no STUN answer), unknown (no STUN server, or not asked yet).
+   */
+  readonly nat?: string;
 }
 
 /** Connection figures the data plane reports (all "not connected" until it exists). */

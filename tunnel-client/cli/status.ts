@@ -75,6 +75,7 @@ function pathLines(d: PathDetail | null): string[] {
     `direct remote:  ${d.remote ?? '-'}`,
     `path rtt:       direct ${ms(d.rttDirectMs)}, relayed ${ms(d.rttRelayedMs)}`,
     `path switched:  ${d.lastSwitch ?? '-'}`,
+    `nat mapping:    ${d.nat ?? '-'}`,
     ...(d.reason ? [`relayed why:    ${d.reason}`] : []),
   ];
 }

@@ -10,7 +10,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import type { Clock } from '../../shared/clock.js';
-import { CandidateGatherer, type StunServer } from '../../shared/disco/candidates.js';
+import { CandidateGatherer, type StunServer, type StunVerdict } from '../../shared/disco/candidates.js';
 import type { DiscoAddress } from '../../shared/disco/disco-codec.js';
 import { normalizeIp } from '../../shared/disco/ip-bytes.js';
 import { isStunBindingSuccess } from '../../shared/stun/stun-codec.js';
@@ -56,6 +56,8 @@ export class AgentDirect {
   readonly #o: AgentDirectOptions;
   #transport: UdpTransport | undefined;
   #gatherer: CandidateGatherer | undefined;
+  /** Our mapping as the hub's UDP port saw it (its pongs), to compare with STUN's. */
+  #seenByHub: DiscoAddress | undefined;
   #closed = false;
 
   constructor(o: AgentDirectOptions) {
@@ -93,7 +95,7 @@ export class AgentDirect {
       port: transport.port,
       stunServers,
       onChange: (g) => {
-        disco.setConditions({ stun: g.stun });
+        disco.setConditions({ stun: this.#verdict() });
         disco.setLocalCandidates(g.candidates);
       },
     });
@@ -107,6 +109,28 @@ export class AgentDirect {
     });
     if (hubUdp) disco.setConfigured(this.#o.hubKey, [hubUdp]);
     gatherer.start();
+  }
+
+  /** A pong from the hub over UDP said where our ping came from. */
+  observedByHub(observed: DiscoAddress, endpoint: TunnelEndpoint): void {
+    const was = this.#seenByHub;
+    this.#seenByHub = observed;
+    if (was?.host !== observed.host || was.port !== observed.port)
+      endpoint.disco?.setConditions({ stun: this.#verdict() });
+  }
+
+  /**
+   * STUN's verdict, except that a mapping the hub saw that differs from STUN's reflexive address (two
+   * destinations, two mappings) means the NAT maps per destination.
+   */
+  #verdict(): StunVerdict {
+    const g = this.#gatherer?.current;
+    if (!g) return 'unknown';
+    const seen = this.#seenByHub;
+    const stun = g.reflexive;
+    if (g.stun === 'ok' && seen && stun && (seen.host !== stun.host || seen.port !== stun.port))
+      return 'varies';
+    return g.stun;
   }
 
   async close(): Promise<void> {

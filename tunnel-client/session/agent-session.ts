@@ -127,6 +127,7 @@ export class AgentSession {
       ...(this.#direct ? { udp: this.#direct.sender } : {}),
       disco: {
         conditions: { egress: egress === '443-only' ? '443-only' : 'any', policy: o.pathPolicy ?? 'auto' },
+        onObserved: (_hub, observed) => this.#direct?.observedByHub(observed, this.endpoint),
         ...(o.pathTimers ? { timers: o.pathTimers } : {}),
       },
       streams: {
@@ -199,6 +200,7 @@ export class AgentSession {
       rttRelayedMs: snap.rttMs.relayed ?? null,
       lastSwitch: snap.lastSwitchAt === undefined ? null : new Date(snap.lastSwitchAt).toISOString(),
       reason: direct && snap.route === 'direct' ? null : (snap.reason ?? null),
+      nat: this.endpoint.disco?.conditions.stun ?? 'unknown',
     };
   }
 
