@@ -10,7 +10,16 @@ import { checkName, isDns1123Label } from './names.js';
 import { hashSecret, secretKind } from './secrets.js';
 import type { ClusterRecord, ClusterStatus, Store } from './store/types.js';
 
-export type Role = 'admin' | 'viewer' | 'bootstrap' | `group-editor:${string}`;
+export type Role =
+  | 'admin'
+  | 'viewer'
+  | 'bootstrap'
+  | `group-editor:${string}`
+  | `cluster-proxy:${string}`
+  | `cluster-proxy-read:${string}`;
+
+/** The prefixes of the roles scoped to one cluster's path proxy (see proxyScope). */
+const SCOPED_PREFIXES = ['cluster-proxy:', 'cluster-proxy-read:'] as const;
 
 /** An access key; `expiresAt` (wall-clock ms, null: never) lets holders of live connections end them at expiry. */
 export interface KeyPrincipal {
@@ -30,6 +39,28 @@ export function parseRole(text: unknown): Role | null {
   if (typeof text === 'string' && text.startsWith('group-editor:') && isDns1123Label(text.slice(13))) {
     return text as Role;
   }
+  for (const prefix of SCOPED_PREFIXES) {
+    if (typeof text === 'string' && text.startsWith(prefix) && isDns1123Label(text.slice(prefix.length))) {
+      return text as Role;
+    }
+  }
+  return null;
+}
+
+/** What a key scoped to one cluster's path proxy may do there; every other route refuses such a key. */
+export interface ProxyScope {
+  cluster: string;
+  write: boolean;
+}
+
+/**
+ * The scope of a `cluster-proxy:NAME` (read and write) or `cluster-proxy-read:NAME` (GET/HEAD/OPTIONS)
+ * key, minted by POST /api/v1/clusters/:name/kubeconfig; null for every other principal.
+ */
+export function proxyScope(p: Principal): ProxyScope | null {
+  if (p.kind !== 'key') return null;
+  if (p.role.startsWith('cluster-proxy:')) return { cluster: p.role.slice(14), write: true };
+  if (p.role.startsWith('cluster-proxy-read:')) return { cluster: p.role.slice(19), write: false };
   return null;
 }
 

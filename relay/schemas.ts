@@ -119,6 +119,18 @@ export const RotatePskBody = Type.Object({ pskTtl: Type.Optional(DurationText) }
 export const ClusterWithBootstrap = Type.Object({ cluster: Cluster, bootstrap: Bootstrap }, closed);
 export const ClusterList = Type.Object({ items: Type.Array(Cluster) }, closed);
 
+export const KubeconfigBody = Type.Object({ ttl: Type.Optional(DurationText) }, closed);
+export const MintedKubeconfig = Type.Object(
+  {
+    keyId: Type.String(),
+    role: Type.String(),
+    expiresAt: Type.String(),
+    context: Type.String(),
+    kubeconfig: Type.Record(Type.String(), Type.Unknown()),
+  },
+  closed,
+);
+
 export const CreateTokenBody = Type.Object(
   {
     role: Type.String({ maxLength: 80 }),

@@ -46,6 +46,7 @@ import { ReservedKeys } from './reserved-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { clusterRoutes } from './routes/clusters.js';
 import { healthRoutes } from './routes/health.js';
+import { kubeconfigRoutes } from './routes/kubeconfig.js';
 import { rateLimitRoutes } from './routes/rate-limits.js';
 import { registerRoutes } from './routes/register.js';
 import { tokenRoutes } from './routes/tokens.js';
@@ -354,6 +355,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   try {
     await app.register(healthRoutes, { ctx });
     await app.register(clusterRoutes, { ctx });
+    await app.register(kubeconfigRoutes, { ctx });
     await app.register(registerRoutes, { ctx });
     await app.register(tokenRoutes, { ctx });
     await app.register(valuesRoutes, { ctx });

@@ -300,7 +300,12 @@ describe('path proxy', () => {
     expect((await get('/hello', viewer)).statusCode).toBe(200);
     const p = await get('/echo', viewer, { method: 'POST', body: 'x' });
     expect(p.statusCode).toBe(403);
-    expect((await p.body.json()) as object).toMatchObject({ error: { code: 'FORBIDDEN' } });
+    expect((await p.body.json()) as object).toMatchObject({
+      kind: 'Status',
+      reason: 'Forbidden',
+      code: 403,
+      details: { causes: [{ reason: 'FORBIDDEN' }] },
+    });
     const n = await get('/hello', null);
     expect(n.statusCode).toBe(401);
     await n.body.dump();

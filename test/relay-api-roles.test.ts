@@ -106,10 +106,15 @@ describe('role table', () => {
     expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-a'), 200);
     expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-b'), 404, 'NOT_FOUND');
     expectCode(await as('viewer', 'GET', '/api/v1/clusters/in-b'), 200);
-    expectCode(await as('editorA', 'GET', '/api/v1/clusters/in-b/kubeconfig'), 404, 'NOT_FOUND');
-    const kc = await as('viewer', 'GET', '/api/v1/clusters/in-b/kubeconfig');
-    expect(kc.status).toBe(200);
-    expect(kc.text).toContain('/api/v1/clusters/in-b/proxy');
+    expectCode(await as('editorA', 'POST', '/api/v1/clusters/in-b/kubeconfig', {}), 404, 'NOT_FOUND');
+    // A viewer's kubeconfig carries a read-only key for that one cluster's proxy; an admin's a read-write one.
+    const kc = await as('viewer', 'POST', '/api/v1/clusters/in-b/kubeconfig', {});
+    expect(kc.status).toBe(201);
+    expect(kc.body.role).toBe('cluster-proxy-read:in-b');
+    expect(kc.body.kubeconfig.clusters[0].cluster.server).toContain('/api/v1/clusters/in-b/proxy');
+    const byEditor = await as('editorA', 'POST', '/api/v1/clusters/in-a/kubeconfig', {});
+    expect(byEditor.body.role).toBe('cluster-proxy:in-a');
+    expectCode(await as('agent', 'POST', '/api/v1/clusters/in-a/kubeconfig', {}), 403, 'FORBIDDEN');
   });
 
   it('accept/deny/rotate-psk/delete: admin, and group-editor in its group only', async () => {
@@ -134,7 +139,7 @@ describe('role table', () => {
     // byte apart from the name.
     const routes: Array<[string, (name: string) => string, unknown?]> = [
       ['GET', (n) => `/api/v1/clusters/${n}`],
-      ['GET', (n) => `/api/v1/clusters/${n}/kubeconfig`],
+      ['POST', (n) => `/api/v1/clusters/${n}/kubeconfig`, {}],
       ['POST', (n) => `/api/v1/clusters/${n}/accept`],
       ['POST', (n) => `/api/v1/clusters/${n}/deny`],
       ['POST', (n) => `/api/v1/clusters/${n}/rotate-psk`, {}],
@@ -266,5 +271,41 @@ describe('role table', () => {
     expectCode(await t.call('DELETE', `/api/v1/tokens/${r.body.id}`, { token: tok.admin }), 200);
     expectCode(await t.call('GET', '/api/v1/clusters', { token: r.body.token }), 401, 'UNAUTHENTICATED');
     expectCode(await t.call('DELETE', `/api/v1/tokens/${r.body.id}`, { token: tok.admin }), 404, 'NOT_FOUND');
+  });
+
+  it('a kubeconfig key (cluster-proxy:NAME) is refused by every API route, its own cluster included', async () => {
+    const minted = await as('admin', 'POST', '/api/v1/clusters/in-a/kubeconfig', {});
+    expect(minted.status).toBe(201);
+    expect(minted.body.role).toBe('cluster-proxy:in-a');
+    const key = minted.body.kubeconfig.users[0].user.token as string;
+    const routes: Array<[string, string, number, unknown?]> = [
+      ['GET', '/api/v1/clusters', 403],
+      ['POST', '/api/v1/clusters', 403, { name: 'x-by-scoped', group: 'team-a' }],
+      ['GET', '/api/v1/clusters/in-a', 404],
+      ['DELETE', '/api/v1/clusters/in-a', 404],
+      ['POST', '/api/v1/clusters/in-a/accept', 404],
+      ['POST', '/api/v1/clusters/in-a/rotate-psk', 404, {}],
+      ['POST', '/api/v1/clusters/in-a/kubeconfig', 404, {}],
+      ['GET', '/api/v1/clusters/in-a/values', 404],
+      ['PUT', '/api/v1/clusters/in-a/values', 404, { x: 1 }],
+      ['GET', '/clusters/in-a', 404],
+      ['GET', '/api/v1/tokens', 403],
+      ['POST', '/api/v1/tokens', 403, { role: 'admin' }],
+      ['GET', '/api/v1/audit', 403],
+      ['GET', '/api/v1/values', 403],
+      ['GET', '/api/v1/rate-limits', 403],
+      ['GET', '/api/v1/agent', 403],
+      ['POST', '/api/v1/register', 401, { cluster: 'in-a', publicKey: 'x', agentVersion: '0.1.0' }],
+    ];
+    for (const [method, path, status, body] of routes) {
+      const r = await t.call(method, path, { token: key, ...(body !== undefined ? { body } : {}) });
+      expect({ method, path, status: r.status }).toEqual({ method, path, status });
+    }
+    const list = await as('admin', 'GET', '/api/v1/tokens');
+    const row = list.body.items.find((k: { id: string }) => k.id === minted.body.keyId);
+    expect(row).toMatchObject({ role: 'cluster-proxy:in-a', revokedAt: null });
+    expect(Date.parse(row.expiresAt) - Date.parse(row.createdAt)).toBe(24 * 3_600_000);
+    const long = await as('admin', 'POST', '/api/v1/clusters/in-a/kubeconfig', { ttl: '31d' });
+    expectCode(long, 400, 'BAD_INPUT');
   });
 });

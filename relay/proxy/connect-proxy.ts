@@ -78,7 +78,7 @@ export function attachConnectProxy(o: ConnectProxyOptions): () => void {
     if (!c || !canSeeCluster(who, c)) {
       throw new TunnelError('NOT_FOUND', `cluster '${target.cluster}' not found`);
     }
-    const key = requireProxy(who, c.group, 'connect');
+    const key = requireProxy(who, c, 'connect');
     // Registered before the stream opens: a key that ends while it opens ends the tunnel too.
     pipes.hold(key, socket);
     const stream = await streams.open(target.cluster, `@port:${target.port}`);

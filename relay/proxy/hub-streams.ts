@@ -16,6 +16,7 @@ import type { MuxStream } from '../../shared/mux/mux-stream.js';
 import type { StreamBinding } from '../../shared/tunnel-streams/stream-binding.js';
 import type { RelayContext } from '../context.js';
 import type { KeyEvent } from '../hooks.js';
+import { lastSeenText } from './last-seen.js';
 
 export const DEFAULT_DISCONNECT_GRACE_MS = 8_000;
 const WATCH_INTERVAL_MS = 1_000;
@@ -66,10 +67,14 @@ export class HubStreams {
     const c = await this.#o.ctx.store.getCluster(cluster);
     if (!c) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
     if (c.status !== 'Accepted' || !c.address || !c.publicKey) {
-      throw new TunnelError('AGENT_NOT_CONNECTED', `cluster '${cluster}' has no accepted agent`);
+      throw new TunnelError(
+        'AGENT_NOT_CONNECTED',
+        `cluster ${cluster} has no accepted agent (status ${c.status}; see tunnel-relay cluster get ${cluster})`,
+      );
     }
     if (!this.#o.dataPlane.isSessionUp(c.publicKey)) {
-      throw new TunnelError('AGENT_NOT_CONNECTED', `the agent of cluster '${cluster}' is not connected`);
+      const seen = lastSeenText(c.leaseRenewAt, this.#o.clock.wallNow());
+      throw new TunnelError('AGENT_NOT_CONNECTED', `agent for cluster ${cluster} is not connected ${seen}`);
     }
     const remote = parseIpv4Address(c.address);
     const known = this.#peers.get(remote);

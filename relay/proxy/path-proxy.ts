@@ -13,6 +13,9 @@
  * chunked, a Content-Length stays that length); ambiguous framing is refused with 400 BAD_FRAMING
  * before anything is opened, so one client request is one upstream request. Every request and upgrade is held in the
  * live-pipe registry under its access key (live-pipes.ts): it ends when the key is revoked or expires.
+ *
+ * The relay's own errors here are Kubernetes `Status` objects (kube-status.ts), not the API's error
+ * envelope: kubectl is the client, and it prints a Status's reason and message.
  */
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -21,9 +24,10 @@ import { TunnelError } from '../../shared/errors.js';
 import { type BodyFraming, bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
 import type { MuxStream } from '../../shared/mux/mux-stream.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
-import { authenticate, canSeeCluster, type KeyPrincipal } from '../auth.js';
+import { authenticate, canSeeCluster, type KeyPrincipal, proxyScope } from '../auth.js';
 import type { RelayContext } from '../context.js';
 import type { HubStreams } from './hub-streams.js';
+import { kubeStatus } from './kube-status.js';
 import type { LivePipes } from './live-pipes.js';
 import { bearer, isReadOnly, requireProxy } from './proxy-auth.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
@@ -126,8 +130,34 @@ async function authorize(
   const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
   const c = await ctx.store.getCluster(cluster);
   // A cluster the caller may not see answers as a missing one: no group named, no existence confirmed.
-  if (!c || !canSeeCluster(who, c)) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
-  return requireProxy(who, c.group, isReadOnly(req.method, upgrade) ? 'read' : 'write');
+  // A key scoped to one cluster's proxy sees that cluster only.
+  const visible = c !== null && (canSeeCluster(who, c) || proxyScope(who)?.cluster === c.name);
+  if (!c || !visible) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
+  return requireProxy(who, c, isReadOnly(req.method, upgrade) ? 'read' : 'write');
+}
+
+/** The agent's refusal of the upstream stream, said in terms of the cluster (what kubectl prints). */
+function explainOpenError(err: unknown, cluster: string): unknown {
+  const reason = err instanceof Error ? err.message.replace(/^@upstream: /, '') : '';
+  if (err instanceof TunnelError && err.code === 'STREAM_REFUSED') {
+    return new TunnelError('STREAM_REFUSED', `agent for cluster ${cluster} refused the stream: ${reason}`);
+  }
+  if (err instanceof TunnelError && err.code === 'UPSTREAM_FAILED') {
+    return new TunnelError(
+      'UPSTREAM_FAILED',
+      `agent for cluster ${cluster} could not reach its upstream: dial failed: ${reason}`,
+    );
+  }
+  return err;
+}
+
+/** A stream to the cluster's default upstream, with the agent's refusal explained. */
+async function openUpstream(streams: HubStreams, cluster: string): Promise<MuxStream> {
+  try {
+    return await streams.open(cluster, '@upstream');
+  } catch (err) {
+    throw explainOpenError(err, cluster);
+  }
 }
 
 /** Request headers for upstream: end-to-end ones, then the body's framing as parsed. */
@@ -135,14 +165,15 @@ function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
   return [...forwardHeaders(req.rawHeaders, REFRAMED), ...framingHeaders(framing)];
 }
 
-function sendError(res: ServerResponse, err: unknown): void {
+function sendError(res: ServerResponse, err: unknown, cluster: string | null): void {
   const e = asTunnelError(err);
   if (res.headersSent) {
     res.destroy(e);
     return;
   }
-  const body = JSON.stringify(e.toJSON());
-  res.writeHead(proxyStatus(e, false), {
+  const status = proxyStatus(e, false);
+  const body = JSON.stringify(kubeStatus(e, status, cluster));
+  res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     // The body of a request with ambiguous framing cannot be skipped reliably: no next request.
@@ -158,7 +189,7 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   const p = parseProxyPath(req.url ?? '');
   if (!p) throw new TunnelError('NOT_FOUND', 'no such proxy path');
   pipes.hold(await authorize(ctx, req, p.cluster, false), res);
-  const stream = await streams.open(p.cluster, '@upstream');
+  const stream = await openUpstream(streams, p.cluster);
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
   const upstream = http.request({
@@ -214,7 +245,7 @@ export function handleProxyUpgrade(
       );
     }
     pipes.hold(await authorize(ctx, req, p.cluster, true), socket);
-    const stream: MuxStream = await streams.open(p.cluster, '@upstream');
+    const stream: MuxStream = await openUpstream(streams, p.cluster);
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();
     stats.upgrades++;
@@ -232,7 +263,7 @@ export function handleProxyUpgrade(
     if (e.code === 'INTERNAL') ctx.log.error({ err }, 'proxy upgrade failed');
     const status = proxyStatus(e, false);
     bump(stats.upgradeFailed, status);
-    writeErrorResponse(socket, status, e);
+    writeErrorResponse(socket, status, e, { body: kubeStatus(e, status, p.cluster) });
   });
   return true;
 }
@@ -252,7 +283,7 @@ export function registerPathProxy(app: FastifyInstance, deps: PathProxyDeps): vo
       bump(stats.failed, res.headersSent ? 'aborted' : proxyStatus(e, false));
       if (code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
       if (code === 'INTERNAL') ctx.log.error({ err }, 'proxy request failed');
-      sendError(res, err);
+      sendError(res, err, parseProxyPath(request.raw.url ?? '')?.cluster ?? null);
     });
   };
   for (const url of ['/api/v1/clusters/:name/proxy', '/api/v1/clusters/:name/proxy/*']) {

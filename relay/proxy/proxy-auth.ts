@@ -3,13 +3,15 @@
  *   admin                any cluster, CONNECT and path proxy
  *   group-editor:G       clusters in group G, CONNECT and path proxy
  *   viewer               path proxy only, GET/HEAD/OPTIONS without Upgrade (read-only); never CONNECT
+ *   cluster-proxy:C      path proxy of cluster C only (minted by the kubeconfig route); never CONNECT
+ *   cluster-proxy-read:C path proxy of cluster C only, read-only; never CONNECT
  *   bootstrap, agents    never
  * CONNECT takes `Proxy-Authorization: Bearer <key>` or `Basic base64(user:<key>)` (what Go's and curl's
  * proxy support send from a proxy URL's user info); the path proxy `Authorization: Bearer <key>`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { TunnelError } from '../../shared/errors.js';
-import type { KeyPrincipal, Principal } from '../auth.js';
+import { type KeyPrincipal, type Principal, proxyScope } from '../auth.js';
 
 export type ProxyUse = 'connect' | 'read' | 'write';
 
@@ -36,13 +38,27 @@ export function bearer(headers: IncomingHttpHeaders): string | null {
   return m ? m[1]! : null;
 }
 
-/** The key principal `p`; FORBIDDEN unless it may use the proxy this way on a cluster of `group`. */
-export function requireProxy(p: Principal, group: string, use: ProxyUse): KeyPrincipal {
-  if (p.kind === 'key') {
-    if (p.role === 'admin') return p;
-    if (p.group !== null && p.group === group) return p;
-    if (p.role === 'viewer' && use === 'read') return p;
-  }
+/** The cluster a proxy request goes to. */
+export interface ProxyTarget {
+  name: string;
+  group: string;
+}
+
+/** Whether the key `p` may use the proxy this way on cluster `target` (the table above). */
+export function mayUseProxy(p: KeyPrincipal, target: ProxyTarget, use: ProxyUse): boolean {
+  if (p.role === 'admin') return true;
+  if (p.group !== null && p.group === target.group) return true;
+  if (p.role === 'viewer' && use === 'read') return true;
+  const scope = proxyScope(p);
+  return (
+    scope !== null && use !== 'connect' && scope.cluster === target.name && (scope.write || use === 'read')
+  );
+}
+
+/** The key principal `p`; FORBIDDEN unless it may use the proxy this way on cluster `target`. */
+export function requireProxy(p: Principal, target: ProxyTarget, use: ProxyUse): KeyPrincipal {
+  const { group } = target;
+  if (p.kind === 'key' && mayUseProxy(p, target, use)) return p;
   const who = p.kind === 'key' ? `role ${p.role}` : 'an agent credential';
   const what =
     use === 'connect'

@@ -103,15 +103,25 @@ describe('proxy credentials and roles', () => {
   it('admin anywhere; group-editor in its group; viewer read-only path proxy; agents never', () => {
     const key = (role: string, group: string | null = null): Principal =>
       ({ kind: 'key', id: 'k', role, group, expiresAt: null }) as Principal;
-    expect(requireProxy(key('admin'), 'g', 'connect')).toEqual(key('admin'));
-    expect(() => requireProxy(key('group-editor:g', 'g'), 'g', 'connect')).not.toThrow();
-    expect(() => requireProxy(key('group-editor:h', 'h'), 'g', 'write')).toThrow(/group g/);
-    expect(() => requireProxy(key('viewer'), 'g', 'read')).not.toThrow();
-    expect(() => requireProxy(key('viewer'), 'g', 'connect')).toThrow(/viewer/);
-    expect(() => requireProxy(key('viewer'), 'g', 'write')).toThrow();
-    expect(() => requireProxy(key('bootstrap'), 'g', 'read')).toThrow();
+    expect(requireProxy(key('admin'), { name: 'c', group: 'g' }, 'connect')).toEqual(key('admin'));
+    expect(() =>
+      requireProxy(key('group-editor:g', 'g'), { name: 'c', group: 'g' }, 'connect'),
+    ).not.toThrow();
+    expect(() => requireProxy(key('group-editor:h', 'h'), { name: 'c', group: 'g' }, 'write')).toThrow(
+      /group g/,
+    );
+    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g' }, 'read')).not.toThrow();
+    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g' }, 'connect')).toThrow(/viewer/);
+    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g' }, 'write')).toThrow();
+    expect(() => requireProxy(key('bootstrap'), { name: 'c', group: 'g' }, 'read')).toThrow();
     const agent = { kind: 'agent', cluster: 'c', credentialId: 'x', status: 'Accepted' } as Principal;
-    expect(() => requireProxy(agent, 'g', 'read')).toThrow(/agent/);
+    expect(() => requireProxy(agent, { name: 'c', group: 'g' }, 'read')).toThrow(/agent/);
+    const edge = { name: 'edge-1', group: 'g' };
+    expect(() => requireProxy(key('cluster-proxy:edge-1'), edge, 'write')).not.toThrow();
+    expect(() => requireProxy(key('cluster-proxy:edge-1'), edge, 'connect')).toThrow(/cluster-proxy/);
+    expect(() => requireProxy(key('cluster-proxy:edge-2'), edge, 'read')).toThrow(/cluster-proxy/);
+    expect(() => requireProxy(key('cluster-proxy-read:edge-1'), edge, 'read')).not.toThrow();
+    expect(() => requireProxy(key('cluster-proxy-read:edge-1'), edge, 'write')).toThrow(/read/);
     expect(isReadOnly('GET', false)).toBe(true);
     expect(isReadOnly('GET', true)).toBe(false);
     expect(isReadOnly('POST', false)).toBe(false);

@@ -23,10 +23,18 @@ export function asTunnelError(err: unknown): TunnelError {
   return isTunnelError(err) ? err : new TunnelError('INTERNAL', 'internal error');
 }
 
-/** Writes a complete HTTP/1.1 error response with the JSON error body and ends the socket. */
-export function writeErrorResponse(socket: Duplex, status: number, err: TunnelError): void {
+/**
+ * Writes a complete HTTP/1.1 error response and ends the socket. The body is the JSON error envelope,
+ * or `opts.body` (the path proxy answers a Kubernetes Status).
+ */
+export function writeErrorResponse(
+  socket: Duplex,
+  status: number,
+  err: TunnelError,
+  opts: { body?: unknown } = {},
+): void {
   if (socket.destroyed || !socket.writable) return;
-  const body = JSON.stringify(err.toJSON());
+  const body = JSON.stringify(opts.body ?? err.toJSON());
   const extra =
     status === 407 ? 'proxy-authenticate: Bearer realm="tunnel-relay", Basic realm="tunnel-relay"\r\n' : '';
   socket.end(

@@ -1,11 +1,9 @@
-/** Cluster routes: create, list, get, accept, deny, rotate-psk, delete, kubeconfig. */
+/** Cluster routes: create, list, get, accept, deny, rotate-psk, delete (the kubeconfig: kubeconfig.ts). */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { stringify as toYaml } from 'yaml';
 import { parseDuration } from '../../shared/duration.js';
 import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
 import {
   actorOf,
-  bearerToken,
   clusterNotFound,
   requireClusterRead,
   requireClusterWrite,
@@ -191,33 +189,4 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       return { deleted: c.name };
     },
   );
-
-  app.get('/api/v1/clusters/:name/kubeconfig', { schema: { params: NameParams } }, async (req, reply) => {
-    const p = await principalOf(ctx, req);
-    const c = await visibleCluster(ctx.store, p, req.params.name);
-    requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
-    const ctxName = `${c.name}-via-relay`;
-    const doc = {
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        {
-          name: ctxName,
-          cluster: {
-            server: `${ctx.publicUrl()}/api/v1/clusters/${c.name}/proxy`,
-            // Without a CA (plain-http, no --public-ca-file) kubectl uses the system trust store.
-            ...(ctx.caPem === null
-              ? {}
-              : { 'certificate-authority-data': Buffer.from(ctx.caPem).toString('base64') }),
-          },
-        },
-      ],
-      // The caller's own access key: the relay's proxy authenticates it (and does not forward it).
-      users: [{ name: ctxName, user: { token: bearerToken(req) ?? '' } }],
-      contexts: [{ name: ctxName, context: { cluster: ctxName, user: ctxName } }],
-      'current-context': ctxName,
-    };
-    reply.type('text/yaml; charset=utf-8');
-    return toYaml(doc);
-  });
 };

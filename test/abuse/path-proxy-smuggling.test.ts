@@ -233,8 +233,8 @@ describe.each(CLUSTERS)('path proxy to %s: one client request is one upstream re
         );
         expect({ what, status: res.status }).toEqual({ what, status: 400 });
         expect(res.headers['content-type']).toMatch(/^application\/json/);
-        const err = JSON.parse(res.body).error;
-        expect({ what, code: err.code }).toEqual({ what, code: 'BAD_FRAMING' });
+        const err = JSON.parse(res.body);
+        expect({ what, code: err.details.causes[0].reason }).toEqual({ what, code: 'BAD_FRAMING' });
         expect(err.message).toMatch(/Content-Length|Transfer-Encoding/);
       }
     }

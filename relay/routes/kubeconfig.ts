@@ -1,0 +1,95 @@
+/**
+ * POST /api/v1/clusters/:name/kubeconfig: a kubeconfig that reaches the cluster's API through the path
+ * proxy, with a newly minted access key scoped to that one cluster's proxy (role `cluster-proxy:NAME`, or
+ * `cluster-proxy-read:NAME` for a caller that may only read there). The key expires (`ttl`, default 24h,
+ * at most 30d), shows in GET /api/v1/tokens and is revoked like any key; every other route refuses it.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { parseDuration } from '../../shared/duration.js';
+import { TunnelError } from '../../shared/errors.js';
+import { actorOf, type Principal, type Role, visibleCluster } from '../auth.js';
+import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
+import { mayUseProxy, requireProxy } from '../proxy/proxy-auth.js';
+import { ErrorBody, KubeconfigBody, MintedKubeconfig, NameParams } from '../schemas.js';
+import { hashSecret, newId, newSecret } from '../secrets.js';
+
+export const DEFAULT_KUBECONFIG_TTL = '24h';
+export const MAX_KUBECONFIG_TTL_MS = 30 * 86_400_000;
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
+
+/** The scoped role to mint for `p` on cluster `c`: read-write if `p` may write through its proxy, else read. */
+function scopedRole(p: Principal, c: { name: string; group: string }): Role {
+  if (p.kind === 'key' && mayUseProxy(p, c, 'write')) return `cluster-proxy:${c.name}`;
+  requireProxy(p, c, 'read');
+  return `cluster-proxy-read:${c.name}`;
+}
+
+function ttlMs(text: string | undefined): number {
+  const ms = parseDuration(text ?? DEFAULT_KUBECONFIG_TTL, 'ttl');
+  if (ms > MAX_KUBECONFIG_TTL_MS) {
+    throw new TunnelError('BAD_INPUT', `ttl: "${text}" is longer than the 30d a kubeconfig key may live`);
+  }
+  return ms;
+}
+
+/** The kubeconfig document: one cluster, user and context named `<cluster>-via-relay`. */
+export function pathProxyKubeconfig(
+  ctx: RelayContext,
+  cluster: string,
+  key: string,
+): Record<string, unknown> {
+  const name = `${cluster}-via-relay`;
+  return {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name,
+        cluster: {
+          server: `${ctx.publicUrl()}/api/v1/clusters/${cluster}/proxy`,
+          // Without a CA (plain-http, no --public-ca-file) kubectl uses the system trust store.
+          ...(ctx.caPem === null
+            ? {}
+            : { 'certificate-authority-data': Buffer.from(ctx.caPem).toString('base64') }),
+        },
+      },
+    ],
+    // The relay's proxy authenticates this key and does not forward it upstream.
+    users: [{ name, user: { token: key } }],
+    contexts: [{ name, context: { cluster: name, user: name } }],
+    'current-context': name,
+  };
+}
+
+export const kubeconfigRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
+  app.post(
+    '/api/v1/clusters/:name/kubeconfig',
+    { schema: { params: NameParams, body: KubeconfigBody, response: { 201: MintedKubeconfig, ...errors } } },
+    async (req, reply) => {
+      const p = await principalOf(ctx, req);
+      const c = await visibleCluster(ctx.store, p, req.params.name);
+      const role = scopedRole(p, c);
+      const now = ctx.clock.wallNow();
+      const expiresAt = now + ttlMs(req.body.ttl);
+      const id = newId('k_');
+      const token = newSecret('accessKey');
+      const audit = auditEntry(ctx, req, actorOf(p), 'token.create', id, { role, kubeconfig: c.name });
+      const description = `kubeconfig for cluster ${c.name} (minted by ${actorOf(p)})`;
+      await ctx.store.createAccessKey(
+        { id, role, description, createdAt: now, expiresAt, revokedAt: null },
+        hashSecret(token),
+        audit,
+      );
+      logAudit(ctx, audit);
+      reply.code(201);
+      return {
+        keyId: id,
+        role,
+        expiresAt: new Date(expiresAt).toISOString(),
+        context: `${c.name}-via-relay`,
+        kubeconfig: pathProxyKubeconfig(ctx, c.name, token),
+      };
+    },
+  );
+};
