@@ -97,6 +97,10 @@ export const ERROR_CODES = {
     summary: 'The bootstrap PSK or token was refused (wrong, reused, expired or revoked; which is not said).',
   },
   CLUSTER_DENIED: { status: 403, summary: 'The cluster registration was denied by an administrator.' },
+  NO_AGENT_WAITING: {
+    status: 409,
+    summary: '`cluster accept` on a cluster where no agent has registered yet: there is nothing to accept.',
+  },
   CA_PIN_MISMATCH: { status: 495, summary: "The relay's TLS certificate does not match the pinned sha256." },
   INSTALL_LINK_USED: {
     status: 410,

@@ -1,10 +1,11 @@
 /** `tunnel-relay cluster create|list|get|accept|deny|delete|rotate-psk`. */
 import { Command } from 'commander';
-import { streamPrinter, table } from '../../shared/cli/output.js';
+import { streamPrinter } from '../../shared/cli/output.js';
 import { parseClusterName } from '../../shared/cli/parsers.js';
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
+import { clusterListCommand } from './cluster-list.js';
 
 export interface Condition {
   type: string;
@@ -51,26 +52,6 @@ const nameArg = (v: string) => parseClusterName(v, 'cluster name');
 function pskTtl(v: string): string {
   parseDuration(v, '--psk-ttl');
   return v;
-}
-
-function cond(c: Cluster, type: string): string {
-  return c.conditions?.find((x) => x.type === type)?.status ?? 'Unknown';
-}
-
-export function clusterRows(items: readonly Cluster[]): string {
-  return table(
-    ['NAME', 'GROUP', 'STATUS', 'JOINED', 'AVAILABLE', 'PATH', 'ADDRESS', 'LEASE RENEWED'],
-    items.map((c) => [
-      c.name,
-      c.group,
-      c.status,
-      cond(c, 'Joined'),
-      cond(c, 'Available'),
-      c.path ?? 'none',
-      c.address ?? '-',
-      c.leaseRenewTime ?? '-',
-    ]),
-  );
 }
 
 /** One entry per printed line (Printer.lines: a line feed inside a value cannot start a line of its own). */
@@ -170,14 +151,7 @@ export function clusterCommand(): Command {
     ),
   );
 
-  cluster.addCommand(
-    withAdminFlags(new Command('list').description('list clusters')).action(async (flags: AdminFlags) => {
-      const res = await withClient(flags, (c) => c.json<{ items: Cluster[] }>('GET', '/api/v1/clusters'));
-      const out = streamPrinter();
-      if (flags.output === 'json') out.json(res);
-      else out.line(res.items.length === 0 ? 'no clusters' : clusterRows(res.items));
-    }),
-  );
+  cluster.addCommand(clusterListCommand());
 
   cluster.addCommand(
     withAdminFlags(
@@ -191,7 +165,7 @@ export function clusterCommand(): Command {
   );
 
   for (const [verb, help] of [
-    ['accept', 'accept a Pending (or Denied) registration'],
+    ['accept', 'accept a Pending (or Denied) registration; refused while no agent has registered'],
     ['deny', "deny a registration; the agent's sessions close"],
   ] as const) {
     cluster.addCommand(

@@ -1,6 +1,7 @@
 /** Cluster routes: create, list, get, accept, deny, rotate-psk, delete (the kubeconfig: kubeconfig.ts). */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { parseDuration } from '../../shared/duration.js';
+import { TunnelError } from '../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
 import {
   actorOf,
@@ -24,7 +25,7 @@ import {
   RotatePskBody,
 } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
-import type { NewSecret } from '../store/types.js';
+import type { ClusterRecord, NewSecret } from '../store/types.js';
 import { installRoutes } from './install.js';
 
 const DEFAULT_PSK_TTL = '24h';
@@ -130,6 +131,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         const p = await principalOf(ctx, req);
         const before = await visibleCluster(ctx.store, p, req.params.name);
         requireClusterWrite(p, before.group, `${action} clusters in group ${before.group}`);
+        if (action === 'accept') requireAgentWaiting(before);
         const status = action === 'accept' ? 'Accepted' : 'Denied';
         const audit = auditEntry(ctx, req, actorOf(p), `cluster.${action}`, before.name, {
           from: before.status,
@@ -190,3 +192,16 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
     },
   );
 };
+
+/**
+ * Accept decides on a registered agent: refused with NO_AGENT_WAITING while none has registered (a cluster made
+ * with `cluster create` needs no accept: the agent that joins with its PSK is accepted then). A Denied cluster may
+ * be accepted again with or without one.
+ */
+function requireAgentWaiting(c: ClusterRecord): void {
+  if (c.publicKey !== null || c.status === 'Denied') return;
+  throw new TunnelError(
+    'NO_AGENT_WAITING',
+    `cluster ${c.name} has no agent waiting for acceptance: no agent has registered yet; run the join command from 'cluster create' or 'cluster rotate-psk ${c.name}' on the agent's host`,
+  );
+}

@@ -1,0 +1,109 @@
+/**
+ * `tunnel-relay cluster list [--status S] [--group G]`: one row per cluster with where its agent stands ("no agent
+ * yet" apart from "awaiting acceptance"), its display name, and ages ("3m", "2h", "5d") instead of timestamps.
+ * The filters apply to the text and the JSON output alike.
+ */
+import { Command, Option } from 'commander';
+import { ageOf } from '../../shared/cli/age.js';
+import { streamPrinter, table } from '../../shared/cli/output.js';
+import { oneOf, parseClusterName } from '../../shared/cli/parsers.js';
+import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
+import type { Cluster } from './cluster.js';
+
+/** --status values: the cluster's status, or where its agent stands (Pending covers both of the latter). */
+export const STATUS_FILTERS = ['accepted', 'pending', 'denied', 'no-agent', 'awaiting-acceptance'] as const;
+type StatusFilter = (typeof STATUS_FILTERS)[number];
+
+type ListFlags = AdminFlags & { status?: StatusFilter; group?: string };
+
+/** Where the cluster's agent stands, from the Joined condition's reason (relay/conditions.ts). */
+export function agentState(c: Cluster): string {
+  const joined = c.conditions?.find((x) => x.type === 'Joined');
+  switch (joined?.reason) {
+    case 'AgentNotRegistered':
+      return 'no agent yet';
+    case 'AwaitingAcceptance':
+      return 'awaiting acceptance';
+    case 'HubDenied':
+      return 'denied';
+    case 'AgentRegistered':
+      return 'joined';
+    default:
+      return joined?.reason ?? 'unknown';
+  }
+}
+
+function available(c: Cluster): string {
+  return c.conditions?.find((x) => x.type === 'Available')?.status ?? 'Unknown';
+}
+
+export function clusterRows(items: readonly Cluster[], nowMs: number): string {
+  return table(
+    [
+      'NAME',
+      'DISPLAY NAME',
+      'GROUP',
+      'STATUS',
+      'AGENT',
+      'AVAILABLE',
+      'PATH',
+      'ADDRESS',
+      'LEASE RENEWED',
+      'AGE',
+    ],
+    items.map((c) => [
+      c.name,
+      c.displayName || '-',
+      c.group,
+      c.status,
+      agentState(c),
+      available(c),
+      c.path ?? 'none',
+      c.address ?? '-',
+      c.leaseRenewTime ? `${ageOf(c.leaseRenewTime, nowMs)} ago` : '-',
+      ageOf(c.createdAt, nowMs),
+    ]),
+  );
+}
+
+function hasStatus(c: Cluster, status: StatusFilter): boolean {
+  if (status === 'no-agent') return agentState(c) === 'no agent yet';
+  if (status === 'awaiting-acceptance') return agentState(c) === 'awaiting acceptance';
+  return c.status.toLowerCase() === status;
+}
+
+export function filterClusters(
+  items: readonly Cluster[],
+  flags: Pick<ListFlags, 'status' | 'group'>,
+): Cluster[] {
+  return items.filter(
+    (c) =>
+      (flags.status === undefined || hasStatus(c, flags.status)) &&
+      (flags.group === undefined || c.group === flags.group),
+  );
+}
+
+/** `--status` is matched without regard to case (`Pending` as printed, or `pending`). */
+function statusOption(): Option {
+  const check = oneOf<StatusFilter>('--status', STATUS_FILTERS);
+  return new Option('--status <status>', 'only clusters with this status, or whose agent stands so')
+    .choices(STATUS_FILTERS)
+    .argParser((v: string) => check(v.toLowerCase()));
+}
+
+export function clusterListCommand(): Command {
+  return withAdminFlags(
+    new Command('list')
+      .description('list clusters')
+      .addOption(statusOption())
+      .option('--group <group>', 'only clusters in this group', (v: string) =>
+        parseClusterName(v, '--group'),
+      ),
+  ).action(async (flags: ListFlags) => {
+    const res = await withClient(flags, (c) => c.json<{ items: Cluster[] }>('GET', '/api/v1/clusters'));
+    const items = filterClusters(res.items, flags);
+    const out = streamPrinter();
+    if (flags.output === 'json') out.json({ items });
+    else out.line(items.length === 0 ? 'no clusters' : clusterRows(items, Date.now()));
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * `tunnel-relay cluster list` and `cluster accept` through the real binaries: an agent awaiting acceptance is told
+ * apart from a cluster with no agent yet, display names and ages are shown (escaped), --status / --group filter,
+ * and accepting a cluster no agent has registered for fails with NO_AGENT_WAITING.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  type Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
+
+let relay: Proc;
+let ready: ReadyLine;
+let adminEnv: NodeJS.ProcessEnv;
+
+const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+
+interface Listed {
+  items: { name: string; status: string; group: string }[];
+}
+
+beforeAll(async () => {
+  buildIfStale();
+  ({ proc: relay, ready } = await startServe(tempDir('cluster-list-'), '127.0.0.1:0'));
+  adminEnv = cleanEnv({
+    TUNNEL_RELAY_URL: ready.url,
+    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+    TUNNEL_RELAY_CA_PIN: ready.caPin,
+  });
+  const created = await admin(
+    'cluster',
+    'create',
+    'fresh',
+    '--display-name',
+    'Edge \u001b[31mone',
+    '--group',
+    'eu',
+  );
+  expect(created.code, created.stderr).toBe(0);
+  const token = JSON.parse(
+    (await admin('token', 'create', '--role', 'bootstrap', '-o', 'json')).stdout,
+  ).token;
+  // An agent that registers with the org-wide token and gives up waiting: its cluster stays Pending.
+  const agentDir = join(tempDir('cluster-list-agent-'), 'agent');
+  const joined = await run(
+    CLIENT_BIN,
+    ['join', '--relay', ready.url, '--cluster', 'waiting', '--psk', token, '--ca-pin', ready.caPin].concat([
+      '--state-dir',
+      agentDir,
+      '--wait',
+      '--wait-timeout',
+      '1s',
+    ]),
+    cleanEnv(),
+  );
+  expect(joined.stderr).toMatch(/error TIMEOUT: cluster waiting is still Pending/);
+}, 180_000);
+
+afterAll(async () => {
+  await relay?.stop();
+  await cleanup();
+});
+
+describe('cluster list', () => {
+  it('tells "awaiting acceptance" from "no agent yet", with display names and ages', async () => {
+    const r = await admin('cluster', 'list');
+    expect(r.code, r.stderr).toBe(0);
+    const [header, ...rows] = r.stdout.trimEnd().split('\n');
+    expect(header).toMatch(
+      /^NAME +DISPLAY NAME +GROUP +STATUS +AGENT +AVAILABLE +PATH +ADDRESS +LEASE RENEWED +AGE$/,
+    );
+    const fresh = rows.find((l) => l.startsWith('fresh '));
+    const waiting = rows.find((l) => l.startsWith('waiting '));
+    expect(fresh).toMatch(
+      /^fresh +Edge \\u001b\[31mone +eu +Pending +no agent yet +Unknown +none +- +- +\d+s$/,
+    );
+    expect(waiting).toMatch(
+      /^waiting +waiting +default +Pending +awaiting acceptance +Unknown +none +- +- +\d+s$/,
+    );
+  });
+
+  it('filters by --status and --group, in text and JSON', async () => {
+    const names = async (...args: string[]) =>
+      (JSON.parse((await admin('cluster', 'list', '-o', 'json', ...args)).stdout) as Listed).items.map(
+        (c) => c.name,
+      );
+    expect(await names()).toEqual(expect.arrayContaining(['fresh', 'waiting']));
+    expect((await names('--status', 'Pending')).sort()).toEqual(['fresh', 'waiting']);
+    expect(await names('--status', 'awaiting-acceptance')).toEqual(['waiting']);
+    expect(await names('--status', 'no-agent')).toEqual(['fresh']);
+    expect(await names('--group', 'eu')).toEqual(['fresh']);
+    expect(await names('--group', 'eu', '--status', 'awaiting-acceptance')).toEqual([]);
+    const text = await admin('cluster', 'list', '--status', 'denied');
+    expect(text.stdout).toBe('no clusters\n');
+    const bad = await admin('cluster', 'list', '--status', 'waiting');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      'error BAD_INPUT: --status "waiting" is not valid: expected one of accepted, pending, denied, no-agent, awaiting-acceptance\n',
+    );
+  });
+});
+
+describe('cluster accept', () => {
+  it('says so when no agent is waiting (NO_AGENT_WAITING), in text and JSON', async () => {
+    const r = await admin('cluster', 'accept', 'fresh');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      "error NO_AGENT_WAITING: cluster fresh has no agent waiting for acceptance: no agent has registered yet; run the join command from 'cluster create' or 'cluster rotate-psk fresh' on the agent's host\n",
+    );
+    const j = await admin('cluster', 'accept', 'fresh', '-o', 'json');
+    expect(JSON.parse(j.stdout).error.code).toBe('NO_AGENT_WAITING');
+  });
+
+  it('accepts the agent that is waiting', async () => {
+    const r = await admin('cluster', 'accept', 'waiting');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe('cluster waiting is Accepted\n');
+  });
+});
