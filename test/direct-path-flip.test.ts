@@ -1,0 +1,303 @@
+/**
+ * Path flips under load, with real processes: the relay (`tunnel-relay serve` with its UDP port and STUN
+ * responder) on the host side of a MASQUERADE router's WAN, the agent (`tunnel-client run`) behind the router
+ * in its own namespace, an HTTP upstream on the host that the agent reaches through the router, and curl
+ * downloading from that upstream through the relay's CONNECT proxy. While a 100 MB download runs (curl paced
+ * with --limit-rate, the tunnel is not slowed) the router drops UDP, the session falls back to the relay, the
+ * router forwards UDP again, the session goes direct again: the bytes arrive whole and in order, and the test
+ * prints the time to fall back and to upgrade. A direct download leaves the relay's DERP byte counters
+ * (nearly) where they were while the same download relayed moves them by its size; a `--egress 443-only`
+ * agent sends no UDP at all (an iptables counter in its namespace).
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_FLAGS } from '../shared/node-flags.js';
+import {
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  curl,
+  freeUdpPort,
+  type Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  sleep,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
+import { cleanupAll } from './helpers/cleanup.js';
+import { addRule } from './helpers/iptables.js';
+import { createNatTopology, type NatTopology } from './helpers/nat-topology.js';
+import { requireIntegrationPrivileges } from './helpers/privileges.js';
+import type { ProcessHandle } from './helpers/process.js';
+import { sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
+
+interface StatusReport {
+  connected: boolean;
+  path: string;
+  pathDetail: { remote: string | null; reason: string | null } | null;
+}
+
+interface Agent {
+  stateDir: string;
+  proc: ProcessHandle;
+}
+
+let t: NatTopology;
+let relay: Proc;
+let ready: ReadyLine;
+let adminEnv: NodeJS.ProcessEnv;
+let upstream: http.Server;
+let upstreamPort: number;
+let relayCaFile: string;
+let edge: Agent;
+
+const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+
+/** Creates cluster `name`, joins it from the agent namespace (upstream: the host's HTTP server) and runs it. */
+async function joinAndRun(name: string, extra: readonly string[] = []): Promise<Agent> {
+  const created = await admin('cluster', 'create', name, '--output', 'json');
+  expect(created.code, created.stderr).toBe(0);
+  const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+  const stateDir = join(tempDir('flip-agent-'), 'state');
+  const upstreamUrl = `http://${t.hubPublicAddress}:${upstreamPort}`;
+  const joined = await t.agent.exec(
+    process.execPath,
+    [
+      ...NODE_FLAGS,
+      CLIENT_BIN,
+      ...args,
+      '--state-dir',
+      stateDir,
+      '--upstream',
+      upstreamUrl,
+      ...extra,
+      '--wait',
+    ],
+    { timeoutMs: 40_000 },
+  );
+  expect(joined.stderr).not.toMatch(/error/i);
+  const proc = t.agent.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
+    timeoutMs: 280_000,
+  });
+  return { stateDir, proc };
+}
+
+async function status(agent: Agent): Promise<StatusReport> {
+  const r = await run(CLIENT_BIN, ['status', '--state-dir', agent.stateDir, '--output', 'json'], cleanEnv());
+  return JSON.parse(r.stdout) as StatusReport;
+}
+
+/** Polls the agent's status until `pred` holds; returns the ms it took. */
+async function until(
+  what: string,
+  agent: Agent,
+  pred: (r: StatusReport) => boolean,
+  ms: number,
+): Promise<number> {
+  const start = Date.now();
+  let last: StatusReport | undefined;
+  for (;;) {
+    try {
+      last = await status(agent);
+      if (pred(last)) return Date.now() - start;
+    } catch {
+      // status.json being rewritten
+    }
+    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
+    await sleep(200);
+  }
+}
+
+/** The relay's DERP payload bytes, both directions (every relayed byte between the agent and the hub). */
+async function derpBytes(): Promise<number> {
+  const r = await curl(['-sS', '-f', '--cacert', relayCaFile, `${ready.url}/metrics`]);
+  expect(r.code, r.stderr).toBe(0);
+  const value = (name: string) => {
+    const line = r.stdout.split('\n').find((l) => l.startsWith(`${name} `));
+    return Number(line?.split(' ')[1] ?? Number.NaN);
+  };
+  return value('tunnel_relay_derp_bytes_received_total') + value('tunnel_relay_derp_bytes_sent_total');
+}
+
+interface Download {
+  /** Bytes read so far. */
+  received(): number;
+  /** Resolves when curl exits: its code, stderr, the bytes and their sha256. */
+  done: Promise<{ code: number | null; stderr: string; bytes: number; sha256: string }>;
+}
+
+/** curl through the relay's CONNECT proxy to the agent's upstream, `n` pattern bytes, hashed as they arrive. */
+function download(n: number, limitRate?: string): Download {
+  const args = [
+    '-sS',
+    '-p',
+    '-x',
+    ready.url,
+    '--proxy-cacert',
+    relayCaFile,
+    '--proxy-header',
+    `Proxy-Authorization: Bearer ${ready.adminKey}`,
+    ...(limitRate ? ['--limit-rate', limitRate] : []),
+    `http://edge-flip.clusters.local:${upstreamPort}/bytes?n=${n}`,
+  ];
+  const c = spawn('curl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const h = createHash('sha256');
+  let bytes = 0;
+  let stderr = '';
+  c.stdout.on('data', (d: Buffer) => {
+    bytes += d.length;
+    h.update(d);
+  });
+  c.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const done = new Promise<{ code: number | null; stderr: string; bytes: number; sha256: string }>(
+    (resolve) => {
+      const timer = setTimeout(() => c.kill('SIGKILL'), 150_000);
+      c.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr, bytes, sha256: h.digest('hex') });
+      });
+    },
+  );
+  return { received: () => bytes, done };
+}
+
+beforeAll(async () => {
+  requireIntegrationPrivileges(['ip', 'iptables', 'sysctl']);
+  buildIfStale();
+  t = await createNatTopology({ nat: 'masquerade' });
+  upstream = http.createServer(sampleHandler('flip'));
+  upstream.listen(0, t.hubPublicAddress);
+  await once(upstream, 'listening');
+  upstreamPort = (upstream.address() as AddressInfo).port;
+  const started = await startServe(tempDir('flip-relay-'), `${t.hubPublicAddress}:0`, [
+    '--udp-port',
+    String(await freeUdpPort(t.hubPublicAddress)),
+    '--stun-port',
+    String(await freeUdpPort(t.hubPublicAddress)),
+  ]);
+  relay = started.proc;
+  ready = started.ready;
+  adminEnv = cleanEnv({
+    TUNNEL_RELAY_URL: ready.url,
+    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+    TUNNEL_RELAY_CA_PIN: ready.caPin,
+  });
+  edge = await joinAndRun('edge-flip');
+  const k = await admin('kubeconfig', 'edge-flip', '--output', 'json');
+  expect(k.code, k.stderr).toBe(0);
+  relayCaFile = join(tempDir('flip-ca-'), 'relay-ca.pem');
+  const ca = JSON.parse(k.stdout).clusters[0].cluster['certificate-authority-data'] as string;
+  writeFileSync(relayCaFile, Buffer.from(ca, 'base64'));
+  await until('direct', edge, (r) => r.connected && r.path === 'direct', 30_000);
+}, 120_000);
+
+afterAll(async () => {
+  await edge?.proc.stop();
+  await relay?.stop();
+  await t?.destroy();
+  upstream?.close();
+  await cleanup();
+  await cleanupAll();
+});
+
+describe('direct path flips and the relay, real processes behind a NAT', () => {
+  it('100 MB CONNECT download across direct -> relayed -> direct: byte-identical, no error', async () => {
+    const n = 100 * 1024 * 1024;
+    // 2.5 MB/s at the reader: ~40 s, longer than the two flips take even on a loaded machine.
+    const dl = download(n, '2500K');
+    await sleep(2_000);
+    expect(dl.received()).toBeGreaterThan(0);
+    expect((await status(edge)).path).toBe('direct');
+
+    const block = await addRule(t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'DROP', { insert: true });
+    const fallbackMs = await until('relayed', edge, (r) => r.path === 'relayed', 20_000);
+    const atFallback = dl.received();
+    await sleep(2_000);
+    await block.remove();
+    const upgradeMs = await until('direct again', edge, (r) => r.path === 'direct', 30_000);
+    const atUpgrade = dl.received();
+    // Measured through the agent's status file, rewritten every 2 s: each time includes up to 2 s of that tick.
+    console.log(
+      `direct-path flip: fallback ${fallbackMs} ms, upgrade ${upgradeMs} ms (status tick included)`,
+    );
+
+    const r = await dl.done;
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.bytes).toBe(n);
+    expect(r.sha256).toBe(sha256OfPattern(n));
+    // Both flips happened mid-transfer and bytes moved while relayed.
+    expect(atUpgrade).toBeGreaterThan(atFallback);
+    expect(atUpgrade).toBeLessThan(n);
+    // Targets 3 s and 10 s; bounds: + the 2 s status tick + 1 s of a loaded 2-core machine.
+    expect(fallbackMs).toBeLessThan(6_000);
+    expect(upgradeMs).toBeLessThan(13_000);
+  }, 180_000);
+
+  it("a direct download leaves the relay's DERP byte counters flat; the same download relayed moves them", async () => {
+    const n = 20 * 1024 * 1024;
+    await until('direct', edge, (r) => r.path === 'direct', 30_000);
+    const beforeDirect = await derpBytes();
+    const direct = await download(n).done;
+    expect(direct.code, direct.stderr).toBe(0);
+    expect(direct.sha256).toBe(sha256OfPattern(n));
+    const directGrowth = (await derpBytes()) - beforeDirect;
+    expect((await status(edge)).path).toBe('direct');
+
+    const block = await addRule(t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'DROP', { insert: true });
+    try {
+      await until('relayed', edge, (r) => r.path === 'relayed', 20_000);
+      const beforeRelayed = await derpBytes();
+      const relayed = await download(n).done;
+      expect(relayed.code, relayed.stderr).toBe(0);
+      expect(relayed.sha256).toBe(sha256OfPattern(n));
+      const relayedGrowth = (await derpBytes()) - beforeRelayed;
+      console.log(`DERP bytes for a ${n}-byte download: direct ${directGrowth}, relayed ${relayedGrowth}`);
+      // Direct: only disco and relay pings cross the relay. Relayed: the whole download (and its overhead).
+      expect(directGrowth).toBeLessThan(n / 100);
+      expect(relayedGrowth).toBeGreaterThan(n);
+    } finally {
+      await block.remove();
+    }
+  }, 150_000);
+
+  it('a --egress 443-only agent sends no UDP at all (iptables counter in its namespace)', async () => {
+    const udpOut = () =>
+      addRule(t.agent.name, 'OUTPUT', ['!', '-o', 'lo', '-p', 'udp'], 'ACCEPT', { insert: true });
+    // The counter counts: the auto agent sends UDP (probes, WireGuard).
+    const control = await udpOut();
+    await until('direct', edge, (r) => r.path === 'direct', 30_000);
+    await sleep(3_000);
+    expect((await control.counters()).packets).toBeGreaterThan(0);
+    await control.remove();
+    await edge.proc.stop();
+
+    const counter = await udpOut();
+    const only443 = await joinAndRun('edge-443', ['--egress', '443-only']);
+    try {
+      await until(
+        'relayed (443-only)',
+        only443,
+        (r) => r.connected && r.pathDetail?.reason === '443-only',
+        30_000,
+      );
+      expect((await status(only443)).path).toBe('relayed');
+      await sleep(5_000);
+      expect(await counter.counters()).toEqual({ packets: 0, bytes: 0 });
+    } finally {
+      await only443.proc.stop();
+      await counter.remove();
+    }
+  }, 120_000);
+});
