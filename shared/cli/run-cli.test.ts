@@ -63,3 +63,53 @@ describe('runCli', () => {
     expect(u).toEqual({ code: 1, stderr: 'error INTERNAL: boom second line\n' });
   });
 });
+
+describe('runCli usage errors and JSON errors', () => {
+  function nested(): Command {
+    const p = new Command('tool');
+    p.command('group')
+      .command('go')
+      .requiredOption('--relay <url>', 'a relay')
+      .option('-o, --output <format>', 'output format')
+      .action(() => {
+        throw new TunnelError('CLUSTER_DENIED', 'cluster edge-1 was denied');
+      });
+    return p;
+  }
+
+  async function runNested(args: string[]) {
+    const err = sink();
+    const out = sink();
+    const code = await runCli(nested(), ['node', 'tool', ...args], {
+      stderr: err.stream,
+      stdout: out.stream,
+    });
+    return { code, stderr: err.text(), stdout: out.text() };
+  }
+
+  it('names a misspelt flag before a missing required one, with the subcommand help', async () => {
+    const r = await runNested(['group', 'go', '--relya', 'x']);
+    expect(r).toEqual({
+      code: 2,
+      stderr:
+        "error BAD_INPUT: unknown option '--relya' (did you mean --relay?) (see tool group go --help)\n",
+      stdout: '',
+    });
+  });
+
+  it('prints the error as JSON on stdout too when the command line asks for JSON', async () => {
+    const r = await runNested(['group', 'go', '--relay', 'x', '-o', 'json']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error CLUSTER_DENIED: cluster edge-1 was denied\n');
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: { code: 'CLUSTER_DENIED', message: 'cluster edge-1 was denied' },
+    });
+    const usage = await runNested(['group', 'go', '--output=json']);
+    expect(JSON.parse(usage.stdout)).toEqual({
+      error: {
+        code: 'BAD_INPUT',
+        message: "required option '--relay <url>' not specified (see tool group go --help)",
+      },
+    });
+  });
+});
