@@ -110,6 +110,26 @@ describe('JSON errors with --output json', () => {
     expect(JSON.parse(bad.stdout).error.code).toBe('BAD_INPUT');
   });
 
+  it("prints it on one line, so it also ends serve's JSON-lines stream", async () => {
+    const r = await relayCli([
+      'serve',
+      '-o',
+      'json',
+      '--listen',
+      '127.0.0.1:99999',
+      '--data-dir',
+      tempDir('habits-'),
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stdout.split('\n')).toHaveLength(2);
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: {
+        code: 'BAD_CONFIG',
+        message: 'listen (--listen): expected a port number 0-65535, got "99999"',
+      },
+    });
+  });
+
   it('prints nothing on stdout for a failure in text output', async () => {
     const r = await clientCli(['status', '--bogus']);
     expect(r.code).toBe(2);

@@ -91,7 +91,8 @@ export async function runCli(
     const e = errorOf(err, program.name());
     if (e) {
       stderr.write(`error ${e.code}: ${e.message}\n`);
-      if (argvWantsJson(argv.slice(2))) stdout.write(`${safeJson({ error: e }, 2)}\n`);
+      // One line: a valid document for data commands, and a valid last line of serve's JSON-lines stream.
+      if (argvWantsJson(argv.slice(2))) stdout.write(`${safeJson({ error: e })}\n`);
     }
     if (process.env.TUNNEL_DEBUG === '1' && !isTunnelError(err) && err instanceof Error && err.stack) {
       stderr.write(`${escapeLines(err.stack)}\n`);
