@@ -109,12 +109,7 @@ ${bashCompletion(program).split('\n').slice(1).join('\n')}`;
 export function withCompletion(program: Command): Command {
   return program.addCommand(
     new Command('completion')
-      .description(
-        'print a shell completion script: eval "$(PROGRAM completion bash)"'.replace(
-          'PROGRAM',
-          program.name(),
-        ),
-      )
+      .description(`print a shell completion script: eval "$(${program.name()} completion bash)"`)
       .addArgument(new Argument('<shell>', 'bash or zsh').choices(['bash', 'zsh']))
       .action((shell: 'bash' | 'zsh') => {
         process.stdout.write(shell === 'bash' ? bashCompletion(program) : zshCompletion(program));
