@@ -5,11 +5,35 @@
  * It is applied only to attempts that failed: a valid credential registers from any source at any
  * time, so nobody can lock an agent out by failing in its name or from its address.
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TunnelError } from '../shared/errors.js';
-import type { RelayContext } from './context.js';
+import { auditEntry, logAudit, type RelayContext } from './context.js';
+import type { RegistrationRefusal } from './store/psk-refusal.js';
 
-const REJECTED = 'bootstrap credential refused';
+/**
+ * One message whatever the reason (no oracle for PSK probing); the real reason goes to the audit log
+ * as `cluster.register.refused`.
+ */
+export const REJECTED =
+  'the relay refused the bootstrap PSK or key: it is wrong, already used, expired or rotated, or the cluster ' +
+  'was deleted (which one is not said). Fix: on the hub run `tunnel-relay cluster rotate-psk NAME` (or ' +
+  '`cluster create NAME` if it was deleted), then run the new join command it prints';
+
+/** Why a registration was refused, as the audit log records it. */
+export type RefusalReason = RegistrationRefusal | 'not-bootstrap' | 'rate-limited';
+
+async function auditRefusal(
+  ctx: RelayContext,
+  req: FastifyRequest,
+  attempt: { cluster: string; reason: RefusalReason; via: string; detail?: Record<string, unknown> },
+): Promise<void> {
+  const entry = auditEntry(ctx, req, attempt.via, 'cluster.register.refused', attempt.cluster, {
+    reason: attempt.reason,
+    ...attempt.detail,
+  });
+  await ctx.store.appendAudit(entry);
+  logAudit(ctx, entry);
+}
 
 /** Whole seconds until `remainingMs` has passed (at least 1). */
 export function retryAfterSeconds(remainingMs: number): number {
@@ -31,17 +55,28 @@ function rateLimited(ctx: RelayContext, reply: FastifyReply, source: string, rem
 
 /**
  * Refuses a registration whose credential failed: 401 BOOTSTRAP_REJECTED counted against `source`,
- * or, once the source has used up its failures, 429 RATE_LIMITED with Retry-After (no warning).
+ * or, once the source has used up its failures, 429 RATE_LIMITED with Retry-After (no warning, no audit row).
  */
 export async function refuseRegistration(
   ctx: RelayContext,
-  reply: FastifyReply,
-  attempt: { source: string; cluster: string },
+  http: { req: FastifyRequest; reply: FastifyReply },
+  attempt: { source: string; cluster: string; reason: RegistrationRefusal | 'not-bootstrap'; via: string },
 ): Promise<never> {
   const { source, cluster } = attempt;
   const outcome = await ctx.limiter.bySource.failUnlessLimited(source);
-  if ('limited' in outcome) rateLimited(ctx, reply, source, outcome.limited.remainingMs);
+  // 429s are not audited one by one (a flood of them would push real rows out of the bounded audit
+  // log): the source's refusals are, up to the limit, then one `rate-limited` row when it starts.
+  if ('limited' in outcome) rateLimited(ctx, http.reply, source, outcome.limited.remainingMs);
+  await auditRefusal(ctx, http.req, attempt);
   const after = outcome.counted;
+  if (after.limited) {
+    const retryAfter = retryAfterSeconds(after.remainingMs);
+    await auditRefusal(ctx, http.req, {
+      ...attempt,
+      reason: 'rate-limited',
+      detail: { retryAfterSeconds: retryAfter },
+    });
+  }
   ctx.metrics.registrations.inc({ result: 'rejected' });
   ctx.log.warn({ cluster, source }, 'registration refused');
   if (after.limited) {

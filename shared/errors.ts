@@ -94,7 +94,8 @@ export const ERROR_CODES = {
   INVALID_NAME: { status: 400, summary: 'A cluster or group name is not a DNS-1123 label.' },
   BOOTSTRAP_REJECTED: {
     status: 401,
-    summary: 'The bootstrap PSK or token was refused (wrong, reused, expired or revoked; which is not said).',
+    summary:
+      'The bootstrap PSK or token was refused (wrong, used, expired, rotated, or the cluster deleted; which is not said, the audit log has it); fix: `cluster rotate-psk NAME`, then the new join command.',
   },
   CLUSTER_DENIED: { status: 403, summary: 'The cluster registration was denied by an administrator.' },
   NO_AGENT_WAITING: {

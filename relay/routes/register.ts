@@ -23,6 +23,7 @@ import {
 } from '../schemas.js';
 import { hashSecret, newId, newSecret, secretKind } from '../secrets.js';
 import { sourceKey } from '../source-address.js';
+import type { RegistrationRefusal } from '../store/psk-refusal.js';
 import type { ClusterRecord } from '../store/types.js';
 import { deepMerge, readClusterValues, readPlatformValues, valuesVersion } from '../values.js';
 
@@ -60,8 +61,8 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
     async (req, reply) => {
       const name = checkName(req.body.cluster, 'cluster');
       // Only failures are limited (relay/registration-limit.ts): a valid credential always registers.
-      const fail = (): Promise<never> =>
-        refuseRegistration(ctx, reply, { source: sourceKey(req.ip), cluster: name });
+      const fail = (reason: RegistrationRefusal | 'not-bootstrap', via: string): Promise<never> =>
+        refuseRegistration(ctx, { req, reply }, { source: sourceKey(req.ip), cluster: name, reason, via });
       const token = bearerToken(req);
       const kind = token === null ? null : secretKind(token);
       let via: { kind: 'psk'; pskHash: string } | { kind: 'bootstrap'; keyId: string; group: string };
@@ -72,18 +73,14 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       } else if (token !== null && kind === 'accessKey') {
         const k = await ctx.store.findAccessKey(hashSecret(token));
         const now = ctx.clock.wallNow();
-        if (
-          !k ||
-          k.revokedAt !== null ||
-          (k.expiresAt !== null && k.expiresAt <= now) ||
-          parseRole(k.role) !== 'bootstrap'
-        ) {
-          return fail();
-        }
+        if (!k) return fail('wrong', 'bootstrap');
+        if (k.revokedAt !== null) return fail('revoked', `bootstrap:${k.id}`);
+        if (k.expiresAt !== null && k.expiresAt <= now) return fail('expired', `bootstrap:${k.id}`);
+        if (parseRole(k.role) !== 'bootstrap') return fail('not-bootstrap', `bootstrap:${k.id}`);
         via = { kind: 'bootstrap', keyId: k.id, group: 'default' };
         actor = `bootstrap:${k.id}`;
       } else {
-        return fail();
+        return fail('wrong', 'unknown');
       }
       const publicKey = agentPublicKey(req.body.publicKey, ctx.reservedKeys);
       const now = ctx.clock.wallNow();
@@ -103,7 +100,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
         audit,
       );
       if (!result.ok) {
-        if (result.reason === 'rejected') return fail();
+        if (result.reason === 'rejected') return fail(result.why, actor);
         ctx.metrics.registrations.inc({ result: 'conflict' });
         throw new TunnelError(
           'CONFLICT',

@@ -4,8 +4,10 @@
  * the PSK, record the agent, replace its credential, and allocate the address when Accepted. It runs
  * SERIALIZABLE, so the same PSK sent to two replicas at once registers exactly once.
  */
+
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
 import type { Tx } from './postgres-tx.js';
+import { pskRefusal } from './psk-refusal.js';
 import type { ClusterRecord, ClusterStatus, RegisterInput, RegisterResult } from './types.js';
 
 export interface PgRegisterDeps {
@@ -41,15 +43,9 @@ async function admit(
       'SELECT id, cluster, expires_at, used_at, revoked_at FROM psks WHERE hash = $1',
       [input.via.pskHash],
     );
-    if (
-      !psk ||
-      psk.cluster !== input.cluster ||
-      psk.used_at !== null ||
-      psk.revoked_at !== null ||
-      psk.expires_at <= input.now
-    ) {
-      return { ok: false, reason: 'rejected' };
-    }
+    if (!psk) return { ok: false, reason: 'rejected', why: 'wrong' };
+    const refused = pskRefusal(psk, input);
+    if (refused !== null) return { ok: false, reason: 'rejected', why: refused };
     if (await keyInUse(tx, input)) return { ok: false, reason: 'key-in-use' };
     await tx.run('UPDATE psks SET used_at = $1 WHERE id = $2', [input.now, psk.id]);
     return 'Accepted';

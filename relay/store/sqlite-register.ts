@@ -4,6 +4,7 @@
  * agent, replace its credential, and allocate the address when Accepted.
  */
 import type Database from 'better-sqlite3';
+import { pskRefusal } from './psk-refusal.js';
 import type { AddressPool } from './sqlite-addresses.js';
 import type { ClusterRecord, ClusterStatus, RegisterInput, RegisterResult } from './types.js';
 
@@ -40,15 +41,9 @@ export function registerInTx(
         }
       >('SELECT id, cluster, expires_at, used_at, revoked_at FROM psks WHERE hash = ?')
       .get(input.via.pskHash);
-    if (
-      !psk ||
-      psk.cluster !== input.cluster ||
-      psk.used_at !== null ||
-      psk.revoked_at !== null ||
-      psk.expires_at <= input.now
-    ) {
-      return { ok: false, reason: 'rejected' };
-    }
+    if (!psk) return { ok: false, reason: 'rejected', why: 'wrong' };
+    const refused = pskRefusal(psk, input);
+    if (refused !== null) return { ok: false, reason: 'rejected', why: refused };
     if (keyInUse()) return { ok: false, reason: 'key-in-use' };
     db.prepare('UPDATE psks SET used_at = ? WHERE id = ?').run(input.now, psk.id);
     status = 'Accepted';

@@ -5,6 +5,7 @@
  * wall-clock milliseconds since the epoch, given by the caller (the injected clock); no method
  * reads the time itself.
  */
+import type { RegistrationRefusal } from './psk-refusal.js';
 
 export type ClusterStatus = 'Pending' | 'Accepted' | 'Denied';
 
@@ -111,8 +112,8 @@ export interface RegisterInput {
 export type RegisterResult =
   /** `replacedPublicKey`: the cluster's previous agent key when this registration replaced it. */
   | { ok: true; cluster: ClusterRecord; replacedPublicKey: string | null }
-  /** PSK wrong/used/expired/revoked or for another cluster. */
-  | { ok: false; reason: 'rejected' }
+  /** PSK wrong (unknown or for another cluster), used, expired or revoked: `why` is for the audit log only. */
+  | { ok: false; reason: 'rejected'; why: RegistrationRefusal }
   /** Bootstrap registration for a name that is taken (by another key, or not Pending). */
   | { ok: false; reason: 'conflict' }
   | { ok: false; reason: 'key-in-use' };

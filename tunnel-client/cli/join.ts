@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
+import { checkBootstrapSecret } from '../../shared/bootstrap-secret.js';
 import { choiceOption } from '../../shared/cli/choice-option.js';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import {
@@ -116,8 +117,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   // Bad settings stop here (BAD_CONFIG), before the single-use PSK is spent, not later in the session loop.
   const cipher = defaultAead().name;
   opts.dataPlane?.check?.();
-  const psk = flags.psk;
-  if (!psk) {
+  if (!flags.psk) {
     throw new TunnelError(
       'BAD_INPUT',
       'missing --psk: give the PSK from the join command (or set TUNNEL_CLIENT_PSK)',
@@ -133,6 +133,8 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   const fileValues = readValuesFiles(valuesFiles);
   const caFile = flags.caFile ? resolve(flags.caFile) : undefined;
   const trust = trustFromFlags({ caPin: flags.caPin, caFile });
+  // A mistyped PSK fails here, before a request that would count against this source's limit.
+  const psk = checkBootstrapSecret(flags.psk, '--psk');
   const stateDir = openStateDir(flags.stateDir);
   const out = streamPrinter();
 

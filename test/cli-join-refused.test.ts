@@ -1,0 +1,140 @@
+/**
+ * A refused join through the real binaries: the agent gets one BOOTSTRAP_REJECTED (no oracle) whose
+ * message lists the causes and the fix, a malformed PSK never leaves the machine, and the relay's
+ * audit log keeps the real reason and the source address, never the PSK.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  type Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
+
+let relay: Proc;
+let ready: ReadyLine;
+let adminEnv: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  buildIfStale();
+  const started = await startServe(tempDir('cli-refused-relay-'), '127.0.0.1:0', []);
+  relay = started.proc;
+  ready = started.ready;
+  adminEnv = cleanEnv({
+    TUNNEL_RELAY_URL: ready.url,
+    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+    TUNNEL_RELAY_CA_PIN: ready.caPin,
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await relay?.stop();
+  await cleanup();
+});
+
+const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+const client = (...args: string[]) => run(CLIENT_BIN, args, cleanEnv());
+
+interface AuditItem {
+  action: string;
+  target: string;
+  actor: string;
+  source: string;
+  detail: Record<string, unknown>;
+}
+
+async function refusals(cluster: string): Promise<AuditItem[]> {
+  const r = await admin('audit', '--limit', '1000', '--output', 'json');
+  expect(r.code, r.stderr).toBe(0);
+  const items = (JSON.parse(r.stdout) as { items: AuditItem[] }).items;
+  return items.filter((a) => a.action === 'cluster.register.refused' && a.target === cluster);
+}
+
+async function create(name: string): Promise<string> {
+  const r = await admin('cluster', 'create', name, '--output', 'json');
+  expect(r.code, r.stderr).toBe(0);
+  return (JSON.parse(r.stdout) as { bootstrap: { psk: string } }).bootstrap.psk;
+}
+
+function joinWith(cluster: string, psk: string) {
+  const args = ['join', '--relay', ready.url, '--cluster', cluster, '--psk', psk, '--ca-pin', ready.caPin];
+  return client(...args, '--state-dir', join(tempDir('cli-refused-state-'), 's'), '--wait');
+}
+
+const randomPsk = () => `tpsk_${randomBytes(32).toString('base64url')}`;
+
+describe('refused join', () => {
+  it('a malformed PSK is BAD_INPUT (exit 2) before any request, and not quoted', async () => {
+    await create('edge-typo');
+    const truncated = randomPsk().slice(0, 30);
+    const r = await joinWith('edge-typo', truncated);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error BAD_INPUT: --psk is not a bootstrap PSK: .*has 25/);
+    expect(r.stderr).not.toContain(truncated);
+    const quoted = await joinWith('edge-typo', `tpsk_${'é'.repeat(43)}`);
+    expect(quoted.code).toBe(2);
+    expect(quoted.stderr).toMatch(/base64url/);
+    expect(await refusals('edge-typo')).toEqual([]);
+  });
+
+  it('a wrong PSK: the message lists the causes and the fix; the audit says wrong, from where', async () => {
+    await create('edge-wrong');
+    const wrong = randomPsk();
+    const r = await joinWith('edge-wrong', wrong);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error BOOTSTRAP_REJECTED: /);
+    for (const cause of [
+      'wrong',
+      'already used',
+      'expired',
+      'rotated',
+      'deleted',
+      'cluster rotate-psk NAME',
+    ]) {
+      expect(r.stderr).toContain(cause);
+    }
+    const [entry, ...rest] = await refusals('edge-wrong');
+    expect(rest).toEqual([]);
+    expect(entry).toMatchObject({ source: '127.0.0.1', detail: { reason: 'wrong' } });
+    expect(JSON.stringify(entry)).not.toContain(wrong.slice(5, 20));
+  });
+
+  it('a used and a rotated PSK get the same answer; the audit tells them apart', async () => {
+    const psk = await create('edge-used');
+    expect((await joinWith('edge-used', psk)).code).toBe(0);
+    const again = await joinWith('edge-used', psk);
+    const old = await create('edge-rotated');
+    expect((await admin('cluster', 'rotate-psk', 'edge-rotated')).code).toBe(0);
+    const rotated = await joinWith('edge-rotated', old);
+    expect([again.code, rotated.code]).toEqual([1, 1]);
+    expect(again.stderr).toBe(rotated.stderr);
+    expect((await refusals('edge-used')).map((a) => [a.detail.reason, a.actor])).toEqual([
+      ['used', 'psk:edge-used'],
+    ]);
+    expect((await refusals('edge-rotated')).map((a) => a.detail.reason)).toEqual(['revoked']);
+  });
+
+  it('the refusal that reaches the source limit is audited with a rate-limited row; 429s are not', async () => {
+    const statuses: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await joinWith('edge-wrong', randomPsk());
+      statuses.push(/^error (\w+):/.exec(r.stderr)?.[1] ?? r.stderr);
+      if (statuses.at(-1) === 'RATE_LIMITED') break;
+    }
+    expect(statuses.at(-1)).toBe('RATE_LIMITED');
+    for (let i = 0; i < 3; i++) expect((await joinWith('edge-wrong', randomPsk())).code).toBe(1);
+    const rows = await refusals('edge-wrong');
+    // Newest first: the one rate-limited row, then the refusal that reached the limit; the 429s add none.
+    expect(rows[0]?.detail).toMatchObject({ reason: 'rate-limited', retryAfterSeconds: expect.any(Number) });
+    expect(rows.slice(1).map((a) => a.detail.reason)).toEqual(rows.slice(1).map(() => 'wrong'));
+    expect(rows.filter((a) => a.detail.reason === 'rate-limited')).toHaveLength(1);
+  });
+});
