@@ -71,6 +71,19 @@ export const Cluster = Type.Object(
     bytesIn: Type.Number(),
     bytesOut: Type.Number(),
     createdAt: Type.String(),
+    /** Only on GET /clusters/NAME: the current bootstrap PSK's state (never the PSK), null when it has none. */
+    bootstrapPsk: Type.Optional(
+      Nullable(
+        Type.Object(
+          {
+            state: Type.Union(['unused', 'used', 'expired', 'revoked'].map((s) => Type.Literal(s))),
+            expiresAt: Type.String(),
+            usedAt: Nullable(Type.String()),
+          },
+          closed,
+        ),
+      ),
+    ),
   },
   closed,
 );

@@ -122,6 +122,24 @@ describe('refused join', () => {
     expect((await refusals('edge-rotated')).map((a) => a.detail.reason)).toEqual(['revoked']);
   });
 
+  it('cluster get shows the PSK state (unused until, used at), never the PSK', async () => {
+    const created = await admin('cluster', 'create', 'edge-state', '--output', 'json');
+    const { psk, expiresAt } = (
+      JSON.parse(created.stdout) as { bootstrap: { psk: string; expiresAt: string } }
+    ).bootstrap;
+    const before = await admin('cluster', 'get', 'edge-state');
+    expect(before.stdout).toContain(`bootstrap PSK: unused, expires ${expiresAt}`);
+    expect((await joinWith('edge-state', psk)).code).toBe(0);
+    const after = await admin('cluster', 'get', 'edge-state', '--output', 'json');
+    const view = JSON.parse(after.stdout) as { bootstrapPsk: { state: string; usedAt: string | null } };
+    expect(view.bootstrapPsk).toMatchObject({ state: 'used', expiresAt, usedAt: expect.any(String) });
+    const text = await admin('cluster', 'get', 'edge-state');
+    expect(text.stdout).toMatch(
+      /bootstrap PSK: used \S+; a new join needs `tunnel-relay cluster rotate-psk`/,
+    );
+    expect(text.stdout + after.stdout).not.toContain(psk.slice(5));
+  });
+
   it('the refusal that reaches the source limit is audited with a rate-limited row; 429s are not', async () => {
     const statuses: string[] = [];
     for (let i = 0; i < 12; i++) {

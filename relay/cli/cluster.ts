@@ -32,6 +32,22 @@ export interface Cluster {
   lastHandshake?: string | null;
   rttMs?: number | null;
   createdAt?: string;
+  bootstrapPsk?: { state: string; expiresAt: string; usedAt: string | null } | null;
+}
+
+function pskLine(psk: Cluster['bootstrapPsk']): string {
+  if (!psk) return '-';
+  const renew = 'a new join needs `tunnel-relay cluster rotate-psk`';
+  switch (psk.state) {
+    case 'unused':
+      return `unused, expires ${psk.expiresAt}`;
+    case 'used':
+      return `used ${psk.usedAt ?? ''}; ${renew}`;
+    case 'expired':
+      return `expired ${psk.expiresAt}, unused; ${renew}`;
+    default:
+      return `${psk.state}; ${renew}`;
+  }
 }
 
 interface Bootstrap {
@@ -68,6 +84,7 @@ function clusterDetail(c: Cluster): string[] {
     `lease renewed: ${c.leaseRenewTime ?? '-'}`,
     `rtt:           ${c.rttMs == null ? '-' : `${c.rttMs} ms`}`,
     `created:       ${c.createdAt ?? '-'}`,
+    `bootstrap PSK: ${pskLine(c.bootstrapPsk)}`,
     'conditions:',
     ...(c.conditions ?? []).map(
       (x) =>

@@ -119,7 +119,13 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const c = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
-      return clusterView(ctx, c);
+      const psk = await ctx.store.currentPsk(c.name, ctx.clock.wallNow());
+      const bootstrapPsk = psk && {
+        state: psk.state,
+        expiresAt: new Date(psk.expiresAt).toISOString(),
+        usedAt: psk.usedAt === null ? null : new Date(psk.usedAt).toISOString(),
+      };
+      return { ...clusterView(ctx, c), bootstrapPsk };
     },
   );
 

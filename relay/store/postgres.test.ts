@@ -72,7 +72,7 @@ describe('PostgreSQL store shared by replicas', () => {
         b!.register(regInput(name, 2 * round + 1), audit('r')),
       ]);
       expect(results.filter((r) => r.ok)).toHaveLength(1);
-      expect(results.filter((r) => !r.ok)).toEqual([{ ok: false, reason: 'rejected' }]);
+      expect(results.filter((r) => !r.ok)).toEqual([{ ok: false, reason: 'rejected', why: 'used' }]);
       const c = await b!.getCluster(name);
       const winner = 2 * round + results.findIndex((r) => r.ok);
       expect(c?.publicKey).toBe(key(winner));

@@ -5,6 +5,7 @@
  * single statements. A revoked access key is announced with NOTIFY in the revoking transaction and
  * reaches the listeners of every replica (postgres-events.ts).
  */
+
 import pg from 'pg';
 import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
@@ -27,6 +28,7 @@ import { applyPgMigrations } from './postgres-migrations.js';
 import { registerInPgTx } from './postgres-register.js';
 import { serializable, type Tx, txOf } from './postgres-tx.js';
 import { describeTarget } from './postgres-url.js';
+import { CURRENT_PSK_ORDER, type PskState, type PskSummary, pskSummary } from './psk-refusal.js';
 import { DEFAULT_STORE_LIMITS } from './sqlite.js';
 import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
 import type {
@@ -229,6 +231,14 @@ export class PostgresStore implements Store {
 
   async getCluster(name: string): Promise<ClusterRecord | null> {
     return this.#cluster(await this.#read(), name);
+  }
+
+  async currentPsk(cluster: string, now: number): Promise<PskSummary | null> {
+    const row = await (await this.#read()).one<PskState>(
+      `SELECT cluster, expires_at, used_at, revoked_at FROM psks WHERE cluster = $1 ${CURRENT_PSK_ORDER}`,
+      [cluster],
+    );
+    return row ? pskSummary(row, now) : null;
   }
 
   async listClusters(filter: { group?: string } = {}): Promise<ClusterRecord[]> {

@@ -3,9 +3,11 @@
  * change in one transaction together with its audit row. `:memory:` gives a private in-memory
  * database for unit tests.
  */
+
 import Database from 'better-sqlite3';
 import { TunnelError } from '../../shared/errors.js';
 import { applyMigrations } from './migrations.js';
+import { CURRENT_PSK_ORDER, type PskState, type PskSummary, pskSummary } from './psk-refusal.js';
 import { AddressPool } from './sqlite-addresses.js';
 import { insertPsk, takeInstallLinkInTx } from './sqlite-install-links.js';
 import { registerInTx } from './sqlite-register.js';
@@ -159,6 +161,17 @@ export class SqliteStore implements Store {
 
   getCluster(name: string): Promise<ClusterRecord | null> {
     return this.#tx(() => this.#cluster(name));
+  }
+
+  currentPsk(cluster: string, now: number): Promise<PskSummary | null> {
+    return this.#tx(() => {
+      const row = this.#db
+        .prepare<[string], PskState>(
+          `SELECT cluster, expires_at, used_at, revoked_at FROM psks WHERE cluster = ? ${CURRENT_PSK_ORDER}`,
+        )
+        .get(cluster);
+      return row ? pskSummary(row, now) : null;
+    });
   }
 
   listClusters(filter: { group?: string } = {}): Promise<ClusterRecord[]> {

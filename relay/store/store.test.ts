@@ -91,20 +91,28 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     );
     // wrong cluster
     expect(await s.register(regInput('e2', { via: { kind: 'psk', pskHash: 'h-p-e1' } }), audit('r'))).toEqual(
-      {
-        ok: false,
-        reason: 'rejected',
-      },
+      { ok: false, reason: 'rejected', why: 'wrong' },
     );
     // expired (expiresAt 50, now 100)
-    expect((await s.register(regInput('e2'), audit('r'))).ok).toBe(false);
+    expect(await s.register(regInput('e2'), audit('r'))).toEqual({
+      ok: false,
+      reason: 'rejected',
+      why: 'expired',
+    });
+    expect(await s.currentPsk('e2', 100)).toEqual({ state: 'expired', expiresAt: 50, usedAt: null });
+    expect(await s.currentPsk('e1', 100)).toMatchObject({ state: 'unused', usedAt: null });
     const ok = await s.register(regInput('e1'), audit('r'));
     expect(ok.ok && ok.cluster.status).toBe('Accepted');
     expect(ok.ok && ok.cluster.address).toBe('100.64.0.2');
     expect(ok.ok && ok.cluster.presharedKey).toBe('psk-pair');
     expect(await s.findAgent('cred-e1')).toEqual({ credentialId: 'a-e1', cluster: 'e1', status: 'Accepted' });
     // reuse
-    expect((await s.register(regInput('e1', { publicKey: key(2) }), audit('r'))).ok).toBe(false);
+    expect(await s.register(regInput('e1', { publicKey: key(2) }), audit('r'))).toEqual({
+      ok: false,
+      reason: 'rejected',
+      why: 'used',
+    });
+    expect(await s.currentPsk('e1', 200)).toMatchObject({ state: 'used', usedAt: 100 });
     // rotate revokes the unused one and the new one works; the new credential replaces the old
     await s.createCluster(
       { name: 'e3', group: 'default', displayName: 'e3', createdAt: 1 },
@@ -112,7 +120,13 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
       audit('c'),
     );
     await s.rotatePsk('e3', { id: 'p-e3b', hash: 'h-new', expiresAt: 10_000 }, audit('rot'));
-    expect((await s.register(regInput('e3', { publicKey: key(3) }), audit('r'))).ok).toBe(false);
+    expect(await s.register(regInput('e3', { publicKey: key(3) }), audit('r'))).toEqual({
+      ok: false,
+      reason: 'rejected',
+      why: 'revoked',
+    });
+    expect(await s.currentPsk('e3', 100)).toEqual({ state: 'unused', expiresAt: 10_000, usedAt: null });
+    expect(await s.currentPsk('nope', 100)).toBeNull();
     const r3 = await s.register(
       regInput('e3', { publicKey: key(3), via: { kind: 'psk', pskHash: 'h-new' } }),
       audit('r'),

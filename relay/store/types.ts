@@ -5,7 +5,7 @@
  * wall-clock milliseconds since the epoch, given by the caller (the injected clock); no method
  * reads the time itself.
  */
-import type { RegistrationRefusal } from './psk-refusal.js';
+import type { PskSummary, RegistrationRefusal } from './psk-refusal.js';
 
 export type ClusterStatus = 'Pending' | 'Accepted' | 'Denied';
 
@@ -150,6 +150,8 @@ export interface Store {
   /** CONFLICT if the name is taken; LIMIT_EXCEEDED over maxClusters. */
   createCluster(c: NewCluster, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord>;
   getCluster(name: string): Promise<ClusterRecord | null>;
+  /** The cluster's current bootstrap PSK (never the secret), or null when it has none. */
+  currentPsk(cluster: string, now: number): Promise<PskSummary | null>;
   listClusters(filter?: { group?: string }): Promise<ClusterRecord[]>;
   countClustersByStatus(): Promise<Record<string, number>>;
   /** Clusters whose lease was renewed at or after `sinceWall` (fresh leases, for metrics). */
