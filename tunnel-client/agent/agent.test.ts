@@ -83,7 +83,7 @@ describe('Agent', () => {
       log: (l) => log.push(l),
       random: () => 0.5,
     });
-    const accepted = agent.whenAccepted(true);
+    const accepted = agent.whenAccepted();
     agent.start();
     await eventually(() => log.some((l) => l.includes('agent-one is Pending: waiting')), 'the Pending line');
     expect(agent.registrationStatus).toBe('Pending');
@@ -115,26 +115,19 @@ describe('Agent', () => {
     // The files sit on top of the relay's values.
     expect(refreshed.values).toEqual({ local: { level: 2, x: 'y', on: true } });
 
-    // Denied: the next lease fails with CLUSTER_DENIED, the agent records it and keeps retrying.
+    // Denied: the next lease fails with CLUSTER_DENIED and the agent stops (retrying cannot help),
+    // saying so and what to run, in status.json too.
+    const stopped = agent.whenStopped().catch((e: unknown) => e);
     await t.call('POST', '/api/v1/clusters/agent-one/deny', { token: adminKey });
     clock.advance(60_000);
-    await eventually(() => stateDir.readStatus()?.status === 'Denied', 'Denied in status.json');
+    expect(await stopped).toMatchObject({ code: 'CLUSTER_DENIED' });
     expect(stateDir.readState().status).toBe('Denied');
-    expect(stateDir.readStatus()?.lastError).toMatch(/^CLUSTER_DENIED/);
-    expect(clock.pendingTimers).toBeGreaterThan(0);
-
-    // Accepted again: the retry succeeds and the failures reset.
-    await t.call('POST', '/api/v1/clusters/agent-one/accept', { token: adminKey });
-    clock.advance(2_000);
-    await eventually(() => {
-      const s = stateDir.readStatus();
-      return s?.status === 'Accepted' && s.failures === 0;
-    }, 'Accepted again');
-    await agent.close();
+    expect(stateDir.readStatus()?.stopped).toMatch(/^CLUSTER_DENIED: .*cluster accept agent-one/);
     expect(clock.pendingTimers).toBe(0);
+    await agent.close();
   });
 
-  it('whenAccepted(true) rejects with CLUSTER_DENIED when a Pending registration is denied', async () => {
+  it('whenAccepted rejects with CLUSTER_DENIED when a Pending registration is denied; the agent stops', async () => {
     const token = (await t.call('POST', '/api/v1/tokens', { token: adminKey, body: { role: 'bootstrap' } }))
       .body.token;
     const stateDir = new StateDir(join(tmp, 'a2'));
@@ -152,14 +145,10 @@ describe('Agent', () => {
       log: (l) => log.push(l),
       progress: (l) => progress.push(l),
     });
-    const waiting = agent.whenAccepted(true).then(
+    const waiting = agent.whenAccepted().then(
       () => 'accepted',
       (e: unknown) => (isTunnelError(e, 'CLUSTER_DENIED') ? 'denied' : String(e)),
     );
-    let patientDone = false;
-    const patient = agent.whenAccepted(false).then(() => {
-      patientDone = true;
-    });
     agent.start();
     // With a progress writer, every poll rewrites the line (a terminal); the log gets none of them.
     await eventually(() => progress.length === 1, 'the first progress line');
@@ -171,15 +160,9 @@ describe('Agent', () => {
     clock.advance(2_000);
     expect(await waiting).toBe('denied');
     expect(stateDir.readState().status).toBe('Denied');
-    expect(patientDone).toBe(false);
-    // A waiter that does not fail on deny is still there when an admin accepts after all.
-    await t.call('POST', '/api/v1/clusters/agent-two/accept', { token: adminKey });
-    await eventually(() => {
-      clock.advance(1_300);
-      return patientDone;
-    }, 'the patient waiter after a later accept');
-    await patient;
-    expect(agent.registrationStatus).toBe('Accepted');
+    await expect(agent.whenStopped()).rejects.toMatchObject({ code: 'CLUSTER_DENIED' });
+    await expect(agent.whenAccepted()).rejects.toMatchObject({ code: 'CLUSTER_DENIED' });
+    expect(clock.pendingTimers).toBe(0);
     await agent.close();
   });
 

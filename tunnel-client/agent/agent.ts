@@ -7,7 +7,7 @@
  * stats() feed the status file. Until one is given, the agent reports "not connected, path none".
  */
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
-import { isTunnelError } from '../../shared/errors.js';
+import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import type { ProxySettings } from '../../shared/proxy/proxy-config.js';
 import type { Values } from '../../shared/values/deep-merge.js';
 import { effectiveValues } from '../../shared/values/values-file.js';
@@ -75,7 +75,31 @@ export interface AgentOptions {
   readonly random?: () => number;
 }
 
-type Waiter = { resolve: () => void; reject: (err: unknown) => void; failOnDenied: boolean };
+type Waiter = { resolve: () => void; reject: (err: unknown) => void };
+
+/**
+ * The error that ends the agent when the relay says its registration is over (denied, or the
+ * credential unknown because the cluster was deleted), or null for an error worth retrying.
+ */
+export function registrationEnded(err: unknown, cluster: string): TunnelError | null {
+  if (isTunnelError(err, 'CLUSTER_DENIED')) {
+    return new TunnelError(
+      'CLUSTER_DENIED',
+      `cluster ${cluster} was denied by an administrator, so the agent stopped. Ask the hub operator to run ` +
+        `'tunnel-relay cluster accept ${cluster}', then run 'tunnel-client run' again; or run 'tunnel-client unjoin' ` +
+        'and the new join command the operator gives you',
+    );
+  }
+  if (isTunnelError(err, 'UNAUTHENTICATED')) {
+    return new TunnelError(
+      'UNAUTHENTICATED',
+      `the relay no longer accepts this agent's credential: cluster ${cluster} was deleted on the hub (or joined ` +
+        "again from another state dir), so the agent stopped. Run 'tunnel-client unjoin', ask the hub operator " +
+        `for a new join command ('tunnel-relay cluster create ${cluster}' prints one) and run it`,
+    );
+  }
+  return null;
+}
 
 export class Agent {
   readonly #o: AgentOptions;
@@ -98,6 +122,8 @@ export class Agent {
   #leaseRenewedAt: string | null = null;
   #failures = 0;
   #lastError: string | null = null;
+  #stopped: TunnelError | null = null;
+  readonly #stopWaiters: Array<(err: TunnelError) => void> = [];
   readonly #waiters: Waiter[] = [];
   #pendingSince: number | undefined;
   #lastProgressAt: number | undefined;
@@ -133,14 +159,24 @@ export class Agent {
     }
   }
 
-  /**
-   * Resolves once the registration is Accepted. With `failOnDenied`, rejects with CLUSTER_DENIED when
-   * an administrator denies it (`join --wait`); otherwise a denied agent keeps asking.
-   */
-  whenAccepted(failOnDenied: boolean): Promise<void> {
+  /** Resolves once the registration is Accepted; rejects as whenStopped does when it is denied or deleted. */
+  whenAccepted(): Promise<void> {
     if (this.#status === 'Accepted') return Promise.resolve();
+    if (this.#stopped) return Promise.reject(this.#stopped);
     return new Promise((resolve, reject) => {
-      this.#waiters.push({ resolve, reject, failOnDenied });
+      this.#waiters.push({ resolve, reject });
+    });
+  }
+
+  /**
+   * Rejects when the relay ends the registration (denied or deleted: retrying cannot help); the agent
+   * has then stopped its loops. Never resolves.
+   */
+  whenStopped(): Promise<never> {
+    const stopped = this.#stopped;
+    if (stopped) return Promise.reject(stopped);
+    return new Promise<never>((_, reject) => {
+      this.#stopWaiters.push(reject);
     });
   }
 
@@ -177,18 +213,13 @@ export class Agent {
       this.#setStatus(info.status);
       this.#progress();
     } catch (err) {
-      if (isTunnelError(err, 'CLUSTER_DENIED')) {
-        this.#ok();
-        this.#saveRegistration('Denied', null);
-        // Waiters that fail on a deny are rejected; the others keep waiting for a later accept.
-        const keep = this.#waiters.filter((w) => !w.failOnDenied);
-        for (const w of this.#waiters) if (w.failOnDenied) w.reject(err);
-        this.#waiters.splice(0, this.#waiters.length, ...keep);
-        delay = this.#pollBackoff.next();
-      } else {
-        delay = this.#pollBackoff.next();
-        this.#fail(err, delay);
+      const ended = registrationEnded(err, this.#state.cluster);
+      if (ended) {
+        void this.#end(ended);
+        return;
       }
+      delay = this.#pollBackoff.next();
+      this.#fail(err, delay);
     }
     if (this.#running) this.#pollTimer = this.#clock.setTimer(delay, () => void this.#poll());
   }
@@ -221,8 +252,10 @@ export class Agent {
         this.#o.api.lease({ claims: { ...this.#state.claims }, agentVersion: this.#state.agentVersion }),
       onRenewed: (res) => this.#onLease(res),
       onFailed: (err, failures, retryInMs) => {
-        if (isTunnelError(err, 'CLUSTER_DENIED') && this.#status !== 'Denied') {
-          this.#saveRegistration('Denied', this.#state.tunnel);
+        const ended = registrationEnded(err, this.#state.cluster);
+        if (ended) {
+          void this.#end(ended);
+          return;
         }
         this.#failures = failures - 1;
         this.#fail(err, retryInMs);
@@ -289,6 +322,18 @@ export class Agent {
     this.#writeStatus();
   }
 
+  /** The relay ended the registration: stop every loop, keep the reason in status.json, tell the waiters. */
+  async #end(reason: TunnelError): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = reason;
+    this.#lastError = describe(reason);
+    this.#log(this.#lastError);
+    if (reason.code === 'CLUSTER_DENIED') this.#saveRegistration('Denied', this.#state.tunnel);
+    await this.close();
+    for (const w of this.#waiters.splice(0)) w.reject(reason);
+    for (const w of this.#stopWaiters.splice(0)) w(reason);
+  }
+
   #saveRegistration(status: RegistrationStatus, tunnel: Tunnel | null): void {
     this.#state = { ...this.#state, status, tunnel: tunnel ?? this.#state.tunnel };
     this.#o.stateDir.saveState(this.#state);
@@ -329,6 +374,7 @@ export class Agent {
       leaseRenewedAt: this.#leaseRenewedAt,
       failures: this.#failures,
       lastError: this.#lastError,
+      stopped: this.#stopped ? describe(this.#stopped) : null,
       valuesVersion: this.#valuesVersion,
       values: this.#values,
     };

@@ -113,6 +113,8 @@ export interface AgentStatusFile extends ConnectionStats {
   /** Consecutive failed lease (or status) calls; 0 after a success. */
   readonly failures: number;
   readonly lastError: string | null;
+  /** Why the agent stopped for good (cluster denied or deleted), kept after the process exits; else null. */
+  readonly stopped?: string | null;
   readonly valuesVersion: string | null;
   readonly values: Record<string, unknown>;
 }

@@ -186,7 +186,10 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       try {
         // Accepted, then the WireGuard session up (handshake done, the hub answered a probe).
         const running = agent;
-        const accepted = running.whenAccepted(true).then(() => running.whenSessionUp());
+        const accepted = Promise.race([
+          running.whenAccepted().then(() => running.whenSessionUp()),
+          running.whenStopped(),
+        ]);
         const waitMs = waitTimeoutMs;
         if (waitMs === undefined) await accepted;
         else {
@@ -219,7 +222,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
         );
       return;
     }
-    const sig = await untilSignal();
+    const sig = await Promise.race([untilSignal(), agent.whenStopped()]);
     stderrLog(`${sig}: stopping`);
   } finally {
     endProgress();

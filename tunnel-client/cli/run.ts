@@ -64,7 +64,8 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
           `running cluster ${state.cluster} against ${state.relay} (${state.status}); WireGuard cipher ${cipher}`,
         );
         agent.start();
-        const sig = await untilSignal();
+        // A denied or deleted cluster ends the run (exit 1, the error says what to do); a signal exits 0.
+        const sig = await Promise.race([untilSignal(), agent.whenStopped()]);
         stderrLog(`${sig}: stopping`);
       } finally {
         endProgress();

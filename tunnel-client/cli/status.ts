@@ -5,7 +5,7 @@
 import { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
-import { isTunnelError } from '../../shared/errors.js';
+import { registrationEnded } from '../agent/agent.js';
 import { processAlive, type StateDir } from '../agent/state-dir.js';
 import {
   type AgentState,
@@ -35,6 +35,8 @@ export interface StatusReport {
   readonly leaseRenewedAt: string | null;
   readonly failures: number;
   readonly lastError: string | null;
+  /** Why the agent stopped for good (cluster denied or deleted) and what to run; null otherwise. */
+  readonly stopped: string | null;
   readonly updatedAt: string | null;
 }
 
@@ -62,6 +64,7 @@ export function buildReport(
     leaseRenewedAt: file?.leaseRenewedAt ?? null,
     failures: running && file ? file.failures : 0,
     lastError: running && file ? file.lastError : null,
+    stopped: file?.stopped ?? null,
     updatedAt: file?.updatedAt ?? null,
   };
 }
@@ -96,8 +99,13 @@ export function statusCommand(): Command {
           const info = await api.info();
           report = { ...report, status: info.status };
         } catch (err) {
-          if (!isTunnelError(err, 'CLUSTER_DENIED')) throw err;
-          report = { ...report, status: 'Denied' };
+          const ended = registrationEnded(err, state.cluster);
+          if (!ended) throw err;
+          report = {
+            ...report,
+            ...(ended.code === 'CLUSTER_DENIED' ? { status: 'Denied' } : {}),
+            stopped: `${ended.code}: ${ended.message}`,
+          };
         } finally {
           await client.close();
         }
@@ -120,6 +128,7 @@ export function statusCommand(): Command {
         `bytes in/out:   ${report.bytesIn} / ${report.bytesOut}`,
         `lease renewed:  ${report.leaseRenewedAt ?? '-'}`,
         ...(report.lastError ? [`last error:     ${report.lastError} (${report.failures} failures)`] : []),
+        ...(report.stopped ? [`stopped:        ${report.stopped}`] : []),
       ]);
       const yaml = toYaml(report.values).trimEnd();
       out.line(`values:${yaml === '{}' ? ' {}' : `\n${yaml.replace(/^/gm, '  ')}`}`);
