@@ -101,6 +101,8 @@ export interface ConnectionStats {
   readonly lastHandshake: string | null;
   readonly bytesIn: number;
   readonly bytesOut: number;
+  /** Why the relay connection is down (`CODE: message`), from the data plane at once; null while up. */
+  readonly relayError?: string | null;
 }
 
 /** status.json, rewritten by the running agent on every change. */

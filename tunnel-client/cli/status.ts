@@ -5,6 +5,7 @@
 import { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
+import { isTunnelError } from '../../shared/errors.js';
 import { registrationEnded } from '../agent/agent.js';
 import { processAlive, type StateDir } from '../agent/state-dir.js';
 import {
@@ -37,6 +38,10 @@ export interface StatusReport {
   readonly lastError: string | null;
   /** Why the agent stopped for good (cluster denied or deleted) and what to run; null otherwise. */
   readonly stopped: string | null;
+  /** Why the running agent's relay connection is down, reported by its data plane at once; else null. */
+  readonly relayError: string | null;
+  /** `--refresh` could not ask the relay: `CODE: message` (the rest is the local view); else null. */
+  readonly refreshError: string | null;
   readonly updatedAt: string | null;
 }
 
@@ -65,6 +70,8 @@ export function buildReport(
     failures: running && file ? file.failures : 0,
     lastError: running && file ? file.lastError : null,
     stopped: file?.stopped ?? null,
+    relayError: running && file ? (file.relayError ?? null) : null,
+    refreshError: null,
     updatedAt: file?.updatedAt ?? null,
   };
 }
@@ -83,6 +90,29 @@ function pathLines(d: PathDetail | null): string[] {
   ];
 }
 
+/**
+ * The report with the relay's view of the registration. When the relay cannot be asked, the local view
+ * with `refreshError` (exit code 1); a denied or deleted cluster fills `stopped` with what to run.
+ */
+async function refreshed(report: StatusReport, stateDir: StateDir, state: AgentState): Promise<StatusReport> {
+  const { client, api } = apiFromState(stateDir, state);
+  try {
+    const info = await api.info();
+    return { ...report, status: info.status };
+  } catch (err) {
+    const ended = registrationEnded(err, state.cluster);
+    if (ended) {
+      const status = ended.code === 'CLUSTER_DENIED' ? 'Denied' : report.status;
+      return { ...report, status, stopped: `${ended.code}: ${ended.message}` };
+    }
+    if (!isTunnelError(err)) throw err;
+    process.exitCode = 1;
+    return { ...report, refreshError: `${err.code}: ${err.message}` };
+  } finally {
+    await client.close();
+  }
+}
+
 export function statusCommand(): Command {
   return new Command('status')
     .description('show the registration, the connection and the effective values')
@@ -92,24 +122,8 @@ export function statusCommand(): Command {
     .action(async (flags: { stateDir?: string; refresh?: boolean; output: OutputFormat }) => {
       const stateDir = openStateDir(flags.stateDir);
       const state = stateDir.readState();
-      let report = buildReport(stateDir, state, stateDir.readStatus());
-      if (flags.refresh) {
-        const { client, api } = apiFromState(stateDir, state);
-        try {
-          const info = await api.info();
-          report = { ...report, status: info.status };
-        } catch (err) {
-          const ended = registrationEnded(err, state.cluster);
-          if (!ended) throw err;
-          report = {
-            ...report,
-            ...(ended.code === 'CLUSTER_DENIED' ? { status: 'Denied' } : {}),
-            stopped: `${ended.code}: ${ended.message}`,
-          };
-        } finally {
-          await client.close();
-        }
-      }
+      let report: StatusReport = buildReport(stateDir, state, stateDir.readStatus());
+      if (flags.refresh) report = await refreshed(report, stateDir, state);
       const out = streamPrinter();
       if (flags.output === 'json') {
         out.json(report);
@@ -128,6 +142,8 @@ export function statusCommand(): Command {
         `bytes in/out:   ${report.bytesIn} / ${report.bytesOut}`,
         `lease renewed:  ${report.leaseRenewedAt ?? '-'}`,
         ...(report.lastError ? [`last error:     ${report.lastError} (${report.failures} failures)`] : []),
+        ...(report.relayError ? [`relay error:    ${report.relayError}`] : []),
+        ...(report.refreshError ? [`refresh error:  ${report.refreshError}`] : []),
         ...(report.stopped ? [`stopped:        ${report.stopped}`] : []),
       ]);
       const yaml = toYaml(report.values).trimEnd();

@@ -91,6 +91,8 @@ export class AgentSession {
   #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; t: TimerHandle }> = [];
   /** The relay client's last state was `connected` (its first state arrives before `derp` is set). */
   #relayConnected = false;
+  /** Why the relay connection is down (`CODE: message`), null while it is up or before it first failed. */
+  #relayError: string | null = null;
   /** The path, remote and reason status.json last showed (a change is written at the next tick). */
   #reportedPath = '';
   #closed = false;
@@ -167,6 +169,13 @@ export class AgentSession {
       onState: (e) => {
         this.#relayConnected = e.state === 'connected';
         o.derp?.onState?.(e);
+        if (e.state === 'connected') this.#noteRelayError(null);
+        else if (e.state === 'reconnecting')
+          this.#noteRelayError(
+            e.error
+              ? `${e.error.code}: ${e.error.message}`
+              : `relay connection closed (code ${e.closeCode ?? '-'})`,
+          );
         if (e.state === 'connected') {
           o.log?.(`relay connected (${t.derpUrl}); starting WireGuard handshake`);
           this.hub.sendHandshakeInitiation(false);
@@ -218,6 +227,7 @@ export class AgentSession {
       lastHandshake: at === null ? null : new Date(at).toISOString(),
       bytesIn: this.hub.rxBytes,
       bytesOut: this.hub.txBytes,
+      relayError: this.#relayError,
     };
   }
 
@@ -314,6 +324,13 @@ export class AgentSession {
         w.resolve();
       }
     }
+    this.#changed();
+  }
+
+  /** Reported at once (status.json), not at the next lease or tick. */
+  #noteRelayError(text: string | null): void {
+    if (text === this.#relayError) return;
+    this.#relayError = text;
     this.#changed();
   }
 
