@@ -171,6 +171,15 @@ export interface ReadyLine {
 }
 
 /** Starts `tunnel-relay serve --output json` and returns it with its parsed ready line. */
+/** The environment the admin commands need against a started relay: its URL, first admin key and CA pin. */
+export function adminEnvOf(ready: ReadyLine): NodeJS.ProcessEnv {
+  return cleanEnv({
+    TUNNEL_RELAY_URL: ready.url,
+    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+    TUNNEL_RELAY_CA_PIN: ready.caPin,
+  });
+}
+
 export async function startServe(
   dataDir: string,
   listen: string,

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -39,11 +40,7 @@ describe('status while the relay is down', () => {
     buildIfStale();
     // The default lease is 60 s: anything status shows within seconds of the relay going away is not from a lease.
     const { proc: relay, ready } = await startServe(tempDir('cli-down-relay-'), '127.0.0.1:0', []);
-    const env = cleanEnv({
-      TUNNEL_RELAY_URL: ready.url,
-      TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-      TUNNEL_RELAY_CA_PIN: ready.caPin,
-    });
+    const env = adminEnvOf(ready);
     const stateDir = join(tempDir('cli-down-state-'), 's');
     let agent: Proc | undefined;
     try {

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -31,11 +32,7 @@ interface Listed {
 beforeAll(async () => {
   buildIfStale();
   ({ proc: relay, ready } = await startServe(tempDir('cluster-list-'), '127.0.0.1:0'));
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
   const created = await admin(
     'cluster',
     'create',

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -73,11 +74,7 @@ async function setup(nat: AgentNat): Promise<Setup> {
     '--stun-port',
     String(await freeUdpPort(t.hubPublicAddress)),
   ]);
-  const adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  const adminEnv = adminEnvOf(ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-nat', '--output', 'json'], adminEnv);
   expect(created.code, created.stderr).toBe(0);
   const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);

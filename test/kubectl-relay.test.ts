@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -109,11 +110,7 @@ beforeAll(async () => {
   const started = await startServe(join(dir, 'relay'), '127.0.0.1:0');
   relay = started.proc;
   ready = started.ready;
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
   await Promise.all([
     joinAndRun('edge-1', ['--upstream', `http://127.0.0.1:${upstreamPort}`]),
     joinAndRun('edge-gone', ['--upstream', `http://127.0.0.1:${upstreamPort}`]),

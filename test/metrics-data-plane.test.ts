@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDerp, type DerpClient } from '../shared/derp/client.js';
 import { generateKeyPair, parseKey, publicKeyFromPrivate } from '../shared/keys.js';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -131,11 +132,7 @@ beforeAll(async () => {
   ]);
   relay = started.proc;
   ready = started.ready;
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
   await join_('edge-1', true);
   await join_('edge-2', false);
   await waitConnected(adminEnv, 'edge-1', 20_000);

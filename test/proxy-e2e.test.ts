@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as stringifyYaml } from 'yaml';
 import { connectKubeconfig } from '../relay/proxy/connect-kubeconfig.js';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -89,11 +90,7 @@ beforeAll(async () => {
   const started = await startServe(join(dir, 'relay'), '127.0.0.1:0');
   relay = started.proc;
   ready = started.ready;
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
   await joinAndRun('edge-1', ['--upstream', `http://127.0.0.1:${plainPort}`], cleanEnv());
   await joinAndRun(
     'edge-2',

@@ -8,6 +8,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -66,11 +67,7 @@ beforeAll(async () => {
   ready = started.ready;
   relayPort = Number(new URL(ready.url).port);
   proxy = await startTinyproxy({ connectPorts: [relayPort] });
-  const adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  const adminEnv = adminEnvOf(ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-1', '--output', 'json'], adminEnv);
   expect(created.code, created.stderr).toBe(0);
   const args = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];

@@ -8,10 +8,10 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   type Curl,
-  cleanEnv,
   cleanup,
   curl,
   type Proc,
@@ -49,11 +49,7 @@ beforeAll(async () => {
   relayPort = Number(new URL(ready.url).port);
   proxy = await startTinyproxy({ listen: hostAddr, connectPorts: [relayPort] });
   fw = await allowOnlyTcpTo(ns.name, hostAddr, proxy.port);
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
 }, 180_000);
 
 afterAll(async () => {

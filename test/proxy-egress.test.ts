@@ -9,6 +9,7 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   type Curl,
@@ -63,11 +64,7 @@ beforeAll(async () => {
   relay = started.proc;
   ready = started.ready;
   relayPort = Number(new URL(ready.url).port);
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
   proxy = await startTinyproxy({ connectPorts: [relayPort] });
   authProxy = await startTinyproxy({ connectPorts: [relayPort], auth: AUTH });
 }, 180_000);

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import {
+  adminEnvOf,
   buildIfStale,
-  cleanEnv,
   cleanup,
   type Proc,
   RELAY_BIN,
@@ -30,11 +30,7 @@ beforeAll(async () => {
   const dataDir = tempDir('rate-limit-cli-');
   ({ proc: relay, ready } = await startServe(dataDir, '127.0.0.1:0'));
   caPem = readFileSync(join(dataDir, 'tls', 'cert.pem'), 'utf8');
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
 }, 180_000);
 
 afterAll(async () => {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '../../shared/keys.js';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -70,11 +71,7 @@ beforeAll(async () => {
   buildIfStale();
   dataDir = join(tempDir('cli-escape-'), 'relay');
   ({ proc: relay, ready } = await startServe(dataDir, '127.0.0.1:0'));
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
   const created = await run(
     RELAY_BIN,
     ['cluster', 'create', 'edge-1', '--display-name', NASTY, '--output', 'json'],

@@ -13,6 +13,7 @@ import { connectDerp, type DerpClient } from '../../shared/derp/client.js';
 import type { DerpStateEvent } from '../../shared/derp/client-options.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -55,11 +56,7 @@ beforeAll(async () => {
     '--derp-max-handshakes',
     String(maxHandshaking),
   ]));
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-1', '--output', 'json'], adminEnv);
   expect(created.code, created.stderr).toBe(0);
   const joinArgs = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];

@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  adminEnvOf,
   buildIfStale,
   CLIENT_BIN,
   cleanEnv,
@@ -72,11 +73,7 @@ beforeAll(async () => {
   dataDir = dir0755('abuse-modes-relay-');
   stateDir = dir0755('abuse-modes-agent-');
   await startRelay();
-  adminEnv = cleanEnv({
-    TUNNEL_RELAY_URL: ready.url,
-    TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: ready.caPin,
-  });
+  adminEnv = adminEnvOf(ready);
 }, 120_000);
 
 afterAll(async () => {
