@@ -37,6 +37,7 @@ import { decodeClientInfo, encodeServerInfo } from '../../shared/derp/handshake.
 import { WriteBatcher } from '../../shared/derp/write-batcher.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { KEY_LEN, type KeyPair } from '../../shared/keys.js';
+import { RingQueue } from '../../shared/ring-queue.js';
 import type { HandshakeSlot } from './handshake-slots.js';
 import { DerpCloseCode } from './limits.js';
 import type { DerpRouter, RoutedPeer } from './peer.js';
@@ -84,11 +85,10 @@ export class WsPeer implements RoutedPeer {
   #challenge: Buffer | null;
   #sharedKey: Uint8Array | null = null;
   #hsTimer: TimerHandle | undefined;
-  #pending: Buffer[] | null = null;
+  /** Frames that arrived while admission was checked, replayed once active. */
+  #pending: RingQueue<Buffer> | null = null;
   /** Allocated on first use: most clients never back up. */
-  #queue: Array<Buffer | undefined> | null = null;
-  #qHead = 0;
-  #qLen = 0;
+  #queue: RingQueue<Buffer> | null = null;
   #stallTimer: TimerHandle | undefined;
   #lastProgress = 0;
   #closeTimer: TimerHandle | undefined;
@@ -137,7 +137,7 @@ export class WsPeer implements RoutedPeer {
 
   /** Packets waiting in the ring. */
   get queuedPackets(): number {
-    return this.#qLen;
+    return this.#queue?.length ?? 0;
   }
 
   #onMessage(data: Buffer, isBinary: boolean): void {
@@ -178,9 +178,7 @@ export class WsPeer implements RoutedPeer {
         this.#onClientInfo(type, frame);
         return;
       case 'verifying':
-        if (this.#pending!.length < this.#router.limits.maxPendingFrames)
-          this.#pending!.push(Buffer.from(frame));
-        else this.#router.drop('handshake_pending', frame.length);
+        if (!this.#pending?.push(Buffer.from(frame))) this.#router.drop('handshake_pending', frame.length);
         return;
       default:
         return;
@@ -205,7 +203,7 @@ export class WsPeer implements RoutedPeer {
     this.#sharedKey = opened.key;
     this.#state = 'verifying';
     this.#slot.prove();
-    this.#pending = [];
+    this.#pending = new RingQueue<Buffer>({ capacity: this.#router.limits.maxPendingFrames });
     this.#router.admit(this);
   }
 
@@ -216,10 +214,10 @@ export class WsPeer implements RoutedPeer {
     this.#state = 'active';
     this.#ws.send(encodeServerInfo(this.#sharedKey!), SEND_OPTS, this.#onWritten);
     this.#sharedKey = null;
-    const pending = this.#pending!;
+    const pending = this.#pending;
     this.#pending = null;
     try {
-      for (const f of pending) this.#handleFrame(f[0]!, f);
+      for (let f = pending?.shift(); f !== undefined; f = pending?.shift()) this.#handleFrame(f[0]!, f);
     } catch (err) {
       this.#fail(err);
     }
@@ -268,23 +266,16 @@ export class WsPeer implements RoutedPeer {
       f = encodeRecvPacket(src.key, payload);
       releaseSent(payload);
     }
-    if (this.#qLen === 0 && this.#ws.bufferedAmount < this.#router.limits.writeHighWaterBytes) {
+    if (this.queuedPackets === 0 && this.#ws.bufferedAmount < this.#router.limits.writeHighWaterBytes) {
       this.#write(f);
       return;
     }
-    this.#queue ??= new Array(this.#router.limits.queueDepth);
-    const queue = this.#queue;
-    const depth = queue.length;
-    if (this.#qLen === depth) {
-      const old = queue[this.#qHead]!;
-      queue[this.#qHead] = undefined;
-      this.#qHead = (this.#qHead + 1) % depth;
-      this.#qLen--;
+    this.#queue ??= new RingQueue<Buffer>({ capacity: this.#router.limits.queueDepth });
+    const old = this.#queue.pushEvicting(f);
+    if (old) {
       this.#router.drop('queue_head', old.length - FRAME_HEADER_LEN - KEY_LEN);
       releaseSent(old);
     }
-    queue[(this.#qHead + this.#qLen) % depth] = f;
-    this.#qLen++;
     if (!this.#stallTimer) {
       this.#lastProgress = this.#router.clock.now();
       this.#armStallTimer(this.#router.limits.writeTimeoutMs);
@@ -310,12 +301,9 @@ export class WsPeer implements RoutedPeer {
     const queue = this.#queue;
     if (!queue) return;
     const high = this.#router.limits.writeHighWaterBytes;
-    const depth = queue.length;
-    while (this.#qLen > 0 && this.#ws.bufferedAmount < high) {
-      const f = queue[this.#qHead]!;
-      queue[this.#qHead] = undefined;
-      this.#qHead = (this.#qHead + 1) % depth;
-      this.#qLen--;
+    while (this.#ws.bufferedAmount < high) {
+      const f = queue.shift();
+      if (f === undefined) return;
       this.#write(f);
     }
   }
@@ -324,7 +312,7 @@ export class WsPeer implements RoutedPeer {
     const clock = this.#router.clock;
     this.#stallTimer = clock.setTimer(ms, () => {
       this.#stallTimer = undefined;
-      if (this.#state === 'closed' || this.#qLen === 0) return;
+      if (this.#state === 'closed' || this.queuedPackets === 0) return;
       const idle = clock.now() - this.#lastProgress;
       const limit = this.#router.limits.writeTimeoutMs;
       if (idle >= limit) {
@@ -389,12 +377,7 @@ export class WsPeer implements RoutedPeer {
     clock.clearTimer(this.#closeTimer);
     clock.clearTimer(this.#stallTimer);
     this.#stallTimer = undefined;
-    const queue = this.#queue;
-    while (queue && this.#qLen > 0) {
-      const f = queue[this.#qHead]!;
-      queue[this.#qHead] = undefined;
-      this.#qHead = (this.#qHead + 1) % queue.length;
-      this.#qLen--;
+    for (let f = this.#queue?.shift(); f !== undefined; f = this.#queue?.shift()) {
       this.#router.drop('gone_disconnected', f.length - FRAME_HEADER_LEN - KEY_LEN);
       releaseSent(f);
     }

@@ -1,3 +1,5 @@
+import { RingQueue } from '../../shared/ring-queue.js';
+
 /**
  * A bounded FIFO of WireGuard handshake messages, drained a few per turn of the event loop (the
  * handshake queue of wireguard-go). A handshake initiation costs the hub several X25519 operations
@@ -49,9 +51,7 @@ export class HandshakeQueue<T> {
   readonly #defer: Defer;
   readonly batch: number;
   readonly cap: number;
-  /** Items from #head on are waiting; the consumed prefix is cut off now and then. */
-  #items: Array<T | undefined> = [];
-  #head = 0;
+  readonly #items: RingQueue<T>;
   #scheduled = false;
   #closed = false;
   readonly #stats = { maxDepth: 0, turns: 0, handled: 0, refused: 0, errors: 0 };
@@ -61,10 +61,11 @@ export class HandshakeQueue<T> {
     this.#defer = opts.defer ?? defaultDefer;
     this.batch = Math.max(1, Math.floor(opts.batch ?? HANDSHAKE_BATCH));
     this.cap = Math.max(1, Math.floor(opts.cap ?? HANDSHAKE_QUEUE_CAP));
+    this.#items = new RingQueue<T>({ capacity: this.cap });
   }
 
   get depth(): number {
-    return this.#items.length - this.#head;
+    return this.#items.length;
   }
 
   get stats(): HandshakeQueueStats {
@@ -74,11 +75,10 @@ export class HandshakeQueue<T> {
   /** Queues an item; false (nothing kept) when `cap` items wait or the queue is closed. */
   push(item: T): boolean {
     if (this.#closed) return false;
-    if (this.depth >= this.cap) {
+    if (!this.#items.push(item)) {
       this.#stats.refused++;
       return false;
     }
-    this.#items.push(item);
     if (this.depth > this.#stats.maxDepth) this.#stats.maxDepth = this.depth;
     this.#schedule();
     return true;
@@ -87,8 +87,7 @@ export class HandshakeQueue<T> {
   /** Drops everything waiting and refuses new items. */
   close(): void {
     this.#closed = true;
-    this.#items = [];
-    this.#head = 0;
+    this.#items.clear();
   }
 
   #schedule(): void {
@@ -101,10 +100,9 @@ export class HandshakeQueue<T> {
     this.#scheduled = false;
     if (this.#closed) return;
     this.#stats.turns++;
-    const n = Math.min(this.batch, this.depth);
-    for (let i = 0; i < n; i++) {
-      const item = this.#items[this.#head] as T;
-      this.#items[this.#head++] = undefined;
+    for (let i = 0; i < this.batch; i++) {
+      const item = this.#items.shift();
+      if (item === undefined) break;
       this.#stats.handled++;
       try {
         this.#handle(item);
@@ -112,13 +110,6 @@ export class HandshakeQueue<T> {
         this.#stats.errors++;
       }
       if (this.#closed) return;
-    }
-    if (this.#head === this.#items.length) {
-      this.#items = [];
-      this.#head = 0;
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
     }
     if (this.depth > 0) this.#schedule();
   }

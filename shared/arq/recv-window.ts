@@ -1,7 +1,8 @@
 /**
- * Receive side of an ArqSession: out-of-order segments in a ring of `slots`, in-order segments queued for
+ * Receive side of an ArqSession: out-of-order segments in a window of `slots` indexed by sequence number, in-order segments queued for
  * delivery, PUSHF reassembly. Bounded by `slots` segments and `maxBytes` bytes (+ the reassembly cap).
  */
+import { RingQueue } from '../ring-queue.js';
 import { Reassembly } from './reassembly.js';
 import { CMD_PUSHF, seqDiff } from './segment.js';
 
@@ -25,8 +26,8 @@ export class RecvWindow {
   #ring: (Buffer | undefined)[];
   #ringHead = 0;
   #oooBytes = 0;
-  #deliver: Buffer[] = [];
-  #deliverHead = 0;
+  /** In-order segments not yet delivered; never more than `slots` (freeSlots gates push). */
+  readonly #deliver: RingQueue<Buffer>;
   #deliverBytes = 0;
 
   constructor(slots: number, maxBytes: number, maxReassembly: number, initialSn: number) {
@@ -34,12 +35,13 @@ export class RecvWindow {
     this.#maxBytes = maxBytes;
     this.#reasm = new Reassembly(maxReassembly);
     this.#ring = new Array(slots);
+    this.#deliver = new RingQueue<Buffer>({ capacity: slots });
     this.rcvNxt = initialSn;
   }
 
   /** Slots not taken by undelivered in-order segments. */
   get freeSlots(): number {
-    return this.#slots - (this.#deliver.length - this.#deliverHead);
+    return this.#slots - this.#deliver.length;
   }
   /** Bytes held: out-of-order, undelivered, partially reassembled. */
   get heldBytes(): number {
@@ -86,18 +88,8 @@ export class RecvWindow {
 
   /** Next in-order segment to deliver, if any. */
   shift(): Buffer | undefined {
-    if (this.#deliverHead >= this.#deliver.length) return undefined;
-    const b = this.#deliver[this.#deliverHead]!;
-    this.#deliver[this.#deliverHead] = undefined as unknown as Buffer;
-    this.#deliverHead++;
-    this.#deliverBytes -= b.length;
-    if (this.#deliverHead === this.#deliver.length) {
-      this.#deliver.length = 0;
-      this.#deliverHead = 0;
-    } else if (this.#deliverHead >= 1024 && this.#deliverHead * 2 >= this.#deliver.length) {
-      this.#deliver = this.#deliver.slice(this.#deliverHead);
-      this.#deliverHead = 0;
-    }
+    const b = this.#deliver.shift();
+    if (b !== undefined) this.#deliverBytes -= b.length;
     return b;
   }
 
@@ -105,8 +97,7 @@ export class RecvWindow {
     this.#ring = [];
     this.#ringHead = 0;
     this.#oooBytes = 0;
-    this.#deliver = [];
-    this.#deliverHead = 0;
+    this.#deliver.clear();
     this.#deliverBytes = 0;
     this.#reasm.clear();
   }

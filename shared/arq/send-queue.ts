@@ -5,10 +5,12 @@
  * in the send window for its acknowledgement. The datagram writer then copies from that one buffer.
  */
 import { type BufferPool, POOLED_MIN_BYTES } from '../buffer-pool.js';
+import { RingQueue } from '../ring-queue.js';
 
+/** Written buffers are bounded by the caller's byte limit (the session's send buffer), not by count. */
 export class SendQueue {
-  #bufs: Buffer[] = [];
-  #head = 0;
+  readonly #bufs = new RingQueue<Buffer>({ capacity: Number.POSITIVE_INFINITY });
+  /** Bytes of the oldest buffer already taken. */
   #off = 0;
   #bytes = 0;
 
@@ -35,34 +37,24 @@ export class SendQueue {
         : Buffer.allocUnsafe(len);
     let filled = 0;
     while (filled < len) {
-      const b = this.#bufs[this.#head]!;
+      const b = this.#bufs.peek();
+      if (b === undefined) break; // unreachable: len <= the bytes held
       const k = Math.min(b.length - this.#off, len - filled);
       b.copy(out, filled, this.#off, this.#off + k);
       filled += k;
       this.#off += k;
-      if (this.#off === b.length) this.#advance();
+      if (this.#off === b.length) {
+        this.#bufs.shift();
+        this.#off = 0;
+      }
     }
     this.#bytes -= len;
     return out;
   }
 
   clear(): void {
-    this.#bufs = [];
-    this.#head = 0;
+    this.#bufs.clear();
     this.#off = 0;
     this.#bytes = 0;
-  }
-
-  #advance(): void {
-    this.#bufs[this.#head] = undefined as unknown as Buffer;
-    this.#head++;
-    this.#off = 0;
-    if (this.#head === this.#bufs.length) {
-      this.#bufs.length = 0;
-      this.#head = 0;
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#bufs.length) {
-      this.#bufs = this.#bufs.slice(this.#head);
-      this.#head = 0;
-    }
   }
 }

@@ -7,6 +7,7 @@
  */
 import { Duplex } from 'node:stream';
 import { isTunnelError, TunnelError } from '../errors.js';
+import { RingQueue } from '../ring-queue.js';
 import {
   FLAG_FIN,
   FLAG_RST,
@@ -53,8 +54,8 @@ export class MuxStream extends Duplex {
   #recvSize: number;
   #consumed = 0;
   #lastUpdateAt: number;
-  #queue: Buffer[] = [];
-  #qHead = 0;
+  /** Received chunks the Readable has not taken yet; bounded in bytes by the credit this side grants. */
+  readonly #queue = new RingQueue<Buffer>({ capacity: Number.POSITIVE_INFINITY });
   #queueBytes = 0;
   #readBlocked = false;
   #resetByPeer = false;
@@ -96,7 +97,7 @@ export class MuxStream extends Duplex {
   onData(chunk: Buffer): void {
     this.lastActivity = this.#host.now();
     if (this.destroyed || this.#ended) return;
-    if (this.#qHead === this.#queue.length && !this.#readBlocked) {
+    if (this.#queue.length === 0 && !this.#readBlocked) {
       this.#consumed += chunk.length;
       if (!this.push(chunk)) this.#readBlocked = true;
       this.#maybeUpdate();
@@ -190,22 +191,13 @@ export class MuxStream extends Duplex {
 
   override _read(): void {
     this.#readBlocked = false;
-    while (this.#qHead < this.#queue.length) {
-      const b = this.#queue[this.#qHead]!;
-      this.#queue[this.#qHead++] = undefined as unknown as Buffer;
+    for (let b = this.#queue.shift(); b !== undefined; b = this.#queue.shift()) {
       this.#queueBytes -= b.length;
       this.#consumed += b.length;
       if (!this.push(b)) {
         this.#readBlocked = true;
         break;
       }
-    }
-    if (this.#qHead === this.#queue.length) {
-      this.#queue.length = 0;
-      this.#qHead = 0;
-    } else if (this.#qHead >= 1024 && this.#qHead * 2 >= this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#qHead);
-      this.#qHead = 0;
     }
     this.#maybeEnd();
     this.#maybeUpdate();
@@ -218,8 +210,7 @@ export class MuxStream extends Duplex {
     this.#release();
     this.#pend = null;
     this.#pendCb = null;
-    this.#queue = [];
-    this.#qHead = 0;
+    this.#queue.clear();
     this.#queueBytes = 0;
     cb(err);
   }
@@ -236,7 +227,7 @@ export class MuxStream extends Duplex {
   }
 
   #maybeEnd(): void {
-    if (this.#finRecv && !this.#ended && this.#qHead === this.#queue.length) {
+    if (this.#finRecv && !this.#ended && this.#queue.length === 0) {
       this.#ended = true;
       this.push(null);
     }
