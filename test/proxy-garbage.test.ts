@@ -15,9 +15,9 @@ import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DerpCloseCode } from '../relay/derp/limits.js';
 import { type HubProxy, hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
 import { startTestRelay, type TestRelay } from '../relay/test-support.js';
+import { DerpCloseCode } from '../shared/derp/close-codes.js';
 import {
   encodeSendPacket,
   FRAME_HEADER_LEN,

@@ -58,16 +58,3 @@ export const DEFAULT_DERP_LIMITS: DerpLimits = {
   restartTryForMs: 5_000,
   closeGraceMs: 2_000,
 };
-
-/**
- * WebSocket close codes the server uses (4000-4999 is the application range). Write and ping timeouts send no
- * close frame: the socket is terminated, since a stuck or dead peer could not read one.
- */
-export const DerpCloseCode = {
-  GoingAway: 1001,
-  NotAdmitted: 4001,
-  Protocol: 4002,
-  Replaced: 4003,
-  ClosedByServer: 4004,
-  HandshakeTimeout: 4005,
-} as const;

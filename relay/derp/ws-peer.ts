@@ -20,6 +20,7 @@ import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { isHandedDown, releaseSent } from '../../shared/buffer-pool.js';
 import type { TimerHandle } from '../../shared/clock.js';
+import { DerpCloseCode } from '../../shared/derp/close-codes.js';
 import { FrameParser } from '../../shared/derp/frame-parser.js';
 import {
   CHALLENGE_LEN,
@@ -39,7 +40,6 @@ import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { KEY_LEN, type KeyPair } from '../../shared/keys.js';
 import { RingQueue } from '../../shared/ring-queue.js';
 import type { HandshakeSlot } from './handshake-slots.js';
-import { DerpCloseCode } from './limits.js';
 import type { DerpRouter, RoutedPeer } from './peer.js';
 
 export interface WsRouter extends DerpRouter {

@@ -16,7 +16,7 @@ export interface DerpStateEvent {
   readonly delayMs?: number;
   /** Why the last connection ended or failed (CA_PIN_MISMATCH, DERP_AUTH_FAILED, TIMEOUT, CLOSED, ...). */
   readonly error?: TunnelError;
-  /** WebSocket close code from the relay (4001 not admitted, 4003 replaced, 1001 restarting, ...). */
+  /** WebSocket close code from the relay (DerpCloseCode in close-codes.ts). */
   readonly closeCode?: number;
   /** A Health frame's text ('' clears a previous problem). */
   readonly health?: string;

@@ -26,6 +26,7 @@ import type {
   DerpClientStats,
   DerpStateEvent,
 } from './client-options.js';
+import { DerpCloseCode } from './close-codes.js';
 import { FrameParser } from './frame-parser.js';
 import {
   decodePacket,
@@ -48,7 +49,7 @@ export type { DerpClient, DerpClientOptions, DerpClientState, DerpClientStats, D
 import { WriteBatcher } from './write-batcher.js';
 
 const SEND_OPTS = { binary: true, compress: false, fin: true } as const;
-/** After close code 4003 the next attempt waits as the 6th would (8-16 s with the default backoff). */
+/** After close code Replaced (4003) the next attempt waits as the 6th would (8-16 s with the default backoff). */
 const REPLACED_MIN_ATTEMPT = 5;
 /**
  * WebSocket masking exists to stop browsers' scripts from poisoning intermediary caches; this client is not
@@ -282,13 +283,14 @@ class WsDerpClient implements DerpClient {
     let error = this.#lastError;
     if (!error) {
       const why = reason ? `: ${reason}` : '';
-      if (code === 4001) error = new TunnelError('DERP_AUTH_FAILED', `relay refused this key${why}`);
-      else if (code === 4003)
+      if (code === DerpCloseCode.NotAdmitted)
+        error = new TunnelError('DERP_AUTH_FAILED', `relay refused this key${why}`);
+      else if (code === DerpCloseCode.Replaced)
         error = new TunnelError('CONFLICT', `another connection with this key replaced this one${why}`);
       else error = new TunnelError('CLOSED', `relay closed the connection (code ${code})${why}`);
     }
     // Replaced by a live twin (a cloned key or a second process): wait long so the two do not flap.
-    if (code === 4003) this.#attempt = Math.max(this.#attempt, REPLACED_MIN_ATTEMPT);
+    if (code === DerpCloseCode.Replaced) this.#attempt = Math.max(this.#attempt, REPLACED_MIN_ATTEMPT);
     this.#attempt++;
     const delayMs = this.#nextDelay();
     this.#state = 'reconnecting';
