@@ -41,6 +41,7 @@ import {
 } from './identity.js';
 import { createLogger, redactUrl } from './logger.js';
 import { Metrics } from './metrics.js';
+import { holdListenPort, listenBindError } from './port-hold.js';
 import { FailureLimiter } from './rate-limit.js';
 import { ReservedKeys } from './reserved-keys.js';
 import { auditRoutes } from './routes/audit.js';
@@ -60,6 +61,7 @@ import type { Store } from './store/types.js';
 import { stunFamilies } from './stun/stun-metrics.js';
 import { type StunResponder, startStunResponder } from './stun/stun-responder.js';
 import { openHubUdp } from './udp/hub-udp.js';
+import { UndoStack } from './undo-stack.js';
 
 /** Request bodies over this get 413 PAYLOAD_TOO_LARGE. */
 export const BODY_LIMIT = 64 * 1024;
@@ -211,6 +213,16 @@ export function httpLimitsOf(config: RelayConfig, openFileLimit: number | null):
   };
 }
 
+/** The STUN responder `--stun-port` asks for, or null when it is off; BAD_CONFIG when it cannot bind. */
+function openStun(config: RelayConfig, clock: Clock): Promise<StunResponder | null> {
+  if (config.stunPort === null) return Promise.resolve(null);
+  return startStunResponder({ host: config.listen.host, port: config.stunPort, clock });
+}
+
+function errnoOf(err: unknown): string {
+  return err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : 'error';
+}
+
 /** Sends `e` as the error envelope with its status. */
 function sendError(reply: FastifyReply, e: TunnelError): void {
   reply.code(e.status).send(e.toJSON());
@@ -221,12 +233,26 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   const log = createLogger(config.logLevel, opts.logStream);
   const onModeFixed: OnModeFixed = (fix) =>
     log.warn({ code: 'INSECURE_FILE_MODE', file: fix.file, oldMode: fix.oldMode }, fix.message);
-  // With plain-http the relay has no certificate of its own: clients see the terminator's.
-  const tls: TlsIdentity | null = onDisk('data-dir', config.dataDir, () => {
-    ensureDataDir(config.dataDir);
-    return config.plainHttp ? null : loadOrCreateTls(config, clock.wallNow(), onModeFixed);
-  });
+  // Settings and ports before anything is written or issued (port-hold.ts): a bad file or a taken port fails the
+  // start with the data dir as it was, so the next start still issues the admin key.
   const publicCa = config.publicCaFile ? loadPublicCa(config.publicCaFile) : null;
+  const undo = new UndoStack();
+  const heldListen = await holdListenPort(config.listen.host, config.listen.port);
+  undo.push(() => heldListen.release());
+  const udp = await undo.guard(() => openHubUdp(config));
+  undo.push(async () => udp?.close());
+  const stun = await undo.guard(() => openStun(config, clock));
+  undo.push(async () => stun?.close());
+  // With plain-http the relay has no certificate of its own: clients see the terminator's.
+  const tls: TlsIdentity | null = await undo.guard(async () =>
+    onDisk('data-dir', config.dataDir, () => {
+      if (config.plainHttp) return null;
+      // A given --tls-cert/--tls-key is read before the data dir is made.
+      if (config.tlsCert && config.tlsKey) return loadOrCreateTls(config, clock.wallNow(), onModeFixed);
+      ensureDataDir(config.dataDir);
+      return loadOrCreateTls(config, clock.wallNow(), onModeFixed);
+    }),
+  );
   // Agents compare --ca-pin with the certificate the server presents (no chain walk), so a pin of
   // --public-ca-file is only printed when its first certificate is the one the terminator serves (it names the
   // public host). Otherwise join commands carry no pin and agents trust the CA through --ca-file or the system
@@ -236,29 +262,23 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   const trust = tls
     ? { pin: tls.caPin, pem: tls.certPem }
     : { pin: servedByTerminator ? publicCa.pin : null, pem: publicCa?.pem ?? null };
-  const hub = onDisk('data-dir', config.dataDir, () => loadOrCreateHubKey(config.dataDir, onModeFixed));
+  const hub = await undo.guard(async () =>
+    onDisk('data-dir', config.dataDir, () => {
+      ensureDataDir(config.dataDir);
+      return loadOrCreateHubKey(config.dataDir, onModeFixed);
+    }),
+  );
   const store =
     opts.store ??
-    (await openStore(config, {
-      onModeFixed,
-      onStoreError: (message) => log.warn({ code: 'STORE_CONNECTION' }, message),
-    }));
+    (await undo.guard(() =>
+      openStore(config, {
+        onModeFixed,
+        onStoreError: (message) => log.warn({ code: 'STORE_CONNECTION' }, message),
+      }),
+    ));
+  undo.push(() => store.close());
   if (config.store.kind === 'postgres')
     log.info({ store: describeTarget(config.store.target) }, 'store: PostgreSQL');
-  // Bound before anything is issued: a busy --udp-port fails the start (BAD_CONFIG) with no admin key out.
-  const udp = await openHubUdp(config).catch(async (err: unknown) => {
-    await store.close();
-    throw err;
-  });
-  let adminKey: string | null;
-  try {
-    adminKey = await ensureAdminKey(store, clock.wallNow());
-    if (adminKey === null) await warnIfNoAdminKey(store, clock.wallNow(), log);
-  } catch (err) {
-    await udp?.close();
-    await store.close();
-    throw err;
-  }
   const hooks = new RelayHooks(store);
   let boundUrl = '';
   const ctx: RelayContext = {
@@ -366,32 +386,25 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   } catch (err) {
     // A failing plugin (data plane) must not leave the store open.
     await app.close().catch(() => undefined);
-    await udp?.close();
-    await store.close();
-    throw err;
+    return undo.abort(err);
   }
+  await heldListen.release();
   try {
     await app.listen({ host: config.listen.host, port: config.listen.port });
   } catch (err) {
     await app.close();
-    await udp?.close();
-    await store.close();
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new TunnelError(
-      'BAD_CONFIG',
-      `listen: cannot bind ${config.listen.host}:${config.listen.port} (${code})`,
-    );
+    return undo.abort(listenBindError(config.listen.host, config.listen.port, errnoOf(err)));
   }
-  let stun: StunResponder | null = null;
-  if (config.stunPort !== null) {
-    try {
-      stun = await startStunResponder({ host: config.listen.host, port: config.stunPort, clock });
-    } catch (err) {
-      await app.close();
-      await udp?.close();
-      await store.close();
-      throw err;
-    }
+  // Issued only once every port is bound: a start that fails before this leaves the next one to issue it.
+  let adminKey: string | null;
+  try {
+    adminKey = await ensureAdminKey(store, clock.wallNow());
+    if (adminKey === null) await warnIfNoAdminKey(store, clock.wallNow(), log);
+  } catch (err) {
+    await app.close();
+    return undo.abort(err);
+  }
+  if (stun !== null) {
     const responder = stun;
     ctx.metrics.addCollector(() => stunFamilies(responder.stats));
     log.info({ host: config.listen.host, port: stun.port }, 'STUN responder listening (udp)');

@@ -17,6 +17,7 @@ import {
   type StunAddress,
   type StunIgnoreReason,
 } from '../../shared/stun/stun-codec.js';
+import { bindHint } from '../port-hold.js';
 
 /**
  * Answers per second across all senders; requests over it are dropped as `rate`. ~16 us of CPU per answer
@@ -128,7 +129,7 @@ export function startStunResponder(opts: StunResponderOptions): Promise<StunResp
       reject(
         new TunnelError(
           'BAD_CONFIG',
-          `stun-port: cannot bind udp ${opts.host}:${opts.port} (${err.code ?? 'error'})`,
+          `stun-port: cannot bind udp ${opts.host}:${opts.port} (${err.code ?? 'error'})${bindHint(err.code ?? '', '--stun-port (or --stun-port off)')}`,
         ),
       );
     };

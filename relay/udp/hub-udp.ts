@@ -10,6 +10,7 @@
 import { TunnelError } from '../../shared/errors.js';
 import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
 import type { DatagramSource, ReceiveDrop } from '../../shared/wireguard/device.js';
+import { bindHint } from '../port-hold.js';
 
 export type HubUdpDropReason = ReceiveDrop | 'no-hub' | 'no-disco';
 
@@ -79,7 +80,10 @@ export class HubUdp {
       return new HubUdp(await UdpTransport.open({ host: o.host, port: o.port }), o.publicEndpoint);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      throw new TunnelError('BAD_CONFIG', `--udp-port: cannot bind ${o.host}:${o.port} on UDP (${code})`);
+      throw new TunnelError(
+        'BAD_CONFIG',
+        `--udp-port: cannot bind ${o.host}:${o.port} on UDP (${code})${bindHint(code, '--udp-port (or --udp-port off)')}`,
+      );
     }
   }
 
