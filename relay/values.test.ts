@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { deepMerge, valuesVersion } from './values.js';
+import { deepMerge } from '../shared/values/deep-merge.js';
+import { valuesVersion } from './values.js';
 
-describe('values', () => {
+describe('served values (the relay merges with shared/values/deep-merge.ts)', () => {
   it('deep-merges maps and lets the cluster win for everything else', () => {
     const platform = { image: { repo: 'r', tag: '1' }, replicas: 1, list: [1, 2], keep: true };
     const cluster = { image: { tag: '2' }, list: [3], extra: 'x' };

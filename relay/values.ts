@@ -5,11 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isPlainMap, deepMerge as mergeMaps } from '../shared/values/deep-merge.js';
+import type { Values } from '../shared/values/deep-merge.js';
 import type { Store } from './store/types.js';
 import { checkValuesLimits, valuesLimitError } from './values-limits.js';
-
-type Values = Record<string, unknown>;
 
 /** `doc` read from the store, or {} (with a warning naming `row`) when it is over the limits. */
 export function withinLimitsOrSkipped(doc: Values, row: string, log: Logger): Values {
@@ -36,16 +34,6 @@ export async function readClusterValues(
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/**
- * Maps merge key by key (recursively); anything else (scalars, arrays) from `over` wins. The same
- * merge the agent uses to layer its --values files (shared/values/deep-merge.ts).
- */
-export function deepMerge(base: unknown, over: unknown): unknown {
-  if (over === undefined) return base;
-  if (!isPlainMap(base) || !isPlainMap(over)) return over;
-  return mergeMaps(base, over);
 }
 
 /** Canonical JSON (sorted keys) so the version does not depend on insertion order. */

@@ -6,6 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
+import { deepMerge } from '../../shared/values/deep-merge.js';
 import { bearerToken, type Principal, parseRole } from '../auth.js';
 import { graceMs } from '../conditions.js';
 import { auditEntry, logAudit, principalOf, type RelayContext, tunnelView } from '../context.js';
@@ -25,7 +26,7 @@ import { hashSecret, newId, newSecret, secretKind } from '../secrets.js';
 import { sourceKey } from '../source-address.js';
 import type { RegistrationRefusal } from '../store/psk-refusal.js';
 import type { ClusterRecord } from '../store/types.js';
-import { deepMerge, readClusterValues, readPlatformValues, valuesVersion } from '../values.js';
+import { readClusterValues, readPlatformValues, valuesVersion } from '../values.js';
 
 const errors = {
   400: ErrorBody,

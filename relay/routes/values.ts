@@ -6,6 +6,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { stringify as toYaml } from 'yaml';
 import { TunnelError } from '../../shared/errors.js';
+import { deepMerge } from '../../shared/values/deep-merge.js';
 import {
   actorOf,
   clusterNotFound,
@@ -19,7 +20,7 @@ import {
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
 import { ErrorBody, NameParams, ValuesObject, ValuesQuery } from '../schemas.js';
 import type { ClusterRecord } from '../store/types.js';
-import { deepMerge, readClusterValues, readPlatformValues } from '../values.js';
+import { readClusterValues, readPlatformValues } from '../values.js';
 import { assertValuesWithinLimits } from '../values-limits.js';
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
