@@ -7,7 +7,7 @@
  *   connection per renewal; relay CPU per renewal and what 10,000 agents every 60 s cost as % of
  *   one core (target < 5 %).
  * Relay CPU is read from /proc/<pid>/stat (user + system), so the client's own work is not counted.
- * Run: npm run build && node dist/bench/control-plane-bench.js [agents=10000] [registrations=2000]
+ * Run: npm run build:tools && node dist/bench/control-plane-bench.js [agents=10000] [registrations=2000]
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -4,7 +4,7 @@
  *   and Gbit/s, next to a socat TCP relay carrying the same framed stream (no TLS) measured in this run.
  * - Connect storm: N clients started at once; time until all are connected (handshake included).
  * - Memory per idle connected client: relay process RSS and heap delta / N after gc.
- * Run: npm run build && node dist/bench/derp-bench.js [seconds-per-throughput-run=3] [clients=2000]
+ * Run: npm run build:tools && node dist/bench/derp-bench.js [seconds-per-throughput-run=3] [clients=2000]
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';

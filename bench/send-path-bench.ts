@@ -5,7 +5,7 @@
  * before shared/packet-room.ts). Compared: the same datagrams with the room the layers declare for a
  * relayed peer (streamDatagramRoom(transportRoom(relayed path))), where every layer writes in place. Reports MB/s, CPU seconds per GiB and GCs (major/minor, ms) per GiB, each
  * mode run alternately; the in-place figures as a ratio of the baseline measured in this run.
- * Run: npm run build && node dist/bench/send-path-bench.js [MiB per run, default 512] [rounds, default 3]
+ * Run: npm run build:tools && node dist/bench/send-path-bench.js [MiB per run, default 512] [rounds, default 3]
  */
 import { type PerformanceEntry, PerformanceObserver, constants as perf } from 'node:perf_hooks';
 import { newArqStats } from '../shared/arq/arq-options.js';

@@ -6,7 +6,7 @@
  * - session: inner UDP packets through the agent's WireGuard session (seal here, relay, open at the hub)
  * Both at 1,400 B and 16 KiB inner payloads; reports what the hub received per second and the session
  * as a ratio of the baseline measured in this run.
- * Run: npm run build && node dist/bench/session-bench.js [seconds-per-run=3]
+ * Run: npm run build:tools && node dist/bench/session-bench.js [seconds-per-run=3]
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -3,7 +3,7 @@
  * core), at MTU 1392 (UDP path) and 65,000 (relay path), with 1 and 16 streams, against a baseline measured
  * in the same run: the same bytes over a plain Node TCP loopback connection.
  *
- * Run: npm run build && node dist/bench/streams-bench.js [MiB per case, default 64]
+ * Run: npm run build:tools && node dist/bench/streams-bench.js [MiB per case, default 64]
  */
 import { once } from 'node:events';
 import net from 'node:net';

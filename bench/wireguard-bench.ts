@@ -4,7 +4,7 @@
  * - transport seal/open packets/s and MB/s at 1420 B, 16 KiB and the relayed inner MTU (65,503 B), through
  *   the engine's transport functions and through the full Peer.send / Device.receive paths, each printed
  *   next to the raw AEAD call of the same implementation measured in this run, as a ratio. Targets: >= 80% of raw, >= 2,000 hs/s.
- * Run: npm run build && node dist/bench/wireguard-bench.js [ms-per-measurement]
+ * Run: npm run build:tools && node dist/bench/wireguard-bench.js [ms-per-measurement]
  */
 import { randomBytes } from 'node:crypto';
 import { generateKeyPair } from '../shared/keys.js';

@@ -1,6 +1,6 @@
 /**
  * Prints the baselines other benchmarks compare against, measured now on this machine:
- *   npm run build && node dist/bench/baselines/main.js [megabytes]
+ *   npm run build:tools && node dist/bench/baselines/main.js [megabytes]
  * The wireguard-go pair needs root; without it that line says why and the rest still runs.
  */
 import { describeMachine } from '../machine.js';
