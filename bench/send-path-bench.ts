@@ -49,26 +49,31 @@ async function run(inPlace: boolean): Promise<Result> {
   const nonce = Buffer.alloc(12);
   const dst = Buffer.alloc(32, 9);
   let sink = 0;
-  const w = new DatagramWriter(
-    5,
-    1,
-    ARQ.mtu,
-    (d) => {
+  const w = new DatagramWriter({
+    conv: 5,
+    incarnation: 1,
+    mtu: ARQ.mtu,
+    output: (d) => {
       const inner = wrapStreamDatagram(0x64400002, 0x64400001, d);
       const frame = encodeSendPacket(dst, sealTransport(aead, kp, inner, INNER.mtu, nonce));
       sink ^= frame[frame.length - 1]!;
     },
-    newArqStats(),
-    inPlace ? ARQ.headroom : 0,
-    inPlace ? ARQ.tailroom : 0,
-  );
+    stats: newArqStats(),
+    headroom: inPlace ? ARQ.headroom : 0,
+    tailroom: inPlace ? ARQ.tailroom : 0,
+  });
+  const fields = { cmd: CMD_PUSH, wnd: 64, ts: 0, sn: 0, una: 0, fragOffset: -1, fragTotal: 0 };
   const seg = Buffer.alloc(ARQ.mtu - SEG_HEADER, 1);
   const n = Math.ceil((MIB * 1024 * 1024) / seg.length);
   await new Promise((r) => setTimeout(r, 100)); // let the previous run's garbage go first
   const g0 = { ...gc };
   const c0 = process.cpuUsage();
   const t0 = performance.now();
-  for (let i = 0; i < n; i++) w.put(CMD_PUSH, 64, i, i, 0, seg);
+  for (let i = 0; i < n; i++) {
+    fields.ts = i;
+    fields.sn = i;
+    w.put(fields, seg);
+  }
   w.finish();
   const s = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(c0);

@@ -23,7 +23,7 @@ import {
   resolveArqConfig,
 } from './arq-options.js';
 import { Congestion, RttEstimator } from './congestion.js';
-import { DatagramWriter } from './datagram-writer.js';
+import { DatagramWriter, type SegmentFields } from './datagram-writer.js';
 import { InflightCap } from './inflight-cap.js';
 import { RecvWindow } from './recv-window.js';
 import {
@@ -67,7 +67,7 @@ export class ArqSession extends EventEmitter {
   /** Tag sent in every segment; a peer that sees it change knows this side restarted. */
   readonly incarnation: number;
   readonly stats: ArqStats = newArqStats();
-  readonly #cfg: ArqConfig;
+  readonly #config: ArqConfig;
   readonly #clock: Clock;
   readonly #defer: ((fn: () => void) => void) | undefined;
   #closed = false;
@@ -76,12 +76,12 @@ export class ArqSession extends EventEmitter {
   #timerAt = Number.POSITIVE_INFINITY;
   #deferred = false;
   // send side
-  readonly #sq = new SendQueue();
-  readonly #sw: SendWindow;
-  readonly #cc: Congestion;
+  readonly #sendQueue = new SendQueue();
+  readonly #sendWindow: SendWindow;
+  readonly #congestion: Congestion;
   readonly #cap: InflightCap;
   readonly #rtt: RttEstimator;
-  #rmtWnd: number;
+  #remoteWindow: number;
   #fast: OutSeg[] = [];
   #needDrain = false;
   #tailDue = false;
@@ -90,7 +90,7 @@ export class ArqSession extends EventEmitter {
   #needWask = false;
   #needWins = false;
   // receive side
-  readonly #rw: RecvWindow;
+  readonly #recvWindow: RecvWindow;
   #paused = false;
   #emitting = false;
   #acks: number[] = [];
@@ -99,34 +99,36 @@ export class ArqSession extends EventEmitter {
   #lastRecvAt: number;
   #flushing = false;
   #reentrant: Buffer[] = [];
-  readonly #h: SegmentHeader = { conv: 0, cmd: 0, inc: 0, wnd: 0, ts: 0, sn: 0, una: 0, len: 0 };
+  readonly #header: SegmentHeader = { conv: 0, cmd: 0, inc: 0, wnd: 0, ts: 0, sn: 0, una: 0, len: 0 };
   #peerInc = 0;
-  readonly #dw: DatagramWriter;
+  readonly #writer: DatagramWriter;
+  /** The header fields of the segment being put: one object reused for every put (no allocation per segment). */
+  readonly #fields: SegmentFields = { cmd: 0, wnd: 0, ts: 0, sn: 0, una: 0, fragOffset: -1, fragTotal: 0 };
   readonly #pools: (size: number) => BufferPool;
 
   constructor(opts: ArqOptions & ArqPoolOptions) {
     super();
     const cfg = resolveArqConfig(opts);
-    this.#cfg = cfg;
+    this.#config = cfg;
     this.conv = opts.conv;
     this.#clock = opts.clock;
     this.incarnation = opts.incarnation ?? randomInt(1, 256);
     this.#pools = opts.pools ?? poolFor;
-    this.#dw = new DatagramWriter(
-      opts.conv,
-      this.incarnation,
-      opts.mtu,
-      opts.output,
-      this.stats,
-      opts.headroom,
-      opts.tailroom,
-      this.#pools,
-    );
+    this.#writer = new DatagramWriter({
+      conv: opts.conv,
+      incarnation: this.incarnation,
+      mtu: opts.mtu,
+      output: opts.output,
+      stats: this.stats,
+      headroom: opts.headroom ?? 0,
+      tailroom: opts.tailroom ?? 0,
+      pools: this.#pools,
+    });
     this.#defer = opts.defer;
-    this.#rmtWnd = cfg.recvWindow;
-    this.#sw = new SendWindow(cfg.initialSn);
-    this.#rw = new RecvWindow(cfg.recvWindow, cfg.recvBufferBytes, cfg.maxReassembly, cfg.initialSn);
-    this.#cc = new Congestion(cfg.congestionControl, cfg.initialCwnd, cfg.sendWindow);
+    this.#remoteWindow = cfg.recvWindow;
+    this.#sendWindow = new SendWindow(cfg.initialSn);
+    this.#recvWindow = new RecvWindow(cfg.recvWindow, cfg.recvBufferBytes, cfg.maxReassembly, cfg.initialSn);
+    this.#congestion = new Congestion(cfg.congestionControl, cfg.initialCwnd, cfg.sendWindow);
     this.#cap = new InflightCap(cfg.queueTargetMs, INFLIGHT_FLOOR_SEGMENTS * (opts.mtu - SEG_HEADER));
     this.#rtt = new RttEstimator(cfg.initialRtoMs, cfg.minRtoMs, cfg.maxRtoMs, cfg.ackDelayMs);
     this.#probeWait = cfg.probeMinMs;
@@ -134,10 +136,10 @@ export class ArqSession extends EventEmitter {
   }
 
   get mtu(): number {
-    return this.#dw.mtu;
+    return this.#writer.mtu;
   }
   get mss(): number {
-    return this.#dw.mtu - SEG_HEADER;
+    return this.#writer.mtu - SEG_HEADER;
   }
   get closed(): boolean {
     return this.#closed;
@@ -148,7 +150,7 @@ export class ArqSession extends EventEmitter {
   }
   /** Bytes written and not yet acknowledged. */
   get bufferedBytes(): number {
-    return this.#sq.bytes + this.#sw.unackedBytes;
+    return this.#sendQueue.bytes + this.#sendWindow.unackedBytes;
   }
   get rtoMs(): number {
     return this.#rtt.rto;
@@ -157,7 +159,7 @@ export class ArqSession extends EventEmitter {
     return this.#rtt.srtt;
   }
   get cwnd(): number {
-    return this.#cc.cwnd;
+    return this.#congestion.cwnd;
   }
   /** The cap on unacknowledged bytes (Infinity when queueTargetMs is 0 or before it is measured). */
   get inflightCap(): number {
@@ -165,22 +167,22 @@ export class ArqSession extends EventEmitter {
   }
   /** Bytes written and not yet sent. */
   get notSentBytes(): number {
-    return this.#sq.bytes;
+    return this.#sendQueue.bytes;
   }
   /** Bytes held by the receive side: out-of-order, undelivered and partially reassembled segments. */
   get recvHeldBytes(): number {
-    return this.#rw.heldBytes;
+    return this.#recvWindow.heldBytes;
   }
   /** Segments between una and the next sn to send. */
   get inFlight(): number {
-    return this.#sw.inFlight;
+    return this.#sendWindow.inFlight;
   }
 
   /** Changes the datagram size from now on; segments already in flight that no longer fit are fragmented. */
   setMtu(mtu: number): void {
     checkMtu(mtu);
-    this.#dw.finish();
-    this.#dw.mtu = mtu;
+    this.#writer.finish();
+    this.#writer.mtu = mtu;
   }
 
   write(bytes: Uint8Array): boolean {
@@ -188,9 +190,9 @@ export class ArqSession extends EventEmitter {
       throw new TunnelError('CLOSED', `arq conv ${this.conv}: write after close`);
     }
     const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    this.#sq.push(b);
-    if (this.#sq.bytes >= this.mss) this.flush(false);
-    if (this.#sq.bytes > 0 && !this.#tailDue) {
+    this.#sendQueue.push(b);
+    if (this.#sendQueue.bytes >= this.mss) this.flush(false);
+    if (this.#sendQueue.bytes > 0 && !this.#tailDue) {
       this.#tailDue = true;
       this.#arm();
     }
@@ -207,9 +209,9 @@ export class ArqSession extends EventEmitter {
   resume(): void {
     if (!this.#paused) return;
     this.#paused = false;
-    const wasShut = this.#rw.advertised(this.mss) === 0;
+    const wasShut = this.#recvWindow.advertised(this.mss) === 0;
     this.#emitData();
-    if (wasShut && !this.#closed && this.#rw.advertised(this.mss) > 0) {
+    if (wasShut && !this.#closed && this.#recvWindow.advertised(this.mss) > 0) {
       this.#needWins = true;
       this.flush(false);
     }
@@ -228,9 +230,9 @@ export class ArqSession extends EventEmitter {
     this.#closed = true;
     this.#clock.clearTimer(this.#timer);
     this.#timer = undefined;
-    this.#sq.clear();
-    this.#sw.clear();
-    this.#rw.clear();
+    this.#sendQueue.clear();
+    this.#sendWindow.clear();
+    this.#recvWindow.clear();
     this.#fast = [];
     if (err && this.listenerCount('error') > 0) this.emit('error', err);
     this.emit('close', err);
@@ -251,10 +253,10 @@ export class ArqSession extends EventEmitter {
     }
     this.stats.datagramsIn++;
     this.stats.bytesIn += datagram.length;
-    const h = this.#h;
+    const h = this.#header;
     const now = this.#clock.now();
     const ts32 = tsAt(now);
-    const unaBefore = this.#sw.una;
+    const unaBefore = this.#sendWindow.una;
     let valid = false;
     let maxAck = -1;
     let maxAckTs = 0;
@@ -282,15 +284,15 @@ export class ArqSession extends EventEmitter {
         this.#peerInc = h.inc ?? 0;
       }
       valid = true;
-      this.#rmtWnd = h.wnd;
-      this.#sw.onUna(h.una);
+      this.#remoteWindow = h.wnd;
+      this.#sendWindow.onUna(h.una);
       if (h.cmd === CMD_ACK) {
         const rtt = seqDiff(ts32, h.ts) / TS_PER_MS;
         if (rtt >= 0 && rtt < 120_000) {
           this.#rtt.sample(rtt);
           this.#cap.onRttSample(rtt, now);
         }
-        this.#sw.onAck(h.sn);
+        this.#sendWindow.onAck(h.sn);
         if (maxAck < 0 || seqDiff(h.sn, maxAck) > 0) {
           maxAck = h.sn;
           maxAckTs = h.ts;
@@ -306,19 +308,19 @@ export class ArqSession extends EventEmitter {
     if (!valid) return;
     this.#lastRecvAt = now;
     if (maxAck >= 0) {
-      const { fastResend, fastLimit } = this.#cfg;
-      if (this.#sw.fastScan(maxAck, maxAckTs, fastResend, fastLimit, this.#fast) > 0) {
-        this.#cc.onFastLoss(this.#sw.inFlight, this.#sw.sndNxt, fastResend);
+      const { fastResend, fastLimit } = this.#config;
+      if (this.#sendWindow.fastScan(maxAck, maxAckTs, fastResend, fastLimit, this.#fast) > 0) {
+        this.#congestion.onFastLoss(this.#sendWindow.inFlight, this.#sendWindow.sndNxt, fastResend);
       }
     }
-    const advanced = seqDiff(this.#sw.una, unaBefore);
+    const advanced = seqDiff(this.#sendWindow.una, unaBefore);
     if (advanced > 0) {
-      this.#cc.onAdvance(advanced, this.#sw.una);
-      this.#cap.onAdvance(this.#sw.una, this.#sw.sndNxt, this.#sw.delivered, now);
+      this.#congestion.onAdvance(advanced, this.#sendWindow.una);
+      this.#cap.onAdvance(this.#sendWindow.una, this.#sendWindow.sndNxt, this.#sendWindow.delivered, now);
     }
-    if (this.#acks.length >= 2 * this.#cfg.ackEvery) this.#ackNow = true;
+    if (this.#acks.length >= 2 * this.#config.ackEvery) this.#ackNow = true;
     if (this.#acks.length > 0 && this.#ackDueAt === Number.POSITIVE_INFINITY) {
-      this.#ackDueAt = now + this.#cfg.ackDelayMs;
+      this.#ackDueAt = now + this.#config.ackDelayMs;
     }
     this.flush(false);
     this.#emitData();
@@ -348,22 +350,27 @@ export class ArqSession extends EventEmitter {
 
   #flushInner(tailAsked: boolean): void {
     const now = this.#clock.now();
-    const wnd = this.#rw.advertised(this.mss);
-    const una = this.#rw.rcvNxt;
+    const wnd = this.#recvWindow.advertised(this.mss);
+    const una = this.#recvWindow.rcvNxt;
     if (this.#ackNow || now >= this.#ackDueAt || this.#wouldSend(tailAsked, now)) {
       const acks = this.#acks;
-      for (let i = 0; i < acks.length; i += 2) this.#dw.put(CMD_ACK, wnd, acks[i + 1]!, acks[i]!, una, null);
+      const fields = this.#segmentFields(CMD_ACK, wnd, una);
+      for (let i = 0; i < acks.length; i += 2) {
+        fields.ts = acks[i + 1]!;
+        fields.sn = acks[i]!;
+        this.#writer.put(fields, null);
+      }
       this.#acks = [];
       this.#ackNow = false;
       this.#ackDueAt = Number.POSITIVE_INFINITY;
     }
     this.#probe(now, wnd, una);
     // A datagram is going out anyway: let a partial last segment ride along.
-    const tail = tailAsked || this.#dw.pending > 0;
-    const limit = this.#cc.limit(this.#rmtWnd);
-    const sw = this.#sw;
+    const tail = tailAsked || this.#writer.pending > 0;
+    const limit = this.#congestion.limit(this.#remoteWindow);
+    const sw = this.#sendWindow;
     // The dead-link clock starts when we begin waiting for an answer, not at the last packet of an idle link.
-    if (sw.inFlight === 0 && this.#sq.bytes > 0) this.#lastRecvAt = Math.max(this.#lastRecvAt, now);
+    if (sw.inFlight === 0 && this.#sendQueue.bytes > 0) this.#lastRecvAt = Math.max(this.#lastRecvAt, now);
     // Segments that timed out beyond the burst go first, as the window allows.
     for (let seg = sw.pipe < limit ? sw.nextLost() : undefined; seg; ) {
       this.stats.retransmitsTimeout++;
@@ -372,12 +379,13 @@ export class ArqSession extends EventEmitter {
     }
     const mss = this.mss;
     // Segments of their own, from the pool of datagram-sized buffers (one free list for both).
-    const size = this.#dw.bufferSize;
-    const pool = this.#sq.bytes >= POOLED_MIN_BYTES && size >= POOLED_MIN_BYTES ? this.#pools(size) : null;
-    while (this.#sq.bytes > 0 && this.#roomToSend() && (tail || this.#sq.bytes >= mss)) {
-      this.#transmit(sw.add(this.#sq.take(mss, pool), this.#rtt.rto, pool), now, wnd, una);
+    const size = this.#writer.bufferSize;
+    const pool =
+      this.#sendQueue.bytes >= POOLED_MIN_BYTES && size >= POOLED_MIN_BYTES ? this.#pools(size) : null;
+    while (this.#sendQueue.bytes > 0 && this.#roomToSend() && (tail || this.#sendQueue.bytes >= mss)) {
+      this.#transmit(sw.add(this.#sendQueue.take(mss, pool), this.#rtt.rto, pool), now, wnd, una);
     }
-    this.#tailDue = this.#sq.bytes > 0;
+    this.#tailDue = this.#sendQueue.bytes > 0;
     if (this.#fast.length > 0) {
       const fast = this.#fast;
       this.#fast = [];
@@ -391,75 +399,99 @@ export class ArqSession extends EventEmitter {
     if (now >= sw.nextResendAt) {
       // With congestion control only the first few expired segments go now (TCP resends one); the others
       // are marked lost and resent above as acknowledgements open the window.
-      const burst = this.#cfg.congestionControl ? TIMEOUT_BURST : Number.POSITIVE_INFINITY;
-      const { resend, expired } = sw.expire(now, this.#cfg.maxRtoMs, burst);
+      const burst = this.#config.congestionControl ? TIMEOUT_BURST : Number.POSITIVE_INFINITY;
+      const { resend, expired } = sw.expire(now, this.#config.maxRtoMs, burst);
       for (const seg of resend) {
         this.stats.retransmitsTimeout++;
         this.#transmit(seg, now, wnd, una);
       }
-      if (expired) this.#cc.onTimeout(sw.inFlight, sw.sndNxt);
+      if (expired) this.#congestion.onTimeout(sw.inFlight, sw.sndNxt);
     }
-    this.#dw.finish();
+    this.#writer.finish();
   }
 
   /** Zero-window probing: WASK after probeWait (x1.5 each time) while the peer advertises 0 and data waits. */
   #probe(now: number, wnd: number, una: number): void {
-    if (this.#rmtWnd === 0 && this.#sq.bytes > 0) {
+    if (this.#remoteWindow === 0 && this.#sendQueue.bytes > 0) {
       if (this.#probeAt === 0) this.#probeAt = now + this.#probeWait;
       else if (now >= this.#probeAt) {
         this.#needWask = true;
-        this.#probeWait = Math.min(this.#cfg.probeMaxMs, Math.ceil(this.#probeWait * 1.5));
+        this.#probeWait = Math.min(this.#config.probeMaxMs, Math.ceil(this.#probeWait * 1.5));
         this.#probeAt = now + this.#probeWait;
       }
     } else {
       this.#probeAt = 0;
-      this.#probeWait = this.#cfg.probeMinMs;
+      this.#probeWait = this.#config.probeMinMs;
     }
     if (this.#needWask) {
-      this.#dw.put(CMD_WASK, wnd, tsAt(now), 0, una, null);
+      const fields = this.#segmentFields(CMD_WASK, wnd, una);
+      fields.ts = tsAt(now);
+      this.#writer.put(fields, null);
       this.stats.probesSent++;
       this.#needWask = false;
     }
     if (this.#needWins) {
-      this.#dw.put(CMD_WINS, wnd, tsAt(now), 0, una, null);
+      const fields = this.#segmentFields(CMD_WINS, wnd, una);
+      fields.ts = tsAt(now);
+      this.#writer.put(fields, null);
       this.#needWins = false;
     }
   }
 
   #wouldSend(tail: boolean, now: number): boolean {
-    const sw = this.#sw;
+    const sw = this.#sendWindow;
     if (this.#fast.length > 0 || now >= sw.nextResendAt || this.#needWask || this.#needWins) return true;
-    if (sw.lostCount > 0 && sw.pipe < this.#cc.limit(this.#rmtWnd)) return true;
+    if (sw.lostCount > 0 && sw.pipe < this.#congestion.limit(this.#remoteWindow)) return true;
     const room = this.#roomToSend();
-    return this.#sq.bytes > 0 && room && (tail || this.#sq.bytes >= this.mss);
+    return this.#sendQueue.bytes > 0 && room && (tail || this.#sendQueue.bytes >= this.mss);
   }
 
   /** Whether a new segment may go now: congestion and peer windows, and the in-flight cap. */
   #roomToSend(): boolean {
-    const sw = this.#sw;
-    return sw.pipe < this.#cc.limit(this.#rmtWnd) && sw.unackedBytes < this.#cap.bytes;
+    const sw = this.#sendWindow;
+    return sw.pipe < this.#congestion.limit(this.#remoteWindow) && sw.unackedBytes < this.#cap.bytes;
   }
 
   #transmit(seg: OutSeg, now: number, wnd: number, una: number): void {
-    this.#sw.sent(seg, now, tsAt(now));
+    this.#sendWindow.sent(seg, now, tsAt(now));
     this.stats.segmentsSent++;
     const mss = this.mss;
     if (seg.len <= mss) {
-      this.#dw.put(CMD_PUSH, wnd, seg.ts, seg.sn, una, seg.data);
+      const fields = this.#segmentFields(CMD_PUSH, wnd, una);
+      fields.ts = seg.ts;
+      fields.sn = seg.sn;
+      this.#writer.put(fields, seg.data);
       return;
     }
     this.stats.fragmentedSends++;
     const piece = mss - FRAG_HEADER;
     // Rare (the MTU shrank under segments in flight): cut pieces out of the segment's buffer.
     const data = seg.data;
+    const fields = this.#segmentFields(CMD_PUSHF, wnd, una);
+    fields.ts = seg.ts;
+    fields.sn = seg.sn;
+    fields.fragTotal = data.length;
     for (let off = 0; off < data.length; off += piece) {
-      const part = data.subarray(off, Math.min(data.length, off + piece));
-      this.#dw.put(CMD_PUSHF, wnd, seg.ts, seg.sn, una, part, off, data.length);
+      fields.fragOffset = off;
+      this.#writer.put(fields, data.subarray(off, Math.min(data.length, off + piece)));
     }
   }
 
+  /** The reused header fields set for a segment of `cmd` (timestamp and sequence number 0, not a piece). */
+  #segmentFields(cmd: number, wnd: number, una: number): SegmentFields {
+    const fields = this.#fields;
+    fields.cmd = cmd;
+    fields.wnd = wnd;
+    fields.una = una;
+    fields.ts = 0;
+    fields.sn = 0;
+    fields.fragOffset = -1;
+    fields.fragTotal = 0;
+    return fields;
+  }
+
   #onPush(cmd: number, sn: number, ts: number, data: Buffer): void {
-    switch (this.#rw.push(cmd, sn, data)) {
+    switch (this.#recvWindow.push(cmd, sn, data)) {
       case 'stored':
         this.#acks.push(sn, ts);
         return;
@@ -497,7 +529,7 @@ export class ArqSession extends EventEmitter {
     this.#emitting = true;
     try {
       while (!this.#paused && !this.#closed) {
-        const b = this.#rw.shift();
+        const b = this.#recvWindow.shift();
         if (!b) break;
         this.emit('data', b);
       }
@@ -511,8 +543,8 @@ export class ArqSession extends EventEmitter {
     if (this.#closed) return;
     let at = Number.POSITIVE_INFINITY;
     const now = this.#clock.now();
-    const sw = this.#sw;
-    if (this.#tailDue && this.#sq.bytes > 0 && this.#roomToSend()) {
+    const sw = this.#sendWindow;
+    if (this.#tailDue && this.#sendQueue.bytes > 0 && this.#roomToSend()) {
       if (!this.#defer) at = now;
       else if (!this.#deferred) {
         this.#deferred = true;
@@ -520,9 +552,9 @@ export class ArqSession extends EventEmitter {
       }
     }
     if (this.#acks.length > 0) at = Math.min(at, this.#ackDueAt);
-    if (sw.inFlight > 0) at = Math.min(at, sw.nextResendAt, this.#lastRecvAt + this.#cfg.deadLinkMs);
+    if (sw.inFlight > 0) at = Math.min(at, sw.nextResendAt, this.#lastRecvAt + this.#config.deadLinkMs);
     if (this.#probeAt > 0) at = Math.min(at, this.#probeAt);
-    else if (this.#rmtWnd === 0 && this.#sq.bytes > 0) at = Math.min(at, now + this.#probeWait);
+    else if (this.#remoteWindow === 0 && this.#sendQueue.bytes > 0) at = Math.min(at, now + this.#probeWait);
     // Keep a timer that fires no later than needed: firing early only costs a re-arm, while replacing
     // the timer on every flush would churn the clock.
     if (this.#timer && this.#timerAt <= at) return;
@@ -545,20 +577,23 @@ export class ArqSession extends EventEmitter {
     this.#timerAt = Number.POSITIVE_INFINITY;
     if (this.#closed) return;
     const now = this.#clock.now();
-    const dead = this.#cfg.deadLinkMs;
-    if (this.#sw.inFlight > 0 && now - this.#lastRecvAt >= dead) {
+    const dead = this.#config.deadLinkMs;
+    if (this.#sendWindow.inFlight > 0 && now - this.#lastRecvAt >= dead) {
       const msg = `arq conv ${this.conv}: no answer from the peer for ${dead} ms (dead link)`;
       this.close(new TunnelError('TIMEOUT', msg));
       return;
     }
-    if (this.#rmtWnd === 0 && this.#sq.bytes > 0 && this.#probeAt === 0) this.#probeAt = now;
+    if (this.#remoteWindow === 0 && this.#sendQueue.bytes > 0 && this.#probeAt === 0) this.#probeAt = now;
     this.flush(true);
     this.#maybeDrain();
     this.#maybeFinishEnd();
   }
 
   #writableNow(): boolean {
-    return this.bufferedBytes <= this.#cfg.sendHighWater && this.#sq.bytes <= this.#cfg.notSentLowWater;
+    return (
+      this.bufferedBytes <= this.#config.sendHighWater &&
+      this.#sendQueue.bytes <= this.#config.notSentLowWater
+    );
   }
 
   #maybeDrain(): void {

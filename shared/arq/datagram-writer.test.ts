@@ -13,16 +13,17 @@ type Put = [cmd: number, sn: number, data: Buffer | null, fragOff: number, fragT
 function write(mtu: number, head: number, tail: number, puts: Put[]) {
   const out: Array<{ d: Buffer; head: number; tail: number }> = [];
   const stats = newArqStats();
-  const w = new DatagramWriter(
-    9,
-    3,
+  const w = new DatagramWriter({
+    conv: 9,
+    incarnation: 3,
     mtu,
-    (d) => out.push({ d, head: headroomOf(d), tail: tailroomOf(d) }),
+    output: (d) => out.push({ d, head: headroomOf(d), tail: tailroomOf(d) }),
     stats,
-    head,
-    tail,
-  );
-  for (const [cmd, sn, data, off, total] of puts) w.put(cmd, 100, 5, sn, 1, data, off, total);
+    headroom: head,
+    tailroom: tail,
+  });
+  for (const [cmd, sn, data, fragOffset, fragTotal] of puts)
+    w.put({ cmd, wnd: 100, ts: 5, sn, una: 1, fragOffset, fragTotal }, data);
   w.finish();
   return { out, stats };
 }
@@ -90,7 +91,15 @@ describe('DatagramWriter room', () => {
     ] as const) {
       let err: unknown;
       try {
-        new DatagramWriter(1, 1, 1400, () => {}, newArqStats(), h, t);
+        new DatagramWriter({
+          conv: 1,
+          incarnation: 1,
+          mtu: 1400,
+          output: () => {},
+          stats: newArqStats(),
+          headroom: h,
+          tailroom: t,
+        });
       } catch (e) {
         err = e;
       }
@@ -107,16 +116,26 @@ describe('DatagramWriter room', () => {
       return p;
     };
     const out: Buffer[] = [];
-    const w = new DatagramWriter(9, 3, 20_000, (d) => out.push(d), newArqStats(), 81, 31, of);
+    const room = { conv: 9, incarnation: 3, mtu: 20_000, stats: newArqStats(), pools: of };
+    const w = new DatagramWriter({ ...room, output: (d) => out.push(d), headroom: 81, tailroom: 31 });
+    const push = (sn: number) => ({
+      cmd: CMD_PUSH,
+      wnd: 10,
+      ts: 1,
+      sn,
+      una: 0,
+      fragOffset: -1,
+      fragTotal: 0,
+    });
     const big = Buffer.alloc(15_000, 7);
-    w.put(CMD_PUSH, 10, 1, 1, 0, big);
+    w.put(push(1), big);
     w.finish();
     const pool = pools.get(81 + 20_000 + 31)!;
     expect(pool.owns(out[0]!)).toBe(true);
     expect(isHandedDown(out[0]!)).toBe(true);
     expect(pool.freeCount).toBe(0);
     // A small datagram: copied into its own allocation, the pooled buffer goes straight back.
-    w.put(CMD_ACK, 10, 1, 1, 0, null);
+    w.put({ ...push(1), cmd: CMD_ACK }, null);
     w.finish();
     expect(pool.owns(out[1]!)).toBe(false);
     expect(isHandedDown(out[1]!)).toBe(false);
@@ -124,13 +143,13 @@ describe('DatagramWriter room', () => {
     // The bottom of the send path releases the full one; the next datagram reuses a free buffer.
     expect(releaseSent(out[0]!)).toBe(true);
     expect(pool.freeCount).toBe(2);
-    w.put(CMD_PUSH, 10, 1, 2, 0, big);
+    w.put(push(2), big);
     w.finish();
     expect(pool.stats).toMatchObject({ takes: 3, fresh: 2, refused: 0 });
     // Without room nothing is pooled (nobody below could give it back).
     const plain: Buffer[] = [];
-    const w0 = new DatagramWriter(9, 3, 20_000, (d) => plain.push(d), newArqStats(), 0, 0, of);
-    w0.put(CMD_PUSH, 10, 1, 1, 0, big);
+    const w0 = new DatagramWriter({ ...room, output: (d) => plain.push(d) });
+    w0.put(push(1), big);
     w0.finish();
     expect(pools.has(20_000)).toBe(false);
     expect(isHandedDown(plain[0]!)).toBe(false);

@@ -21,6 +21,41 @@ import { FRAG_HEADER, SEG_HEADER } from './segment.js';
 /** Small datagrams built in a buffer larger than this are copied out, and the buffer reused. */
 const SPARE_MIN = 4096;
 
+export interface DatagramWriterOptions {
+  /** Conversation id written in every segment header. */
+  conv: number;
+  /** This side's incarnation, written in every segment header. */
+  incarnation: number;
+  mtu: number;
+  output: (datagram: Buffer) => void;
+  stats: ArqStats;
+  /** Free bytes kept before each datagram for the layers below (0..1024). */
+  headroom?: number;
+  /** Free bytes kept after each datagram (0..1024). */
+  tailroom?: number;
+  /** The buffer pool for a datagram size (default: the process-wide pools). */
+  pools?: (size: number) => BufferPool;
+}
+
+/**
+ * The header fields of one segment put into a datagram (layout in segment.ts). The caller may reuse one
+ * object for every put(): the writer reads it during the call only.
+ */
+export interface SegmentFields {
+  cmd: number;
+  /** Receive window advertised, in segments. */
+  wnd: number;
+  /** Send timestamp (ms, 32 bits) echoed in the acknowledgement. */
+  ts: number;
+  sn: number;
+  /** Next sequence number this side expects (cumulative acknowledgement). */
+  una: number;
+  /** Offset of this piece in its segment when the segment is sent in pieces (CMD_PUSHF), else -1. */
+  fragOffset: number;
+  /** Length of the whole segment when sent in pieces, else 0. */
+  fragTotal: number;
+}
+
 export class DatagramWriter {
   mtu: number;
   readonly #conv: number;
@@ -38,16 +73,8 @@ export class DatagramWriter {
   #spare: Buffer | null = null;
   readonly #pools: (size: number) => BufferPool;
 
-  constructor(
-    conv: number,
-    inc: number,
-    mtu: number,
-    output: (d: Buffer) => void,
-    stats: ArqStats,
-    headroom = 0,
-    tailroom = 0,
-    pools: (size: number) => BufferPool = poolFor,
-  ) {
+  constructor(opts: DatagramWriterOptions) {
+    const { headroom = 0, tailroom = 0 } = opts;
     for (const [name, v] of [
       ['headroom', headroom],
       ['tailroom', tailroom],
@@ -56,14 +83,14 @@ export class DatagramWriter {
         throw new TunnelError('BAD_CONFIG', `ARQ ${name} ${v} is out of range 0..1024`);
       }
     }
-    this.#conv = conv;
-    this.#inc = inc;
-    this.mtu = mtu;
-    this.#output = output;
-    this.#stats = stats;
+    this.#conv = opts.conv;
+    this.#inc = opts.incarnation;
+    this.mtu = opts.mtu;
+    this.#output = opts.output;
+    this.#stats = opts.stats;
     this.#head = headroom;
     this.#tail = tailroom;
-    this.#pools = pools;
+    this.#pools = opts.pools ?? poolFor;
   }
 
   /** Size of a datagram buffer: headroom + mtu + tailroom. */
@@ -77,17 +104,8 @@ export class DatagramWriter {
   }
 
   /** Appends one segment, sending the datagram being built first if the segment does not fit. */
-  put(
-    cmd: number,
-    wnd: number,
-    ts: number,
-    sn: number,
-    una: number,
-    data: Buffer | null,
-    fragOff = -1,
-    fragTotal = 0,
-  ): void {
-    const extra = fragOff >= 0 ? FRAG_HEADER : 0;
+  put(fields: SegmentFields, data: Buffer | null): void {
+    const extra = fields.fragOffset >= 0 ? FRAG_HEADER : 0;
     const dlen = (data ? data.length : 0) + extra;
     const head = this.#head;
     if (this.#raw && this.#len + SEG_HEADER + dlen > this.#raw.length - head - this.#tail) this.finish();
@@ -108,17 +126,17 @@ export class DatagramWriter {
     const b = this.#raw;
     let o = head + this.#len;
     b.writeUInt32LE(this.#conv, o);
-    b[o + 4] = cmd;
+    b[o + 4] = fields.cmd;
     b[o + 5] = this.#inc;
-    b.writeUInt16LE(wnd, o + 6);
-    b.writeUInt32LE(ts >>> 0, o + 8);
-    b.writeUInt32LE(sn >>> 0, o + 12);
-    b.writeUInt32LE(una >>> 0, o + 16);
+    b.writeUInt16LE(fields.wnd, o + 6);
+    b.writeUInt32LE(fields.ts >>> 0, o + 8);
+    b.writeUInt32LE(fields.sn >>> 0, o + 12);
+    b.writeUInt32LE(fields.una >>> 0, o + 16);
     b.writeUInt32LE(dlen, o + 20);
     o += SEG_HEADER;
     if (extra) {
-      b.writeUInt16LE(fragOff, o);
-      b.writeUInt16LE(fragTotal, o + 2);
+      b.writeUInt16LE(fields.fragOffset, o);
+      b.writeUInt16LE(fields.fragTotal, o + 2);
       o += FRAG_HEADER;
     }
     if (data) o += data.copy(b, o);

@@ -39,21 +39,22 @@ function sendPath(inPlace: boolean, chunks: Buffer[], counter: number): Buffer[]
   const kp = new Keypair(Buffer.alloc(32, 3), Buffer.alloc(32), 1, 77, true, 0);
   kp.sendCounter = counter;
   const nonce = Buffer.alloc(12);
-  const w = new DatagramWriter(
-    5,
-    1,
-    room.mtu,
-    (d) => {
+  const w = new DatagramWriter({
+    conv: 5,
+    incarnation: 1,
+    mtu: room.mtu,
+    output: (d) => {
       const wg = sealTransport(aead, kp, wrapStreamDatagram(SRC, DST, d), inner.mtu, nonce);
       expect(path.send(wg)).toBe(true);
       const f = frames.at(-1)!;
       if (inPlace) expect(f.buffer).toBe(d.buffer); // one allocation from the ARQ to the socket
     },
-    newArqStats(),
-    inPlace ? room.headroom : 0,
-    inPlace ? room.tailroom : 0,
-  );
-  for (const [i, c] of chunks.entries()) w.put(CMD_PUSH, 64, 1000 + i, i, 0, c);
+    stats: newArqStats(),
+    headroom: inPlace ? room.headroom : 0,
+    tailroom: inPlace ? room.tailroom : 0,
+  });
+  const fields = { cmd: CMD_PUSH, wnd: 64, ts: 0, sn: 0, una: 0, fragOffset: -1, fragTotal: 0 };
+  for (const [i, c] of chunks.entries()) w.put({ ...fields, ts: 1000 + i, sn: i }, c);
   w.finish();
   return frames;
 }
