@@ -36,29 +36,29 @@ export interface PacketIntakeOptions {
 }
 
 interface QueuedHandshake {
-  readonly d: Buffer;
-  readonly e: PeerPaths;
+  readonly datagram: Buffer;
+  readonly from: PeerPaths;
   /** clock.now() when queued. */
   readonly at: number;
 }
 
 export class PacketIntake {
-  readonly #o: PacketIntakeOptions;
+  readonly #options: PacketIntakeOptions;
   readonly #queue: HandshakeQueue<QueuedHandshake>;
   readonly dropped = { handshakeQueueFull: 0, handshakeStale: 0 };
 
   constructor(opts: PacketIntakeOptions) {
-    this.#o = opts;
+    this.#options = opts;
     this.#queue = new HandshakeQueue<QueuedHandshake>({
       handle: (q) => {
         // Waited a whole retry interval: the initiator has sent a new initiation (new ephemeral key)
         // and would drop the response to this one, so answering it only costs the hub.
         if (opts.clock.now() - q.at >= opts.staleAfterMs()) this.dropped.handshakeStale++;
-        else opts.deliver(q.d, q.e);
+        else opts.deliver(q.datagram, q.from);
       },
-      ...(opts.defer ? { defer: opts.defer } : {}),
-      ...(opts.batch !== undefined ? { batch: opts.batch } : {}),
-      ...(opts.cap !== undefined ? { cap: opts.cap } : {}),
+      defer: opts.defer,
+      batch: opts.batch,
+      cap: opts.cap,
     });
   }
 
@@ -68,13 +68,14 @@ export class PacketIntake {
   }
 
   /** Transport data to the device now; a handshake message to the queue (dropped and counted when full). */
-  receive(d: Buffer, e: PeerPaths): void {
-    if (!isHandshakeMessage(d)) {
-      this.#o.deliver(d, e);
+  receive(datagram: Buffer, from: PeerPaths): void {
+    if (!isHandshakeMessage(datagram)) {
+      this.#options.deliver(datagram, from);
       return;
     }
-    const held = d.buffer.byteLength > HANDSHAKE_VIEW_MAX_BACKING ? Buffer.from(d) : d;
-    if (!this.#queue.push({ d: held, e, at: this.#o.clock.now() })) this.dropped.handshakeQueueFull++;
+    const held = datagram.buffer.byteLength > HANDSHAKE_VIEW_MAX_BACKING ? Buffer.from(datagram) : datagram;
+    if (!this.#queue.push({ datagram: held, from, at: this.#options.clock.now() }))
+      this.dropped.handshakeQueueFull++;
   }
 
   /** Drops what waits; later handshake messages are refused (counted as queue full). */

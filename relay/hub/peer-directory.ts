@@ -55,7 +55,7 @@ export interface PeerDirectoryOptions {
 }
 
 export class PeerDirectory {
-  readonly #o: PeerDirectoryOptions;
+  readonly #options: PeerDirectoryOptions;
   readonly #agents = new Map<string, AgentRecord>();
   /** Per-packet fast paths without formatting keys: the relay passes each sender's own key Buffer. */
   readonly #bySrcBuffer = new WeakMap<Buffer, AgentRecord>();
@@ -66,7 +66,7 @@ export class PeerDirectory {
   #closed = false;
 
   constructor(opts: PeerDirectoryOptions) {
-    this.#o = opts;
+    this.#options = opts;
   }
 
   get size(): number {
@@ -80,7 +80,7 @@ export class PeerDirectory {
 
   /** True when maxPeers agents are held (add refuses new agents). */
   get full(): boolean {
-    return this.#agents.size >= this.#o.maxPeers;
+    return this.#agents.size >= this.#options.maxPeers;
   }
 
   get(publicKey: string): AgentRecord | undefined {
@@ -113,7 +113,7 @@ export class PeerDirectory {
       psk = parseKey(p.presharedKey, 'preshared key');
       dst = parseIpv4Address(p.address);
     } catch (err) {
-      this.#o.log?.({ cluster: p.cluster, err }, 'hub: agent record unusable');
+      this.#options.log?.({ cluster: p.cluster, err }, 'hub: agent record unusable');
       return false;
     }
     const existing = this.#agents.get(p.publicKey);
@@ -123,9 +123,9 @@ export class PeerDirectory {
     if (existing) this.remove(p.publicKey);
     let added: TunnelPeer;
     try {
-      added = this.#o.addPeer({ publicKey: key, presharedKey: psk, address: p.address });
+      added = this.#options.addPeer({ publicKey: key, presharedKey: psk, address: p.address });
     } catch (err) {
-      this.#o.log?.({ cluster: p.cluster, err }, 'hub: agent not added');
+      this.#options.log?.({ cluster: p.cluster, err }, 'hub: agent not added');
       return false;
     }
     const rec: AgentRecord = {
@@ -135,12 +135,12 @@ export class PeerDirectory {
       peer: added.peer,
       key,
       paths: added.paths,
-      prober: new EchoProber({ clock: this.#o.clock, src: this.#o.hubAddr, dst }),
+      prober: new EchoProber({ clock: this.#options.clock, src: this.#options.hubAddr, dst }),
       lastRxBytes: 0,
       lastRxAt: null,
       lastProbeAt: Number.NEGATIVE_INFINITY,
     };
-    rec.peer.on('handshake', () => this.#o.onHandshake(rec));
+    rec.peer.on('handshake', () => this.#options.onHandshake(rec));
     this.#agents.set(p.publicKey, rec);
     this.#byPeer.set(rec.peer, rec);
     this.#byCluster.set(p.cluster, rec);
@@ -156,7 +156,7 @@ export class PeerDirectory {
     this.#agents.delete(id);
     this.#byPeer.delete(rec.peer);
     if (this.#byCluster.get(rec.cluster) === rec) this.#byCluster.delete(rec.cluster);
-    this.#o.removePeer(rec.key);
+    this.#options.removePeer(rec.key);
     return true;
   }
 
@@ -167,14 +167,14 @@ export class PeerDirectory {
   fromSource(src: Buffer, payload: Buffer): void {
     const cached = this.#bySrcBuffer.get(src);
     if (cached && this.#byPeer.has(cached.peer)) {
-      this.#o.deliver(payload, cached);
+      this.#options.deliver(payload, cached);
       return;
     }
     const id = src.toString('base64');
     const rec = this.#agents.get(id);
     if (rec) {
       this.#bySrcBuffer.set(src, rec);
-      this.#o.deliver(payload, rec);
+      this.#options.deliver(payload, rec);
       return;
     }
     // First datagram from an admitted key the hub does not know yet: ask the store, hold a few.
@@ -186,7 +186,7 @@ export class PeerDirectory {
     }
     if (this.#pending.size >= MAX_PENDING_LOOKUPS) return void this.dropped.lookupFull++;
     this.#pending.set(id, [Buffer.from(payload)]);
-    this.#o.lookup(Buffer.from(src)).then(
+    this.#options.lookup(Buffer.from(src)).then(
       (p) => this.#lookedUp(id, p),
       () => this.#lookedUp(id, null),
     );
@@ -211,6 +211,6 @@ export class PeerDirectory {
     }
     const rec = this.#agents.get(id);
     if (!rec) return;
-    for (const d of held) this.#o.deliver(d, rec);
+    for (const d of held) this.#options.deliver(d, rec);
   }
 }

@@ -77,7 +77,7 @@ export class StreamBinding {
       closed: 0,
     },
   };
-  readonly #o: StreamBindingOptions;
+  readonly #options: StreamBindingOptions;
   readonly #links = new Map<number, StreamLink>();
   /** Counters of the links that closed (see linkTotals()). */
   readonly #closedTotals = newLinkTotals();
@@ -86,7 +86,7 @@ export class StreamBinding {
   #closed = false;
 
   constructor(o: StreamBindingOptions) {
-    this.#o = o;
+    this.#options = o;
     this.#port = o.port ?? STREAMS_PORT;
     this.#max = o.maxLinks ?? DEFAULT_MAX_LINKS;
   }
@@ -116,7 +116,7 @@ export class StreamBinding {
    * may handle it otherwise). The packet may be a view the caller reuses: the datagram is copied.
    */
   input(packet: Buffer): boolean {
-    const d = pickStreamDatagram(packet, this.#o.local, this.#port);
+    const d = pickStreamDatagram(packet, this.#options.local, this.#port);
     if (typeof d === 'string') {
       this.stats.dropped[d]++;
       return false;
@@ -126,10 +126,10 @@ export class StreamBinding {
     const conv = peekConv(d.payload);
     if (conv === undefined) return this.#drop('malformed');
     let link = this.#links.get(d.src);
-    if (this.#o.role === 'client') {
+    if (this.#options.role === 'client') {
       if (!link || link.conv !== conv) return this.#drop('stale');
     } else if (!link || link.conv !== conv) {
-      if (this.#o.accept && !this.#o.accept(d.src)) return this.#drop('notAccepted');
+      if (this.#options.accept && !this.#options.accept(d.src)) return this.#drop('notAccepted');
       if (link) {
         this.stats.linksReplaced++;
         link.close(new TunnelError('CLOSED', 'the peer started a new session'));
@@ -153,7 +153,7 @@ export class StreamBinding {
       link = this.#start(remote, this.#newConv());
       if (!link) throw new TunnelError('LIMIT_EXCEEDED', `stream links: ${this.#max} peers already`);
     }
-    return openTarget(link.mux, target, { clock: this.#o.clock, timeoutMs });
+    return openTarget(link.mux, target, { clock: this.#options.clock, timeoutMs });
   }
 
   /** The largest inner packet towards a peer changed (its path changed): its live link follows. */
@@ -179,7 +179,7 @@ export class StreamBinding {
   }
 
   #newConv(): number {
-    const r = this.#o.random;
+    const r = this.#options.random;
     return r ? Math.floor(r() * 0xffffffff) >>> 0 : randomInt(1, 0xffffffff);
   }
 
@@ -188,7 +188,7 @@ export class StreamBinding {
       this.stats.dropped.linkLimit++;
       return undefined;
     }
-    const o = this.#o;
+    const o = this.#options;
     const link = new StreamLink({
       role: o.role,
       conv,

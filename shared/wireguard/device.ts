@@ -136,7 +136,7 @@ export class Device<E extends Endpoint = Endpoint> {
   readonly timers: WireGuardTimers;
   readonly mtu: number;
   readonly publicKey: Buffer;
-  readonly #o: DeviceOptions<E>;
+  readonly #options: DeviceOptions<E>;
   readonly #clock: Clock;
   readonly #identity: NoiseIdentity;
   readonly #peers = new Map<string, Peer<E>>();
@@ -173,7 +173,7 @@ export class Device<E extends Endpoint = Endpoint> {
   #closed = false;
 
   constructor(opts: DeviceOptions<E>) {
-    this.#o = opts;
+    this.#options = opts;
     this.#clock = opts.clock ?? realClock;
     this.timers = { ...DEFAULT_TIMERS, ...opts.timers };
     this.mtu = opts.mtu ?? DEFAULT_MTU;
@@ -329,7 +329,9 @@ export class Device<E extends Endpoint = Endpoint> {
     } catch (err) {
       const reason = isTunnelError(err) ? (CODE_TO_DROP[err.code] ?? 'internal') : 'internal';
       const who = from ? from.key : 'a source address';
-      this.#o.logger?.debug(`dropped datagram from ${who}: ${isTunnelError(err) ? err.message : 'error'}`);
+      this.#options.logger?.debug(
+        `dropped datagram from ${who}: ${isTunnelError(err) ? err.message : 'error'}`,
+      );
       return this.#dropped(reason);
     }
   }
@@ -365,7 +367,7 @@ export class Device<E extends Endpoint = Endpoint> {
     if (this.#isUnderLoad()) {
       // A UDP source is only an address: the cookie round trip proves the sender receives there.
       const sourceKey = from ? from.key : `udp:${source?.address}`;
-      const proven = from !== undefined && this.#o.authenticatedSources === true;
+      const proven = from !== undefined && this.#options.authenticatedSources === true;
       if (!proven && !this.#cookies.checkMac2(d, Buffer.from(sourceKey), this.#clock.now())) {
         const reply = this.#cookies.createReply(
           d,
@@ -374,7 +376,7 @@ export class Device<E extends Endpoint = Endpoint> {
           this.#clock.now(),
         );
         if (from) this.#host.sendDatagram(reply, from);
-        else if (source) this.#o.sendToSource?.(reply, source);
+        else if (source) this.#options.sendToSource?.(reply, source);
         return this.#dropped('cookie-sent');
       }
       if (!this.#limiter.allow(sourceKey)) return this.#dropped('rate-limited');
@@ -407,7 +409,7 @@ export class Device<E extends Endpoint = Endpoint> {
     if (++this.#handshakesInWindow >= UNDER_LOAD_HANDSHAKES_PER_SECOND) {
       this.#underLoadUntil = now + UNDER_LOAD_AFTER_TIME;
     }
-    if (this.#o.underLoad) return this.#o.underLoad();
+    if (this.#options.underLoad) return this.#options.underLoad();
     return now < this.#underLoadUntil;
   }
 }

@@ -47,10 +47,10 @@ export interface DialerStats {
 
 export class Dialer {
   readonly stats: DialerStats = { streams: 0, dialed: 0, refused: 0, failed: 0, bad: 0, active: 0 };
-  readonly #o: DialerOptions;
+  readonly #options: DialerOptions;
 
   constructor(o: DialerOptions) {
-    this.#o = o;
+    this.#options = o;
   }
 
   /** Handles one inbound stream; never throws (failures reset or refuse the stream). */
@@ -63,20 +63,20 @@ export class Dialer {
   async #handle(stream: MuxStream): Promise<void> {
     let target: string;
     try {
-      target = await readOpenRequest(stream, { clock: this.#o.clock });
+      target = await readOpenRequest(stream, { clock: this.#options.clock });
     } catch (err) {
       this.stats.bad++;
       stream.destroy(err as Error);
       return;
     }
-    const r = this.#o.allowlist.resolve(target);
+    const r = this.#options.allowlist.resolve(target);
     if (r.kind === 'bad') {
       this.stats.bad++;
       return replyOpen(stream, OPEN_BAD_REQUEST, r.reason);
     }
     if (r.kind === 'refused') {
       this.stats.refused++;
-      this.#o.log?.(`stream ${stream.id}: refused ${target} (${r.reason})`);
+      this.#options.log?.(`stream ${stream.id}: refused ${target} (${r.reason})`);
       return replyOpen(stream, OPEN_REFUSED, r.reason);
     }
     let socket: net.Socket;
@@ -85,7 +85,7 @@ export class Dialer {
     } catch (err) {
       this.stats.failed++;
       const reason = (err as Error).message;
-      this.#o.log?.(`stream ${stream.id}: ${target} failed (${reason})`);
+      this.#options.log?.(`stream ${stream.id}: ${target} failed (${reason})`);
       if (!stream.destroyed) replyOpen(stream, OPEN_UPSTREAM_FAILED, reason);
       return;
     }
@@ -94,8 +94,8 @@ export class Dialer {
     this.stats.active++;
     socket.once('close', () => this.stats.active--);
     replyOpen(stream, OPEN_OK);
-    if (target === TARGET_UPSTREAM && this.#o.upstreamTokenFile) {
-      serveWithToken(stream, socket, this.#o.upstreamTokenFile);
+    if (target === TARGET_UPSTREAM && this.#options.upstreamTokenFile) {
+      serveWithToken(stream, socket, this.#options.upstreamTokenFile);
       return;
     }
     const where = formatHostPort(r.addr);
@@ -109,7 +109,7 @@ export class Dialer {
 
   /** Connects (and for TLS, handshakes) within the dial timeout; rejects with a reason naming the address. */
   #dial(addr: HostPort, useTls: boolean, stream: MuxStream): Promise<net.Socket> {
-    const ms = this.#o.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
+    const ms = this.#options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
     const where = formatHostPort(addr);
     return new Promise((resolve, reject) => {
       const socket = useTls
@@ -117,8 +117,8 @@ export class Dialer {
             host: addr.host,
             port: addr.port,
             ...(net.isIP(addr.host) ? {} : { servername: addr.host }),
-            ...(this.#o.upstreamCa ? { ca: this.#o.upstreamCa } : {}),
-            rejectUnauthorized: this.#o.upstreamInsecure !== true,
+            ...(this.#options.upstreamCa ? { ca: this.#options.upstreamCa } : {}),
+            rejectUnauthorized: this.#options.upstreamInsecure !== true,
             ALPNProtocols: ['http/1.1'],
           })
         : net.connect({ host: addr.host, port: addr.port, allowHalfOpen: true });
@@ -126,7 +126,7 @@ export class Dialer {
       const finish = (err: Error | null): void => {
         if (settled) return;
         settled = true;
-        this.#o.clock.clearTimer(timer);
+        this.#options.clock.clearTimer(timer);
         stream.off('close', onStreamClose);
         if (err) {
           socket.destroy();
@@ -139,7 +139,7 @@ export class Dialer {
       const onError = (e: NodeJS.ErrnoException): void =>
         finish(new Error(`${where}: ${e.code ?? e.message}${e.code && e.message ? ` (${e.message})` : ''}`));
       const onStreamClose = (): void => finish(new Error(`${where}: stream closed while dialing`));
-      const timer = this.#o.clock.setTimer(ms, () =>
+      const timer = this.#options.clock.setTimer(ms, () =>
         finish(new Error(`${where}: no connection within ${ms} ms`)),
       );
       socket.once('error', onError);
