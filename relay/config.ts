@@ -19,6 +19,7 @@ import {
   MIN_MAX_CONNECTIONS,
   TIMEOUT_RANGE_S,
 } from './http/http-limits.js';
+import { filePath, type MeshConfig, parseMeshSettings } from './mesh/mesh-settings.js';
 
 import { parseUdpPublicEndpoint } from './udp/public-endpoint.js';
 
@@ -57,6 +58,10 @@ export interface RelayConfig {
   derpMaxHandshakes: number;
   /** HTTP connection limits; `maxConnections` null = derived from the open-file limit at start. */
   http: HttpLimitsConfig;
+  /** The hub's WireGuard private key file shared by a fleet of replicas; null = <dataDir>/hub.key. */
+  hubKeyFile: string | null;
+  /** Replica mesh (relay/mesh/): off unless --mesh-key-file is given with a postgres:// store. */
+  mesh: MeshConfig;
 }
 
 /** Range of `derp-max-handshakes`: at least a few sources' worth of the per-source cap (32). */
@@ -91,6 +96,10 @@ const KEYS = {
   idleTimeout: 'idle-timeout',
   maxConnections: 'max-connections',
   maxConnectionsPerSource: 'max-connections-per-source',
+  hubKeyFile: 'hub-key-file',
+  meshUrl: 'mesh-url',
+  meshKeyFile: 'mesh-key-file',
+  meshDeadAfter: 'mesh-dead-after',
 } as const;
 type Key = keyof typeof KEYS;
 type Raw = Partial<Record<Key, unknown>>;
@@ -351,6 +360,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   const caFileV = pick('publicCaFile');
   const publicCaFile = caFileV ? pathValue(caFileV[0], 'public-ca-file', caFileV[1], cwd) : null;
   const derpMaxHandshakes = parseDerpMaxHandshakes(pick('derpMaxHandshakes'));
+  const hubKeyV = pick('hubKeyFile');
   if (plainHttp) {
     const where = plainV![1];
     if (!publicV) {
@@ -391,6 +401,16 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     publicCaFile,
     derpMaxHandshakes,
     http: resolveHttpLimits(pick, plainHttp),
+    hubKeyFile: hubKeyV ? filePath(hubKeyV[0], 'hub-key-file', hubKeyV[1], cwd) : null,
+    mesh: parseMeshSettings({
+      meshUrl: pick('meshUrl'),
+      meshKeyFile: pick('meshKeyFile'),
+      deadAfter: pick('meshDeadAfter'),
+      listen,
+      plainHttp,
+      postgres: store.kind === 'postgres',
+      cwd,
+    }),
   };
 }
 

@@ -12,6 +12,7 @@ import { availableCondition, type Condition, joinedCondition } from './condition
 import type { RelayConfig } from './config.js';
 import type { FailureLimits } from './failure-limits.js';
 import type { RelayHooks } from './hooks.js';
+import type { MeshNode } from './mesh/mesh-node.js';
 import type { Metrics } from './metrics.js';
 import type { ReservedKeys } from './reserved-keys.js';
 import type { AuditEntry, ClusterRecord, Store } from './store/types.js';
@@ -37,6 +38,8 @@ export interface RelayContext {
   publicUrl(): string;
   /** The hub's WireGuard UDP port (`--udp-port`); absent or null when off. */
   udp?: HubUdp | null;
+  /** This replica's place in a fleet's mesh (relay/mesh/); absent or null without --mesh-key-file. */
+  mesh?: MeshNode | null;
 }
 
 export function principalOf(ctx: RelayContext, req: FastifyRequest, allowQuery = false): Promise<Principal> {

@@ -25,7 +25,7 @@ import type { DerpLimits } from './derp/limits.js';
 import { createDerpServer, type DerpServer, type DerpServerOptions } from './derp/server.js';
 import type { AdmittedPeer, KeyEvent } from './hooks.js';
 import { HubNode, type HubNodeOptions } from './hub/hub-node.js';
-import { loadOrCreateHubKey } from './identity.js';
+import { loadHubKey } from './identity.js';
 import { discoFamilies, hubUdpFamilies } from './udp/udp-metrics.js';
 
 export interface DataPlaneOptions {
@@ -78,7 +78,7 @@ export async function mountDataPlane(
   ctx: RelayContext,
   opts: DataPlaneOptions = {},
 ): Promise<DataPlane> {
-  const hubKey = loadOrCreateHubKey(ctx.config.dataDir);
+  const hubKey = loadHubKey(ctx.config);
   if (!hubKey.publicKey.equals(ctx.hubPublicKey)) {
     throw new Error('hub key in the data dir changed under the running relay');
   }

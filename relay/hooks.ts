@@ -2,7 +2,8 @@
  * What the data plane (DERP server, hub node) needs from the control plane: events when a key
  * stops being allowed, an admission check for a public key, and a place to report each cluster's
  * live connection status, which the cluster object shows. Live status is kept in memory (it
- * describes this process's sessions); it is bounded by the number of clusters. Keys taken away on
+ * describes this process's sessions); it is bounded by the number of clusters. In a fleet of replicas the
+ * sessions other replicas hold are merged in (setRemoteConnections, from the store's agent locations). Keys taken away on
  * another relay replica sharing the store arrive as the same events (Store.onRemoteKeyLoss).
  */
 import { EventEmitter } from 'node:events';
@@ -21,6 +22,14 @@ export interface RelayEvents {
   'cluster-denied': [KeyEvent];
   /** Unjoin, or a re-registration of the cluster that replaced this key. */
   'agent-unjoined': [KeyEvent];
+  /** This process's session of the cluster's agent came up, went down, or changed path. */
+  'connection-changed': [ConnectionChange];
+}
+
+export interface ConnectionChange {
+  cluster: string;
+  connected: boolean;
+  path: ConnectionStatus['path'];
 }
 
 export interface ConnectionStatus {
@@ -54,6 +63,8 @@ export interface AdmittedPeer {
 export class RelayHooks extends EventEmitter<RelayEvents> {
   readonly #store: Store;
   readonly #live = new Map<string, ConnectionStatus>();
+  /** Sessions other replicas of a fleet hold (relay/mesh/), replaced as a whole on each refresh. */
+  #remote: ReadonlyMap<string, ConnectionStatus> = new Map();
 
   constructor(store: Store) {
     super();
@@ -111,7 +122,16 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
   /** Merges `status` into the cluster's live status (by cluster name). */
   updateConnection(cluster: string, status: Partial<ConnectionStatus>): void {
     const prev = this.#live.get(cluster) ?? NO_CONNECTION;
-    this.#live.set(cluster, { ...prev, ...status });
+    const next = { ...prev, ...status };
+    this.#live.set(cluster, next);
+    if (next.connected !== prev.connected || next.path !== prev.path) {
+      this.emit('connection-changed', { cluster, connected: next.connected, path: next.path });
+    }
+  }
+
+  /** The sessions other replicas hold, by cluster (a fleet's mesh refreshes this about every second). */
+  setRemoteConnections(remote: ReadonlyMap<string, ConnectionStatus>): void {
+    this.#remote = remote;
   }
 
   /** Same, addressed by the agent's public key; false if no cluster holds that key. */
@@ -122,8 +142,11 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     return true;
   }
 
+  /** This process's session of the cluster, else the one another replica of the fleet holds, else none. */
   connection(cluster: string): ConnectionStatus {
-    return this.#live.get(cluster) ?? NO_CONNECTION;
+    const local = this.#live.get(cluster);
+    if (local?.connected) return local;
+    return this.#remote.get(cluster) ?? local ?? NO_CONNECTION;
   }
 
   /** Clusters with a live session right now. */
@@ -134,6 +157,8 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
   }
 
   forget(cluster: string): void {
+    const was = this.#live.get(cluster);
     this.#live.delete(cluster);
+    if (was?.connected) this.emit('connection-changed', { cluster, connected: false, path: 'none' });
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The relay's identity on disk, created on first start in an empty data dir:
  *   <dataDir>/tls/cert.pem, key.pem   self-signed ECDSA P-256 certificate (unless --tls-cert/--tls-key)
- *   <dataDir>/hub.key                 the hub node's WireGuard private key, base64, mode 0600
+ *   <dataDir>/hub.key                 the hub node's WireGuard private key, base64, mode 0600 (unless
+ *                                     --hub-key-file: the one key every replica of a fleet shares)
  * and, in the store, the first admin access key (only its hash; the key itself is returned once).
  * Private keys are created 0600 whatever the umask, and checked on every load (shared/secret-file.ts:
  * a wider mode on a file of ours is set back to 0600 and reported; one that cannot be fixed is refused).
@@ -140,6 +141,15 @@ export function loadOrCreateHubKey(dataDir: string, onModeFixed?: OnModeFixed): 
   }
   protectSecretFile(path, 'hub private key', onModeFixed);
   const privateKey = parseKey(readFileSync(path, 'utf8'), `hub private key (${path})`);
+  return { privateKey, publicKey: publicKeyFromPrivate(privateKey) };
+}
+
+/** The hub's key pair: --hub-key-file when given (never created), else <dataDir>/hub.key (created on first start). */
+export function loadHubKey(config: RelayConfig, onModeFixed?: OnModeFixed): KeyPair {
+  if (config.hubKeyFile === null) return loadOrCreateHubKey(config.dataDir, onModeFixed);
+  const path = config.hubKeyFile;
+  protectSecretFile(path, 'hub private key', onModeFixed);
+  const privateKey = parseKey(readOrFail(path, 'hub-key-file'), `hub-key-file (${path})`);
   return { privateKey, publicKey: publicKeyFromPrivate(privateKey) };
 }
 

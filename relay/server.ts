@@ -34,12 +34,13 @@ import { addRequestChecks, nodeServerLimits } from './http/server-options.js';
 import {
   ensureAdminKey,
   ensureDataDir,
-  loadOrCreateHubKey,
+  loadHubKey,
   loadOrCreateTls,
   loadPublicCa,
   type TlsIdentity,
 } from './identity.js';
 import { createLogger, redactUrl } from './logger.js';
+import { checkFleet, type FleetStart, meshNodeOf } from './mesh/join-fleet.js';
 import { Metrics } from './metrics.js';
 import { holdListenPort, listenBindError } from './port-hold.js';
 import { FailureLimiter } from './rate-limit.js';
@@ -265,7 +266,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   const hub = await undo.guard(async () =>
     onDisk('data-dir', config.dataDir, () => {
       ensureDataDir(config.dataDir);
-      return loadOrCreateHubKey(config.dataDir, onModeFixed);
+      return loadHubKey(config, onModeFixed);
     }),
   );
   const store =
@@ -279,6 +280,16 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   undo.push(() => store.close());
   if (config.store.kind === 'postgres')
     log.info({ store: describeTarget(config.store.target) }, 'store: PostgreSQL');
+  const reservedKeys = new ReservedKeys([hub.publicKey]);
+  const fleet: FleetStart = {
+    store,
+    storeConfig: config.store,
+    mesh: config.mesh,
+    hubPublicKey: hub.publicKey,
+    caPin: trust.pin,
+    reservedKeys,
+  };
+  await undo.guard(() => checkFleet(fleet));
   const hooks = new RelayHooks(store);
   let boundUrl = '';
   const ctx: RelayContext = {
@@ -295,7 +306,8 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
           : localFailureLimits(new FailureLimiter(clock, REGISTER_FAILURES)),
     },
     hubPublicKey: hub.publicKey,
-    reservedKeys: new ReservedKeys([hub.publicKey]),
+    reservedKeys,
+    mesh: meshNodeOf(fleet, hooks, log),
     caPin: trust.pin,
     caPem: trust.pem,
     publicUrl: () => config.publicUrl ?? boundUrl,
@@ -411,6 +423,12 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   }
   const addr = app.server.address() as AddressInfo;
   boundUrl = `${tls ? 'https' : 'http'}://${urlHost(config.listen.host)}:${addr.port}`;
+  try {
+    await ctx.mesh?.start(boundUrl);
+  } catch (err) {
+    await app.close();
+    return undo.abort(err);
+  }
   log.info(
     {
       url: boundUrl,
@@ -460,6 +478,8 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     close() {
       closing ??= (async () => {
         shuttingDown = true;
+        // Other replicas stop sending requests here; the agents' locations held here are cleared.
+        await ctx.mesh?.stop();
         await stun?.close();
         // Stop accepting, wait for in-flight requests; sockets still open after the grace are cut.
         const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);

@@ -129,6 +129,16 @@ export const ERROR_CODES = {
   UPSTREAM_FAILED: { status: 502, summary: 'The agent could not connect to the upstream target.' },
   AGENT_NOT_CONNECTED: { status: 503, summary: 'The cluster exists but its agent has no live session.' },
 
+  // --- relay replica mesh ---------------------------------------------------------------------
+  MESH_UNAUTHENTICATED: {
+    status: 403,
+    summary: 'A request carried the mesh header without the fleet mesh key; it is refused, never forwarded.',
+  },
+  MESH_UNREACHABLE: {
+    status: 502,
+    summary: "The replica holding the agent's session could not be reached over the mesh.",
+  },
+
   // --- CLIs and the agent's relay client ------------------------------------------------------
   RELAY_UNREACHABLE: {
     status: 503,

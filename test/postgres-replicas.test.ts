@@ -3,7 +3,7 @@
  * as two replicas behind a load balancer: the first start mints the admin key once, a cluster created
  * on one is served by the other, and the same PSK sent to both at once joins exactly once.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -22,6 +22,7 @@ import {
 } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
+import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
 import { freePort } from './helpers/tinyproxy.js';
 
 interface Replica {
@@ -35,16 +36,17 @@ let storeUrl: string;
 let passwordFile: string;
 const replicas: Replica[] = [];
 let adminKey: string;
+let fleet: FleetFiles;
 
+/** Every replica serves the fleet's one certificate and hub key (a replica with others refuses to start). */
 async function startReplica(): Promise<Replica> {
   const dataDir = tempDir('pg-replica-');
-  const { proc, ready } = await startServe(dataDir, '127.0.0.1:0', [
-    '--store',
-    storeUrl,
-    '--store-password-file',
-    passwordFile,
-  ]);
-  return { proc, ready, ca: readFileSync(join(dataDir, 'tls', 'cert.pem'), 'utf8') };
+  const { proc, ready } = await startServe(
+    dataDir,
+    '127.0.0.1:0',
+    fleetServeArgs(fleet, { url: storeUrl, passwordFile }, { mesh: false }),
+  );
+  return { proc, ready, ca: fleet.caPem };
 }
 
 function call(
@@ -92,6 +94,7 @@ beforeAll(async () => {
   storeUrl = `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`;
   passwordFile = join(tempDir('pg-replica-secret-'), 'password');
   writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
+  fleet = writeFleetFiles(tempDir('pg-replica-fleet-'));
   replicas.push(await startReplica());
   replicas.push(await startReplica());
   adminKey = replicas[0]!.ready.adminKey ?? '';

@@ -35,6 +35,10 @@ interface ServeFlags {
   idleTimeout?: string;
   maxConnections?: string;
   maxConnectionsPerSource?: string;
+  hubKeyFile?: string;
+  meshUrl?: string;
+  meshKeyFile?: string;
+  meshDeadAfter?: string;
   output: OutputFormat;
 }
 
@@ -101,6 +105,22 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     .option(
       '--max-connections-per-source <n|off>',
       'connections per source address (IPv6: /64) not yet through a request or upgrade (default 256; off with --plain-http)',
+    )
+    .option(
+      '--hub-key-file <file>',
+      "the hub's WireGuard private key (one line, base64; 0600): the same file on every replica (default DATA_DIR/hub.key)",
+    )
+    .option(
+      '--mesh-key-file <file>',
+      'secret shared by every replica (>= 32 bytes) that authenticates mesh requests; turns the mesh on (postgres:// store)',
+    )
+    .option(
+      '--mesh-url <url>',
+      'https://HOST:PORT other replicas dial to reach this one, e.g. https://$(POD_IP):8443 (default: the --listen address)',
+    )
+    .option(
+      '--mesh-dead-after <seconds>',
+      'a replica without a heartbeat this long is gone, 2-300 (default 5)',
     )
     .addOption(outputOption())
     .action(async (flags: ServeFlags) => serve(flags, startOptions));

@@ -11,6 +11,8 @@ import { TunnelError } from '../../shared/errors.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
 import { authenticate, canSeeCluster } from '../auth.js';
 import type { RelayContext } from '../context.js';
+import { forwardConnect } from '../mesh/mesh-forward.js';
+import { hopFor, type MeshRouting, meshOriginOf } from '../mesh/mesh-routing.js';
 import type { HubStreams } from './hub-streams.js';
 import type { LivePipes } from './live-pipes.js';
 import { proxyToken, requireProxy } from './proxy-auth.js';
@@ -39,6 +41,8 @@ export interface ConnectProxyOptions {
   /** Each tunnel is registered here under its access key, which ends it when the key ends. */
   pipes: LivePipes;
   stats?: ConnectProxyStats;
+  /** A fleet's mesh: a CONNECT for an agent another replica holds goes there (relay/mesh/). */
+  mesh?: MeshRouting;
 }
 
 /** Attaches the CONNECT handler; returns a function that detaches it. */
@@ -59,6 +63,7 @@ export function attachConnectProxy(o: ConnectProxyOptions): () => void {
     });
   };
   const handle = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    const origin = meshOriginOf(o.mesh, req.headers);
     const target = parseConnectTarget(req.url ?? '');
     if (!target) {
       throw new TunnelError('BAD_INPUT', 'CONNECT target must be <cluster>.clusters.local:<port>');
@@ -81,6 +86,8 @@ export function attachConnectProxy(o: ConnectProxyOptions): () => void {
     const key = requireProxy(who, c, 'connect');
     // Registered before the stream opens: a key that ends while it opens ends the tunnel too.
     pipes.hold(key, socket);
+    const hop = await hopFor(o.mesh, origin, c);
+    if (hop && o.mesh?.node) return forwardConnect(o.mesh.node, hop, req, { socket, head });
     const stream = await streams.open(target.cluster, `@port:${target.port}`);
     if (socket.destroyed) return void stream.destroy();
     stream.on('error', () => {});

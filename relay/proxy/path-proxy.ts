@@ -26,6 +26,10 @@ import type { MuxStream } from '../../shared/mux/mux-stream.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
 import { authenticate, canSeeCluster, type KeyPrincipal, proxyScope } from '../auth.js';
 import type { RelayContext } from '../context.js';
+import { MESH_KEY_HEADER } from '../mesh/mesh-auth.js';
+import { forwardRequest, forwardUpgrade } from '../mesh/mesh-forward.js';
+import { hopFor, type MeshRouting, meshOriginOf } from '../mesh/mesh-routing.js';
+import type { ClusterRecord } from '../store/types.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import type { LivePipes } from './live-pipes.js';
@@ -37,6 +41,7 @@ const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
 /** Headers that belong to one hop (RFC 9110 7.6.1) or carry the relay credential. */
 const DROP = new Set([
   'authorization',
+  MESH_KEY_HEADER,
   'connection',
   'keep-alive',
   'proxy-authorization',
@@ -116,6 +121,8 @@ export interface PathProxyDeps {
   streams: HubStreams;
   pipes: LivePipes;
   stats: PathProxyStats;
+  /** A fleet's mesh: a request for an agent another replica holds goes there (relay/mesh/). */
+  mesh?: MeshRouting;
 }
 
 /** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
@@ -126,14 +133,14 @@ async function authorize(
   req: IncomingMessage,
   cluster: string,
   upgrade: boolean,
-): Promise<KeyPrincipal> {
+): Promise<{ key: KeyPrincipal; cluster: ClusterRecord }> {
   const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
   const c = await ctx.store.getCluster(cluster);
   // A cluster the caller may not see answers as a missing one: no group named, no existence confirmed.
   // A key scoped to one cluster's proxy sees that cluster only.
   const visible = c !== null && (canSeeCluster(who, c) || proxyScope(who)?.cluster === c.name);
   if (!c || !visible) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
-  return requireProxy(who, c, isReadOnly(req.method, upgrade) ? 'read' : 'write');
+  return { key: requireProxy(who, c, isReadOnly(req.method, upgrade) ? 'read' : 'write'), cluster: c };
 }
 
 /** The agent's refusal of the upstream stream, said in terms of the cluster (what kubectl prints). */
@@ -185,10 +192,14 @@ function sendError(res: ServerResponse, err: unknown, cluster: string | null): v
 /** Forwards one plain (non-Upgrade) request. */
 async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { ctx, streams, pipes } = deps;
+  const origin = meshOriginOf(deps.mesh, req.headers);
   const framing = bodyFraming(req.rawHeaders);
   const p = parseProxyPath(req.url ?? '');
   if (!p) throw new TunnelError('NOT_FOUND', 'no such proxy path');
-  pipes.hold(await authorize(ctx, req, p.cluster, false), res);
+  const allowed = await authorize(ctx, req, p.cluster, false);
+  pipes.hold(allowed.key, res);
+  const hop = await hopFor(deps.mesh, origin, allowed.cluster);
+  if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node, hop, req, res);
   const stream = await openUpstream(streams, p.cluster);
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
@@ -236,6 +247,7 @@ export function handleProxyUpgrade(
   if (!p) return false;
   socket.on('error', () => {});
   (async () => {
+    const origin = meshOriginOf(deps.mesh, req.headers);
     const framing = bodyFraming(req.rawHeaders);
     if (framing.kind === 'chunked') {
       // The spliced bytes after the head are not re-framed: a chunked body would reach the upstream raw.
@@ -244,7 +256,10 @@ export function handleProxyUpgrade(
         'an Upgrade request with Transfer-Encoding chunked is not forwarded',
       );
     }
-    pipes.hold(await authorize(ctx, req, p.cluster, true), socket);
+    const allowed = await authorize(ctx, req, p.cluster, true);
+    pipes.hold(allowed.key, socket);
+    const hop = await hopFor(deps.mesh, origin, allowed.cluster);
+    if (hop && deps.mesh?.node) return forwardUpgrade(deps.mesh.node, hop, req, { socket, head });
     const stream: MuxStream = await openUpstream(streams, p.cluster);
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();

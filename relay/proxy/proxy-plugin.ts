@@ -13,6 +13,9 @@ import { TunnelError } from '../../shared/errors.js';
 import { parseKey } from '../../shared/keys.js';
 import type { RelayContext } from '../context.js';
 import { type DataPlane, type DataPlaneOptions, mountDataPlane } from '../data-plane.js';
+import { meshFamilies } from '../mesh/mesh-metrics.js';
+import { newMeshStats } from '../mesh/mesh-node.js';
+import type { MeshRouting } from '../mesh/mesh-routing.js';
 import { attachConnectProxy, type ConnectProxyStats } from './connect-proxy.js';
 import { HubStreams, type HubStreamsOptions } from './hub-streams.js';
 import { LivePipes } from './live-pipes.js';
@@ -57,12 +60,17 @@ export function hubProxyPlugin(
     });
     const pathStats = newPathProxyStats();
     const pipes = new LivePipes({ ctx, credentials: ctx.store });
+    const mesh: MeshRouting = {
+      node: ctx.mesh ?? null,
+      stats: ctx.mesh?.stats ?? newMeshStats(),
+      isLocal: (k) => dp.hub.status(k)?.connected === true,
+    };
     // An 'upgrade' listener of our own (ahead of the DERP server's) takes every Upgrade path but /derp;
     // with two listeners the DERP server no longer answers other paths with 404.
     const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === '/derp') return;
-      if (handleProxyUpgrade({ ctx, streams, pipes, stats: pathStats }, req, socket, head)) return;
+      if (handleProxyUpgrade({ ctx, streams, pipes, stats: pathStats, mesh }, req, socket, head)) return;
       writeErrorResponse(socket, 404, new TunnelError('NOT_FOUND', `no Upgrade endpoint at ${path}`));
     };
     app.server.prependListener('upgrade', onUpgrade);
@@ -73,12 +81,14 @@ export function hubProxyPlugin(
       streams,
       pipes,
       stats: connectStats,
+      mesh,
     });
-    registerPathProxy(app, { ctx, streams, pipes, stats: pathStats });
+    registerPathProxy(app, { ctx, streams, pipes, stats: pathStats, mesh });
     const removeCollector = ctx.metrics.addCollector(() => [
       ...streamFamilies(streams.binding),
       ...proxyFamilies(connectStats, pathStats),
       ...pipeFamilies(pipes),
+      ...meshFamilies(mesh.stats),
     ]);
     app.addHook('preClose', async () => {
       removeCollector();

@@ -78,6 +78,25 @@ export const MIGRATIONS: readonly string[] = [
     used_at BIGINT
   );
   `,
+  // 4: relay replicas sharing a PostgreSQL store (relay/mesh/): membership with heartbeats, and where each
+  // agent's session is. Times are the database server's clock (ms), so replicas' clocks need not agree.
+  // A SQLite store (one relay) keeps both tables empty.
+  `
+  CREATE TABLE replicas (
+    id TEXT PRIMARY KEY,
+    mesh_url TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    heartbeat_at BIGINT NOT NULL
+  );
+  CREATE TABLE agent_locations (
+    cluster TEXT PRIMARY KEY REFERENCES clusters (name) ON DELETE CASCADE,
+    replica TEXT NOT NULL,
+    path TEXT NOT NULL,
+    since BIGINT NOT NULL
+  );
+  CREATE INDEX agent_locations_replica ON agent_locations (replica);
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

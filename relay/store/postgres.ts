@@ -24,6 +24,7 @@ import {
 import { EVENTS_CHANNEL, EventFeed, encodeEvent, newOrigin, type StoreEvent } from './postgres-events.js';
 import { PgFailureLimits } from './postgres-failure-limits.js';
 import { insertPskPg, takeInstallLinkPg } from './postgres-install-links.js';
+import { PgMeshTables } from './postgres-mesh.js';
 import { applyPgMigrations } from './postgres-migrations.js';
 import { registerInPgTx } from './postgres-register.js';
 import { serializable, type Tx, txOf } from './postgres-tx.js';
@@ -471,6 +472,11 @@ export class PostgresStore implements Store {
   }
 
   /** The failed-registration limit, shared by every replica on this database. */
+  /** The replica mesh's tables (fleet identity, membership, agent locations). */
+  meshTables(): PgMeshTables {
+    return new PgMeshTables({ db: () => this.#read(), serializable: (body) => this.#write(body) });
+  }
+
   failureLimits(clock: Clock, options: FailureLimiterOptions): FailureLimits {
     return new PgFailureLimits({
       db: () => this.#read(),

@@ -1,0 +1,56 @@
+/**
+ * Mesh request authentication. A replica forwarding a hub request to another sends the fleet's mesh key
+ * (--mesh-key-file, base64) in the `tunnel-mesh-key` header beside the caller's own credential. The receiving
+ * replica:
+ *   - a request without the header is a client's: served as usual (and may be forwarded one hop);
+ *   - a request with the header and the right key is a mesh request: served locally, never forwarded again;
+ *   - a request with the header and any other value, or on a relay with no mesh key, is refused with
+ *     MESH_UNAUTHENTICATED before anything else is looked at.
+ * The comparison is constant-time over SHA-256 digests (no length or prefix leaks); the key never reaches a log,
+ * an error message or an agent (the path proxy drops the header).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { TunnelError } from '../../shared/errors.js';
+import type { MeshKey } from './mesh-settings.js';
+
+/** The header a forwarding replica sets (lower case, as Node gives header names). */
+export const MESH_KEY_HEADER = 'tunnel-mesh-key';
+
+export type MeshOrigin = 'client' | 'mesh';
+
+/** The header value a replica sends: the key's bytes, base64. */
+export function meshHeaderValue(key: MeshKey): string {
+  return key.reveal().toString('base64');
+}
+
+const digest = (text: string): Buffer => createHash('sha256').update(text, 'latin1').digest();
+
+/** Counts of mesh header checks (exported on /metrics). */
+export interface MeshAuthStats {
+  accepted: number;
+  refused: number;
+}
+
+/** Whether the request is a client's or a mesh peer's; MESH_UNAUTHENTICATED for a bad mesh header. */
+export function meshOrigin(
+  key: MeshKey | null,
+  headers: IncomingHttpHeaders,
+  stats?: MeshAuthStats,
+): MeshOrigin {
+  const given = headers[MESH_KEY_HEADER];
+  if (given === undefined) return 'client';
+  const ok =
+    key !== null && typeof given === 'string' && timingSafeEqual(digest(given), digest(meshHeaderValue(key)));
+  if (!ok) {
+    if (stats) stats.refused++;
+    throw new TunnelError(
+      'MESH_UNAUTHENTICATED',
+      key === null
+        ? `this relay takes no mesh requests (it has no --mesh-key-file); remove the ${MESH_KEY_HEADER} header`
+        : `the ${MESH_KEY_HEADER} header does not carry this fleet's mesh key; give every replica the same --mesh-key-file`,
+    );
+  }
+  if (stats) stats.accepted++;
+  return 'mesh';
+}

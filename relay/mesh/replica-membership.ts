@@ -1,0 +1,127 @@
+/**
+ * This replica's membership in the fleet (relay/store/postgres-mesh.ts): its row is added once the TLS port
+ * listens, its heartbeat renewed every HEARTBEAT_MS, and the row removed with the locations it held on a clean
+ * shutdown. A replica whose heartbeat is older than --mesh-dead-after is gone: the locations it held are ignored.
+ *
+ * Agent locations: each time this process's session of an agent comes up, goes down or changes path (RelayHooks
+ * 'connection-changed'), the cluster's row is written (up: this replica, the latest writer wins) or cleared (down:
+ * only while it still names this replica). Changes are coalesced per cluster and written in order by one loop,
+ * so the set of pending writes is bounded by the number of clusters.
+ *
+ * On every heartbeat the sessions the other live replicas hold are read back and handed to RelayHooks, so the
+ * cluster object (connected, path) reads the same on every replica, a second behind at most.
+ */
+import type { Logger } from 'pino';
+import type { ConnectionChange, ConnectionStatus, RelayHooks } from '../hooks.js';
+import type { AgentLocation, PgMeshTables } from '../store/postgres-mesh.js';
+
+export const HEARTBEAT_MS = 1_000;
+
+export interface MembershipOptions {
+  id: string;
+  mode: string;
+  tables: PgMeshTables;
+  hooks: RelayHooks;
+  deadAfterMs: number;
+  log: Logger;
+}
+
+function remoteStatus(l: AgentLocation): ConnectionStatus {
+  const path = l.path === 'direct' ? 'direct' : 'relayed';
+  return { connected: true, path, lastHandshake: null, rttMs: null, bytesIn: 0, bytesOut: 0 };
+}
+
+export class ReplicaMembership {
+  readonly #o: MembershipOptions;
+  /** Latest unwritten state per cluster. */
+  readonly #pending = new Map<string, ConnectionChange>();
+  #meshUrl = '';
+  #timer: NodeJS.Timeout | null = null;
+  #flushing: Promise<void> | null = null;
+  #stopped = false;
+  #joined = false;
+  readonly #onChange = (c: ConnectionChange): void => {
+    this.#pending.set(c.cluster, c);
+    this.#flush();
+  };
+
+  constructor(o: MembershipOptions) {
+    this.#o = o;
+  }
+
+  /** Adds the row (LIMIT_EXCEEDED past the replica cap) and starts the heartbeat. */
+  async start(meshUrl: string): Promise<void> {
+    this.#meshUrl = meshUrl;
+    await this.#o.tables.join({ id: this.#o.id, meshUrl, mode: this.#o.mode }, this.#o.deadAfterMs);
+    this.#joined = true;
+    this.#o.log.info({ replica: this.#o.id, meshUrl }, 'mesh: joined the fleet');
+    this.#o.hooks.on('connection-changed', this.#onChange);
+    this.#schedule();
+  }
+
+  /** Stops the heartbeat and removes the row and this replica's locations (best effort). */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#o.hooks.off('connection-changed', this.#onChange);
+    await this.#flushing;
+    if (this.#joined) {
+      await this.#o.tables.leave(this.#o.id).catch((err: Error) => {
+        this.#o.log.warn({ err: err.message }, 'mesh: could not remove this replica from the store');
+      });
+    }
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => void this.#beat(), HEARTBEAT_MS);
+    this.#timer.unref();
+  }
+
+  async #beat(): Promise<void> {
+    const { tables, id, deadAfterMs, hooks, log } = this.#o;
+    try {
+      if (!(await tables.heartbeat(id)) && !this.#stopped) {
+        log.warn(
+          { replica: id },
+          'mesh: this replica was dropped from the store (no heartbeat for long); rejoining',
+        );
+        await tables.join({ id, meshUrl: this.#meshUrl, mode: this.#o.mode }, deadAfterMs);
+      }
+      const remote = new Map<string, ConnectionStatus>();
+      for (const l of await tables.remoteLocations(id, deadAfterMs)) remote.set(l.cluster, remoteStatus(l));
+      hooks.setRemoteConnections(remote);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'mesh: heartbeat failed');
+    }
+    this.#schedule();
+  }
+
+  #flush(): void {
+    if (this.#flushing) return;
+    this.#flushing = (async () => {
+      while (this.#pending.size > 0) {
+        const first = this.#pending.entries().next();
+        if (first.done) break;
+        const [cluster, change] = first.value;
+        this.#pending.delete(cluster);
+        await this.#write(change);
+      }
+      this.#flushing = null;
+    })();
+  }
+
+  async #write(c: ConnectionChange): Promise<void> {
+    const { tables, id, log } = this.#o;
+    try {
+      if (c.connected) await tables.setLocation(c.cluster, id, c.path);
+      else await tables.clearLocation(c.cluster, id);
+    } catch (err) {
+      log.warn(
+        { cluster: c.cluster, err: (err as Error).message },
+        'mesh: could not record the agent location',
+      );
+    }
+  }
+}

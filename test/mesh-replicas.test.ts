@@ -1,0 +1,341 @@
+/**
+ * The replica mesh with real processes: two `tunnel-relay serve` replicas (A, B) on one throw-away PostgreSQL,
+ * sharing a hub key, a TLS certificate and a mesh key; an agent (`tunnel-client join` + `run`) connected to A.
+ * Hub requests sent to B reach the agent through A, byte for byte: a CONNECT download, a path-proxy GET and an
+ * Upgrade. A mesh request with a wrong or empty mesh key is refused and counted; a replica started with another
+ * hub key or certificate refuses to start; `cluster get` on B shows the agent connected.
+ */
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { connect } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import {
+  adminEnvOf,
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  curl,
+  Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  startServe,
+  tempDir,
+  waitConnected,
+} from './cli-harness.js';
+import { cleanupAll } from './helpers/cleanup.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
+import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
+import { listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
+
+interface Replica {
+  proc: Proc;
+  ready: ReadyLine;
+}
+
+let server: ThrowawayPostgres;
+let store: { url: string; passwordFile: string };
+let fleet: FleetFiles;
+let dir: string;
+let a: Replica;
+let b: Replica;
+let adminKey: string;
+let upstream: http.Server;
+let upstreamPort: number;
+let agent: Proc;
+const CLUSTER = 'edge-mesh';
+
+async function startReplica(extra: string[] = []): Promise<Replica> {
+  return startServe(tempDir('mesh-replica-'), '127.0.0.1:0', [...fleetServeArgs(fleet, store), ...extra]);
+}
+
+/** The upstream answers Upgrade requests with 101 and then echoes every byte back. */
+function echoOnUpgrade(s: http.Server): void {
+  s.on('upgrade', (_req, socket, head) => {
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: echo\r\n\r\n');
+    if (head.length > 0) socket.write(head);
+    socket.pipe(socket);
+  });
+}
+
+beforeAll(async () => {
+  buildIfStale();
+  dir = tempDir('mesh-');
+  server = await startThrowawayPostgres();
+  const db = await server.createDatabase('relay');
+  const passwordFile = join(dir, 'pg-password');
+  writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
+  store = {
+    url: `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`,
+    passwordFile,
+  };
+  fleet = writeFleetFiles(dir);
+  writeFileSync(join(dir, 'ca.pem'), fleet.caPem);
+  upstream = http.createServer(sampleHandler('mesh-upstream'));
+  echoOnUpgrade(upstream);
+  upstreamPort = await listen(upstream);
+  a = await startReplica();
+  b = await startReplica();
+  adminKey = a.ready.adminKey ?? '';
+  // The cluster is made on B; the agent joins and connects through A.
+  const adminB = adminEnvOf({ ...b.ready, adminKey });
+  const created = await run(RELAY_BIN, ['cluster', 'create', CLUSTER, '--output', 'json'], adminB);
+  expect(created.code, created.stderr).toBe(0);
+  const psk = JSON.parse(created.stdout).bootstrap.psk as string;
+  const stateDir = join(tempDir('mesh-agent-'), 'state');
+  const joined = await run(
+    CLIENT_BIN,
+    [
+      'join',
+      '--relay',
+      a.ready.url,
+      '--cluster',
+      CLUSTER,
+      '--psk',
+      psk,
+      '--ca-pin',
+      fleet.caPin,
+      '--state-dir',
+      stateDir,
+      '--upstream',
+      `http://127.0.0.1:${upstreamPort}`,
+      '--wait',
+    ],
+    cleanEnv(),
+    40_000,
+  );
+  expect(joined.code, joined.stderr).toBe(0);
+  agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  await waitConnected(adminEnvOf({ ...a.ready, adminKey }), CLUSTER, 20_000);
+}, 180_000);
+
+afterAll(async () => {
+  await agent?.stop('SIGTERM');
+  for (const r of [a, b]) await r?.proc.stop();
+  upstream?.close();
+  await cleanup();
+  await server?.stop();
+  await cleanupAll();
+});
+
+const caFile = () => join(dir, 'ca.pem');
+
+/** curl through replica `r` as a CONNECT proxy, with the admin key. */
+const viaProxy = (r: Replica) => [
+  '-sS',
+  '-p',
+  '-x',
+  r.ready.url,
+  '--proxy-cacert',
+  caFile(),
+  '--proxy-header',
+  `Proxy-Authorization: Bearer ${adminKey}`,
+];
+
+async function sha256Of(args: string[]): Promise<{ code: number | null; bytes: number; sha: string }> {
+  const { spawn } = await import('node:child_process');
+  const h = createHash('sha256');
+  let bytes = 0;
+  const code = await new Promise<number | null>((resolve) => {
+    const c = spawn('curl', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    c.stdout.on('data', (d: Buffer) => {
+      bytes += d.length;
+      h.update(d);
+    });
+    const t = setTimeout(() => c.kill('SIGKILL'), 60_000);
+    c.on('close', (cd) => {
+      clearTimeout(t);
+      resolve(cd);
+    });
+  });
+  return { code, bytes, sha: h.digest('hex') };
+}
+
+/** A raw request on a TLS connection to `r`; resolves with everything read until `until` matches or the end. */
+function rawExchange(r: Replica, text: string, until: RegExp = /$^/): Promise<string> {
+  const u = new URL(r.ready.url);
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: u.hostname, port: Number(u.port), ca: fleet.caPem, servername: 'localhost' });
+    let got = '';
+    const t = setTimeout(() => {
+      s.destroy();
+      resolve(got);
+    }, 10_000);
+    s.on('secureConnect', () => s.write(text));
+    s.on('data', (d: Buffer) => {
+      got += d.toString('latin1');
+      if (until.test(got)) {
+        clearTimeout(t);
+        s.destroy();
+        resolve(got);
+      }
+    });
+    s.on('end', () => {
+      clearTimeout(t);
+      resolve(got);
+    });
+    s.on('error', reject);
+  });
+}
+
+function metrics(r: Replica): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL('/metrics', r.ready.url),
+      { ca: fleet.caPem, headers: { authorization: `Bearer ${adminKey}` } },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on('end', () => resolve(text));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const sample = (text: string, name: string): number => {
+  const m = new RegExp(`^${name.replace(/[{}"=]/g, (c) => `\\${c}`)} (\\d+)`, 'm').exec(text);
+  return m ? Number(m[1]) : 0;
+};
+
+describe('a fleet of two replicas with the mesh on', () => {
+  it('cluster get on B shows the agent connected to A', async () => {
+    await vi.waitFor(
+      async () => {
+        const r = await run(
+          RELAY_BIN,
+          ['cluster', 'get', CLUSTER, '--output', 'json'],
+          adminEnvOf({ ...b.ready, adminKey }),
+        );
+        expect(r.code, r.stderr).toBe(0);
+        const c = JSON.parse(r.stdout);
+        expect(c.connected).toBe(true);
+        expect(c.path).toBe('relayed');
+      },
+      { timeout: 10_000, interval: 250 },
+    );
+  });
+
+  it('a CONNECT download through B reaches the agent on A byte for byte', async () => {
+    const n = 8 * 1024 * 1024;
+    const before = sample(await metrics(b), 'tunnel_relay_mesh_forwarded_total{kind="connect"}');
+    const got = await sha256Of([
+      ...viaProxy(b),
+      `http://${CLUSTER}.clusters.local:${upstreamPort}/bytes?n=${n}`,
+    ]);
+    expect(got.code).toBe(0);
+    expect(got.bytes).toBe(n);
+    expect(got.sha).toBe(sha256OfPattern(n));
+    expect(sample(await metrics(b), 'tunnel_relay_mesh_forwarded_total{kind="connect"}')).toBe(before + 1);
+  }, 60_000);
+
+  it('a path-proxy GET through B reaches the agent on A byte for byte', async () => {
+    const n = 3 * 1024 * 1024 + 17;
+    const got = await sha256Of([
+      '-sS',
+      '-f',
+      '--cacert',
+      caFile(),
+      '-H',
+      `Authorization: Bearer ${adminKey}`,
+      `${b.ready.url}/api/v1/clusters/${CLUSTER}/proxy/bytes?n=${n}`,
+    ]);
+    expect(got.code).toBe(0);
+    expect(got.bytes).toBe(n);
+    expect(got.sha).toBe(sha256OfPattern(n));
+    const hello = await curl([
+      '-sS',
+      '--cacert',
+      caFile(),
+      '-H',
+      `Authorization: Bearer ${adminKey}`,
+      `${b.ready.url}/api/v1/clusters/${CLUSTER}/proxy/whoami`,
+    ]);
+    // The upstream never sees the relay credential nor the mesh key.
+    expect(JSON.parse(hello.stdout)).toEqual({ served: 'mesh-upstream', authorization: null });
+  }, 60_000);
+
+  it('an Upgrade through B is spliced to the agent on A both ways', async () => {
+    const got = await rawExchange(
+      b,
+      `GET /api/v1/clusters/${CLUSTER}/proxy/stream HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${adminKey}\r\n` +
+        'connection: Upgrade\r\nupgrade: echo\r\n\r\nping-through-the-mesh',
+      /ping-through-the-mesh/,
+    );
+    expect(got).toMatch(/^HTTP\/1\.1 101/);
+    expect(got).toContain('ping-through-the-mesh');
+  });
+
+  it('a request with a wrong or empty mesh key is refused, counted, and never reaches the agent', async () => {
+    const before = sample(await metrics(a), 'tunnel_relay_mesh_requests_total{result="refused"}');
+    for (const value of ['not-the-fleet-key', '']) {
+      const connectAnswer = await rawExchange(
+        a,
+        `CONNECT ${CLUSTER}.clusters.local:${upstreamPort} HTTP/1.1\r\nhost: x\r\n` +
+          `proxy-authorization: Bearer ${adminKey}\r\ntunnel-mesh-key: ${value}\r\n\r\n`,
+      );
+      expect(connectAnswer).toMatch(/^HTTP\/1\.1 403/);
+      expect(connectAnswer).toContain('MESH_UNAUTHENTICATED');
+      const proxied = await curl([
+        '-sS',
+        '--cacert',
+        caFile(),
+        '-H',
+        `Authorization: Bearer ${adminKey}`,
+        // curl sends an empty header only in its `name;` spelling.
+        '-H',
+        value === '' ? 'tunnel-mesh-key;' : `tunnel-mesh-key: ${value}`,
+        '-w',
+        '\n%{http_code}',
+        `${a.ready.url}/api/v1/clusters/${CLUSTER}/proxy/hello`,
+      ]);
+      expect(proxied.stdout).toMatch(/403$/);
+      expect(proxied.stdout).toContain('MESH_UNAUTHENTICATED');
+      expect(proxied.stdout).not.toContain('hello from');
+    }
+    expect(sample(await metrics(a), 'tunnel_relay_mesh_requests_total{result="refused"}')).toBe(before + 4);
+  });
+
+  it('a replica with another hub key or another certificate refuses to start', async () => {
+    const otherKey = join(dir, 'other-hub.key');
+    writeFileSync(otherKey, `${keyToBase64(generateKeyPair().privateKey)}\n`, { mode: 0o600 });
+    const common = ['serve', '--listen', '127.0.0.1:0', '--udp-port', 'off', '--stun-port', 'off'];
+    const wrongKey = await run(
+      RELAY_BIN,
+      [
+        ...common,
+        '--data-dir',
+        tempDir('mesh-bad-'),
+        ...fleetServeArgs({ ...fleet, hubKeyFile: otherKey }, store),
+      ],
+      cleanEnv(),
+      30_000,
+    );
+    expect(wrongKey.code).toBe(2);
+    expect(wrongKey.stderr).toContain(`BAD_CONFIG`);
+    expect(wrongKey.stderr).toContain(`fleet's ${fleet.hubPublicKey}`);
+    expect(wrongKey.stderr).toContain('--hub-key-file');
+    const ownCert = fleetServeArgs(fleet, store).filter(
+      (_, i, all) =>
+        !['--tls-cert', '--tls-key'].includes(all[i] ?? '') &&
+        !['--tls-cert', '--tls-key'].includes(all[i - 1] ?? ''),
+    );
+    const wrongCert = await run(
+      RELAY_BIN,
+      [...common, '--data-dir', tempDir('mesh-bad-'), ...ownCert],
+      cleanEnv(),
+      30_000,
+    );
+    expect(wrongCert.code).toBe(2);
+    expect(wrongCert.stderr).toContain(`fleet's ${fleet.caPin}`);
+    expect(wrongCert.stderr).toContain('--tls-cert and --tls-key');
+  });
+});
