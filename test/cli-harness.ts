@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../shared/node-flags.js';
+import { sleep } from './helpers/wait.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const RELAY_BIN = join(ROOT, 'dist/relay/cli/main.js');
@@ -147,9 +148,7 @@ export async function freeUdpPort(host = '127.0.0.1'): Promise<number> {
   return port;
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
+export { sleep };
 
 /** Polls `tunnel-relay cluster get NAME` (with the admin env `env`) until the relay shows it connected. */
 export async function waitConnected(env: NodeJS.ProcessEnv, name: string, ms = 15_000): Promise<void> {

@@ -118,14 +118,6 @@ export function startClient(
   return { keyPair, client, received, states };
 }
 
-export async function waitFor(cond: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 export interface RawClient {
   readonly ws: WebSocket;
   readonly keyPair: KeyPair;

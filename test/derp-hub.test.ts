@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PeerGoneReason } from '../shared/derp/frames.js';
 import { generateKeyPair } from '../shared/keys.js';
-import { startClient, startRelay, type TestClient, type TestRelay, waitFor } from './derp-fixtures.js';
+import { startClient, startRelay, type TestClient, type TestRelay } from './derp-fixtures.js';
+import { waitFor } from './helpers/wait.js';
 
 let relay: TestRelay | undefined;
 const clients: TestClient[] = [];

@@ -16,8 +16,8 @@ import {
   startRelay,
   type TestClient,
   type TestRelay,
-  waitFor,
 } from './derp-fixtures.js';
+import { waitFor } from './helpers/wait.js';
 
 let relay: TestRelay | undefined;
 const clients: TestClient[] = [];

@@ -18,8 +18,8 @@ import {
   type TestClient,
   type TestRelay,
   testCert,
-  waitFor,
 } from './derp-fixtures.js';
+import { waitFor } from './helpers/wait.js';
 
 let relay: TestRelay | undefined;
 const clients: TestClient[] = [];

@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeServerKey, FrameType } from '../shared/derp/frames.js';
 import { encodeClientInfo, sharedKey } from '../shared/derp/handshake.js';
-import { rawClient, startRelay, type TestRelay, waitFor } from './derp-fixtures.js';
+import { rawClient, startRelay, type TestRelay } from './derp-fixtures.js';
+import { waitFor } from './helpers/wait.js';
 
 let relay: TestRelay | undefined;
 

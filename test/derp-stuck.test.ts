@@ -4,14 +4,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { FrameType } from '../shared/derp/frames.js';
-import {
-  rawClient,
-  startClient,
-  startRelay,
-  type TestClient,
-  type TestRelay,
-  waitFor,
-} from './derp-fixtures.js';
+import { rawClient, startClient, startRelay, type TestClient, type TestRelay } from './derp-fixtures.js';
+import { sleep, waitFor } from './helpers/wait.js';
 
 let relay: TestRelay | undefined;
 const clients: TestClient[] = [];
@@ -21,8 +15,6 @@ afterEach(async () => {
   await relay?.close();
   relay = undefined;
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('DERP relay with a stuck client', () => {
   it('drops the stuck client’s packets in its own queue while two others exchange every packet', async () => {

@@ -14,7 +14,7 @@ import { buildIfStale, cleanup } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { createNetns, type Netns } from './helpers/netns.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
-import { waitFor } from './helpers/process.js';
+import { waitFor } from './helpers/wait.js';
 import { startWireguardGo, type WireguardGoHandle } from './helpers/wireguard-go.js';
 import {
   metrics,

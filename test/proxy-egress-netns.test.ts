@@ -26,8 +26,9 @@ import { cleanupAll } from './helpers/cleanup.js';
 import { addRule, allowOnlyTcpTo, type IptablesRule } from './helpers/iptables.js';
 import { createNetns, type Netns } from './helpers/netns.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
-import { execCommand, type ProcessHandle, waitFor } from './helpers/process.js';
+import { execCommand, type ProcessHandle } from './helpers/process.js';
 import { startTinyproxy, type Tinyproxy } from './helpers/tinyproxy.js';
+import { waitFor } from './helpers/wait.js';
 
 let ns: Netns;
 let relay: Proc;

@@ -29,7 +29,8 @@ import { generateKeyPair, type KeyPair, keyToBase64 } from '../shared/keys.js';
 import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
-import { type TestRelay as DerpTestRelay, type RawClient, rawClient, waitFor } from './derp-fixtures.js';
+import { type TestRelay as DerpTestRelay, type RawClient, rawClient } from './derp-fixtures.js';
+import { waitFor } from './helpers/wait.js';
 import { connectTunnel, listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 
 let t: TestRelay;

@@ -20,7 +20,7 @@ import { UdpBind, udpEndpoint } from '../shared/wireguard/udp-bind.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { createNetns, type Netns } from './helpers/netns.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
-import { waitFor } from './helpers/process.js';
+import { waitFor } from './helpers/wait.js';
 import { startWireguardGo, type WireguardGoHandle } from './helpers/wireguard-go.js';
 
 const WG_PORT = 51820;

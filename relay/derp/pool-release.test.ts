@@ -10,13 +10,8 @@ import { BufferPool, handDown, isHandedDown, PoolBudget } from '../../shared/buf
 import { SEND_PACKET_HEADROOM } from '../../shared/derp/frames.js';
 import { generateKeyPair } from '../../shared/keys.js';
 import { grantRoom } from '../../shared/packet-room.js';
-import {
-  startClient,
-  startRelay,
-  type TestClient,
-  type TestRelay,
-  waitFor,
-} from '../../test/derp-fixtures.js';
+import { startClient, startRelay, type TestClient, type TestRelay } from '../../test/derp-fixtures.js';
+import { waitFor } from '../../test/helpers/wait.js';
 
 let relay: TestRelay | undefined;
 const clients: TestClient[] = [];

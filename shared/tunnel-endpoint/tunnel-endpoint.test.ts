@@ -4,6 +4,7 @@
  * WireGuard sees as one Endpoint, and a path change reaching the stream link's MTU.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/helpers/wait.js';
 import { realClock } from '../clock.js';
 import { buildIcmpEchoPacket, buildUdpPacket, ICMP_ECHO_REQUEST, parseIpv4Address } from '../ip/index.js';
 import { generateKeyPair, generatePresharedKey } from '../keys.js';
@@ -87,14 +88,6 @@ function pair() {
   return { hub, agent, toAgent, toHub, agentAtHub, hubAtAgent, atHub, atAgent };
 }
 
-async function until(what: string, cond: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 async function echo(s: MuxStream, text: string): Promise<string> {
   s.write(text);
   const [c] = (await new Promise((r) => s.once('data', (d: Buffer) => r([d])))) as [Buffer];
@@ -115,7 +108,7 @@ describe('TunnelEndpoint', () => {
     );
     expect(w.agent.send(udp)).toBe(true);
     expect(w.hub.send(ping)).toBe(true);
-    await until('both delivered', () => w.atHub.length === 1 && w.atAgent.length === 1);
+    await waitFor(() => w.atHub.length === 1 && w.atAgent.length === 1, 5_000, 'both delivered');
     expect(w.atHub[0]!.equals(udp)).toBe(true);
     expect(w.atAgent[0]!.equals(ping)).toBe(true);
     // The streams counted only their own datagrams; the ICMP never reached them.
@@ -152,9 +145,10 @@ describe('TunnelEndpoint', () => {
     expect(w.agentAtHub.peer.drops['send-failed']).toBe(1);
     // The stream link counts what the layers below refused.
     s.write('lost');
-    await until(
-      'link send error counted',
+    await waitFor(
       () => (w.hub.streams.link(parseIpv4Address(AGENT))?.sendErrors ?? 0) > 0,
+      5_000,
+      'link send error counted',
     );
     // A peer without a path: its datagrams have nowhere to go.
     const lone = generateKeyPair();
@@ -200,7 +194,7 @@ describe('TunnelEndpoint', () => {
     s.on('data', (c: Buffer) => {
       got += c.length;
     });
-    await until('echoed back', () => got === big.length);
+    await waitFor(() => got === big.length, 5_000, 'echoed back');
     expect(narrow.sent).toBeGreaterThan(200_000 / 1_420);
     expect(w.hub.streams.stats.linksStarted).toBe(1);
   });

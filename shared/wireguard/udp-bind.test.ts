@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/helpers/wait.js';
 import { generateKeyPair } from '../keys.js';
 import { A_ADDR, B_ADDR, udpFrom } from './testing/link.js';
 import { parseUdpEndpoint, UdpBind, udpEndpoint } from './udp-bind.js';
@@ -43,15 +44,15 @@ describe('UdpBind', () => {
     });
     const pb = b.device.addPeer({ publicKey: ka.publicKey, allowedIps: [`${A_ADDR}/32`] });
     pa.send(udpFrom(A_ADDR, B_ADDR, 'over udp'));
-    await until(() => gotB.length === 1);
+    await waitFor(() => gotB.length === 1);
     expect(gotB[0]!.subarray(28).toString()).toBe('over udp');
     expect(pb.endpoint?.key).toBe(`udp:127.0.0.1:${a.port}`);
     pb.send(udpFrom(B_ADDR, A_ADDR, 'and back'));
-    await until(() => gotA.length === 1);
+    await waitFor(() => gotA.length === 1);
     expect(gotA[0]!.subarray(28).toString()).toBe('and back');
     // garbage on the socket is counted, not thrown
     a.transport.send(Buffer.from('garbage'), '127.0.0.1', b.port);
-    await until(() => b.device.stats.drops['bad-type'] === 1);
+    await waitFor(() => b.device.stats.drops['bad-type'] === 1);
   });
 });
 
@@ -75,15 +76,7 @@ describe('UdpBind over IPv6', () => {
     });
     const pb = b.device.addPeer({ publicKey: ka.publicKey, allowedIps: [`${A_ADDR}/32`] });
     a.device.send(udpFrom(A_ADDR, B_ADDR, 'v6 outer'));
-    await until(() => got.length === 1);
+    await waitFor(() => got.length === 1);
     expect(pb.endpoint?.key).toBe(`udp:[::1]:${a.port}`);
   });
 });
-
-async function until(pred: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

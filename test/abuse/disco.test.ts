@@ -23,7 +23,7 @@ import {
 import { DiscoKeyring } from '../../shared/disco/disco-keyring.js';
 import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
 import { buildIfStale, cleanup } from '../cli-harness.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { metrics, registerPeer, serveWithUdp, type UdpRelay } from '../hub-udp-fixture.js';
 import { abuseScale } from './scale.js';
 

@@ -23,7 +23,7 @@ import { parseIpv4Packet } from '../../shared/ip/ipv4.js';
 import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
 import { Device, type Peer } from '../../shared/wireguard/device.js';
 import { buildIfStale, cleanup } from '../cli-harness.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   metrics,
   registerPeer,

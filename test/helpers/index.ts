@@ -4,4 +4,5 @@ export * from './names.js';
 export * from './netns.js';
 export * from './privileges.js';
 export * from './process.js';
+export * from './wait.js';
 export * from './wireguard-go.js';

@@ -141,34 +141,6 @@ export function execCommand(
   });
 }
 
-/**
- * Polls `predicate` every `intervalMs` (default 50) until it returns true; rejects with a message
- * naming `what` after `timeoutMs`. A predicate that throws is treated as "not yet" and its last
- * error is included in the timeout message.
- */
-export async function waitFor(
-  predicate: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  what = 'condition',
-  intervalMs = 50,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastErr = '';
-  for (;;) {
-    try {
-      if (await predicate()) return;
-    } catch (e) {
-      lastErr = (e as Error).message;
-    }
-    if (Date.now() >= deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${lastErr})` : ''}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 /** True while a process with this pid exists (signal 0 probe). */
 export function pidAlive(pid: number): boolean {
   try {

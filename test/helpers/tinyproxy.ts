@@ -8,7 +8,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerTempPath } from './cleanup.js';
-import { type ProcessHandle, spawnProcess, waitFor } from './process.js';
+import { type ProcessHandle, spawnProcess } from './process.js';
+import { waitFor } from './wait.js';
 
 export interface TinyproxyOptions {
   /** Address tinyproxy listens on (default 127.0.0.1). */

@@ -14,7 +14,8 @@ import { checkIfname, type WgPeerConfig, wgSet, wgShowDump } from '../../shared/
 import { registerCleanup } from './cleanup.js';
 import { uniqueIfname } from './names.js';
 import type { Netns } from './netns.js';
-import { execCommand, type ProcessHandle, spawnProcess, waitFor } from './process.js';
+import { execCommand, type ProcessHandle, spawnProcess } from './process.js';
+import { waitFor } from './wait.js';
 
 export const WG_UAPI_DIR = '/var/run/wireguard';
 
