@@ -32,7 +32,7 @@ function remoteStatus(l: AgentLocation): ConnectionStatus {
 }
 
 export class ReplicaMembership {
-  readonly #o: MembershipOptions;
+  readonly #options: MembershipOptions;
   /** Latest unwritten state per cluster. */
   readonly #pending = new Map<string, ConnectionChange>();
   #meshUrl = '';
@@ -46,16 +46,19 @@ export class ReplicaMembership {
   };
 
   constructor(o: MembershipOptions) {
-    this.#o = o;
+    this.#options = o;
   }
 
   /** Adds the row (LIMIT_EXCEEDED past the replica cap) and starts the heartbeat. */
   async start(meshUrl: string): Promise<void> {
     this.#meshUrl = meshUrl;
-    await this.#o.tables.join({ id: this.#o.id, meshUrl, mode: this.#o.mode }, this.#o.deadAfterMs);
+    await this.#options.tables.join(
+      { id: this.#options.id, meshUrl, mode: this.#options.mode },
+      this.#options.deadAfterMs,
+    );
     this.#joined = true;
-    this.#o.log.info({ replica: this.#o.id, meshUrl }, 'mesh: joined the fleet');
-    this.#o.hooks.on('connection-changed', this.#onChange);
+    this.#options.log.info({ replica: this.#options.id, meshUrl }, 'mesh: joined the fleet');
+    this.#options.hooks.on('connection-changed', this.#onChange);
     this.#schedule();
   }
 
@@ -64,11 +67,11 @@ export class ReplicaMembership {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
-    this.#o.hooks.off('connection-changed', this.#onChange);
+    this.#options.hooks.off('connection-changed', this.#onChange);
     await this.#flushing;
     if (this.#joined) {
-      await this.#o.tables.leave(this.#o.id).catch((err: Error) => {
-        this.#o.log.warn({ err: err.message }, 'mesh: could not remove this replica from the store');
+      await this.#options.tables.leave(this.#options.id).catch((err: Error) => {
+        this.#options.log.warn({ err: err.message }, 'mesh: could not remove this replica from the store');
       });
     }
   }
@@ -80,14 +83,14 @@ export class ReplicaMembership {
   }
 
   async #beat(): Promise<void> {
-    const { tables, id, deadAfterMs, hooks, log } = this.#o;
+    const { tables, id, deadAfterMs, hooks, log } = this.#options;
     try {
       if (!(await tables.heartbeat(id)) && !this.#stopped) {
         log.warn(
           { replica: id },
           'mesh: this replica was dropped from the store (no heartbeat for long); rejoining',
         );
-        await tables.join({ id, meshUrl: this.#meshUrl, mode: this.#o.mode }, deadAfterMs);
+        await tables.join({ id, meshUrl: this.#meshUrl, mode: this.#options.mode }, deadAfterMs);
       }
       const remote = new Map<string, ConnectionStatus>();
       for (const l of await tables.remoteLocations(id, deadAfterMs)) remote.set(l.cluster, remoteStatus(l));
@@ -113,7 +116,7 @@ export class ReplicaMembership {
   }
 
   async #write(c: ConnectionChange): Promise<void> {
-    const { tables, id, log } = this.#o;
+    const { tables, id, log } = this.#options;
     try {
       if (c.connected) await tables.setLocation(c.cluster, id, c.path);
       else await tables.clearLocation(c.cluster, id);

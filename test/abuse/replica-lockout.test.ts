@@ -5,7 +5,7 @@
  * answer 401 and are warned about, every further one answers 429 on either replica, and a correct PSK
  * sent from that same source still joins.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair, keyToBase64 } from '../../shared/keys.js';
@@ -13,6 +13,7 @@ import { buildIfStale, cleanup, type Proc, type ReadyLine, startServe, tempDir }
 import { cleanupAll } from '../helpers/cleanup.js';
 import { requestFrom } from '../helpers/from-source.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from '../helpers/postgres.js';
+import { fleetServeArgs, writeFleetFiles } from '../helpers/relay-fleet.js';
 import { abuseScale } from './scale.js';
 
 /** The relay's limit: failures per source within the window (docs/LIMITS.md). */
@@ -36,15 +37,15 @@ beforeAll(async () => {
   const storeUrl = `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`;
   const passwordFile = join(tempDir('abuse-replica-secret-'), 'password');
   writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
+  // Replicas of one fleet share the hub key and the certificate (one with others refuses to start).
+  const fleet = writeFleetFiles(tempDir('abuse-replica-fleet-'));
   for (let i = 0; i < 2; i++) {
-    const dataDir = tempDir('abuse-replica-');
-    const { proc, ready } = await startServe(dataDir, '127.0.0.1:0', [
-      '--store',
-      storeUrl,
-      '--store-password-file',
-      passwordFile,
-    ]);
-    replicas.push({ proc, ready, caPem: readFileSync(join(dataDir, 'tls', 'cert.pem'), 'utf8') });
+    const { proc, ready } = await startServe(
+      tempDir('abuse-replica-'),
+      '127.0.0.1:0',
+      fleetServeArgs(fleet, { url: storeUrl, passwordFile }, { mesh: false }),
+    );
+    replicas.push({ proc, ready, caPem: fleet.caPem });
   }
 }, 180_000);
 
