@@ -339,3 +339,59 @@ describe('a fleet of two replicas with the mesh on', () => {
     expect(wrongCert.stderr).toContain('--tls-cert and --tls-key');
   });
 });
+
+describe('the mesh key', () => {
+  it('never reaches a replica log', async () => {
+    const { readFileSync } = await import('node:fs');
+    const key = readFileSync(fleet.meshKeyFile, 'utf8').trim();
+    const sent = Buffer.from(key, 'latin1').toString('base64');
+    for (const r of [a, b]) {
+      expect(r.proc.stderr).toContain('mesh: joined the fleet');
+      for (const secret of [key, sent]) expect(r.proc.stderr + r.proc.stdout).not.toContain(secret);
+    }
+  });
+});
+
+describe('the replica holding the agent dies (kill -9)', () => {
+  it('B answers 502 MESH_UNREACHABLE naming the cluster, then 503 AGENT_NOT_CONNECTED once A is gone', async () => {
+    await a.proc.stop('SIGKILL');
+    const proxied = () =>
+      curl([
+        '-sS',
+        '--cacert',
+        caFile(),
+        '-H',
+        `Authorization: Bearer ${adminKey}`,
+        '-w',
+        '\n%{http_code}',
+        `${b.ready.url}/api/v1/clusters/${CLUSTER}/proxy/hello`,
+      ]);
+    const first = await proxied();
+    expect(first.stdout).toMatch(/502$/);
+    const status = JSON.parse(first.stdout.slice(0, first.stdout.lastIndexOf('\n')));
+    expect(status.details.causes[0].reason).toBe('MESH_UNREACHABLE');
+    expect(status.message).toContain(`cluster ${CLUSTER}`);
+    const connect = await curl([
+      ...viaProxy(b),
+      '-w',
+      '%{http_connect}',
+      `http://${CLUSTER}.clusters.local:${upstreamPort}/hello`,
+    ]);
+    expect(connect.stdout).toBe('502');
+    // Once A's heartbeat is older than --mesh-dead-after (5 s), its locations are ignored.
+    await vi.waitFor(
+      async () => {
+        const later = await proxied();
+        expect(later.stdout).toMatch(/503$/);
+        expect(later.stdout).toContain('AGENT_NOT_CONNECTED');
+      },
+      { timeout: 15_000, interval: 500 },
+    );
+    const r = await run(
+      RELAY_BIN,
+      ['cluster', 'get', CLUSTER, '--output', 'json'],
+      adminEnvOf({ ...b.ready, adminKey }),
+    );
+    expect(JSON.parse(r.stdout).connected).toBe(false);
+  }, 40_000);
+});
