@@ -1,0 +1,220 @@
+/**
+ * Attack replay against the replica mesh: two real `tunnel-relay serve` replicas (A, B) of one fleet on a
+ * throw-away PostgreSQL, a real agent connected to A in front of an upstream that counts every request. An
+ * anonymous client sends hub requests (CONNECT, path proxy, Upgrade) to both replicas carrying forged
+ * `tunnel-mesh-key` headers: random values, empty, doubled, the right length with wrong bytes, the raw key
+ * instead of its base64. Every one is refused with 403 MESH_UNAUTHENTICATED and counted; the real mesh key alone,
+ * without an access key, gets 401/407; a client request without a credential is never forwarded. The upstream
+ * sees none of it.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { connect } from 'node:tls';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adminEnvOf,
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  startServe,
+  tempDir,
+  waitConnected,
+} from '../cli-harness.js';
+import { cleanupAll } from '../helpers/cleanup.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from '../helpers/postgres.js';
+import { type FleetFiles, fleetServeArgs, writeFleetFiles } from '../helpers/relay-fleet.js';
+import { listen } from '../proxy-fixtures.js';
+import { abuseRuns } from './scale.js';
+
+const CLUSTER = 'mesh-target';
+let server: ThrowawayPostgres;
+let fleet: FleetFiles;
+let replicas: Array<{ proc: Proc; ready: ReadyLine }> = [];
+let agent: Proc;
+let upstream: http.Server;
+let upstreamPort: number;
+let upstreamHits = 0;
+let meshKeyText: string;
+
+beforeAll(async () => {
+  buildIfStale();
+  const dir = tempDir('abuse-mesh-');
+  server = await startThrowawayPostgres();
+  const db = await server.createDatabase('relay');
+  const passwordFile = join(dir, 'pg-password');
+  writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
+  const store = {
+    url: `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`,
+    passwordFile,
+  };
+  fleet = writeFleetFiles(dir);
+  meshKeyText = readFileSync(fleet.meshKeyFile, 'utf8').trim();
+  upstream = http.createServer((_req, res) => {
+    upstreamHits++;
+    res.end('reached the upstream');
+  });
+  upstream.on('upgrade', (_req, socket) => {
+    upstreamHits++;
+    socket.destroy();
+  });
+  upstreamPort = await listen(upstream);
+  for (let i = 0; i < 2; i++) {
+    replicas.push(
+      await startServe(tempDir('abuse-mesh-replica-'), '127.0.0.1:0', fleetServeArgs(fleet, store)),
+    );
+  }
+  const [a] = replicas;
+  const adminKey = a!.ready.adminKey ?? '';
+  const created = await run(
+    RELAY_BIN,
+    ['cluster', 'create', CLUSTER, '--output', 'json'],
+    adminEnvOf(a!.ready),
+  );
+  expect(created.code, created.stderr).toBe(0);
+  const stateDir = join(tempDir('abuse-mesh-agent-'), 'state');
+  const joined = await run(
+    CLIENT_BIN,
+    [
+      'join',
+      '--relay',
+      a!.ready.url,
+      '--cluster',
+      CLUSTER,
+      '--psk',
+      JSON.parse(created.stdout).bootstrap.psk,
+      '--ca-pin',
+      fleet.caPin,
+      '--state-dir',
+      stateDir,
+      '--upstream',
+      `http://127.0.0.1:${upstreamPort}`,
+      '--wait',
+    ],
+    cleanEnv(),
+    40_000,
+  );
+  expect(joined.code, joined.stderr).toBe(0);
+  agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  await waitConnected(adminEnvOf({ ...a!.ready, adminKey }), CLUSTER, 20_000);
+}, 180_000);
+
+afterAll(async () => {
+  await agent?.stop('SIGTERM');
+  for (const r of replicas) await r.proc.stop();
+  replicas = [];
+  upstream?.close();
+  await cleanup();
+  await server?.stop();
+  await cleanupAll();
+});
+
+/** Sends `text` on a fresh TLS connection to `url` and returns the status line of the answer. */
+function statusOf(url: string, text: string): Promise<string> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: u.hostname, port: Number(u.port), ca: fleet.caPem, servername: 'localhost' });
+    let got = '';
+    const timer = setTimeout(
+      () => s.destroy(new Error(`no answer to ${JSON.stringify(text.slice(0, 60))}`)),
+      10_000,
+    );
+    s.on('secureConnect', () => s.write(text));
+    s.on('data', (d: Buffer) => {
+      got += d.toString('latin1');
+    });
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve(got);
+    });
+    s.on('error', reject);
+  });
+}
+
+function requestsWith(headerLines: string): string[] {
+  return [
+    `CONNECT ${CLUSTER}.clusters.local:${upstreamPort} HTTP/1.1\r\nhost: x\r\n${headerLines}connection: close\r\n\r\n`,
+    `GET /api/v1/clusters/${CLUSTER}/proxy/ HTTP/1.1\r\nhost: x\r\n${headerLines}connection: close\r\n\r\n`,
+    `GET /api/v1/clusters/${CLUSTER}/proxy/ws HTTP/1.1\r\nhost: x\r\n${headerLines}connection: Upgrade\r\nupgrade: websocket\r\n\r\n`,
+  ];
+}
+
+/** Header values an attacker may try (none is the fleet's base64 mesh key). */
+const forged = fc.oneof(
+  fc.constant(''),
+  fc.stringMatching(/^[A-Za-z0-9+/=]{1,120}$/),
+  fc.uint8Array({ minLength: 48, maxLength: 48 }).map((b) => Buffer.from(b).toString('base64')),
+  fc.constant('raw'),
+);
+
+function metric(text: string, name: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+async function metricsOf(url: string): Promise<string> {
+  const u = new URL('/metrics', url);
+  const answer = await statusOf(url, `GET ${u.pathname} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`);
+  return answer.slice(answer.indexOf('\r\n\r\n') + 4);
+}
+
+describe('forged mesh headers from an anonymous client', () => {
+  it('are refused with 403 MESH_UNAUTHENTICATED on every replica, counted, and never reach the agent', async () => {
+    const refusedBefore = await Promise.all(
+      replicas.map(async (r) =>
+        metric(await metricsOf(r.ready.url), 'tunnel_relay_mesh_requests_total{result="refused"}'),
+      ),
+    );
+    let sent = [0, 0];
+    await fc.assert(
+      fc.asyncProperty(forged, fc.boolean(), fc.nat(1), async (value, doubled, which) => {
+        const header = value === 'raw' ? meshKeyText : value;
+        const line = `tunnel-mesh-key: ${header}\r\n`;
+        for (const text of requestsWith(doubled ? line + line : line)) {
+          const answer = await statusOf(replicas[which]!.ready.url, text);
+          expect(answer).toMatch(/^HTTP\/1\.1 403 /);
+          expect(answer).toContain('MESH_UNAUTHENTICATED');
+          sent = sent.map((n, i) => (i === which ? n + 1 : n));
+        }
+      }),
+      { numRuns: abuseRuns(8) },
+    );
+    const refusedAfter = await Promise.all(
+      replicas.map(async (r) =>
+        metric(await metricsOf(r.ready.url), 'tunnel_relay_mesh_requests_total{result="refused"}'),
+      ),
+    );
+    expect(refusedAfter.map((n, i) => n - refusedBefore[i]!)).toEqual(sent);
+    expect(upstreamHits).toBe(0);
+  });
+
+  it('the real mesh key without an access key gets 401/407, and nothing is forwarded', async () => {
+    const meshHeader = `tunnel-mesh-key: ${Buffer.from(meshKeyText, 'latin1').toString('base64')}\r\n`;
+    for (const r of replicas) {
+      const [connectAnswer, pathAnswer, upgradeAnswer] = await Promise.all(
+        requestsWith(meshHeader).map((t) => statusOf(r.ready.url, t)),
+      );
+      expect(connectAnswer).toMatch(/^HTTP\/1\.1 407 /);
+      expect(pathAnswer).toMatch(/^HTTP\/1\.1 401 /);
+      expect(upgradeAnswer).toMatch(/^HTTP\/1\.1 401 /);
+      const bogus = `proxy-authorization: Bearer trk_${randomBytes(24).toString('hex')}\r\n`;
+      expect(await statusOf(r.ready.url, requestsWith(meshHeader + bogus)[0]!)).toMatch(/^HTTP\/1\.1 407 /);
+    }
+    // B holds no session of the agent: an anonymous request there is refused before any mesh hop.
+    const b = replicas[1]!;
+    for (const text of requestsWith(''))
+      expect(await statusOf(b.ready.url, text)).toMatch(/^HTTP\/1\.1 40[17] /);
+    const forwarded = await metricsOf(b.ready.url);
+    for (const kind of ['connect', 'upgrade', 'request']) {
+      expect(metric(forwarded, `tunnel_relay_mesh_forwarded_total{kind="${kind}"}`)).toBe(0);
+    }
+    expect(upstreamHits).toBe(0);
+  });
+});
