@@ -9,7 +9,12 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['shared/**/*.test.ts', 'relay/**/*.test.ts', 'tunnel-client/**/*.test.ts'],
+          include: [
+            'shared/**/*.test.ts',
+            'relay/**/*.test.ts',
+            'tunnel-client/**/*.test.ts',
+            'console/**/*.test.ts',
+          ],
           testTimeout: 20_000,
         },
       },

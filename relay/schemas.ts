@@ -247,3 +247,8 @@ export const ValuesQuery = Type.Object(
 export const Unjoined = Type.Object({ unjoined: Type.String() }, closed);
 export const Deleted = Type.Object({ deleted: Type.String() }, closed);
 export const Revoked = Type.Object({ revoked: Type.String() }, closed);
+
+export const WhoAmI = Type.Object(
+  { keyId: Type.String(), role: Type.String(), group: Nullable(Type.String()), expiresAt: Nullable(Type.String()) },
+  closed,
+);

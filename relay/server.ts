@@ -47,12 +47,14 @@ import { FailureLimiter } from './rate-limit.js';
 import { ReservedKeys } from './reserved-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { clusterRoutes } from './routes/clusters.js';
+import { consoleRoutes } from './routes/console.js';
 import { healthRoutes } from './routes/health.js';
 import { kubeconfigRoutes } from './routes/kubeconfig.js';
 import { rateLimitRoutes } from './routes/rate-limits.js';
 import { registerRoutes } from './routes/register.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { valuesRoutes } from './routes/values.js';
+import { whoamiRoutes } from './routes/whoami.js';
 import { redactSecrets } from './secrets.js';
 import { prepareDbFile } from './store/db-file.js';
 import { PostgresStore } from './store/postgres.js';
@@ -393,6 +395,8 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     await app.register(valuesRoutes, { ctx });
     await app.register(auditRoutes, { ctx });
     await app.register(rateLimitRoutes, { ctx });
+    await app.register(whoamiRoutes, { ctx });
+    await app.register(consoleRoutes, { ctx });
     for (const plugin of opts.plugins ?? []) await plugin(app as unknown as FastifyInstance, ctx);
     await app.ready();
   } catch (err) {

@@ -1,0 +1,42 @@
+/** Small pieces used across pages: error notes, status badges, condition cells, ages. */
+import { age, when } from '../format.js';
+import type { Cluster, Condition } from '../types.js';
+
+export function ErrorNote({ error }: { error: string | null }) {
+  if (!error) return null;
+  return (
+    <p class="error" role="alert">
+      {error}
+    </p>
+  );
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  return <span class={`badge badge-${status.toLowerCase()}`}>{status}</span>;
+}
+
+export function conditionOf(c: Cluster, type: string): Condition | undefined {
+  return c.conditions.find((x) => x.type === type);
+}
+
+/** "True · 3 min ago" with the reason and exact time as a tooltip. */
+export function ConditionCell({ cond, now }: { cond: Condition | undefined; now: number }) {
+  if (!cond) return <span>-</span>;
+  return (
+    <span title={`${cond.reason}: ${cond.message} (since ${when(cond.lastTransitionTime)})`}>
+      <span class={`cond cond-${cond.status.toLowerCase()}`}>{cond.status}</span>{' '}
+      <span class="muted">{age(cond.lastTransitionTime, now)}</span>
+    </span>
+  );
+}
+
+export function PathCell({ c }: { c: Cluster }) {
+  const label = c.connected ? c.path : 'none';
+  const rtt = c.connected && c.rttMs !== null ? ` · ${Math.round(c.rttMs)} ms` : '';
+  return (
+    <span class={`path path-${c.connected ? 'up' : 'down'}`}>
+      {label}
+      {rtt}
+    </span>
+  );
+}

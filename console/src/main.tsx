@@ -1,0 +1,6 @@
+/** Entry: mounts the console. */
+import { render } from 'preact';
+import { App } from './app.js';
+
+const root = document.getElementById('app');
+if (root) render(<App />, root);

@@ -1,0 +1,184 @@
+/**
+ * One cluster: overview, conditions with reasons and transition times, claims, agent values (platform, cluster
+ * layer editable as YAML, merged), rotate PSK, accept/deny, delete with confirmation.
+ */
+import { useState } from 'preact/hooks';
+import { clusterPath } from '../api.js';
+import { ErrorNote, PathCell, StatusBadge } from '../components/bits.js';
+import { CommandBox } from '../components/copy-button.js';
+import { useConsole } from '../context.js';
+import { age, latest, when } from '../format.js';
+import { useNow } from '../hooks.js';
+import type { Bootstrap, Cluster } from '../types.js';
+import { ValuesPanel } from './values-panel.js';
+
+export function ClusterPage({ name }: { name: string }) {
+  const { clusters, loaded } = useConsole();
+  const c = clusters.get(name);
+  if (!c) {
+    return (
+      <section>
+        <p>
+          <a href="#/clusters">← Clusters</a>
+        </p>
+        <p class={loaded ? 'error' : 'muted'}>{loaded ? `No cluster named ${name}.` : 'Loading…'}</p>
+      </section>
+    );
+  }
+  return <ClusterDetail c={c} />;
+}
+
+function ClusterDetail({ c }: { c: Cluster }) {
+  const { can } = useConsole();
+  const now = useNow();
+  const seen = latest(c.lastHandshake, c.leaseRenewTime);
+  return (
+    <section aria-labelledby="cluster-title" data-cluster-page={c.name}>
+      <p>
+        <a href="#/clusters">← Clusters</a>
+      </p>
+      <div class="page-head">
+        <h1 id="cluster-title">{c.displayName || c.name}</h1>
+        <StatusBadge status={c.status} />
+      </div>
+      <dl class="facts">
+        <dt>Name</dt>
+        <dd>{c.name}</dd>
+        <dt>Group</dt>
+        <dd>{c.group}</dd>
+        <dt>Path</dt>
+        <dd>
+          <PathCell c={c} />
+        </dd>
+        <dt>Agent version</dt>
+        <dd>{c.agentVersion ?? '-'}</dd>
+        <dt>Address</dt>
+        <dd>{c.address ?? '-'}</dd>
+        <dt>Public key</dt>
+        <dd class="mono">{c.publicKey ?? '-'}</dd>
+        <dt>Last seen</dt>
+        <dd title={when(seen)}>{age(seen, now)}</dd>
+        <dt>Created</dt>
+        <dd title={when(c.createdAt)}>{age(c.createdAt, now)}</dd>
+      </dl>
+      <h2>Conditions</h2>
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Type</th>
+              <th scope="col">Status</th>
+              <th scope="col">Reason</th>
+              <th scope="col">Message</th>
+              <th scope="col">Last transition</th>
+            </tr>
+          </thead>
+          <tbody>
+            {c.conditions.map((k) => (
+              <tr key={k.type}>
+                <td data-label="Type">{k.type}</td>
+                <td data-label="Status">{k.status}</td>
+                <td data-label="Reason">{k.reason}</td>
+                <td data-label="Message">{k.message}</td>
+                <td data-label="Last transition" title={when(k.lastTransitionTime)}>
+                  {when(k.lastTransitionTime)} ({age(k.lastTransitionTime, now)})
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <h2>Claims</h2>
+      <Claims claims={c.claims} />
+      <h2>Agent values</h2>
+      <ValuesPanel cluster={c} />
+      <h2>Connect</h2>
+      <CommandBox id="kubeconfig" title="Kubeconfig through the relay" command={`tunnel-relay kubeconfig ${c.name} --merge`} />
+      {can.writeCluster(c.group) && <Actions c={c} />}
+    </section>
+  );
+}
+
+export function Claims({ claims }: { claims: Record<string, string> }) {
+  const entries = Object.entries(claims ?? {});
+  if (entries.length === 0) return <p class="muted">No claims.</p>;
+  return (
+    <dl class="facts">
+      {entries.map(([k, v]) => [<dt key={`k-${k}`}>{k}</dt>, <dd key={`v-${k}`}>{v}</dd>])}
+    </dl>
+  );
+}
+
+function Actions({ c }: { c: Cluster }) {
+  const { api, upsert, remove } = useConsole();
+  const [error, setError] = useState<string | null>(null);
+  const [rotated, setRotated] = useState<Bootstrap | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  const act = async (fn: () => Promise<void>) => {
+    setError(null);
+    try {
+      await fn();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const rotate = () =>
+    act(async () => {
+      const res = await api.send<{ cluster: Cluster; bootstrap: Bootstrap }>('POST', clusterPath(c.name, '/rotate-psk'));
+      upsert(res.cluster);
+      setRotated(res.bootstrap);
+    });
+  const decide = (verb: 'accept' | 'deny') =>
+    act(async () => upsert(await api.send<Cluster>('POST', clusterPath(c.name, `/${verb}`))));
+  const del = () =>
+    act(async () => {
+      await api.send('DELETE', clusterPath(c.name));
+      remove(c.name);
+      location.hash = '#/clusters';
+    });
+  return (
+    <div class="stack">
+      <h2>Actions</h2>
+      <div class="actions">
+        <button type="button" class="secondary" onClick={rotate}>
+          Rotate PSK
+        </button>
+        {c.status !== 'Accepted' && c.publicKey !== null && (
+          <button type="button" onClick={() => decide('accept')}>
+            Accept
+          </button>
+        )}
+        {c.status !== 'Denied' && c.publicKey !== null && (
+          <button type="button" class="secondary" onClick={() => decide('deny')}>
+            Deny
+          </button>
+        )}
+        <button type="button" class="danger" onClick={() => setConfirming(true)}>
+          Delete…
+        </button>
+      </div>
+      <ErrorNote error={error} />
+      {rotated && (
+        <div class="stack">
+          <p>The old PSK no longer works. New commands (shown once; the PSK expires {when(rotated.expiresAt)}):</p>
+          <CommandBox id="join" title="Join command (tunnel-client)" command={rotated.joinCommand} />
+          <CommandBox id="install" title="Install in Kubernetes (kubectl)" command={rotated.installCommand} />
+        </div>
+      )}
+      {confirming && (
+        <div class="confirm" role="alertdialog" aria-labelledby="delete-title" aria-describedby="delete-desc">
+          <h3 id="delete-title">Delete {c.name}?</h3>
+          <p id="delete-desc">Its agent's sessions close and its credential stops working. This cannot be undone.</p>
+          <div class="actions">
+            <button type="button" class="danger" onClick={del} data-action="confirm-delete">
+              Delete {c.name}
+            </button>
+            <button type="button" class="secondary" onClick={() => setConfirming(false)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
+    </div>
+  );
+}

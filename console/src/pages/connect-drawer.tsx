@@ -1,0 +1,157 @@
+/**
+ * Connect drawer: Display Name, Kubernetes name (generated as a DNS-1123 label when left empty, checked as you
+ * type) and group; on create it shows the join and install commands with the PSK's expiry, follows the agent
+ * live (registered, accepted, tunnel up, path) and ends with the kubeconfig command.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ErrorNote } from '../components/bits.js';
+import { CommandBox } from '../components/copy-button.js';
+import { useConsole } from '../context.js';
+import { age, when } from '../format.js';
+import { useNow } from '../hooks.js';
+import { nameFromDisplayName, nameProblem } from '../names.js';
+import { clusterHref } from '../router.js';
+import type { Bootstrap, Cluster } from '../types.js';
+
+interface Created {
+  cluster: Cluster;
+  bootstrap: Bootstrap;
+}
+
+export function ConnectDrawer({ onClose }: { onClose(): void }) {
+  const [created, setCreated] = useState<Created | null>(null);
+  const first = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    first.current?.focus();
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') onClose();
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, [onClose]);
+  return (
+    <div class="drawer-backdrop">
+      <div class="drawer" role="dialog" aria-modal="true" aria-labelledby="connect-title">
+        <div class="page-head">
+          <h2 id="connect-title">Connect a cluster</h2>
+          <button type="button" class="secondary" onClick={onClose}>
+            Close
+          </button>
+        </div>
+        {created ? <Follow created={created} /> : <CreateForm firstRef={first} onCreated={setCreated} />}
+      </div>
+    </div>
+  );
+}
+
+function CreateForm({ firstRef, onCreated }: { firstRef: { current: HTMLInputElement | null }; onCreated(c: Created): void }) {
+  const { api, can, clusters, upsert } = useConsole();
+  const [displayName, setDisplayName] = useState('');
+  const [name, setName] = useState('');
+  const [group, setGroup] = useState(can.fixedGroup ?? 'default');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const generated = nameFromDisplayName(displayName, new Set(clusters.keys()));
+  const effective = name === '' ? generated : name;
+  const problem = name === '' ? null : nameProblem(name);
+  const groupProblem = nameProblem(group);
+  const taken = clusters.has(effective) ? `a cluster named ${effective} exists` : null;
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (problem || groupProblem || taken) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const body: Record<string, string> = { name: effective, group };
+      if (displayName.trim() !== '') body.displayName = displayName.trim();
+      const res = await api.send<Created>('POST', '/api/v1/clusters', body);
+      upsert(res.cluster);
+      onCreated(res);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form onSubmit={submit} class="stack">
+      <label for="display-name">Display Name</label>
+      <input id="display-name" ref={firstRef} value={displayName} onInput={(e) => setDisplayName(e.currentTarget.value)} maxLength={200} />
+      <label for="cluster-name">Kubernetes Name (ID)</label>
+      <input
+        id="cluster-name"
+        value={name}
+        placeholder={generated}
+        aria-describedby="cluster-name-help"
+        aria-invalid={problem || taken ? 'true' : 'false'}
+        onInput={(e) => setName(e.currentTarget.value)}
+        spellcheck={false}
+      />
+      <p id="cluster-name-help" class={problem || taken ? 'error' : 'muted'} role={problem || taken ? 'alert' : undefined}>
+        {problem ? `Not a DNS-1123 name: ${problem}` : taken ? taken : `Will be created as ${effective}`}
+      </p>
+      <label for="cluster-group">Group</label>
+      <input
+        id="cluster-group"
+        value={group}
+        disabled={can.fixedGroup !== null}
+        onInput={(e) => setGroup(e.currentTarget.value)}
+        aria-describedby="cluster-group-help"
+        spellcheck={false}
+      />
+      {groupProblem && (
+        <p id="cluster-group-help" class="error" role="alert">
+          Not a DNS-1123 name: {groupProblem}
+        </p>
+      )}
+      <ErrorNote error={error} />
+      <button type="submit" disabled={busy || problem !== null || groupProblem !== null || taken !== null}>
+        Create cluster
+      </button>
+    </form>
+  );
+}
+
+function Step({ done, label, detail }: { done: boolean; label: string; detail?: string }) {
+  return (
+    <li class={done ? 'step done' : 'step'} data-step={label} data-done={String(done)}>
+      <span aria-hidden="true">{done ? '✓' : '…'}</span> {label}
+      {detail ? <span class="muted"> {detail}</span> : null}
+      <span class="sr-only">{done ? ' (done)' : ' (waiting)'}</span>
+    </li>
+  );
+}
+
+function Follow({ created }: { created: Created }) {
+  const { clusters } = useConsole();
+  const now = useNow();
+  const name = created.cluster.name;
+  const c = clusters.get(name) ?? created.cluster;
+  const registered = c.publicKey !== null;
+  const accepted = registered && c.status === 'Accepted';
+  const up = c.connected;
+  return (
+    <div class="stack" data-created={name}>
+      <p>
+        Cluster <a href={clusterHref(name)}>{name}</a> created. Run one of these where the cluster's agent will live:
+      </p>
+      <h3>Cluster Connection</h3>
+      <CommandBox id="join" title="Join command (tunnel-client)" command={created.bootstrap.joinCommand} />
+      <CommandBox id="install" title="Install in Kubernetes (kubectl)" command={created.bootstrap.installCommand} />
+      <p class="muted" data-field="psk-expiry">
+        The PSK in these commands works once and expires {when(created.bootstrap.expiresAt)} ({age(created.bootstrap.expiresAt, now)}).
+        It is not shown again: rotate it from the cluster page if it is lost.
+      </p>
+      <h3>Agent</h3>
+      <ol class="steps" aria-live="polite">
+        <Step done={registered} label="Registered" />
+        <Step done={accepted} label="Accepted" />
+        <Step done={up} label="Tunnel up" />
+        <Step done={up && c.path !== 'none'} label="Path" detail={up ? `${c.path}${c.rttMs !== null ? ` · ${Math.round(c.rttMs)} ms` : ''}` : ''} />
+      </ol>
+      {up && (
+        <CommandBox id="kubeconfig" title="Next: a kubeconfig through the relay" command={`tunnel-relay kubeconfig ${name} --merge`} />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,55 @@
+/** Sign-in with an access key: checked with GET /api/v1/whoami, then kept for this tab only. */
+import { useState } from 'preact/hooks';
+import { ErrorNote } from '../components/bits.js';
+import { consoleRefusal } from '../roles.js';
+import type { WhoAmI } from '../types.js';
+
+export function SignIn(props: { check(key: string): Promise<WhoAmI>; onSignedIn(key: string, me: WhoAmI): void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const trimmed = key.trim();
+    if (!trimmed.startsWith('trk_')) {
+      setError('an access key starts with trk_ (tunnel-relay token create, or the key printed at first start)');
+      return;
+    }
+    setBusy(true);
+    try {
+      const me = await props.check(trimmed);
+      const refusal = consoleRefusal(me);
+      if (refusal) setError(refusal);
+      else props.onSignedIn(trimmed, me);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="signin" id="main">
+      <h1>Tunnel relay console</h1>
+      <form onSubmit={submit} aria-describedby="signin-note">
+        <label for="access-key">Access key</label>
+        <input
+          id="access-key"
+          name="access-key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+          required
+        />
+        <ErrorNote error={error} />
+        <button type="submit" disabled={busy}>
+          Sign in
+        </button>
+        <p class="muted" id="signin-note">
+          The key stays in this tab (session storage) and is sent only as an Authorization header to this relay.
+        </p>
+      </form>
+    </main>
+  );
+}
