@@ -27,7 +27,8 @@ const CALL_TIMEOUT_MS = 15_000;
 async function failure(res: Response): Promise<ApiError> {
   try {
     const body = (await res.json()) as { error?: { code?: string; message?: string } };
-    if (body.error?.code) return new ApiError(res.status, body.error.code, body.error.message ?? body.error.code);
+    if (body.error?.code)
+      return new ApiError(res.status, body.error.code, body.error.message ?? body.error.code);
   } catch {
     // not the envelope
   }
@@ -64,7 +65,11 @@ export function makeApi(key: string, onUnauthenticated: () => void): Api {
       return (await (await call(path, init)).json()) as T;
     },
     async raw(path: string, init: { signal: AbortSignal; accept: string }): Promise<Response> {
-      const res = await fetch(path, { headers: headers({ accept: init.accept }), signal: init.signal, cache: 'no-store' });
+      const res = await fetch(path, {
+        headers: headers({ accept: init.accept }),
+        signal: init.signal,
+        cache: 'no-store',
+      });
       if (res.status === 401) onUnauthenticated();
       return res;
     },

@@ -46,7 +46,6 @@ export function App() {
       () => forgetKey(),
     );
     setRestoring(false);
-    // biome-ignore lint/correctness/useExhaustiveDependencies: once, on load
   }, []);
   if (session) return <SignedIn session={session} signOut={signOut} />;
   if (restoring) return <p class="loading">Signing in…</p>;
@@ -56,7 +55,10 @@ export function App() {
 function useClusters(api: Api) {
   const [clusters, setClusters] = useState<ReadonlyMap<string, Cluster>>(new Map());
   const [loaded, setLoaded] = useState(false);
-  const [feed, setFeed] = useState<{ mode: FeedMode; detail: string | null }>({ mode: 'connecting', detail: null });
+  const [feed, setFeed] = useState<{ mode: FeedMode; detail: string | null }>({
+    mode: 'connecting',
+    detail: null,
+  });
   const upsert = useCallback((c: Cluster) => setClusters((m) => new Map(m).set(c.name, c)), []);
   const remove = useCallback(
     (name: string) =>
@@ -77,7 +79,9 @@ function useClusters(api: Api) {
         upsert,
         remove,
         mode: (mode, detail) =>
-          setFeed((f) => (f.mode === mode && f.detail === (detail ?? null) ? f : { mode, detail: detail ?? null })),
+          setFeed((f) =>
+            f.mode === mode && f.detail === (detail ?? null) ? f : { mode, detail: detail ?? null },
+          ),
       }),
     [api, upsert, remove],
   );
@@ -91,7 +95,9 @@ function SignedIn({ session, signOut }: { session: Session; signOut: () => void 
     () => ({ api: session.api, me: session.me, can: abilitiesOf(session.me), ...live }),
     [session, live.clusters, live.loaded, live.feed, live.upsert, live.remove],
   );
-  const pending = [...live.clusters.values()].filter((c) => c.status === 'Pending' && c.publicKey !== null).length;
+  const pending = [...live.clusters.values()].filter(
+    (c) => c.status === 'Pending' && c.publicKey !== null,
+  ).length;
   return (
     <Console.Provider value={state}>
       <a class="skip" href="#main">
@@ -101,7 +107,12 @@ function SignedIn({ session, signOut }: { session: Session; signOut: () => void 
         <span class="brand">Tunnel relay</span>
         <nav aria-label="Main">
           <NavLink route={route} page="clusters" href="#/clusters" label="Clusters" />
-          <NavLink route={route} page="approvals" href="#/approvals" label={`Approvals${pending ? ` (${pending})` : ''}`} />
+          <NavLink
+            route={route}
+            page="approvals"
+            href="#/approvals"
+            label={`Approvals${pending ? ` (${pending})` : ''}`}
+          />
           {state.can.manageKeys && <NavLink route={route} page="keys" href="#/keys" label="Access keys" />}
           {state.can.readAudit && <NavLink route={route} page="audit" href="#/audit" label="Audit log" />}
         </nav>

@@ -6,7 +6,16 @@ export function age(iso: string | null | undefined, now: number): string {
   const ms = now - Date.parse(iso);
   if (!Number.isFinite(ms)) return '-';
   const s = Math.round(Math.abs(ms) / 1000);
-  const text = s < 2 ? 'now' : s < 90 ? `${s} s` : s < 90 * 60 ? `${Math.round(s / 60)} min` : s < 36 * 3600 ? `${Math.round(s / 3600)} h` : `${Math.round(s / 86400)} d`;
+  const text =
+    s < 2
+      ? 'now'
+      : s < 90
+        ? `${s} s`
+        : s < 90 * 60
+          ? `${Math.round(s / 60)} min`
+          : s < 36 * 3600
+            ? `${Math.round(s / 3600)} h`
+            : `${Math.round(s / 86400)} d`;
   if (text === 'now') return 'just now';
   return ms >= 0 ? `${text} ago` : `in ${text}`;
 }

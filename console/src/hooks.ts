@@ -36,7 +36,6 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     return () => {
       live = false;
     };
-    // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what the load depends on
   }, [...deps, round]);
   return { data, error, reload: () => setRound((r) => r + 1) };
 }

@@ -31,7 +31,8 @@ type StreamEnd = 'ended' | 'missing';
 async function readStream(api: Api, h: FeedHandlers, signal: AbortSignal): Promise<StreamEnd> {
   const res = await api.raw('/api/v1/events', { signal, accept: 'text/event-stream' });
   if (res.status === 404) return 'missing';
-  if (!res.ok || !res.body) throw new ApiError(res.status, `HTTP_${res.status}`, `events feed: ${res.status}`);
+  if (!res.ok || !res.body)
+    throw new ApiError(res.status, `HTTP_${res.status}`, `events feed: ${res.status}`);
   const parser = new SseParser();
   const initial: Cluster[] = [];
   let ready = false;

@@ -5,13 +5,17 @@ import { isDns1123Label, nameFromDisplayName, nameProblem } from './names.js';
 describe('nameFromDisplayName', () => {
   it('always gives a DNS-1123 label that is not taken', () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 120 }), fc.array(fc.string({ maxLength: 70 }), { maxLength: 5 }), (display, extra) => {
-        const first = nameFromDisplayName(display);
-        const taken = new Set([first, `${first.slice(0, 61)}-2`, ...extra]);
-        const name = nameFromDisplayName(display, taken);
-        expect(isDns1123Label(name)).toBe(true);
-        expect(taken.has(name)).toBe(false);
-      }),
+      fc.property(
+        fc.string({ maxLength: 120 }),
+        fc.array(fc.string({ maxLength: 70 }), { maxLength: 5 }),
+        (display, extra) => {
+          const first = nameFromDisplayName(display);
+          const taken = new Set([first, `${first.slice(0, 61)}-2`, ...extra]);
+          const name = nameFromDisplayName(display, taken);
+          expect(isDns1123Label(name)).toBe(true);
+          expect(taken.has(name)).toBe(false);
+        },
+      ),
       { numRuns: 500 },
     );
   });

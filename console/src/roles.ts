@@ -30,7 +30,8 @@ export function abilitiesOf(me: WhoAmI): Abilities {
 
 /** Roles that cannot use the console at all (they may only register agents or reach one proxy). */
 export function consoleRefusal(me: WhoAmI): string | null {
-  if (me.role === 'bootstrap') return 'this is a bootstrap key: it can only register agents, not use the console';
+  if (me.role === 'bootstrap')
+    return 'this is a bootstrap key: it can only register agents, not use the console';
   if (me.role.startsWith('cluster-proxy')) return 'this key only reaches one cluster through its proxy';
   return null;
 }

@@ -33,7 +33,10 @@ const field = noBreak.map((s) => s.replace(/^ /, '').replace(/\0/g, ''));
 const event = fc.record({
   event: fc.constantFrom('cluster', 'cluster-deleted', 'ready', 'x y'),
   data: fc.array(noBreak, { minLength: 1, maxLength: 4 }).map((lines) => lines.join('\n')),
-  id: fc.option(field.filter((s) => s.length > 0), { nil: null }),
+  id: fc.option(
+    field.filter((s) => s.length > 0),
+    { nil: null },
+  ),
 });
 
 describe('SseParser', () => {

@@ -2,7 +2,7 @@
  * Values as YAML in the browser: parse with line and column for every error, and require a map (the API's
  * values are a JSON object). Loaded on demand (the yaml library is the largest part of the console).
  */
-import { parseDocument, stringify } from 'yaml';
+import { LineCounter, parseDocument, stringify } from 'yaml';
 
 export interface YamlProblem {
   line: number | null;
@@ -10,25 +10,36 @@ export interface YamlProblem {
   message: string;
 }
 
-export type ParsedValues = { ok: true; value: Record<string, unknown> } | { ok: false; problems: YamlProblem[] };
+export type ParsedValues =
+  | { ok: true; value: Record<string, unknown> }
+  | { ok: false; problems: YamlProblem[] };
 
 export function parseValues(text: string): ParsedValues {
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter: lines });
   if (doc.errors.length > 0) {
     return {
       ok: false,
-      problems: doc.errors.map((e) => ({
-        line: e.linePos?.[0]?.line ?? null,
-        column: e.linePos?.[0]?.col ?? null,
-        message: e.message.split('\n')[0] ?? e.code,
-      })),
+      problems: doc.errors.map((e) => {
+        const at = lines.linePos(e.pos[0]);
+        return { line: at.line, column: at.col, message: e.message.split('\n')[0] ?? e.code };
+      }),
     };
   }
-  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    // An alias without its anchor, or aliases that would expand past the count.
+    return { ok: false, problems: [{ line: null, column: null, message: (err as Error).message }] };
+  }
   if (value === null || value === undefined) return { ok: true, value: {} };
   if (typeof value !== 'object' || Array.isArray(value)) {
     const kind = Array.isArray(value) ? 'a list' : `a ${typeof value}`;
-    return { ok: false, problems: [{ line: 1, column: 1, message: `values must be a map (key: value), not ${kind}` }] };
+    return {
+      ok: false,
+      problems: [{ line: 1, column: 1, message: `values must be a map (key: value), not ${kind}` }],
+    };
   }
   return { ok: true, value: value as Record<string, unknown> };
 }

@@ -35,7 +35,7 @@ function sendAsset(reply: FastifyReply, asset: ConsoleAsset, ifNoneMatch: string
   reply.headers(SECURITY_HEADERS);
   reply.header('cache-control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
   reply.header('etag', asset.etag);
-  if (ifNoneMatch !== undefined && ifNoneMatch.split(/\s*,\s*/).includes(asset.etag)) {
+  if (ifNoneMatch?.split(/\s*,\s*/).includes(asset.etag)) {
     reply.code(304);
     return '';
   }
@@ -57,7 +57,8 @@ export const consoleRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext; asset
     const asset = assets.get(rest === '' ? 'index.html' : rest);
     if (!asset) {
       reply.headers(SECURITY_HEADERS);
-      if (assets.size === 0) throw new TunnelError('NOT_FOUND', 'the web console is not built (npm run build)');
+      if (assets.size === 0)
+        throw new TunnelError('NOT_FOUND', 'the web console is not built (npm run build)');
       throw new TunnelError('NOT_FOUND', `no console file ${JSON.stringify(rest.slice(0, 100))}`);
     }
     const inm = req.headers['if-none-match'];

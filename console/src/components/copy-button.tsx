@@ -34,7 +34,7 @@ export function CommandBox({ title, command, id }: { title: string; command: str
         </span>
         <CopyButton text={command} label={`Copy ${title}`} />
       </div>
-      <pre aria-labelledby={`${id}-title`} data-command={id} tabIndex={0}>
+      <pre data-command={id}>
         <code>{command}</code>
       </pre>
     </div>

@@ -63,7 +63,12 @@ function CreateKey({ onCreated }: { onCreated(): void }) {
         </>
       )}
       <label for="key-description">Description</label>
-      <input id="key-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} maxLength={200} />
+      <input
+        id="key-description"
+        value={description}
+        onInput={(e) => setDescription(e.currentTarget.value)}
+        maxLength={200}
+      />
       <label for="key-expires">Expires in (e.g. 30d; empty: never)</label>
       <input id="key-expires" value={expiresIn} onInput={(e) => setExpiresIn(e.currentTarget.value)} />
       <ErrorNote error={error} />
@@ -125,7 +130,9 @@ function KeyTable({ keys, onChanged }: { keys: AccessKey[]; onChanged(): void })
                 <td data-label="Created" title={when(k.createdAt)}>
                   {age(k.createdAt, now)}
                 </td>
-                <td data-label="Expires">{k.expiresAt ? `${when(k.expiresAt)} (${age(k.expiresAt, now)})` : 'never'}</td>
+                <td data-label="Expires">
+                  {k.expiresAt ? `${when(k.expiresAt)} (${age(k.expiresAt, now)})` : 'never'}
+                </td>
                 <td data-label="State">{k.revokedAt ? `revoked ${age(k.revokedAt, now)}` : 'active'}</td>
                 <td data-label="Actions">
                   {!k.revokedAt &&

@@ -7,8 +7,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { clusterPath } from '../api.js';
 import { ErrorNote } from '../components/bits.js';
 import { useConsole } from '../context.js';
-import { age, when } from '../format.js';
 import { keyFingerprint } from '../fingerprint.js';
+import { age, when } from '../format.js';
 import { useLoad, useNow } from '../hooks.js';
 import { clusterHref } from '../router.js';
 import type { AuditItem, Cluster } from '../types.js';
@@ -33,7 +33,9 @@ export function ApprovalsPage() {
           <PendingCard
             key={c.name}
             c={c}
-            registration={audit.data?.find((a) => a.action === 'cluster.register' && a.target === c.name) ?? null}
+            registration={
+              audit.data?.find((a) => a.action === 'cluster.register' && a.target === c.name) ?? null
+            }
           />
         ))}
       </ul>
@@ -72,7 +74,9 @@ function PendingCard({ c, registration }: { c: Cluster; registration: AuditItem 
         <dt>Public key</dt>
         <dd class="mono">{c.publicKey}</dd>
         <dt>Source address</dt>
-        <dd data-field="source">{registration ? registration.source : can.readAudit ? '-' : 'not visible to your role'}</dd>
+        <dd data-field="source">
+          {registration ? registration.source : can.readAudit ? '-' : 'not visible to your role'}
+        </dd>
         <dt>Registered</dt>
         <dd title={when(registration?.at)}>{age(registration?.at ?? c.createdAt, now)}</dd>
         <dt>Agent version</dt>

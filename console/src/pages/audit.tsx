@@ -10,7 +10,10 @@ export const AUDIT_ROWS = 1000;
 
 export function AuditPage() {
   const { api, can } = useConsole();
-  const rows = useLoad(async () => (await api.get<{ items: AuditItem[] }>(`/api/v1/audit?limit=${AUDIT_ROWS}`)).items, []);
+  const rows = useLoad(
+    async () => (await api.get<{ items: AuditItem[] }>(`/api/v1/audit?limit=${AUDIT_ROWS}`)).items,
+    [],
+  );
   const [actor, setActor] = useState('');
   const [action, setAction] = useState('');
   if (!can.readAudit) return <p>Your role cannot read the audit log.</p>;

@@ -93,7 +93,11 @@ function ClusterDetail({ c }: { c: Cluster }) {
       <h2>Agent values</h2>
       <ValuesPanel cluster={c} />
       <h2>Connect</h2>
-      <CommandBox id="kubeconfig" title="Kubeconfig through the relay" command={`tunnel-relay kubeconfig ${c.name} --merge`} />
+      <CommandBox
+        id="kubeconfig"
+        title="Kubeconfig through the relay"
+        command={`tunnel-relay kubeconfig ${c.name} --merge`}
+      />
       {can.writeCluster(c.group) && <Actions c={c} />}
     </section>
   );
@@ -124,7 +128,10 @@ function Actions({ c }: { c: Cluster }) {
   };
   const rotate = () =>
     act(async () => {
-      const res = await api.send<{ cluster: Cluster; bootstrap: Bootstrap }>('POST', clusterPath(c.name, '/rotate-psk'));
+      const res = await api.send<{ cluster: Cluster; bootstrap: Bootstrap }>(
+        'POST',
+        clusterPath(c.name, '/rotate-psk'),
+      );
       upsert(res.cluster);
       setRotated(res.bootstrap);
     });
@@ -160,7 +167,9 @@ function Actions({ c }: { c: Cluster }) {
       <ErrorNote error={error} />
       {rotated && (
         <div class="stack">
-          <p>The old PSK no longer works. New commands (shown once; the PSK expires {when(rotated.expiresAt)}):</p>
+          <p>
+            The old PSK no longer works. New commands (shown once; the PSK expires {when(rotated.expiresAt)}):
+          </p>
           <CommandBox id="join" title="Join command (tunnel-client)" command={rotated.joinCommand} />
           <CommandBox id="install" title="Install in Kubernetes (kubectl)" command={rotated.installCommand} />
         </div>
@@ -168,7 +177,9 @@ function Actions({ c }: { c: Cluster }) {
       {confirming && (
         <div class="confirm" role="alertdialog" aria-labelledby="delete-title" aria-describedby="delete-desc">
           <h3 id="delete-title">Delete {c.name}?</h3>
-          <p id="delete-desc">Its agent's sessions close and its credential stops working. This cannot be undone.</p>
+          <p id="delete-desc">
+            Its agent's sessions close and its credential stops working. This cannot be undone.
+          </p>
           <div class="actions">
             <button type="button" class="danger" onClick={del} data-action="confirm-delete">
               Delete {c.name}

@@ -26,7 +26,9 @@ export function ClustersPage() {
   const [connecting, setConnecting] = useState(false);
   const all = [...clusters.values()];
   const groups = useMemo(() => [...new Set(all.map((c) => c.group))].sort(), [clusters]);
-  const rows = all.filter((c) => matches(c, { group, status, search })).sort((a, b) => a.name.localeCompare(b.name));
+  const rows = all
+    .filter((c) => matches(c, { group, status, search }))
+    .sort((a, b) => a.name.localeCompare(b.name));
   return (
     <section aria-labelledby="clusters-title">
       <div class="page-head">

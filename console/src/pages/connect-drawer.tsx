@@ -44,7 +44,13 @@ export function ConnectDrawer({ onClose }: { onClose(): void }) {
   );
 }
 
-function CreateForm({ firstRef, onCreated }: { firstRef: { current: HTMLInputElement | null }; onCreated(c: Created): void }) {
+function CreateForm({
+  firstRef,
+  onCreated,
+}: {
+  firstRef: { current: HTMLInputElement | null };
+  onCreated(c: Created): void;
+}) {
   const { api, can, clusters, upsert } = useConsole();
   const [displayName, setDisplayName] = useState('');
   const [name, setName] = useState('');
@@ -76,7 +82,13 @@ function CreateForm({ firstRef, onCreated }: { firstRef: { current: HTMLInputEle
   return (
     <form onSubmit={submit} class="stack">
       <label for="display-name">Display Name</label>
-      <input id="display-name" ref={firstRef} value={displayName} onInput={(e) => setDisplayName(e.currentTarget.value)} maxLength={200} />
+      <input
+        id="display-name"
+        ref={firstRef}
+        value={displayName}
+        onInput={(e) => setDisplayName(e.currentTarget.value)}
+        maxLength={200}
+      />
       <label for="cluster-name">Kubernetes Name (ID)</label>
       <input
         id="cluster-name"
@@ -87,7 +99,11 @@ function CreateForm({ firstRef, onCreated }: { firstRef: { current: HTMLInputEle
         onInput={(e) => setName(e.currentTarget.value)}
         spellcheck={false}
       />
-      <p id="cluster-name-help" class={problem || taken ? 'error' : 'muted'} role={problem || taken ? 'alert' : undefined}>
+      <p
+        id="cluster-name-help"
+        class={problem || taken ? 'error' : 'muted'}
+        role={problem || taken ? 'alert' : undefined}
+      >
         {problem ? `Not a DNS-1123 name: ${problem}` : taken ? taken : `Will be created as ${effective}`}
       </p>
       <label for="cluster-group">Group</label>
@@ -133,24 +149,38 @@ function Follow({ created }: { created: Created }) {
   return (
     <div class="stack" data-created={name}>
       <p>
-        Cluster <a href={clusterHref(name)}>{name}</a> created. Run one of these where the cluster's agent will live:
+        Cluster <a href={clusterHref(name)}>{name}</a> created. Run one of these where the cluster's agent
+        will live:
       </p>
       <h3>Cluster Connection</h3>
       <CommandBox id="join" title="Join command (tunnel-client)" command={created.bootstrap.joinCommand} />
-      <CommandBox id="install" title="Install in Kubernetes (kubectl)" command={created.bootstrap.installCommand} />
+      <CommandBox
+        id="install"
+        title="Install in Kubernetes (kubectl)"
+        command={created.bootstrap.installCommand}
+      />
       <p class="muted" data-field="psk-expiry">
-        The PSK in these commands works once and expires {when(created.bootstrap.expiresAt)} ({age(created.bootstrap.expiresAt, now)}).
-        It is not shown again: rotate it from the cluster page if it is lost.
+        The PSK in these commands works once and expires {when(created.bootstrap.expiresAt)} (
+        {age(created.bootstrap.expiresAt, now)}). It is not shown again: rotate it from the cluster page if it
+        is lost.
       </p>
       <h3>Agent</h3>
       <ol class="steps" aria-live="polite">
         <Step done={registered} label="Registered" />
         <Step done={accepted} label="Accepted" />
         <Step done={up} label="Tunnel up" />
-        <Step done={up && c.path !== 'none'} label="Path" detail={up ? `${c.path}${c.rttMs !== null ? ` · ${Math.round(c.rttMs)} ms` : ''}` : ''} />
+        <Step
+          done={up && c.path !== 'none'}
+          label="Path"
+          detail={up ? `${c.path}${c.rttMs !== null ? ` · ${Math.round(c.rttMs)} ms` : ''}` : ''}
+        />
       </ol>
       {up && (
-        <CommandBox id="kubeconfig" title="Next: a kubeconfig through the relay" command={`tunnel-relay kubeconfig ${name} --merge`} />
+        <CommandBox
+          id="kubeconfig"
+          title="Next: a kubeconfig through the relay"
+          command={`tunnel-relay kubeconfig ${name} --merge`}
+        />
       )}
     </div>
   );

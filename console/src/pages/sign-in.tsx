@@ -4,7 +4,10 @@ import { ErrorNote } from '../components/bits.js';
 import { consoleRefusal } from '../roles.js';
 import type { WhoAmI } from '../types.js';
 
-export function SignIn(props: { check(key: string): Promise<WhoAmI>; onSignedIn(key: string, me: WhoAmI): void }) {
+export function SignIn(props: {
+  check(key: string): Promise<WhoAmI>;
+  onSignedIn(key: string, me: WhoAmI): void;
+}) {
   const [key, setKey] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -12,7 +15,9 @@ export function SignIn(props: { check(key: string): Promise<WhoAmI>; onSignedIn(
     e.preventDefault();
     const trimmed = key.trim();
     if (!trimmed.startsWith('trk_')) {
-      setError('an access key starts with trk_ (tunnel-relay token create, or the key printed at first start)');
+      setError(
+        'an access key starts with trk_ (tunnel-relay token create, or the key printed at first start)',
+      );
       return;
     }
     setBusy(true);
@@ -47,7 +52,8 @@ export function SignIn(props: { check(key: string): Promise<WhoAmI>; onSignedIn(
           Sign in
         </button>
         <p class="muted" id="signin-note">
-          The key stays in this tab (session storage) and is sent only as an Authorization header to this relay.
+          The key stays in this tab (session storage) and is sent only as an Authorization header to this
+          relay.
         </p>
       </form>
     </main>

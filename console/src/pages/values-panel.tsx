@@ -17,15 +17,16 @@ export function ValuesPanel({ cluster }: { cluster: Cluster }) {
     const { toYaml } = await yamlLib();
     return toYaml(await api.get('/api/v1/values'));
   }, [round]);
-  const merged = useLoad(() => api.text(`/clusters/${encodeURIComponent(cluster.name)}`), [cluster.name, round]);
+  const merged = useLoad(
+    () => api.text(`/clusters/${encodeURIComponent(cluster.name)}`),
+    [cluster.name, round],
+  );
   return (
     <div class="values">
       <div class="values-pane">
         <h3 id="values-platform">Platform</h3>
         {can.readPlatformValues ? (
-          <pre aria-labelledby="values-platform" tabIndex={0}>
-            {platform.data ?? ''}
-          </pre>
+          <pre>{platform.data ?? ''}</pre>
         ) : (
           <p class="muted">Your role cannot read the platform values.</p>
         )}
@@ -34,9 +35,7 @@ export function ValuesPanel({ cluster }: { cluster: Cluster }) {
       <ClusterLayer cluster={cluster} onSaved={() => setRound((r) => r + 1)} />
       <div class="values-pane">
         <h3 id="values-merged">Merged (what the agent gets)</h3>
-        <pre aria-labelledby="values-merged" tabIndex={0} data-values="merged">
-          {merged.data ?? ''}
-        </pre>
+        <pre data-values="merged">{merged.data ?? ''}</pre>
         <ErrorNote error={merged.error} />
       </div>
     </div>

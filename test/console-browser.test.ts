@@ -1,0 +1,345 @@
+/**
+ * The web console in a real browser (Debian's chromium through playwright-core) against a real
+ * `tunnel-relay serve`: sign in, create a cluster from a display name alone, run the join command the page
+ * shows with the real tunnel-client and watch the row turn connected without a reload (timed), accept a
+ * Pending bootstrap join from the approvals page, a viewer key (created on the access keys page) sees no
+ * create button and its forged create is refused, a hostile display name stays text, values YAML errors show
+ * inline. Screenshots of the main pages go to a temporary directory, or docs/console with
+ * CONSOLE_SCREENSHOTS_DIR=docs/console (`npm run screenshots`).
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adminEnvOf,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  ROOT,
+  run,
+  sleep,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
+import { buildConsoleIfStale, launchChromium } from './console-harness.js';
+
+const XSS = '<img src=x onerror=alert(1)>';
+const shotsDir = process.env.CONSOLE_SCREENSHOTS_DIR
+  ? join(ROOT, process.env.CONSOLE_SCREENSHOTS_DIR)
+  : tempDir('console-shots-');
+
+let relay: Proc;
+let ready: ReadyLine;
+let browser: Browser;
+let admin: { context: BrowserContext; page: Page };
+const agents: Proc[] = [];
+/** Content-Security-Policy reports, page errors and dialogs seen in any page: all must stay empty. */
+const problems: string[] = [];
+
+async function openPage(width = 1280, height = 860): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width, height } });
+  context.setDefaultTimeout(15_000);
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('dialog', (d) => {
+    problems.push(`dialog: ${d.message()}`);
+    void d.dismiss();
+  });
+  return { context, page };
+}
+
+/** Runs `js` (an expression, in the page's own scope) and returns its value. */
+function inPage<T = unknown>(page: Page, js: string): Promise<T> {
+  return page.evaluate(js) as Promise<T>;
+}
+
+async function signIn(page: Page, key: string): Promise<void> {
+  await page.goto(`${ready.url}/`);
+  expect(new URL(page.url()).pathname).toBe('/ui/');
+  await page.getByLabel('Access key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#clusters-title').waitFor();
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  mkdirSync(shotsDir, { recursive: true });
+  await page.screenshot({ path: join(shotsDir, `${name}.png`), fullPage: false });
+}
+
+/** The words of a shown command: leading NAME=value words become the environment. */
+function commandOf(text: string): { env: Record<string, string>; args: string[] } {
+  const words = text.trim().split(/\s+/);
+  const env: Record<string, string> = {};
+  while (words[0] && /^[A-Z_]+=/.test(words[0])) {
+    const w = words.shift()!;
+    env[w.slice(0, w.indexOf('='))] = w.slice(w.indexOf('=') + 1);
+  }
+  expect(words.slice(0, 2)).toEqual(['tunnel-client', 'join']);
+  return { env, args: words.slice(1) };
+}
+
+beforeAll(async () => {
+  buildConsoleIfStale();
+  ({ proc: relay, ready } = await startServe(tempDir('console-browser-'), '127.0.0.1:0'));
+  browser = await launchChromium();
+  admin = await openPage();
+}, 180_000);
+
+afterAll(async () => {
+  for (const a of agents) await a.stop('SIGKILL');
+  await browser?.close();
+  await relay?.stop();
+  await cleanup();
+});
+
+describe('web console', () => {
+  it('signs in with an access key kept for the tab only, with visible keyboard focus', async () => {
+    const { page } = admin;
+    await page.goto(`${ready.url}/`);
+    await shot(page, 'sign-in');
+    await page.getByLabel('Access key').fill('trk_wrong');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toContain('missing, unknown, expired or revoked');
+    await signIn(page, ready.adminKey!);
+    const storage = await inPage(
+      page,
+      '({ session: Object.values(sessionStorage), local: localStorage.length, cookies: document.cookie })',
+    );
+    expect(storage).toEqual({ session: [ready.adminKey], local: 0, cookies: '' });
+    expect(page.url()).not.toContain(ready.adminKey!);
+    await page.keyboard.press('Tab');
+    const focused = await inPage<{ text: string; outline: string }>(
+      page,
+      '({ text: document.activeElement.textContent, outline: getComputedStyle(document.activeElement).outlineStyle })',
+    );
+    expect(focused.text).toBe('Skip to content');
+    expect(focused.outline).not.toBe('none');
+  });
+
+  it('creates a cluster from a display name alone; the join command it shows connects the row live', async () => {
+    const { page } = admin;
+    await page.getByRole('button', { name: 'Connect cluster' }).click();
+    await page.getByLabel('Display Name').fill('Edge Lab 1');
+    await expect
+      .poll(() => page.locator('#cluster-name-help').textContent())
+      .toBe('Will be created as edge-lab-1');
+    await page.getByLabel('Kubernetes Name (ID)').fill('Edge_Lab');
+    await expect
+      .poll(() => page.locator('#cluster-name-help').textContent())
+      .toContain('Not a DNS-1123 name');
+    expect(await page.getByRole('button', { name: 'Create cluster' }).isDisabled()).toBe(true);
+    await page.getByLabel('Kubernetes Name (ID)').fill('');
+    await page.getByRole('button', { name: 'Create cluster' }).click();
+    const joinText = (await page.locator('pre[data-command="join"]').textContent()) ?? '';
+    const installText = (await page.locator('pre[data-command="install"]').textContent()) ?? '';
+    expect(joinText).toContain('--cluster edge-lab-1');
+    expect(joinText).toContain(`--ca-pin ${ready.caPin}`);
+    expect(installText).toMatch(/kubectl apply -f -$/);
+    expect(await page.locator('[data-field="psk-expiry"]').textContent()).toMatch(/expires .*\(in 2\d h\)/);
+    // The row is there (Pending) before any agent runs.
+    await page
+      .locator('tr[data-cluster="edge-lab-1"][data-connected="false"]')
+      .waitFor({ state: 'attached' });
+    await inPage(
+      page,
+      `window.rowUpAt = null;
+       new MutationObserver(() => {
+         const row = document.querySelector('tr[data-cluster="edge-lab-1"]');
+         if (window.rowUpAt === null && row?.dataset.connected === 'true') window.rowUpAt = Date.now();
+       }).observe(document.body, { subtree: true, childList: true, attributes: true });`,
+    );
+    const navigations: string[] = [];
+    page.on('framenavigated', (f) => navigations.push(f.url()));
+
+    const stateDir = join(tempDir('console-agent-'), 'agent');
+    const cmd = commandOf(joinText);
+    const joined = await run(
+      CLIENT_BIN,
+      [...cmd.args, '--state-dir', stateDir, '--wait'],
+      cleanEnv(cmd.env),
+      30_000,
+    );
+    expect(joined.code, joined.stderr).toBe(0);
+    const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+    agents.push(agent);
+    // The agent writes status.json (with its wall-clock updatedAt) the moment its tunnel comes up.
+    let tunnelUpAt = 0;
+    const deadline = Date.now() + 20_000;
+    while (tunnelUpAt === 0) {
+      try {
+        const s = JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as {
+          connected: boolean;
+          updatedAt: string;
+        };
+        if (s.connected) tunnelUpAt = Date.parse(s.updatedAt);
+      } catch {
+        // not written yet
+      }
+      if (Date.now() > deadline) throw new Error(`the tunnel never came up\n${agent.stderr}`);
+      await sleep(10);
+    }
+    await page.locator('tr[data-cluster="edge-lab-1"][data-connected="true"]').waitFor({ state: 'attached' });
+    const rowUpAt = await inPage<number>(page, 'window.rowUpAt');
+    const feed = await page.locator('.feed').textContent();
+    const ms = rowUpAt - tunnelUpAt;
+    console.log(
+      `console: the row turned connected ${ms} ms after the agent's tunnel came up (feed: ${feed})`,
+    );
+    expect(ms).toBeLessThan(3000);
+    expect(navigations).toEqual([]);
+    // The drawer followed the agent and ends with the kubeconfig command.
+    await page.locator('[data-step="Tunnel up"][data-done="true"]').waitFor();
+    expect(await page.locator('pre[data-command="kubeconfig"]').textContent()).toBe(
+      'tunnel-relay kubeconfig edge-lab-1 --merge',
+    );
+    await shot(page, 'connect-drawer');
+    await page.keyboard.press('Escape');
+    await page.locator('[role="dialog"]').waitFor({ state: 'detached' });
+    await shot(page, 'clusters');
+  }, 60_000);
+
+  it('a hostile display name is shown as text: no element, no script', async () => {
+    const { page } = admin;
+    await page.getByRole('button', { name: 'Connect cluster' }).click();
+    await page.getByLabel('Display Name').fill(XSS);
+    await page.getByRole('button', { name: 'Create cluster' }).click();
+    await page.locator('[data-created]').waitFor();
+    await page.keyboard.press('Escape');
+    const row = page.locator('tr[data-cluster="img-src-x-onerror-alert-1"] td').first();
+    expect(await row.textContent()).toBe(XSS);
+    await page.locator('a', { hasText: 'img-src-x-onerror-alert-1' }).click();
+    expect(await page.locator('#cluster-title').textContent()).toBe(XSS);
+    expect(await inPage(page, "document.querySelectorAll('img').length")).toBe(0);
+    await page.getByRole('link', { name: '← Clusters' }).click();
+  });
+
+  it('accepts a Pending bootstrap join from the approvals page, showing name, fingerprint and source', async () => {
+    const { page } = admin;
+    const boot = JSON.parse(
+      (
+        await run(
+          RELAY_BIN,
+          ['token', 'create', '--role', 'bootstrap', '--output', 'json'],
+          adminEnvOf(ready),
+        )
+      ).stdout,
+    ) as { token: string };
+    const stateDir = join(tempDir('console-boot-'), 'agent');
+    const args = ['join', '--relay', ready.url, '--cluster', 'edge-boot', '--psk', boot.token];
+    const joining = new Proc(
+      CLIENT_BIN,
+      [...args, '--ca-pin', ready.caPin, '--state-dir', stateDir, '--wait'],
+      cleanEnv(),
+    );
+    agents.push(joining);
+    await joining.waitFor((p) => /edge-boot is Pending/.test(p.stderr), 20_000, 'the Pending line');
+    await page.getByRole('link', { name: /^Approvals/ }).click();
+    const card = page.locator('[data-pending="edge-boot"]');
+    await card.waitFor();
+    const view = JSON.parse(
+      (await run(RELAY_BIN, ['cluster', 'get', 'edge-boot', '--output', 'json'], adminEnvOf(ready))).stdout,
+    ) as { publicKey: string };
+    const fp = `SHA256:${createHash('sha256').update(Buffer.from(view.publicKey, 'base64')).digest('base64').replace(/=+$/, '')}`;
+    await expect.poll(() => card.locator('[data-field="fingerprint"]').textContent()).toBe(fp);
+    expect(await card.locator('[data-field="source"]').textContent()).toBe('127.0.0.1');
+    await shot(page, 'approvals');
+    await page.getByRole('button', { name: 'Accept edge-boot' }).click();
+    expect(await Promise.race([joining.exited, sleep(20_000).then(() => 'timeout')])).toBe(0);
+    await card.waitFor({ state: 'detached' });
+  }, 45_000);
+
+  it('shows values YAML errors inline and saves valid YAML into the merged view', async () => {
+    const { page } = admin;
+    await page.goto(`${ready.url}/ui/#/clusters/edge-lab-1`);
+    const editor = page.getByLabel(/Cluster layer/);
+    await expect.poll(() => editor.inputValue()).toBe('{}\n');
+    await editor.fill('image:\n  tag: [v2\n');
+    await page.getByRole('button', { name: 'Save cluster values' }).click();
+    await expect
+      .poll(() => page.locator('[data-values="problems"]').textContent())
+      .toMatch(/^line \d+, column \d+: /);
+    expect(await editor.getAttribute('aria-invalid')).toBe('true');
+    await editor.fill('- a list\n');
+    await page.getByRole('button', { name: 'Save cluster values' }).click();
+    await expect
+      .poll(() => page.locator('[data-values="problems"]').textContent())
+      .toContain('values must be a map');
+    await editor.fill('image:\n  tag: v2\n');
+    await page.getByRole('button', { name: 'Save cluster values' }).click();
+    await expect.poll(() => page.locator('pre[data-values="merged"]').textContent()).toContain('tag: v2');
+    expect(await page.locator('[data-values="problems"]').textContent()).toBe('');
+    await shot(page, 'cluster');
+  });
+
+  it('creates a viewer key shown once; the viewer sees no create, accept or delete, and a forged create is 403', async () => {
+    const { page } = admin;
+    await page.getByRole('link', { name: 'Access keys' }).click();
+    await page.locator('#keys-title').waitFor();
+    await shot(page, 'access-keys');
+    await page.getByLabel('Role').selectOption('viewer');
+    await page.getByLabel('Description').fill('console test viewer');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const token = ((await page.locator('pre[data-command="new-key"]').textContent()) ?? '').trim();
+    expect(token).toMatch(/^trk_/);
+    await page.locator('td', { hasText: 'console test viewer' }).waitFor();
+
+    const viewer = await openPage(390, 844);
+    await signIn(viewer.page, token);
+    await viewer.page.locator('tr[data-cluster="edge-lab-1"]').waitFor();
+    expect(await viewer.page.getByRole('button', { name: 'Connect cluster' }).count()).toBe(0);
+    expect(await viewer.page.getByRole('link', { name: 'Access keys' }).count()).toBe(0);
+    // Readable on a phone: nothing wider than the screen.
+    expect(await inPage<number>(viewer.page, 'document.documentElement.scrollWidth')).toBeLessThanOrEqual(
+      390,
+    );
+    await shot(viewer.page, 'clusters-phone');
+    await viewer.page.locator('a', { hasText: 'edge-lab-1' }).click();
+    await viewer.page.locator('#cluster-title').waitFor();
+    for (const name of ['Delete…', 'Rotate PSK', 'Accept', 'Save cluster values']) {
+      expect(await viewer.page.getByRole('button', { name }).count(), name).toBe(0);
+    }
+    const forged = await inPage(
+      viewer.page,
+      `(async () => {
+         const res = await fetch('/api/v1/clusters', {
+           method: 'POST',
+           headers: { authorization: 'Bearer ' + Object.values(sessionStorage)[0], 'content-type': 'application/json' },
+           body: JSON.stringify({ name: 'forged' }),
+         });
+         return { status: res.status, body: await res.json() };
+       })()`,
+    );
+    expect(forged).toMatchObject({ status: 403, body: { error: { code: 'FORBIDDEN' } } });
+    await viewer.context.close();
+  });
+
+  it('lists the audit log newest first, filtered by action, and signs out', async () => {
+    const { page } = admin;
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.locator('tr[data-audit-action]').first().waitFor();
+    await page.getByLabel('Action').selectOption('cluster.create');
+    const actions = await page
+      .locator('tr[data-audit-action]')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-audit-action')));
+    expect(actions.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(actions)).toEqual(new Set(['cluster.create']));
+    const targets = await page.locator('tr[data-audit-action] td[data-label="Target"]').allTextContents();
+    expect(targets.slice(0, 2)).toEqual(['img-src-x-onerror-alert-1', 'edge-lab-1']);
+    await page.getByLabel('Action').selectOption('');
+    await shot(page, 'audit');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Access key').waitFor();
+    expect(await inPage(page, 'sessionStorage.length')).toBe(0);
+    expect(problems).toEqual([]);
+  });
+});
