@@ -249,6 +249,11 @@ export const Deleted = Type.Object({ deleted: Type.String() }, closed);
 export const Revoked = Type.Object({ revoked: Type.String() }, closed);
 
 export const WhoAmI = Type.Object(
-  { keyId: Type.String(), role: Type.String(), group: Nullable(Type.String()), expiresAt: Nullable(Type.String()) },
+  {
+    keyId: Type.String(),
+    role: Type.String(),
+    group: Nullable(Type.String()),
+    expiresAt: Nullable(Type.String()),
+  },
   closed,
 );

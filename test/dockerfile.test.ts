@@ -1,6 +1,6 @@
 /**
  * deploy/Dockerfile without a Docker daemon: the build stage's COPY list, copied alone into an empty
- * directory, must compile (tsc -p tsconfig.build.json) into binaries that run; the runtime stage must be
+ * directory, must compile (tsc -p tsconfig.build.json) into binaries that run and build the web console; the runtime stage must be
  * a slim Node base, run as a non-root uid under tini, keep dev dependencies out (npm prune --omit=dev)
  * and take nothing from bench/, demo/ or test/.
  */
@@ -41,6 +41,13 @@ describe('deploy/Dockerfile', () => {
         timeout: 180_000,
       },
     );
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'console/vite.config.ts'],
+      { cwd: dir, stdio: 'pipe', timeout: 180_000 },
+    );
+    expect(readFileSync(join(dir, 'dist/console/index.html'), 'utf8')).toContain('/ui/assets/');
+    expect(runtimeStage.some((l) => l === 'COPY --from=build /app/dist/console dist/console')).toBe(true);
     for (const bin of ['dist/relay/cli/main.js', 'dist/tunnel-client/cli/main.js']) {
       const out = execFileSync(process.execPath, [join(dir, bin), 'version'], {
         encoding: 'utf8',

@@ -2,10 +2,11 @@
  * The web console's built files (dist/console, made by `npm run build`), read once into memory at start. Only
  * the files found there are ever served, so no request path can name a file outside the build.
  */
+
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createHash } from 'node:crypto';
 
 /** One built file: its bytes and the headers it is served with. */
 export interface ConsoleAsset {
@@ -21,7 +22,7 @@ export type ConsoleAssets = ReadonlyMap<string, ConsoleAsset>;
 
 /** Total bytes the relay will hold for the console; a build over this is refused (not loaded). */
 export const MAX_CONSOLE_BYTES = 8 * 1024 * 1024;
-const MAX_CONSOLE_FILES = 200;
+export const MAX_CONSOLE_FILES = 200;
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
