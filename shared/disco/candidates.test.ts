@@ -108,19 +108,48 @@ describe('candidate gatherer', () => {
 
   it('refreshes every 20 s and at once when the interfaces change', () => {
     let list = HOST;
-    const { g, sent, clock, changes } = fakeGatherer({ interfaces: () => list });
+    const { g, sent, clock, changes, answer } = fakeGatherer({ interfaces: () => list });
     g.start();
-    clock.advance(60_000);
+    // The servers answer every round (a round no server answers backs off).
+    for (let t = 0; t <= 60_000; t += 100) {
+      for (const server of ['203.0.113.1', '203.0.113.2'])
+        answer(server, { host: '198.51.100.4', port: 61000 });
+      clock.advance(100);
+    }
     const rounds = (n: number) =>
       new Set(sent.slice(0, n).map((s) => s.datagram.subarray(8, 20).toString('hex')));
     expect(rounds(sent.length).size).toBe(2 * 4); // t = 0, 20, 40, 60 s, two servers each
     const before = sent.length;
     list = { eth0: [iface('192.168.7.7')] };
     clock.advance(5_000);
-    expect(changes.at(-1)?.candidates).toEqual([{ host: '192.168.7.7', port: 4000 }]);
+    expect(changes.at(-1)?.candidates).toContainEqual({ host: '192.168.7.7', port: 4000 });
     expect(sent.length).toBeGreaterThan(before);
     g.stop();
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('backs off while no server answers, up to 16 x 20 s; a network change asks at once again', () => {
+    let list = HOST;
+    const { g, sent, clock } = fakeGatherer({ interfaces: () => list });
+    g.start();
+    const roundStarts = () => {
+      const seen = new Map<string, number>();
+      for (const s of sent) seen.set(s.datagram.subarray(8, 20).toString('hex'), 0);
+      return seen.size / 2;
+    };
+    clock.advance(3_000);
+    expect(g.current.stun).toBe('no-answer');
+    clock.advance(40_000 - 1);
+    expect(roundStarts()).toBe(1);
+    clock.advance(1); // 3 s + 40 s, then 80, 160, 320, 320 s after each round's 3 s
+    expect(roundStarts()).toBe(2);
+    clock.advance(3_000 + 80_000 + 3_000 + 160_000 + 3_000 + 320_000 + 3_000 + 320_000);
+    expect(roundStarts()).toBe(6);
+    const before = sent.length;
+    list = { eth0: [iface('192.168.7.7')] };
+    clock.advance(5_000);
+    expect(sent.length).toBeGreaterThan(before);
+    g.stop();
   });
 
   it('ignores answers it did not ask for, and never throws on random datagrams (property)', () => {

@@ -7,8 +7,10 @@
  * Refreshed every `refreshMs` (20 s: under the common 30 s NAT mapping timeout, which also keeps the
  * mapping open) and at once when the interface list changes (checked every `interfaceCheckMs`) or the owner
  * calls refresh(). With two or more STUN servers (or two ports of one), answers that differ mean the NAT maps
- * the socket differently per destination: hole punching will not work with it (`varies`). `onChange` hears
- * of every change of the candidate list or the STUN verdict.
+ * the socket differently per destination: hole punching will not work with it (`varies`). A round no server
+ * answered (UDP blocked) waits twice as long for the next, up to 16 x `refreshMs` (5 min 20 s by default), so
+ * a network without UDP gets next to no STUN traffic; an answer or a network change ends the back-off.
+ * `onChange` hears of every change of the candidate list or the STUN verdict.
  */
 import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
@@ -57,6 +59,8 @@ export const DEFAULT_CANDIDATE_REFRESH_MS = 20_000;
 export const DEFAULT_INTERFACE_CHECK_MS = 5_000;
 export const DEFAULT_STUN_TIMEOUT_MS = 3_000;
 const DEFAULT_STUN_SEND_AT_MS = [0, 500, 1_500];
+/** The back-off after unanswered rounds stops doubling here (x16). */
+const MAX_BACKOFF_DOUBLINGS = 4;
 
 interface Request {
   readonly server: StunServer;
@@ -80,6 +84,8 @@ export class CandidateGatherer {
   #stun: StunVerdict = 'unknown';
   #emitted = '';
   #running = false;
+  /** Rounds in a row no server answered. */
+  #unanswered = 0;
 
   constructor(o: CandidateGathererOptions) {
     this.#o = o;
@@ -118,10 +124,7 @@ export class CandidateGatherer {
     if (!this.#running) return;
     this.#endRound();
     const clock = this.#o.clock;
-    clock.clearTimer(this.#refreshTimer);
-    this.#refreshTimer = clock.setTimer(this.#o.refreshMs ?? DEFAULT_CANDIDATE_REFRESH_MS, () =>
-      this.refresh(),
-    );
+    this.#armRefresh();
     if (this.#servers.length === 0) {
       this.#emit();
       return;
@@ -169,9 +172,21 @@ export class CandidateGatherer {
     const answers = this.#round.flatMap((r) => (r.mapped ? [r.mapped] : []));
     this.#endRound();
     const first = answers[0];
+    this.#unanswered = first ? 0 : this.#unanswered + 1;
+    if (!first) this.#armRefresh();
     this.#reflexive = first;
     this.#stun = !first ? 'no-answer' : answers.every((a) => sameAddress(a, first)) ? 'ok' : 'varies';
     this.#emit();
+  }
+
+  /** The next round: refreshMs from now, or longer after unanswered rounds. */
+  #armRefresh(): void {
+    const clock = this.#o.clock;
+    const backoff = 2 ** Math.min(this.#unanswered, MAX_BACKOFF_DOUBLINGS);
+    clock.clearTimer(this.#refreshTimer);
+    this.#refreshTimer = clock.setTimer((this.#o.refreshMs ?? DEFAULT_CANDIDATE_REFRESH_MS) * backoff, () =>
+      this.refresh(),
+    );
   }
 
   #endRound(): void {
@@ -190,6 +205,7 @@ export class CandidateGatherer {
     if (signature === this.#signature) return;
     this.#signature = signature;
     this.#local = localCandidates(list, this.#o.bindAddress, this.#o.port);
+    this.#unanswered = 0;
     if (first) return;
     this.#emit();
     this.refresh();

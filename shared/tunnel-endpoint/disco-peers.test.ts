@@ -127,6 +127,33 @@ describe('disco peers', () => {
     expect(clock.now() - backAt).toBeLessThanOrEqual(10_000);
   });
 
+  it('an agent whose NAT maps per destination gives up after the first attempts, and so does the hub', () => {
+    const { clock, net, agent, hub } = pair();
+    net.udpUp = false;
+    agent.disco.setConditions({ stun: 'varies' });
+    const handles = [agent.disco.peer(hub.keys.publicKey)!, hub.disco.peer(agent.keys.publicKey)!];
+    const beat = () => {
+      for (const h of handles) h.noteTraffic();
+      clock.setTimer(100, beat);
+    };
+    beat();
+    clock.advance(15_000);
+    expect(agent.udpSent.length).toBeGreaterThan(0);
+    expect(hub.udpSent.length).toBeGreaterThan(0);
+    const [agentSent, hubSent] = [agent.udpSent.length, hub.udpSent.length];
+    clock.advance(120_000);
+    expect(agent.udpSent.length - agentSent).toBe(0);
+    expect(hub.udpSent.length - hubSent).toBe(0);
+    expect(routeOf(agent, hub)).toMatchObject({ route: 'relayed', reason: 'mapping-varies' });
+    expect(routeOf(hub, agent)).toMatchObject({ route: 'relayed', candidates: 0 });
+    // The agent's network changes (new candidates): both sides try again, and go direct where UDP passes.
+    net.udpUp = true;
+    agent.disco.setLocalCandidates([AGENT_MAPPED]);
+    clock.advance(3_000);
+    expect(routeOf(agent, hub)?.route).toBe('direct');
+    expect(routeOf(hub, agent)?.route).toBe('direct');
+  });
+
   it('drops bad input by reason and never moves a route with it', () => {
     const { clock, agent, hub } = pair();
     clock.advance(1_000);

@@ -72,6 +72,8 @@ interface PeerState extends DiscoPeer {
   timer: TimerHandle | undefined;
   heard: boolean;
   lastCallMeMaybeAt: number;
+  /** Whether our last call-me-maybe to the peer listed our candidates (we were probing). */
+  announcedProbing: boolean;
 }
 
 export interface DiscoStats {
@@ -151,6 +153,7 @@ export class DiscoPeers {
       timer: undefined,
       heard: false,
       lastCallMeMaybeAt: Number.NEGATIVE_INFINITY,
+      announcedProbing: false,
     };
     this.#peers.set(id, state);
     this.#sendCallMeMaybe(state);
@@ -167,20 +170,23 @@ export class DiscoPeers {
     return true;
   }
 
-  /** Our candidates changed: every peer hears of them now. */
+  /** Our candidates changed: every peer hears of them now, and selectors that gave up try again. */
   setLocalCandidates(list: readonly DiscoAddress[]): void {
+    const text = (l: readonly DiscoAddress[]) => l.map((a) => `${a.host}|${a.port}`).join(' ');
+    const changed = text(list) !== text(this.#local);
     this.#local = [...list];
-    for (const state of this.#peers.values()) this.#sendCallMeMaybe(state);
+    for (const state of this.#peers.values()) {
+      if (changed) state.selector.retry();
+      this.#sendCallMeMaybe(state);
+      this.#poll(state);
+    }
   }
 
   /** Applies to every peer at once (relay-only and 443-only stop UDP pings and drop direct routes). */
   setConditions(c: Partial<LocalConditions>): void {
     this.#conditions = { ...this.#conditions, ...c };
     for (const state of this.#peers.values()) {
-      const wasAllowed = state.selector.udpAllowed;
       state.selector.setConditions(this.#conditions);
-      // The peer stops (or starts) probing us: it hears our candidates, or that there are none.
-      if (wasAllowed !== state.selector.udpAllowed) this.#sendCallMeMaybe(state);
       this.#poll(state);
     }
   }
@@ -279,9 +285,14 @@ export class DiscoPeers {
     this.#poll(state);
   }
 
+  /**
+   * Our candidates, or none while we do not probe (UDP not allowed, or our selector gave up): the peer stops
+   * (or starts) probing us too.
+   */
   #sendCallMeMaybe(state: PeerState): void {
     state.lastCallMeMaybeAt = this.#clock.now();
-    const candidates = state.selector.udpAllowed ? this.#local : [];
+    state.announcedProbing = state.selector.probing;
+    const candidates = state.announcedProbing ? this.#local : [];
     const m: DiscoMessage = {
       type: 'call-me-maybe',
       txid: newTxid(),
@@ -307,7 +318,10 @@ export class DiscoPeers {
     const now = this.#clock.now();
     for (const probe of state.selector.probesDue())
       this.#send(state, probe.target, { type: 'ping', txid: probe.txid, sentAt: this.#clock.wallNow() });
-    if (now - state.lastCallMeMaybeAt >= (this.#o.callMeMaybeRefreshMs ?? 60_000))
+    if (
+      state.selector.probing !== state.announcedProbing ||
+      now - state.lastCallMeMaybeAt >= (this.#o.callMeMaybeRefreshMs ?? 60_000)
+    )
       this.#sendCallMeMaybe(state);
     this.#arm(state);
   }

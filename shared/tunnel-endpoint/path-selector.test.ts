@@ -120,6 +120,90 @@ describe('path selector', () => {
     expect(sim.sel.snapshot().reason).toBe('mapping-varies');
   });
 
+  it('gives up on UDP after the first attempts when STUN says direct is hopeless, until something changes', () => {
+    for (const stun of ['varies', 'no-answer'] as const) {
+      const sim = new Sim();
+      sim.link(A, false);
+      sim.sel.setConditions({ stun });
+      sim.sel.setCandidates([A]);
+      sim.startTraffic();
+      sim.poll();
+      sim.clock.advance(10_000);
+      const first = sim.udpPingsTo(A);
+      expect(first).toBeGreaterThan(0);
+      expect(sim.sel.probing).toBe(false);
+      const quietFrom = sim.clock.now();
+      sim.clock.advance(120_000);
+      expect(sim.udpPingsTo(A, quietFrom)).toBe(0);
+      expect(sim.sel.snapshot()).toMatchObject({
+        route: 'relayed',
+        reason: stun === 'varies' ? 'mapping-varies' : 'udp-blocked',
+      });
+      // The same candidates again (the peer's periodic call-me-maybe) change nothing.
+      sim.sel.setCandidates([A]);
+      sim.poll();
+      sim.clock.advance(10_000);
+      expect(sim.udpPingsTo(A, quietFrom)).toBe(0);
+      // A network change tries again, and the path is found when it answers now.
+      sim.link(A, true);
+      sim.sel.retry();
+      sim.poll();
+      expect(sim.until(3_000, () => sim.sel.route === 'direct')).toBeDefined();
+    }
+  });
+
+  it('keeps trying where direct may still work: STUN ok, unknown, or UDP answered once', () => {
+    for (const stun of ['ok', 'unknown'] as const) {
+      const sim = new Sim();
+      sim.link(A, false);
+      sim.sel.setConditions({ stun });
+      sim.sel.setCandidates([A]);
+      sim.startTraffic();
+      sim.poll();
+      sim.clock.advance(30_000);
+      const from = sim.clock.now();
+      sim.clock.advance(30_000);
+      expect(sim.sel.probing).toBe(true);
+      expect(sim.udpPingsTo(A, from)).toBeGreaterThan(5);
+    }
+    const sim = new Sim();
+    sim.link(A, true);
+    sim.sel.setCandidates([A]);
+    sim.startTraffic();
+    sim.poll();
+    sim.clock.advance(5_000);
+    expect(sim.sel.route).toBe('direct');
+    sim.link(A, false);
+    sim.sel.setConditions({ stun: 'no-answer' });
+    sim.clock.advance(60_000);
+    const from = sim.clock.now();
+    sim.clock.advance(20_000);
+    expect(sim.udpPingsTo(A, from)).toBeGreaterThan(5);
+  });
+
+  it('after giving up, a new STUN verdict, new candidates or a ping from a new address try again', () => {
+    const tries: Array<(sel: PathSelector) => void> = [
+      (sel) => sel.setConditions({ stun: 'ok' }),
+      (sel) => sel.setCandidates([A, B]),
+      (sel) => sel.notePeerAddress({ host: '192.0.2.9', port: 4000 }),
+    ];
+    for (const again of tries) {
+      const sim = new Sim();
+      sim.link(A, false);
+      sim.sel.setConditions({ stun: 'varies' });
+      sim.sel.setCandidates([A]);
+      sim.startTraffic();
+      sim.poll();
+      sim.clock.advance(15_000);
+      expect(sim.sel.probing).toBe(false);
+      const from = sim.clock.now();
+      again(sim.sel);
+      sim.poll();
+      expect(sim.sel.probing).toBe(true);
+      expect(sim.udpPingsTo(A, from)).toBe(1);
+    }
+  });
+
   it('falls back within 3 s when the direct path goes silent under traffic, then to relayed only', () => {
     const sim = new Sim();
     sim.link(A, true);

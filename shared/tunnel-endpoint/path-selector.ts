@@ -15,6 +15,12 @@
  * Hysteresis: each fallback from `direct` (trust expired under traffic) raises the answers required in a row
  * before `direct` again (1 + fallbacks, at most 1 + maxExtraStreak) and holds `direct` off for
  * 1 s x 2^(fallbacks-1) (at most holdDownMaxMs) after the fallback; stableMs of `direct` forgets them.
+ *
+ * Giving up: when STUN says UDP is blocked (`no-answer`) or the NAT maps per destination (`varies`), and no
+ * UDP ping was ever answered by the end of the first attempts (the confirm window and a ping timeout after
+ * it), the selector stops pinging over UDP (`probing` false): direct cannot work from here, and more pings
+ * would only be spam. It tries again when something changes: new candidates, a ping from the peer over UDP
+ * from a new address, a new STUN verdict, the policy allowing UDP again, or retry() (a network change).
  */
 import type { Clock } from '../clock.js';
 import { type DiscoAddress, newTxid } from '../disco/disco-codec.js';
@@ -114,6 +120,10 @@ export class PathSelector {
   #lastFallbackAt = NEVER;
   #directSince = NEVER;
   #everAnsweredUdp = false;
+  /** UDP pings stopped: the first attempts failed where direct cannot work (see the header). */
+  #gaveUp = false;
+  /** UDP pings sent since the selector last (re)started trying. */
+  #udpPingsSinceStart = 0;
   /** When the route last became `both` (the remote untrusted). */
   #untrustedSince = NEVER;
 
@@ -142,19 +152,35 @@ export class PathSelector {
     return c.egress === 'any' && c.policy === 'auto' && c.udp === 'ok';
   }
 
-  /** Applies at once: relay-only or 443-only drops the direct remote and stops UDP pings. */
+  /** UDP pings are sent: UDP is allowed and the selector has not given up (see the header). */
+  get probing(): boolean {
+    return this.udpAllowed && !this.#gaveUp;
+  }
+
+  /**
+   * Applies at once: relay-only or 443-only drops the direct remote and stops UDP pings. A new STUN verdict
+   * makes a selector that gave up try again.
+   */
   setConditions(c: Partial<LocalConditions>): void {
     const wasAllowed = this.udpAllowed;
+    const stunChanged = c.stun !== undefined && c.stun !== this.#conditions.stun;
     this.#conditions = { ...this.#conditions, ...c };
+    if (stunChanged && this.#gaveUp && this.udpAllowed) this.#startConfirming();
     if (wasAllowed === this.udpAllowed) return;
     if (this.udpAllowed) this.#startConfirming();
     this.#evaluate();
   }
 
+  /** Tries the candidates again now (the network changed), also after giving up. */
+  retry(): void {
+    if (this.udpAllowed) this.#startConfirming();
+  }
+
   /**
    * The peer's candidates (its call-me-maybe): replaces the earlier list, keeps what is known of addresses
    * still listed (and the direct remote), and pings them all at once (both sides do: hole punching), unless
-   * the list brought nothing new while the route is direct (a periodic repeat costs no burst).
+   * the list brought nothing new while the route is direct or after giving up (a periodic repeat costs no
+   * burst).
    */
   setCandidates(list: readonly DiscoAddress[]): void {
     const listed = new Set<string>();
@@ -170,7 +196,7 @@ export class PathSelector {
     }
     for (const [key, c] of this.#candidates)
       if (c.source === 'call-me-maybe' && !listed.has(key) && c !== this.#best) this.#candidates.delete(key);
-    if (added || this.#route !== 'direct') this.#startConfirming();
+    if (added || (this.#route !== 'direct' && !this.#gaveUp)) this.#startConfirming();
   }
 
   /**
@@ -204,7 +230,9 @@ export class PathSelector {
     const c = known ?? this.#addCandidate(from, key);
     if (!c) return;
     if (c.source === 'peer-reflexive') c.expiresAt = now + this.#t.peerReflexiveTtlMs;
-    if (!known) this.#confirmUntil = Math.max(this.#confirmUntil, now + this.#t.confirmMs);
+    if (known) return;
+    if (this.#gaveUp) this.#startConfirming();
+    else this.#confirmUntil = Math.max(this.#confirmUntil, now + this.#t.confirmMs);
   }
 
   /** A datagram was sent to or received from the peer. True when this woke an idle peer: poll now. */
@@ -228,10 +256,11 @@ export class PathSelector {
       this.#relayLastPingAt = now;
       out.push(this.#record({ via: 'relay' }, now));
     }
-    if (!this.udpAllowed) return out;
+    if (!this.probing) return out;
     for (const c of this.#candidates.values()) {
       if (now - c.lastPingAt < this.#intervalFor(c, now)) continue;
       c.lastPingAt = now;
+      this.#udpPingsSinceStart++;
       out.push(this.#record({ via: 'udp', to: c.address }, now));
     }
     return out;
@@ -268,7 +297,9 @@ export class PathSelector {
     let at = this.#relayLastPingAt + this.#relayInterval(now);
     const oldest = this.#pending.oldestSentAt;
     if (oldest !== undefined) at = Math.min(at, oldest + this.#t.pingTimeoutMs + 1);
-    if (!this.udpAllowed) return at;
+    if (!this.probing) return at;
+    const givesUpAt = this.#givesUpAt();
+    if (givesUpAt !== undefined) at = Math.min(at, givesUpAt + 1);
     for (const c of this.#candidates.values()) at = Math.min(at, c.lastPingAt + this.#intervalFor(c, now));
     const best = this.#best;
     if (best)
@@ -324,7 +355,22 @@ export class PathSelector {
 
   #startConfirming(): void {
     this.#confirmUntil = this.#clock.now() + this.#t.confirmMs;
+    this.#gaveUp = false;
+    this.#udpPingsSinceStart = 0;
     for (const c of this.#candidates.values()) c.lastPingAt = NEVER;
+  }
+
+  /**
+   * When the selector gives up if nothing changes (the end of the first attempts), or undefined while it
+   * would not: some UDP answered once, a remote is held, STUN does not say direct is hopeless, or no UDP
+   * ping went out yet.
+   */
+  #givesUpAt(): number | undefined {
+    const stun = this.#conditions.stun;
+    if (this.#gaveUp || this.#everAnsweredUdp || this.#best || this.#udpPingsSinceStart === 0)
+      return undefined;
+    if (stun !== 'no-answer' && stun !== 'varies') return undefined;
+    return this.#confirmUntil + this.#t.pingTimeoutMs;
   }
 
   #record(target: ProbeTarget, now: number): Probe {
@@ -407,6 +453,8 @@ export class PathSelector {
       this.#setRoute('relayed', now);
       return;
     }
+    const givesUpAt = this.#givesUpAt();
+    if (givesUpAt !== undefined && now >= givesUpAt) this.#gaveUp = true;
     if (this.#route === 'direct' && now - this.#directSince >= this.#t.stableMs) this.#fallbacks = 0;
     const best = this.#best;
     if (!best) return;
