@@ -22,6 +22,7 @@ import {
 import { filePath, type MeshConfig, parseMeshSettings } from './mesh/mesh-settings.js';
 
 import { parseUdpPublicEndpoint } from './udp/public-endpoint.js';
+import { parseStunServers } from './udp/stun-servers.js';
 
 export type { StoreConfig } from './config-store.js';
 
@@ -44,6 +45,8 @@ export interface RelayConfig {
   udpPublicEndpoint: string | null;
   /** STUN responder port; null = off. */
   stunPort: number | null;
+  /** `host:port` of STUN servers the hub asks for its own mapped UDP address (`--stun-server`); empty = none. */
+  stunServers: readonly string[];
   logLevel: LogLevel;
   /** Lease duration handed to agents (they renew this often, with jitter). */
   leaseDurationSeconds: number;
@@ -86,6 +89,7 @@ const KEYS = {
   udpPort: 'udp-port',
   udpPublicEndpoint: 'udp-public-endpoint',
   stunPort: 'stun-port',
+  stunServer: 'stun-server',
   logLevel: 'log-level',
   leaseDuration: 'lease-duration',
   plainHttp: 'plain-http',
@@ -337,6 +341,11 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   }
   const stunV = pick('stunPort');
   const stunPort = stunV ? parsePort(stunV[0], 'stun-port', stunV[1], true) : 3478;
+  const stunServersV = pick('stunServer');
+  const stunServers = stunServersV ? parseStunServers(stunServersV[0], stunServersV[1]) : [];
+  if (stunServersV && udpPort === null) {
+    bad('stun-server', stunServersV[1], 'only applies while --udp-port is on (it is off)');
+  }
   const levelV = pick('logLevel');
   const logLevel = (levelV ? levelV[0] : 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -395,6 +404,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     udpPort,
     udpPublicEndpoint,
     stunPort,
+    stunServers,
     logLevel,
     leaseDurationSeconds,
     plainHttp,

@@ -10,6 +10,9 @@
  *   every agent admitted later (peer-admitted), so that a stock WireGuard peer on the UDP port, which sends
  *   no DERP datagram the hub could look its key up by, is known.
  * - UDP: the hub's endpoint takes the datagrams of the hub's UDP port (relay/udp/hub-udp.ts) while mounted.
+ * - Candidates: the hub's interface addresses with the UDP port, and with `--stun-server` its mapped address
+ *   behind NAT (asked through the UDP port, whose STUN answers go to the gatherer), offered to the agents in
+ *   call-me-maybe; STUN's verdict (a mapping that varies per destination) is the hub's condition for every peer.
  * - Close (fastify preClose, i.e. RunningRelay.close / SIGTERM): clients get the Restarting frame, then
  *   their sockets close; the hub node stops.
  * - Metrics: the DERP server's and the hub's counters are exported on /metrics (data-plane-metrics.ts),
@@ -17,7 +20,8 @@
  * Mounted by the hub's proxy plugin (relay/proxy/proxy-plugin.ts), which the tunnel-relay binary uses.
  */
 import type { FastifyInstance } from 'fastify';
-import { CandidateGatherer } from '../shared/disco/candidates.js';
+import { CandidateGatherer, type StunServer } from '../shared/disco/candidates.js';
+import { resolveEndpoint } from '../shared/disco/resolve-endpoint.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
@@ -70,6 +74,20 @@ function configuredDerpLimits(config: RelayConfig): Partial<DerpLimits> {
 /** The data plane mounted on `app` (for plugins registered after it, e.g. the hub's proxies). */
 export function dataPlaneOf(app: FastifyInstance): DataPlane | undefined {
   return mounted.get(app);
+}
+
+/** `--stun-server` endpoints as addresses; a name that does not resolve is left out with a warning. */
+async function resolveStunServers(
+  list: readonly string[],
+  log: { warn(obj: object, msg: string): void },
+): Promise<StunServer[]> {
+  const out: StunServer[] = [];
+  for (const endpoint of list) {
+    const server = await resolveEndpoint(endpoint);
+    if (server) out.push(server);
+    else log.warn({ stunServer: endpoint }, 'hub: --stun-server does not resolve; not asked');
+  }
+  return out;
 }
 
 /** Builds the data plane for a relay context and mounts it on `app`'s https server. */
@@ -161,19 +179,28 @@ export async function mountDataPlane(
   const udp = ctx.udp ?? null;
   // The hub's own candidates (its interface addresses with the UDP port) for the agents' probes; agents also
   // try the advertised endpoint (tunnel.udpEndpoint).
+  const stunServers = udp ? await resolveStunServers(ctx.config.stunServers, log) : [];
   const candidates = udp
     ? new CandidateGatherer({
         clock: ctx.clock,
         send: (d, host, port) => udp.transport.send(d, host, port),
         bindAddress: udp.transport.address,
         port: udp.transport.port,
-        stunServers: [],
-        onChange: (g) => hub.endpoint.disco?.setLocalCandidates(g.candidates),
+        stunServers,
+        onChange: (g) => {
+          hub.endpoint.disco?.setConditions({ stun: g.stun });
+          hub.endpoint.disco?.setLocalCandidates(g.candidates);
+          if (stunServers.length > 0)
+            log.info({ stun: g.stun, reflexive: g.reflexive }, 'hub: address from STUN changed');
+        },
       })
     : null;
   if (udp) {
     udp.attach({
       wireGuard: (d, from) => hub.endpoint.receiveFrom(d, from),
+      ...(candidates && stunServers.length > 0
+        ? { stun: (d: Buffer, from: { address: string; port: number }) => candidates.receiveStun(d, from) }
+        : {}),
       disco: (d, from) =>
         hub.endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
     });

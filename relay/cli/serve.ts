@@ -24,6 +24,7 @@ interface ServeFlags {
   udpPort?: string;
   udpPublicEndpoint?: string;
   stunPort?: string;
+  stunServer?: string[];
   config?: string;
   logLevel?: string;
   leaseDuration?: string;
@@ -69,6 +70,11 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
       'address agents reach --udp-port at, when not the public URL host and the bound port (NAT, Service)',
     )
     .option('--stun-port <port|off>', 'STUN responder port (default 3478)')
+    .option(
+      '--stun-server <host:port>',
+      "STUN server the hub asks for its UDP port's address behind NAT, offered to agents (repeatable, at most 4)",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
     .option('--config <file>', 'YAML config file; keys mirror the flags')
     .addOption(
       new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default info)'),

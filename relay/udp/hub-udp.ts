@@ -4,15 +4,17 @@
  * fails the start with BAD_CONFIG naming the flag. The data plane attaches the hub's endpoint
  * (`receiveFrom`, shared/tunnel-endpoint/tunnel-endpoint.ts); every datagram that does not authenticate is
  * dropped and counted by reason (the device's reasons; `no-hub` while nothing is attached; `no-disco` for disco
- * messages while the hub takes none). The port is
+ * messages while the hub takes none; `stun-unexpected` for a STUN answer to no request of the hub's
+ * `--stun-server` round). The port is
  * advertised to agents (`tunnel.udpEndpoint`) only while the hub listens on it.
  */
 import { TunnelError } from '../../shared/errors.js';
+import { isStunBindingSuccess } from '../../shared/stun/stun-codec.js';
 import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
 import type { DatagramSource, ReceiveDrop } from '../../shared/wireguard/device.js';
 import { bindHint } from '../port-hold.js';
 
-export type HubUdpDropReason = ReceiveDrop | 'no-hub' | 'no-disco';
+export type HubUdpDropReason = ReceiveDrop | 'no-hub' | 'no-disco' | 'stun-unexpected';
 
 function noDrops(): Record<HubUdpDropReason, number> {
   return {
@@ -33,6 +35,7 @@ function noDrops(): Record<HubUdpDropReason, number> {
     internal: 0,
     'no-hub': 0,
     'no-disco': 0,
+    'stun-unexpected': 0,
   };
 }
 
@@ -59,6 +62,11 @@ export interface HubUdpReceiver {
   wireGuard(datagram: Buffer, from: DatagramSource): ReceiveDrop | null;
   /** A disco message; absent: dropped and counted as `no-disco`. */
   disco?(message: Buffer, from: DatagramSource): void;
+  /**
+   * A STUN Binding success (an answer to the hub's own `--stun-server` requests): true when it answered one;
+   * anything else is dropped as `stun-unexpected`. Absent: such datagrams go to `wireGuard` like any other.
+   */
+  stun?(datagram: Buffer, from: DatagramSource): boolean;
 }
 
 export class HubUdp {
@@ -92,6 +100,10 @@ export class HubUdp {
     this.#hub = hub;
     this.transport.listen({
       onWireGuard: (d, from) => {
+        if (hub.stun && isStunBindingSuccess(d)) {
+          if (!hub.stun(d, from)) this.#dropped['stun-unexpected']++;
+          return;
+        }
         const drop = hub.wireGuard(d, from);
         if (drop === null) this.#authenticated++;
         else this.#dropped[drop]++;

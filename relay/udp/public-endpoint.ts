@@ -16,8 +16,11 @@ function validHost(host: string, bracketed: boolean): boolean {
   return host.split('.').every((l) => DNS_LABEL.test(l));
 }
 
-/** The endpoint as agents get it (`host:port`, IPv6 in brackets); BAD_CONFIG naming the flag otherwise. */
-export function parseUdpPublicEndpoint(value: unknown, source: string): string {
+/**
+ * `HOST:PORT` as agents get it (IPv6 in brackets, names lower-cased); BAD_CONFIG naming `key`, where it came
+ * from and the value otherwise.
+ */
+export function parseHostPortEndpoint(value: unknown, key: string, source: string): string {
   const text = typeof value === 'string' ? value : '';
   const m = HOST_PORT.exec(text);
   const host = m ? (m[1] ?? m[2] ?? '') : '';
@@ -25,9 +28,14 @@ export function parseUdpPublicEndpoint(value: unknown, source: string): string {
   if (!m || !validHost(host, m[1] !== undefined) || port < 1 || port > 65535) {
     throw new TunnelError(
       'BAD_CONFIG',
-      `udp-public-endpoint (${source}): expected HOST:PORT (IPv6 as [2001:db8::1]:51820, port 1-65535), ` +
+      `${key} (${source}): expected HOST:PORT (IPv6 as [2001:db8::1]:51820, port 1-65535), ` +
         `got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`,
     );
   }
   return m[1] !== undefined ? `[${host.toLowerCase()}]:${port}` : `${host.toLowerCase()}:${port}`;
+}
+
+/** The endpoint as agents get it (`host:port`, IPv6 in brackets); BAD_CONFIG naming the flag otherwise. */
+export function parseUdpPublicEndpoint(value: unknown, source: string): string {
+  return parseHostPortEndpoint(value, 'udp-public-endpoint', source);
 }

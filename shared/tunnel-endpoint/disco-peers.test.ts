@@ -2,7 +2,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Clock, FakeClock, realClock } from '../clock.js';
-import { DISCO_MAGIC, type DiscoAddress, newTxid, sealDisco } from '../disco/disco-codec.js';
+import { DISCO_MAGIC, type DiscoAddress, newTxid, openDisco, sealDisco } from '../disco/disco-codec.js';
 import { DiscoKeyring } from '../disco/disco-keyring.js';
 import { generateKeyPair, type KeyPair } from '../keys.js';
 import { DiscoPeers, type DiscoPeersOptions } from './disco-peers.js';
@@ -152,6 +152,31 @@ describe('disco peers', () => {
     clock.advance(3_000);
     expect(routeOf(agent, hub)?.route).toBe('direct');
     expect(routeOf(hub, agent)?.route).toBe('direct');
+  });
+
+  it('answers a call-me-maybe with a new list at once, the same list again only after 5 s', () => {
+    const { clock, agent, hub } = pair();
+    clock.advance(1_000);
+    // The call-me-maybes the hub sent the agent, opened with the agent's key.
+    const agentKeys = new DiscoKeyring({ privateKey: agent.keys.privateKey });
+    const hubCallMeMaybes = () =>
+      hub.relaySent.filter((d) => {
+        const r = openDisco(d, { keyFor: (k) => agentKeys.keyFor(k) });
+        return r.ok && r.message.type === 'call-me-maybe';
+      }).length;
+    // The agent restarts (a new port) within 5 s of the hub's last call-me-maybe: answered at once.
+    const before = hubCallMeMaybes();
+    agent.disco.setLocalCandidates([{ host: '10.0.0.2', port: 5001 }]);
+    clock.advance(100);
+    expect(hubCallMeMaybes()).toBe(before + 1);
+    // The same list again within 5 s: no answer (and so no loop between the two).
+    agent.disco.announce(hub.keys.publicKey);
+    clock.advance(100);
+    expect(hubCallMeMaybes()).toBe(before + 1);
+    clock.advance(5_000);
+    agent.disco.announce(hub.keys.publicKey);
+    clock.advance(100);
+    expect(hubCallMeMaybes()).toBe(before + 2);
   });
 
   it('drops bad input by reason and never moves a route with it', () => {

@@ -3,8 +3,8 @@
  * asks for, sealed (shared/disco) and sent over the relay or the UDP socket; every disco message that
  * arrives, over either, is opened, checked against the replay guard and handled here: a ping is answered
  * the way it came (over UDP with the address it came from), a pong goes to the selector, a call-me-maybe
- * (over the relay only) gives the peer's candidates and is answered with ours at most every
- * `callMeMaybeMinMs`. Anything refused is dropped and counted by reason (`dropped`), never thrown, and never
+ * (over the relay only) gives the peer's candidates and is answered with ours at once when its list changed,
+ * else at most every `callMeMaybeMinMs`. Anything refused is dropped and counted by reason (`dropped`), never thrown, and never
  * moves a peer's route: only a pong to one of our own pings does that.
  *
  * The owner hands in the carriers (`sendRelay`, `sendUdp` when a socket is open), tells it which keys are
@@ -50,7 +50,7 @@ export interface DiscoPeersOptions {
   readonly timers?: Partial<PathTimers>;
   /** Peers held at most (default 10,000): addPeer refuses more. */
   readonly maxPeers?: number;
-  /** Least time between call-me-maybes to one peer, except when our candidates change (default 5 s). */
+  /** Least time between call-me-maybes to one peer, except when our candidates or the peer's change (default 5 s). */
   readonly callMeMaybeMinMs?: number;
   /** Our call-me-maybe is sent again this often (a peer that restarted learns it again; default 60 s). */
   readonly callMeMaybeRefreshMs?: number;
@@ -74,6 +74,8 @@ interface PeerState extends DiscoPeer {
   lastCallMeMaybeAt: number;
   /** Whether our last call-me-maybe to the peer listed our candidates (we were probing). */
   announcedProbing: boolean;
+  /** The candidates of the peer's last call-me-maybe, as text (a change is answered at once). */
+  peerCandidates: string | undefined;
 }
 
 export interface DiscoStats {
@@ -154,6 +156,7 @@ export class DiscoPeers {
       heard: false,
       lastCallMeMaybeAt: Number.NEGATIVE_INFINITY,
       announcedProbing: false,
+      peerCandidates: undefined,
     };
     this.#peers.set(id, state);
     this.#sendCallMeMaybe(state);
@@ -280,7 +283,13 @@ export class DiscoPeers {
     }
     this.stats.callMeMaybes++;
     state.selector.setCandidates(candidates);
-    if (this.#clock.now() - state.lastCallMeMaybeAt >= (this.#o.callMeMaybeMinMs ?? 5_000))
+    // A new list (the peer restarted, its network changed, it gave up or tries again) is answered at once:
+    // the peer may never have heard ours. The same list again only after callMeMaybeMinMs, so that two peers
+    // never answer each other in a loop.
+    const text = candidates.map((c) => `${c.host}|${c.port}`).join(' ');
+    const changed = text !== state.peerCandidates;
+    state.peerCandidates = text;
+    if (changed || this.#clock.now() - state.lastCallMeMaybeAt >= (this.#o.callMeMaybeMinMs ?? 5_000))
       this.#sendCallMeMaybe(state);
     this.#poll(state);
   }

@@ -8,7 +8,12 @@
  *
  *   agent ns ── agent router ns ══ inet ns ══ hub router ns ── hub ns ── host (management only)
  *   (`createDoubleNatTopology`: the hub behind its own MASQUERADE, with the given ports forwarded in by DNAT,
- *    as a pod behind a NAT gateway with a port forward)
+ *    as a pod behind a NAT gateway with a port forward; with no UDP port forwarded the hub has no inbound UDP.
+ *    inet has an address on each side, `inetAddress` and `inetAgentSideAddress`: two public addresses for STUN.)
+ *
+ * Every router drops UDP that arrives unsolicited for the router itself (a NAT gateway's firewall does): Linux
+ * conntrack would otherwise keep such a packet's entry, and MASQUERADE would then give the next outbound packet
+ * to that peer another port, which no endpoint-independent NAT does (and which hole punching cannot get past).
  *
  * Subnets are free /24s (freeTestSubnet); every namespace (and so every link) is destroyed by `destroy()` or
  * by the test cleanup. Nothing on the host changes but the veths to our own namespaces: its routes, sysctls
@@ -42,6 +47,8 @@ export interface DoubleNatTopology extends NatTopology {
   readonly inet: Netns;
   /** inet's address on the hub router's WAN: it has no route to the hub's LAN, so only translated traffic returns. */
   readonly inetAddress: string;
+  /** inet's address on the agent router's WAN (a second public address). */
+  readonly inetAgentSideAddress: string;
 }
 
 const sysctlForward = (ns: Netns) => ns.exec('sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
@@ -51,6 +58,12 @@ async function masquerade(router: Netns, wanIf: string, nat: AgentNat): Promise<
   await sysctlForward(router);
   const targetArgs = nat === 'random-fully' ? ['--random-fully'] : [];
   await addRule(router.name, 'POSTROUTING', ['-o', wanIf], 'MASQUERADE', { table: 'nat', targetArgs });
+  await addRule(
+    router.name,
+    'INPUT',
+    ['-i', wanIf, '-p', 'udp', '-m', 'conntrack', '--ctstate', 'NEW'],
+    'DROP',
+  );
   if (nat === 'drop-udp') await addRule(router.name, 'FORWARD', ['-p', 'udp'], 'DROP');
 }
 
@@ -149,6 +162,7 @@ export async function createDoubleNatTopology(o: {
       hubRouter,
       inet,
       inetAddress: hubWan.aAddress,
+      inetAgentSideAddress: agentWan.aAddress,
       destroy,
     };
   } catch (err) {

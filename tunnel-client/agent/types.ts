@@ -72,6 +72,8 @@ export interface AgentState {
   readonly proxyCaFile?: string | null;
   /** `--egress`: '443-only' (TCP to the relay only) or 'auto' (may also use UDP when offered). */
   readonly egress?: '443-only' | 'auto';
+  /** `--stun-server`: `host:port` of STUN servers asked besides the relay's responder. */
+  readonly stunServers?: readonly string[];
 }
 
 /** The direct path's details (the agent's path selector; shared/tunnel-endpoint/path-selector.ts). */

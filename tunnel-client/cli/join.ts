@@ -33,6 +33,7 @@ import { register } from '../agent/registration.js';
 import { agentProxySettings } from '../egress/agent-proxy.js';
 import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
 import type { ClientProgramOptions } from './program.js';
+import { checkStunServersWithEgress, stunServerOption } from './stun-server-option.js';
 
 interface JoinFlags {
   relay: string;
@@ -44,6 +45,7 @@ interface JoinFlags {
   upstream?: string;
   allow?: string[];
   egress: '443-only' | 'auto';
+  stunServer?: string[];
   proxy?: string;
   proxyCaFile?: string;
   claim?: string[];
@@ -86,6 +88,7 @@ export function joinCommand(opts: ClientProgramOptions = {}): Command {
       },
     )
     .addOption(choiceOption('--egress <mode>', 'outbound mode', ['443-only', 'auto']).default('auto'))
+    .addOption(stunServerOption())
     .option(
       '--proxy <url>',
       'HTTP CONNECT proxy for every relay connection, http(s)://[user:pass@]host:port (overrides HTTPS_PROXY; saved)',
@@ -128,6 +131,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   if (waitTimeoutMs !== undefined && !flags.wait) {
     throw new TunnelError('BAD_INPUT', '--wait-timeout only applies together with --wait');
   }
+  checkStunServersWithEgress(flags.stunServer ?? [], flags.egress);
   const claims = collectClaims(flags.claim ?? []);
   const valuesFiles = (flags.values ?? []).map((p) => resolve(p));
   const fileValues = readValuesFiles(valuesFiles);
@@ -163,6 +167,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       proxy: flags.proxy ?? null,
       proxyCaFile: proxyCaFile ?? null,
       egress: flags.egress,
+      stunServers: flags.stunServer ?? [],
     };
     stateDir.saveState(state);
     unlock = stateDir.lock();

@@ -13,6 +13,14 @@ import { AgentApi } from '../agent/api.js';
 import { settingsFromState } from '../egress/agent-proxy.js';
 import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
 import type { ClientProgramOptions } from './program.js';
+import { checkStunServersWithEgress, stunServerOption } from './stun-server-option.js';
+
+interface RunFlags {
+  stateDir?: string;
+  proxy?: string;
+  proxyCaFile?: string;
+  stunServer?: string[];
+}
 
 export function runCommand(opts: ClientProgramOptions = {}): Command {
   return new Command('run')
@@ -24,7 +32,8 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
       (v: string) => parseProxyUrl(v, '--proxy').href,
     )
     .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy (saved)')
-    .action(async (flags: { stateDir?: string; proxy?: string; proxyCaFile?: string }) => {
+    .addOption(stunServerOption())
+    .action(async (flags: RunFlags) => {
       // Bad settings stop here (BAD_CONFIG), not later in the session loop.
       const cipher = defaultAead().name;
       opts.dataPlane?.check?.();
@@ -33,6 +42,8 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
       const valuesFiles = readValuesFiles(state.valuesFiles);
       if (flags.proxy) state = { ...state, proxy: flags.proxy };
       if (flags.proxyCaFile) state = { ...state, proxyCaFile: resolve(flags.proxyCaFile) };
+      if (flags.stunServer) state = { ...state, stunServers: flags.stunServer };
+      checkStunServersWithEgress(state.stunServers ?? [], state.egress);
       const proxy = settingsFromState(stateDir, state);
       const connectVia = relayConnectVia(proxy, new URL(state.relay).protocol);
       const client = new RelayClient({
@@ -45,7 +56,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
       let unlock: () => void;
       try {
         unlock = stateDir.lock();
-        if (flags.proxy || flags.proxyCaFile) stateDir.saveState(state);
+        if (flags.proxy || flags.proxyCaFile || flags.stunServer) stateDir.saveState(state);
       } catch (err) {
         await client.close();
         throw err;

@@ -8,7 +8,11 @@
  * TCP destinations go through the proxy that applies to them (NO_PROXY checked per destination); UDP
  * never does (HTTP CONNECT carries TCP only).
  */
+
+import { splitEndpoint } from '../../shared/disco/resolve-endpoint.js';
 import { type ProxySettings, proxyFor, redactUrl, targetOf } from '../../shared/proxy/proxy-config.js';
+
+export { splitEndpoint };
 
 export type EgressMode = '443-only' | 'auto';
 export type Purpose = 'registration' | 'values' | 'lease' | 'relay (DERP)' | 'STUN' | 'direct WireGuard';
@@ -47,15 +51,6 @@ export function derpUrlFor(relayUrl: string): string {
   u.protocol = u.protocol === 'http:' ? 'ws:' : 'wss:';
   u.pathname = `${u.pathname.replace(/\/+$/, '')}/derp`;
   return u.href;
-}
-
-/** Splits `host:port` / `[v6]:port`; undefined when unreadable. */
-export function splitEndpoint(endpoint: string): { host: string; port: number } | undefined {
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):([0-9]{1,5})$/.exec(endpoint.trim());
-  if (!m) return undefined;
-  const port = Number(m[3]);
-  if (port < 1 || port > 65_535) return undefined;
-  return { host: m[1] ?? m[2] ?? '', port };
 }
 
 function tcp(url: string, purpose: Purpose, proxy: ProxySettings): Destination {

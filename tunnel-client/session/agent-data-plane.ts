@@ -75,6 +75,7 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       onChange: ctx.onChange,
       onStream: (s) => dialer.handle(s),
       egress: ctx.state.egress ?? 'auto',
+      stunServers: ctx.state.stunServers ?? [],
       ...(opts.log ? { log: opts.log } : {}),
     });
     let policy: PathPolicy | undefined;

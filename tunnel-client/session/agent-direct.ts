@@ -1,40 +1,25 @@
 /**
  * The agent's side of the direct path to the hub: one UDP socket (all IPv4 interfaces, an ephemeral port)
  * that carries WireGuard, disco and STUN; the agent's candidates (local addresses and the reflexive one
- * from the relay's STUN responder, through that same socket) sent to the hub in call-me-maybe; and the
+ * from the relay's STUN responder and any `--stun-server`, through that same socket; two servers that see
+ * different mappings say the NAT maps per destination) sent to the hub in call-me-maybe; and the
  * hub's advertised UDP endpoint (`tunnel.udpEndpoint`) as a candidate the selector always tries.
  *
  * Opened only when the relay advertises a UDP endpoint and `--egress` is not `443-only`: with 443-only the
  * agent sends no UDP at all (no socket, no STUN, no probes). Until the socket is open (or when it cannot be
  * opened) sends are refused, which the selector sees as unanswered probes.
  */
-import { lookup } from 'node:dns/promises';
 import type { Clock } from '../../shared/clock.js';
 import { CandidateGatherer, type StunServer, type StunVerdict } from '../../shared/disco/candidates.js';
 import type { DiscoAddress } from '../../shared/disco/disco-codec.js';
-import { normalizeIp } from '../../shared/disco/ip-bytes.js';
+import { resolveEndpoint } from '../../shared/disco/resolve-endpoint.js';
 import { isStunBindingSuccess } from '../../shared/stun/stun-codec.js';
 import type { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
 import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
 import type { Tunnel } from '../agent/types.js';
-import { splitEndpoint } from '../egress/destinations.js';
 
 /** Where the UDP socket binds: every IPv4 interface, a port the kernel picks. */
 const BIND_HOST = '0.0.0.0';
-
-/** `host:port` with the host resolved to an address (IPv4 preferred); null when it does not parse or resolve. */
-async function resolveEndpoint(endpoint: string | null | undefined): Promise<DiscoAddress | null> {
-  const hp = endpoint ? splitEndpoint(endpoint) : undefined;
-  if (!hp) return null;
-  const literal = normalizeIp(hp.host);
-  if (literal) return { host: literal, port: hp.port };
-  try {
-    const { address } = await lookup(hp.host, { family: 4 });
-    return { host: address, port: hp.port };
-  } catch {
-    return null;
-  }
-}
 
 /** Whether the agent may use UDP to the hub: the relay advertises a port and egress allows it. */
 export function directWanted(tunnel: Tunnel, egress: '443-only' | 'auto'): boolean {
@@ -45,6 +30,8 @@ export interface AgentDirectOptions {
   readonly clock: Clock;
   readonly tunnel: Tunnel;
   readonly hubKey: Buffer;
+  /** `--stun-server` endpoints, asked after the relay's advertised responder. */
+  readonly stunServers?: readonly string[];
   readonly log?: (line: string) => void;
 }
 
@@ -81,13 +68,19 @@ export class AgentDirect {
       return;
     }
     if (this.#closed) return void this.#transport.close();
-    const [hubUdp, stun] = await Promise.all([
+    const [hubUdp, ...stun] = await Promise.all([
       resolveEndpoint(this.#o.tunnel.udpEndpoint),
       resolveEndpoint(this.#o.tunnel.stunEndpoint),
+      ...(this.#o.stunServers ?? []).map((s) => resolveEndpoint(s)),
     ]);
     if (this.#closed) return;
     const transport = this.#transport;
-    const stunServers: StunServer[] = stun ? [stun] : [];
+    const stunServers: StunServer[] = [];
+    for (const s of stun)
+      if (s && !stunServers.some((t) => t.host === s.host && t.port === s.port)) stunServers.push(s);
+    const unresolved = (this.#o.stunServers ?? []).filter((_, i) => stun[i + 1] === null);
+    if (unresolved.length > 0)
+      this.#o.log?.(`--stun-server ${unresolved.join(', ')} does not resolve; not asked`);
     const gatherer = new CandidateGatherer({
       clock: this.#o.clock,
       send: (d, host, port) => transport.send(d, host, port),

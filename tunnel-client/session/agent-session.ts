@@ -64,6 +64,8 @@ export interface AgentSessionOptions {
   timers?: Partial<WireGuardTimers>;
   /** `--egress`: 443-only sends no UDP at all (default auto: UDP to the hub when the relay offers it). */
   egress?: '443-only' | 'auto';
+  /** `--stun-server`: STUN servers (`host:port`) asked besides the relay's responder. */
+  stunServers?: readonly string[];
   /** The cluster's `path` value at start (default auto); setPathPolicy() changes it. */
   pathPolicy?: PathPolicy;
   /** Path selector timers (tests). */
@@ -118,6 +120,7 @@ export class AgentSession {
           clock: this.#clock,
           tunnel: t,
           hubKey: this.#hubKey,
+          stunServers: o.stunServers ?? [],
           ...(o.log ? { log: o.log } : {}),
         })
       : undefined;
