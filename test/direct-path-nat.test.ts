@@ -4,7 +4,8 @@
  * UDP port and STUN responder) on the host side of the router's WAN. The agent learns its outside mapping by
  * STUN, tells the hub over the relay, both probe, and the session goes direct through the NAT. When the router
  * starts dropping UDP the session falls back to the relay (and stays up), and goes direct again once UDP passes.
- * Behind a router that never forwards UDP the agent stays relayed and says why; behind --random-fully it goes
+ * Behind a router that never forwards UDP the agent stays relayed and says why, and after the first probes
+ * neither it nor the hub sends UDP any more (iptables counters); behind --random-fully it goes
  * direct all the same and reports that the NAT maps per destination. With the hub behind its own NAT
  * (its UDP port forwarded, `--udp-public-endpoint` the forward's outside address), the agent goes direct to it.
  */
@@ -166,14 +167,33 @@ describe('direct path through a NAT, real processes', () => {
     }
   }, 110_000);
 
-  it('behind a router that forwards no UDP: relayed, connected, and the reason says UDP is blocked', async () => {
+  it('behind a router that forwards no UDP: relayed with the reason, no flapping, no UDP after the first probes', async () => {
     const s = await setup('drop-udp');
     try {
+      // Every UDP datagram the agent sends (STUN, probes), and the hub's probes reaching the router.
+      const agentUdp = await addRule(s.t.agent.name, 'OUTPUT', ['-p', 'udp', '!', '-o', 'lo'], 'ACCEPT');
+      const hubProbes = await addRule(s.t.agentRouter.name, 'INPUT', ['-p', 'udp'], 'DROP', { insert: true });
       await until('connected', s.status, (r) => r.connected, 30_000);
-      await sleep(5_000);
+      // The first attempts: STUN's 3 s, the confirm window (5 s) and a ping timeout (3 s) after the last news.
+      await sleep(12_000);
       const r = await s.status();
       expect(r).toMatchObject({ connected: true, path: 'relayed' });
       expect(r.pathDetail?.reason).toBe('udp-blocked');
+      const [agentFirst, hubFirst, logFirst] = [
+        await agentUdp.counters(),
+        await hubProbes.counters(),
+        s.agent.output(),
+      ];
+      expect(agentFirst.packets).toBeGreaterThan(0);
+      await sleep(10_000);
+      expect(await agentUdp.counters()).toEqual(agentFirst);
+      expect(await hubProbes.counters()).toEqual(hubFirst);
+      expect(s.agent.output()).toBe(logFirst);
+      expect(await s.status()).toMatchObject({
+        connected: true,
+        path: 'relayed',
+        pathDetail: { reason: 'udp-blocked' },
+      });
     } finally {
       await s.done();
     }
