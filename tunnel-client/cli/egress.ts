@@ -108,6 +108,7 @@ async function egress(flags: EgressFlags): Promise<void> {
     derpUrl: tunnel?.derpUrl,
     udpEndpoint: tunnel?.udpEndpoint,
     stunEndpoint: tunnel?.stunEndpoint,
+    stunServers: sameRelay ? (state?.stunServers ?? []) : [],
     egress: mode,
     proxy,
   });

@@ -48,7 +48,7 @@ describe('listDestinations', () => {
       proxy: none,
       udpEndpoint: 'relay.example:51820',
     };
-    const stun = (extra: { stunEndpoint?: string | null }) =>
+    const stun = (extra: { stunEndpoint?: string | null; stunServers?: string[] }) =>
       listDestinations({ ...base, ...extra })
         .filter((d) => d.purpose === 'STUN')
         .map((d) => `${d.host}:${d.port}`);
@@ -57,6 +57,10 @@ describe('listDestinations', () => {
     expect(stun({})).toEqual(['relay.example:3478']);
     // An unreadable endpoint is left out rather than guessed.
     expect(stun({ stunEndpoint: 'nonsense' })).toEqual([]);
+    // And every --stun-server, after the relay's.
+    expect(
+      stun({ stunEndpoint: null, stunServers: ['stun.example.net:3478', '[2001:db8::5]:19302'] }),
+    ).toEqual(['stun.example.net:3478', '2001:db8::5:19302']);
   });
 
   it('IPv6 relay hosts are listed without brackets', () => {

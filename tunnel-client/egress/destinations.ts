@@ -4,7 +4,8 @@
  *   relay (DERP)                  the WebSocket at the tunnel's derpUrl (TCP)
  *   STUN, direct WireGuard        UDP, only with --egress auto and when the relay advertises a UDP
  *                                 endpoint; STUN at the advertised stunEndpoint (none when the relay
- *                                 says null), or port 3478 of the UDP host for relays that send no field
+ *                                 says null), or port 3478 of the UDP host for relays that send no field;
+ *                                 and every --stun-server
  * TCP destinations go through the proxy that applies to them (NO_PROXY checked per destination); UDP
  * never does (HTTP CONNECT carries TCP only).
  */
@@ -41,6 +42,8 @@ export interface EgressInputs {
   readonly udpEndpoint?: string | null | undefined;
   /** host:port of the relay's STUN responder; null: it has none; undefined: not told (older relay). */
   readonly stunEndpoint?: string | null | undefined;
+  /** `--stun-server` host:port values, asked besides the relay's responder. */
+  readonly stunServers?: readonly string[];
   readonly egress: EgressMode;
   readonly proxy: ProxySettings;
 }
@@ -84,6 +87,10 @@ export function listDestinations(inputs: EgressInputs): Destination[] {
           ? undefined
           : splitEndpoint(inputs.stunEndpoint);
     if (stun) out.push({ ...stun, protocol: 'udp', purpose: 'STUN', viaProxy: false });
+    for (const server of inputs.stunServers ?? []) {
+      const s = splitEndpoint(server);
+      if (s) out.push({ ...s, protocol: 'udp', purpose: 'STUN', viaProxy: false });
+    }
     out.push({ ...udp, protocol: 'udp', purpose: 'direct WireGuard', viaProxy: false });
   }
   return out;
