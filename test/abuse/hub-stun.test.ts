@@ -17,7 +17,7 @@ import {
   type StunBindingRequest,
 } from '../../shared/stun/stun-codec.js';
 import { buildIfStale, cleanup } from '../cli-harness.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { metrics, serveWithUdp, type UdpRelay, udpCounter } from '../hub-udp-fixture.js';
 import { logLines } from './relay-fixture.js';
 import { abuseScale } from './scale.js';

@@ -8,7 +8,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Netns } from './netns.js';
-import { type ProcessHandle, waitFor } from './process.js';
+import type { ProcessHandle } from './process.js';
+import { waitFor } from './wait.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const RESPONDER = join(ROOT, 'dist/relay/stun/stun-responder.js');
