@@ -26,9 +26,9 @@ import {
   firstLine,
   latency,
   procCpu,
-  RELAY_BIN,
   runJson,
   start,
+  startServe,
   UPSTREAM_SRC,
   warmUp,
 } from './tunnel-fixture.js';
@@ -43,25 +43,8 @@ interface Replica {
 }
 
 async function startReplica(args: string[], dataDir: string): Promise<Replica> {
-  const proc = start(process.execPath, [
-    RELAY_BIN,
-    'serve',
-    '--output',
-    'json',
-    '--listen',
-    '127.0.0.1:0',
-    '--data-dir',
-    dataDir,
-    '--udp-port',
-    'off',
-    '--stun-port',
-    'off',
-    '--log-level',
-    'warn',
-    ...args,
-  ]);
-  const ready = JSON.parse(await firstLine(proc)) as { url: string; adminKey?: string | null };
-  return { pid: proc.pid, url: ready.url, adminKey: ready.adminKey ?? null };
+  const { proc, ready } = await startServe(dataDir, args);
+  return { pid: proc.pid, url: ready.url, adminKey: ready.adminKey };
 }
 
 /** Joins an agent for `name` through `relayUrl`, serving `upPort`, and waits until it is connected. */

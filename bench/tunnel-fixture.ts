@@ -235,11 +235,12 @@ export interface BenchRelay {
   env: NodeJS.ProcessEnv;
 }
 
-/** Starts the byte-source upstream and `tunnel-relay serve` (data in `dir`/relay, UDP and STUN off). */
-export async function startRelayAndUpstream(dir: string): Promise<BenchRelay> {
-  const up = start(process.execPath, ['-e', UPSTREAM_SRC]);
-  const upPort = Number(await firstLine(up));
-  const relay = start(process.execPath, [
+/** `tunnel-relay serve` on a loopback port with UDP and STUN off and warn-level logs, plus `extraArgs`. */
+export async function startServe(
+  dataDir: string,
+  extraArgs: string[] = [],
+): Promise<{ proc: ChildProcess; ready: { url: string; caPin: string; adminKey: string | null } }> {
+  const proc = start(process.execPath, [
     RELAY_BIN,
     'serve',
     '--output',
@@ -247,15 +248,25 @@ export async function startRelayAndUpstream(dir: string): Promise<BenchRelay> {
     '--listen',
     '127.0.0.1:0',
     '--data-dir',
-    join(dir, 'relay'),
+    dataDir,
     '--udp-port',
     'off',
     '--stun-port',
     'off',
     '--log-level',
     'warn',
+    ...extraArgs,
   ]);
-  const ready = JSON.parse(await firstLine(relay)) as BenchRelay['ready'];
+  const ready = JSON.parse(await firstLine(proc)) as { url: string; caPin: string; adminKey?: string | null };
+  return { proc, ready: { url: ready.url, caPin: ready.caPin, adminKey: ready.adminKey ?? null } };
+}
+
+/** Starts the byte-source upstream and `tunnel-relay serve` (data in `dir`/relay, UDP and STUN off). */
+export async function startRelayAndUpstream(dir: string): Promise<BenchRelay> {
+  const up = start(process.execPath, ['-e', UPSTREAM_SRC]);
+  const upPort = Number(await firstLine(up));
+  const { proc: relay, ready: served } = await startServe(join(dir, 'relay'));
+  const ready = { ...served, adminKey: served.adminKey ?? '' };
   const env = {
     ...process.env,
     TUNNEL_RELAY_URL: ready.url,
