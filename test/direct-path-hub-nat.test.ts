@@ -54,6 +54,8 @@ interface Setup {
   stateDir: string;
   status(): Promise<StatusReport>;
   statusText(): Promise<string>;
+  /** What the hub's STUN said of its own NAT, from the relay's log: the last verdict and mapped address. */
+  hubStun(): { stun?: string; reflexive?: { host: string; port: number } } | undefined;
   done(): Promise<void>;
 }
 
@@ -128,6 +130,13 @@ async function setup(nat: AgentNat): Promise<Setup> {
       stateDir,
       status: async () => JSON.parse((await statusRun('json')).stdout) as StatusReport,
       statusText: async () => (await statusRun('text')).stdout,
+      hubStun: () => {
+        const said = proc
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('hub: address from STUN changed'));
+        return said.length > 0 ? JSON.parse(said[said.length - 1] ?? '{}') : undefined;
+      },
       done,
     };
   } catch (err) {
@@ -164,6 +173,7 @@ describe('the hub behind NAT with no inbound UDP, real processes', () => {
       // The direct remote is the hub's mapped address (its NAT kept the port), learnt by the hub's STUN.
       expect(r.pathDetail?.remote).toBe(`${s.t.hubPublicAddress}:${UDP}`);
       expect(r.pathDetail?.nat).toBe('ok');
+      expect(s.hubStun()).toMatchObject({ stun: 'ok', reflexive: { host: s.t.hubPublicAddress, port: UDP } });
     } finally {
       await s.done();
     }
@@ -193,7 +203,7 @@ describe('the hub behind NAT with no inbound UDP, real processes', () => {
       );
       expect(r.path).toBe('relayed');
       expect(r.pathDetail?.nat).toBe('varies');
-      expect(await s.statusText()).toMatch(/relayed why:\s+mapping-varies/);
+      expect(await s.statusText()).toMatch(/relayed why:\s+mapping-varies \(NAT mapping varies by destination\)/);
       // The first attempts: the confirm window (5 s) and a ping timeout (3 s) after the hub's candidates came.
       await sleep(12_000);
       const [agentFirst, hubFirst] = [await agentProbes.counters(), await hubProbes.counters()];

@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { isTunnelError } from '../../shared/errors.js';
+import { relayedReasonText } from '../../shared/tunnel-endpoint/relayed-reasons.js';
 import { registrationEnded } from '../agent/agent.js';
 import { processAlive, type StateDir } from '../agent/state-dir.js';
 import {
@@ -86,7 +87,7 @@ function pathLines(d: PathDetail | null): string[] {
     `path rtt:       direct ${ms(d.rttDirectMs)}, relayed ${ms(d.rttRelayedMs)}`,
     `path switched:  ${d.lastSwitch ?? '-'}`,
     `nat mapping:    ${d.nat ?? '-'}`,
-    ...(d.reason ? [`relayed why:    ${d.reason}`] : []),
+    ...(d.reason ? [`relayed why:    ${relayedReasonText(d.reason)}`] : []),
   ];
 }
 
