@@ -8,6 +8,7 @@ import {
   DISCO_MAGIC,
   DISCO_MAX_CANDIDATES,
   DISCO_MAX_LEN,
+  DISCO_MAX_PROBE_LEN,
   DISCO_MIN_LEN,
   type DiscoAddress,
   type DiscoMessage,
@@ -135,10 +136,79 @@ describe('disco codec', () => {
       ok: false,
       reason: 'short',
     });
-    expect(bobOpens(Buffer.concat([DISCO_MAGIC, Buffer.alloc(DISCO_MAX_LEN)]))).toEqual({
+    expect(bobOpens(Buffer.concat([DISCO_MAGIC, Buffer.alloc(DISCO_MAX_PROBE_LEN)]))).toEqual({
       ok: false,
       reason: 'too-long',
     });
+    // Only a probe may be longer than DISCO_MAX_LEN: any other type that long is refused once it opens.
+    const key = aliceRing.keyFor(bob.publicKey)!;
+    const nonce = nacl.randomBytes(24);
+    const longPing = Buffer.concat([
+      encodeDiscoPayload({ type: 'ping', txid: newTxid(), sentAt: 1 }),
+      Buffer.alloc(DISCO_MAX_LEN),
+    ]);
+    const sealed = Buffer.concat([DISCO_MAGIC, alice.publicKey, nonce, nacl.secretbox(longPing, nonce, key)]);
+    expect(bobOpens(sealed)).toEqual({ ok: false, reason: 'too-long' });
+  });
+
+  it('pads a probe to its size and reads the size back; an ack carries it (property)', () => {
+    fc.assert(
+      fc.property(
+        arbCommon,
+        fc.integer({ min: DISCO_MIN_LEN, max: DISCO_MAX_PROBE_LEN }),
+        fc.constantFrom('probe' as const, 'probe-ack' as const),
+        (c, size, type) => {
+          const d = aliceSeals({ type, ...c, size });
+          if (type === 'probe') expect(d.length).toBe(size);
+          else expect(d.length).toBe(DISCO_MIN_LEN + 4);
+          const r = bobOpens(d);
+          expect(r).toEqual({ ok: true, sender: alice.publicKey, message: { type, ...c, size } });
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('refuses a probe size out of range, and a probe cut or grown by a byte (property)', () => {
+    for (const size of [DISCO_MIN_LEN - 1, DISCO_MAX_PROBE_LEN + 1, 1.5])
+      expect(() => aliceSeals({ type: 'probe', txid: newTxid(), sentAt: 1, size })).toThrow(/probe size/);
+    fc.assert(
+      fc.property(fc.integer({ min: DISCO_MIN_LEN, max: 9_000 }), fc.boolean(), (size, cut) => {
+        const d = aliceSeals({ type: 'probe', txid: newTxid(), sentAt: 1, size });
+        const changed = cut ? d.subarray(0, d.length - 1) : Buffer.concat([d, Buffer.alloc(1)]);
+        expect(bobOpens(changed).ok).toBe(false);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('classifies an ack whose size is out of range or whose body is not 4 bytes as bad-length (property)', () => {
+    const key = aliceRing.keyFor(bob.publicKey)!;
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 8 }), (body) => {
+        const head = encodeDiscoPayload({
+          type: 'probe-ack',
+          txid: newTxid(),
+          sentAt: 1,
+          size: DISCO_MIN_LEN,
+        });
+        const payload = Buffer.concat([head.subarray(0, head.length - 4), body]);
+        const nonce = nacl.randomBytes(24);
+        const d = Buffer.concat([DISCO_MAGIC, alice.publicKey, nonce, nacl.secretbox(payload, nonce, key)]);
+        const size = body.length === 4 ? Buffer.from(body).readUInt32BE(0) : -1;
+        const fits = size >= DISCO_MIN_LEN && size <= DISCO_MAX_PROBE_LEN;
+        expect(bobOpens(d)).toEqual(
+          fits
+            ? {
+                ok: true,
+                sender: alice.publicKey,
+                message: expect.objectContaining({ type: 'probe-ack', size }),
+              }
+            : { ok: false, reason: 'bad-length' },
+        );
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('classifies payloads that open but do not fit: bad-type, bad-version, bad-length, bad-address', () => {

@@ -9,6 +9,9 @@
  *     pong (2)           the ping's txid; body = ip(16) | port(2): where a UDP ping came from, as its receiver
  *                        saw it; empty for a ping that came over the relay
  *     call-me-maybe (3)  body = N x (ip(16) | port(2)), 0 <= N <= 16: the sender's candidate addresses
+ *     probe (4)          body = padding (any bytes): a path MTU probe (DPLPMTUD, RFC 8899), its size the whole
+ *                        datagram's (DISCO_MIN_LEN .. DISCO_MAX_PROBE_LEN); over UDP only
+ *     probe-ack (5)      the probe's txid; body = size(4): the length of the probe datagram as it arrived
  *
  * The box is NaCl crypto_box between the sender's and the receiver's WireGuard static keys (disco-box.ts):
  * only the two peers can make or read one, so a relay in between can neither read nor forge candidates.
@@ -36,10 +39,15 @@ export const DISCO_ADDRESS_LEN = IP_BYTES_LEN + 2;
 export const DISCO_MAX_CANDIDATES = 16;
 /** A ping: the shortest disco message (100 bytes). */
 export const DISCO_MIN_LEN = DISCO_HEADER_LEN + BOX_MAC_LEN + DISCO_PAYLOAD_HEADER_LEN;
-/** A call-me-maybe with DISCO_MAX_CANDIDATES candidates: the longest (388 bytes). */
+/** A call-me-maybe with DISCO_MAX_CANDIDATES candidates: the longest message but a probe (388 bytes). */
 export const DISCO_MAX_LEN = DISCO_MIN_LEN + DISCO_MAX_CANDIDATES * DISCO_ADDRESS_LEN;
+/** The longest probe: the largest UDP payload over IPv4 (65,535 - 20 - 8). */
+export const DISCO_MAX_PROBE_LEN = 65_507;
+/** Bytes a sealed datagram adds to its payload: magic, sender key, nonce and the box's tag. */
+export const DISCO_SEAL_OVERHEAD = DISCO_HEADER_LEN + BOX_MAC_LEN;
+const PROBE_ACK_BODY_LEN = 4;
 
-const TYPE_CODES = { ping: 1, pong: 2, 'call-me-maybe': 3 } as const;
+const TYPE_CODES = { ping: 1, pong: 2, 'call-me-maybe': 3, probe: 4, 'probe-ack': 5 } as const;
 export type DiscoType = keyof typeof TYPE_CODES;
 
 export interface DiscoAddress {
@@ -66,7 +74,17 @@ export interface DiscoCallMeMaybe extends DiscoCommon {
   readonly type: 'call-me-maybe';
   readonly candidates: readonly DiscoAddress[];
 }
-export type DiscoMessage = DiscoPing | DiscoPong | DiscoCallMeMaybe;
+export interface DiscoProbe extends DiscoCommon {
+  readonly type: 'probe';
+  /** Length of the whole sealed datagram (its padding makes it so). */
+  readonly size: number;
+}
+export interface DiscoProbeAck extends DiscoCommon {
+  readonly type: 'probe-ack';
+  /** Length of the probe datagram as it arrived. */
+  readonly size: number;
+}
+export type DiscoMessage = DiscoPing | DiscoPong | DiscoCallMeMaybe | DiscoProbe | DiscoProbeAck;
 
 /**
  * Why a disco datagram was dropped, one counter each. The codec gives the first group, the replay guard
@@ -75,7 +93,7 @@ export type DiscoMessage = DiscoPing | DiscoPong | DiscoCallMeMaybe;
 export const DISCO_DROP_REASONS = [
   'not-disco', // no disco magic (the caller should have sent it to WireGuard)
   'short', // under DISCO_MIN_LEN, or a magic with nothing after it
-  'too-long', // over DISCO_MAX_LEN
+  'too-long', // over DISCO_MAX_PROBE_LEN, or a message other than a probe over DISCO_MAX_LEN
   'unknown-sender', // the sender key is not a peer of the receiver (or not a usable key)
   'auth', // the box does not open: wrong key, bit flipped, forged
   'bad-type', // a type other than ping, pong, call-me-maybe
@@ -86,7 +104,7 @@ export const DISCO_DROP_REASONS = [
   'future', // sentAt ahead of the receiver's clock by more than the window
   'replay', // txid already seen from this sender, or older than what the guard still remembers
   'unexpected-pong', // a pong for no ping in flight
-  'wrong-carrier', // a call-me-maybe over UDP (it must come over the relay)
+  'wrong-carrier', // a call-me-maybe over UDP (it must come over the relay), a probe or its ack over the relay
   'sender-mismatch', // over the relay, the sealed sender is not the relay's source key
 ] as const;
 export type DiscoDropReason = (typeof DISCO_DROP_REASONS)[number];
@@ -156,20 +174,40 @@ export function encodeDiscoPayload(m: DiscoMessage): Buffer {
     throw new TunnelError('BAD_INPUT', `disco: txid of ${m.txid.length} bytes, not ${DISCO_TXID_LEN}`);
   if (!Number.isSafeInteger(m.sentAt) || m.sentAt < 0)
     throw new TunnelError('BAD_INPUT', `disco: sentAt ${m.sentAt} is not a non-negative integer`);
+  if (m.type === 'probe' || m.type === 'probe-ack') return encodeProbe(m);
   const addresses = bodyAddresses(m);
   if (addresses.length > DISCO_MAX_CANDIDATES)
     throw new TunnelError(
       'BAD_INPUT',
       `disco: ${addresses.length} candidates, at most ${DISCO_MAX_CANDIDATES} fit one call-me-maybe`,
     );
-  const out = Buffer.alloc(DISCO_PAYLOAD_HEADER_LEN + addresses.length * DISCO_ADDRESS_LEN);
+  const out = payloadHeader(m, addresses.length * DISCO_ADDRESS_LEN);
+  addresses.forEach((a, i) => {
+    writeAddress(out, DISCO_PAYLOAD_HEADER_LEN + i * DISCO_ADDRESS_LEN, a);
+  });
+  return out;
+}
+
+/** A payload of `bodyLen` zero bytes after `m`'s header. */
+function payloadHeader(m: DiscoMessage, bodyLen: number): Buffer {
+  const out = Buffer.alloc(DISCO_PAYLOAD_HEADER_LEN + bodyLen);
   out[0] = TYPE_CODES[m.type];
   out[1] = DISCO_VERSION;
   m.txid.copy(out, 2);
   out.writeBigUInt64BE(BigInt(m.sentAt), 2 + DISCO_TXID_LEN);
-  addresses.forEach((a, i) => {
-    writeAddress(out, DISCO_PAYLOAD_HEADER_LEN + i * DISCO_ADDRESS_LEN, a);
-  });
+  return out;
+}
+
+/** A probe padded to its size once sealed, or an ack carrying the size. */
+function encodeProbe(m: DiscoProbe | DiscoProbeAck): Buffer {
+  if (!Number.isInteger(m.size) || m.size < DISCO_MIN_LEN || m.size > DISCO_MAX_PROBE_LEN)
+    throw new TunnelError(
+      'BAD_INPUT',
+      `disco: probe size ${m.size} is not in ${DISCO_MIN_LEN}..${DISCO_MAX_PROBE_LEN}`,
+    );
+  if (m.type === 'probe') return payloadHeader(m, m.size - DISCO_MIN_LEN);
+  const out = payloadHeader(m, PROBE_ACK_BODY_LEN);
+  out.writeUInt32BE(m.size, DISCO_PAYLOAD_HEADER_LEN);
   return out;
 }
 
@@ -185,17 +223,37 @@ function decodeAddresses(body: Buffer): DiscoAddress[] | null {
   return out;
 }
 
+const TYPE_BY_CODE: Readonly<Record<number, DiscoType>> = {
+  1: 'ping',
+  2: 'pong',
+  3: 'call-me-maybe',
+  4: 'probe',
+  5: 'probe-ack',
+};
+
+/** A probe (its size: the sealed datagram's length) or a probe ack (the size it carries). */
+function decodeProbe(type: 'probe' | 'probe-ack', txid: Buffer, sentAt: number, body: Buffer): PayloadResult {
+  const sealed = DISCO_PAYLOAD_HEADER_LEN + body.length + DISCO_SEAL_OVERHEAD;
+  if (type === 'probe') return { ok: true, message: { type, txid, sentAt, size: sealed } };
+  if (body.length !== PROBE_ACK_BODY_LEN) return { ok: false, reason: 'bad-length' };
+  const size = body.readUInt32BE(0);
+  if (size < DISCO_MIN_LEN || size > DISCO_MAX_PROBE_LEN) return { ok: false, reason: 'bad-length' };
+  return { ok: true, message: { type, txid, sentAt, size } };
+}
+
 /** The message in a plaintext payload, or why it is refused. */
 export function decodeDiscoPayload(p: Buffer): PayloadResult {
   if (p.length < DISCO_PAYLOAD_HEADER_LEN) return { ok: false, reason: 'short' };
   const code = p[0];
-  const type = code === 1 ? 'ping' : code === 2 ? 'pong' : code === 3 ? 'call-me-maybe' : null;
+  const type = TYPE_BY_CODE[code ?? 0];
   if (!type) return { ok: false, reason: 'bad-type' };
   if (p[1] !== DISCO_VERSION) return { ok: false, reason: 'bad-version' };
   const txid = Buffer.from(p.subarray(2, 2 + DISCO_TXID_LEN));
   const sentAt = Number(p.readBigUInt64BE(2 + DISCO_TXID_LEN));
   if (!Number.isSafeInteger(sentAt)) return { ok: false, reason: 'bad-length' };
   const body = p.subarray(DISCO_PAYLOAD_HEADER_LEN);
+  if (type === 'probe' || type === 'probe-ack') return decodeProbe(type, txid, sentAt, body);
+  if (p.length + DISCO_SEAL_OVERHEAD > DISCO_MAX_LEN) return { ok: false, reason: 'too-long' };
   const bodyOk =
     type === 'ping'
       ? body.length === 0
@@ -244,7 +302,8 @@ export interface DiscoOpenOptions {
 export function openDisco(datagram: Uint8Array, o: DiscoOpenOptions): DiscoOpenResult {
   if (!isDiscoMessage(datagram)) return { ok: false, reason: 'not-disco' };
   if (datagram.length < DISCO_MIN_LEN) return { ok: false, reason: 'short' };
-  if (datagram.length > DISCO_MAX_LEN) return { ok: false, reason: 'too-long' };
+  // A probe may be long; any other message over DISCO_MAX_LEN is refused once its type is known.
+  if (datagram.length > DISCO_MAX_PROBE_LEN) return { ok: false, reason: 'too-long' };
   const buf = Buffer.from(datagram.buffer, datagram.byteOffset, datagram.length);
   const keyAt = DISCO_MAGIC.length;
   const sender = Buffer.from(buf.subarray(keyAt, keyAt + DISCO_KEY_LEN));

@@ -2,7 +2,7 @@
  * The direct path to one peer: its datagrams go as they are (no framing: headroom and tailroom 0) in UDP
  * datagrams to the peer's address through the endpoint's UDP transport. The address is the one its latest
  * authenticated datagram came from (setRemote, WireGuard roaming; see tunnel-endpoint.ts); nothing else
- * moves it.
+ * moves it. Its MTU starts at the base and follows the path MTU search (pmtu-probes.ts): setMtu.
  */
 import type { DatagramSource } from '../wireguard/peer-host.js';
 import type { Path } from './path.js';
@@ -23,18 +23,35 @@ export interface DirectPathOptions {
 
 export class DirectPath implements Path {
   readonly kind = 'direct';
-  readonly mtu: number;
   readonly headroom = 0;
   readonly tailroom = 0;
   readonly #transport: Pick<UdpTransport, 'send'>;
   #host: string;
   #port: number;
+  #mtu: number;
+  #sent = 0;
 
   constructor(o: DirectPathOptions) {
     this.#transport = o.transport;
-    this.mtu = o.mtu ?? DEFAULT_DIRECT_MTU;
+    this.#mtu = o.mtu ?? DEFAULT_DIRECT_MTU;
     this.#host = o.remote.address;
     this.#port = o.remote.port;
+  }
+
+  get mtu(): number {
+    return this.#mtu;
+  }
+
+  /** Datagrams handed to the transport so far (whether the path carries traffic). */
+  get sent(): number {
+    return this.#sent;
+  }
+
+  /** The path MTU search confirmed (or gave up) a size; true when that changed the MTU. */
+  setMtu(mtu: number): boolean {
+    if (mtu === this.#mtu) return false;
+    this.#mtu = mtu;
+    return true;
   }
 
   /** The address datagrams go to now. */
@@ -51,6 +68,7 @@ export class DirectPath implements Path {
   }
 
   send(datagram: Buffer): boolean {
+    this.#sent++;
     return this.#transport.send(datagram, this.#host, this.#port);
   }
 }

@@ -4,7 +4,9 @@
  * arrives, over either, is opened, checked against the replay guard and handled here: a ping is answered
  * the way it came (over UDP with the address it came from), a pong goes to the selector, a call-me-maybe
  * (over the relay only) gives the peer's candidates and is answered with ours at once when its list changed,
- * else at most every `callMeMaybeMinMs`. Anything refused is dropped and counted by reason (`dropped`), never thrown, and never
+ * else at most every `callMeMaybeMinMs`; a path MTU probe (over UDP only) is answered with an ack of its size
+ * to where it came from, and an ack goes to `onProbeAck`. Anything refused is dropped and counted by reason
+ * (`dropped`), never thrown, and never
  * moves a peer's route: only a pong to one of our own pings does that.
  *
  * The owner hands in the carriers (`sendRelay`, `sendUdp` when a socket is open), tells it which keys are
@@ -16,6 +18,8 @@ import {
   type DiscoAddress,
   type DiscoDropReason,
   type DiscoMessage,
+  type DiscoProbe,
+  type DiscoProbeAck,
   emptyDropCounts,
   newTxid,
   openDisco,
@@ -46,6 +50,8 @@ export interface DiscoPeersOptions {
    * peer (compared with STUN's, it shows whether the NAT maps per destination).
    */
   readonly onObserved?: (peer: Buffer, observed: DiscoAddress) => void;
+  /** An ack to one of our path MTU probes (sendProbe) arrived over UDP. */
+  readonly onProbeAck?: (peer: Buffer, txid: Buffer, size: number) => void;
   readonly conditions?: Partial<Omit<LocalConditions, 'udp'>>;
   readonly timers?: Partial<PathTimers>;
   /** Peers held at most (default 10,000): addPeer refuses more. */
@@ -84,11 +90,22 @@ export interface DiscoStats {
   pings: number;
   pongs: number;
   callMeMaybes: number;
+  /** Path MTU probes received (and answered), and acks to ours. */
+  probes: number;
+  probeAcks: number;
 }
 
 export class DiscoPeers {
   readonly dropped: Record<DiscoDropReason, number> = emptyDropCounts();
-  readonly stats: DiscoStats = { received: 0, sent: 0, pings: 0, pongs: 0, callMeMaybes: 0 };
+  readonly stats: DiscoStats = {
+    received: 0,
+    sent: 0,
+    pings: 0,
+    pongs: 0,
+    callMeMaybes: 0,
+    probes: 0,
+    probeAcks: 0,
+  };
   readonly #o: DiscoPeersOptions;
   readonly #clock: Clock;
   readonly #keyring: DiscoKeyring;
@@ -242,7 +259,21 @@ export class DiscoPeers {
     const m = r.message;
     if (m.type === 'ping') this.#onPing(state, m.txid, from);
     else if (m.type === 'pong') this.#onPong(state, m.txid, from, m.observed);
-    else this.#onCallMeMaybe(state, m.candidates, from);
+    else if (m.type === 'call-me-maybe') this.#onCallMeMaybe(state, m.candidates, from);
+    else this.#onProbe(state, m, from);
+  }
+
+  /** Sends a path MTU probe of `probe.size` bytes to the peer at `to` over UDP; false when it was not sent. */
+  sendProbe(key: Buffer, to: DiscoAddress, probe: { txid: Buffer; size: number }): boolean {
+    const state = this.#peers.get(keyToBase64(key));
+    if (!state?.selector.udpAllowed) return false;
+    const m: DiscoMessage = {
+      type: 'probe',
+      txid: probe.txid,
+      sentAt: this.#clock.wallNow(),
+      size: probe.size,
+    };
+    return this.#send(state, { via: 'udp', to }, m);
   }
 
   close(): void {
@@ -274,6 +305,28 @@ export class DiscoPeers {
     if (!state.selector.pong(txid, arrived)) this.dropped['unexpected-pong']++;
     else if (observed && from.via === 'udp') this.#o.onObserved?.(state.key, observed);
     this.#arm(state);
+  }
+
+  /** A probe is answered with its size where it came from; an ack goes to the owner. Over UDP only. */
+  #onProbe(state: PeerState, m: DiscoProbe | DiscoProbeAck, from: DiscoSource): void {
+    if (from.via !== 'udp') {
+      this.dropped['wrong-carrier']++;
+      return;
+    }
+    if (m.type === 'probe-ack') {
+      this.stats.probeAcks++;
+      this.#o.onProbeAck?.(state.key, m.txid, m.size);
+      return;
+    }
+    this.stats.probes++;
+    if (!state.selector.udpAllowed) return;
+    const ack: DiscoMessage = {
+      type: 'probe-ack',
+      txid: m.txid,
+      sentAt: this.#clock.wallNow(),
+      size: m.size,
+    };
+    this.#send(state, { via: 'udp', to: { host: from.address, port: from.port } }, ack);
   }
 
   #onCallMeMaybe(state: PeerState, candidates: readonly DiscoAddress[], from: DiscoSource): void {
@@ -311,15 +364,20 @@ export class DiscoPeers {
     this.#send(state, { via: 'relay' }, m);
   }
 
-  #send(state: PeerState, via: { via: 'relay' } | { via: 'udp'; to: DiscoAddress }, m: DiscoMessage): void {
+  #send(
+    state: PeerState,
+    via: { via: 'relay' } | { via: 'udp'; to: DiscoAddress },
+    m: DiscoMessage,
+  ): boolean {
     const key = this.#keyring.keyFor(state.key);
-    if (!key) return;
+    if (!key) return false;
     const datagram = sealDisco(m, { sender: this.#keyring.publicKey, key });
     const ok =
       via.via === 'relay'
         ? this.#o.sendRelay(state.key, datagram)
         : (this.#o.sendUdp?.(datagram, via.to.host, via.to.port) ?? false);
     if (ok) this.stats.sent++;
+    return ok;
   }
 
   #poll(state: PeerState): void {

@@ -17,7 +17,10 @@
  * Sizes: each layer declares its own. A path declares its MTU and the room it frames a datagram in
  * (path.ts); WireGuard its transport header, padding and tag (transport.ts); the streams their inner
  * IPv4/UDP header (inner-udp.ts). roomFor() composes path + WireGuard for a peer, and the stream link adds
- * its own, so that every layer writes its header in place in the one buffer the ARQ allocates.
+ * its own, so that every layer writes its header in place in the one buffer the ARQ allocates. A direct
+ * path's MTU is searched (pmtu-probes.ts: DPLPMTUD, padded disco probes) while a disco peer's route uses it;
+ * whenever the MTU of a peer's current path changes (path switch or search), its stream link follows
+ * (StreamBinding.setInnerMtu: the ARQ sizes new segments to it and splits those in flight if it shrank).
  */
 import type { Clock } from '../clock.js';
 import type { DiscoAddress } from '../disco/disco-codec.js';
@@ -35,12 +38,13 @@ import {
   type ReceiveDrop,
 } from '../wireguard/device.js';
 import { TRANSPORT_OVERHEAD, transportRoom } from '../wireguard/transport.js';
-import { DirectPath } from './direct-path.js';
+import { DEFAULT_DIRECT_MTU, DirectPath } from './direct-path.js';
 import { DiscoPeers, type DiscoPeersOptions, type DiscoSource } from './disco-peers.js';
 import { MAX_PATH_MTU, type Path } from './path.js';
 import { PathManager } from './path-manager.js';
 import type { Route } from './path-selector.js';
 import type { PeerPaths } from './peer-paths.js';
+import { PmtuProbes, type PmtuProbesOptions } from './pmtu-probes.js';
 import type { UdpTransport } from './udp-transport.js';
 
 /** Largest inner packet on any path: the device's MTU (a peer's own is its path's, see roomFor). */
@@ -73,6 +77,11 @@ export interface TunnelEndpointOptions {
     DiscoPeersOptions,
     'conditions' | 'timers' | 'callMeMaybeMinMs' | 'callMeMaybeRefreshMs' | 'onObserved'
   >;
+  /**
+   * The path MTU search of disco peers' direct paths (on with `disco` and `udp`): its timers, steps and
+   * first-hop lookup; false turns it off (direct paths stay at directMtu).
+   */
+  pmtu?: Pick<PmtuProbesOptions, 'timers' | 'steps' | 'firstHopMtu'> | false;
   /**
    * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
    * decrypted datagram, which nothing reuses (see Device.receive).
@@ -120,6 +129,8 @@ export class TunnelEndpoint {
   readonly direct: DirectStats = { opened: 0, roamed: 0 };
   /** Disco and path selection (the endpoint's `disco` option), else undefined. */
   readonly disco: DiscoPeers | undefined;
+  /** The direct paths' MTU search (with disco and a UDP transport, unless `pmtu: false`). */
+  readonly pmtu: PmtuProbes | undefined;
   readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
   readonly #udp: Pick<UdpTransport, 'send'> | undefined;
   readonly #directMtu: number | undefined;
@@ -154,9 +165,21 @@ export class TunnelEndpoint {
           ...(udp ? { sendUdp: (d: Buffer, host: string, port: number) => udp.send(d, host, port) } : {}),
           onRouteChange: (peer, route, remote) => this.#routeChanged(peer, route, remote),
           onHeard: (peer) => this.#heard(peer),
+          onProbeAck: (peer, txid, size) => this.pmtu?.ack(peer, txid, size),
           ...(o.maxPeers !== undefined ? { maxPeers: o.maxPeers } : {}),
         })
       : undefined;
+    const disco = this.disco;
+    this.pmtu =
+      disco && udp && o.pmtu !== false
+        ? new PmtuProbes({
+            ...o.pmtu,
+            clock: o.clock,
+            base: o.directMtu ?? DEFAULT_DIRECT_MTU,
+            sendProbe: (peer, to, probe) => disco.sendProbe(peer, to, probe),
+            onMtuChange: (peer) => this.#mtuChanged(peer),
+          })
+        : undefined;
     this.streams = new StreamBinding({
       ...o.streams,
       local: o.address,
@@ -194,6 +217,7 @@ export class TunnelEndpoint {
   }
 
   removePeer(publicKey: Buffer): boolean {
+    this.pmtu?.stop(publicKey);
     this.disco?.removePeer(publicKey);
     this.paths.remove(publicKey);
     return this.device.removePeer(publicKey);
@@ -235,6 +259,7 @@ export class TunnelEndpoint {
 
   /** Ends every stream session, then the device (its peers' timers stop). */
   close(): void {
+    this.pmtu?.close();
     this.disco?.close();
     this.streams.close();
     this.device.close();
@@ -252,7 +277,17 @@ export class TunnelEndpoint {
     const paths = this.paths.get(keyToBase64(key));
     if (!paths) return;
     if (route !== 'relayed' && remote) this.#directTo(paths, { address: remote.host, port: remote.port });
+    const direct = paths.get('direct');
+    if (route !== 'relayed' && direct instanceof DirectPath) this.pmtu?.start(key, direct);
+    else this.pmtu?.stop(key);
     paths.reselect();
+  }
+
+  /** A direct path's MTU changed: the peer's stream link follows while that path is its current one. */
+  #mtuChanged(key: Buffer): void {
+    const paths = this.paths.get(keyToBase64(key));
+    if (paths?.path?.kind === 'direct')
+      this.streams.setInnerMtu(paths.address, this.roomFor(paths.address).mtu);
   }
 
   /** The peer's direct path, made or moved to `to` (nothing without a UDP transport). */
@@ -260,7 +295,9 @@ export class TunnelEndpoint {
     if (!this.#udp) return;
     const direct = paths.get('direct');
     if (direct instanceof DirectPath) {
-      if (direct.setRemote(to)) this.direct.roamed++;
+      if (!direct.setRemote(to)) return;
+      this.direct.roamed++;
+      this.pmtu?.moved(paths.publicKey, direct);
       return;
     }
     const mtu = this.#directMtu;
