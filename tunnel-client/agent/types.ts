@@ -91,6 +91,11 @@ export interface PathDetail {
    * destination), no-answer (no STUN answer), unknown (no STUN server, or not asked yet).
    */
   readonly nat?: string;
+  /**
+   * The largest inner packet the path in use carries now: 1,420 on a direct path until its MTU search
+   * confirms more (up to 64,920 over loopback), 65,503 relayed.
+   */
+  readonly mtu?: number | null;
 }
 
 /** Connection figures the data plane reports (all "not connected" until it exists). */

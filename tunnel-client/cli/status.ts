@@ -87,6 +87,7 @@ function pathLines(d: PathDetail | null): string[] {
     `path rtt:       direct ${ms(d.rttDirectMs)}, relayed ${ms(d.rttRelayedMs)}`,
     `path switched:  ${d.lastSwitch ?? '-'}`,
     `nat mapping:    ${d.nat ?? '-'}`,
+    `path mtu:       ${d.mtu ?? '-'}`,
     ...(d.reason ? [`relayed why:    ${relayedReasonText(d.reason)}`] : []),
   ];
 }

@@ -33,6 +33,7 @@ import { RelayedPath } from '../../shared/tunnel-endpoint/relayed-path.js';
 import { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
 import type { Peer } from '../../shared/wireguard/device.js';
+import { TRANSPORT_OVERHEAD } from '../../shared/wireguard/transport.js';
 import type { ConnectionStats, PathDetail, Tunnel } from '../agent/types.js';
 import { AgentDirect, directWanted } from './agent-direct.js';
 
@@ -205,7 +206,8 @@ export class AgentSession {
   pathDetail(): PathDetail | undefined {
     const snap = this.endpoint.disco?.snapshot(this.#hubKey);
     if (!snap) return undefined;
-    const direct = this.endpoint.paths.get(this.#hubKey.toString('base64'))?.path?.kind === 'direct';
+    const path = this.endpoint.paths.get(this.#hubKey.toString('base64'))?.path;
+    const direct = path?.kind === 'direct';
     return {
       remote: snap.remote ? formatHostPort(snap.remote) : null,
       rttDirectMs: snap.rttMs.direct ?? null,
@@ -213,6 +215,7 @@ export class AgentSession {
       lastSwitch: snap.lastSwitchAt === undefined ? null : new Date(snap.lastSwitchAt).toISOString(),
       reason: direct && snap.route === 'direct' ? null : (snap.reason ?? null),
       nat: this.endpoint.disco?.conditions.stun ?? 'unknown',
+      mtu: path ? path.mtu - TRANSPORT_OVERHEAD : null,
     };
   }
 
