@@ -3,10 +3,13 @@
  *  (a) bulk download over one stream and over 16 parallel streams: direct TCP to a byte source, through
  *      a wireguard-go pair between two network namespaces (bench/baselines/wireguard-go.ts), through
  *      `ssh -R` (the agent's role played by an ssh client dialing a local sshd on loopback; the download
- *      enters at sshd's forwarded port), and through the relay's CONNECT proxy to a `tunnel-client` agent;
+ *      enters at sshd's forwarded port), through the relay's CONNECT proxy to a `tunnel-client` agent, and
+ *      (as root) to two agents in a network namespace behind a veth at MTU 1,500 (bench/netns-agents.ts): one
+ *      on the direct path (WireGuard over UDP), one `--egress 443-only` (relayed);
  *  (b) latency and fairness: p50/p99 of small requests (a new connection each, 100-byte answer) and of
- *      100-byte round trips on one established connection, directly, through the relay and through ssh -R,
- *      each with and without one bulk stream saturating the same path.
+ *      100-byte round trips on one established connection, directly, through the relay (and the namespace
+ *      agents) and through ssh -R, each with and without one bulk stream saturating the same path.
+ * It ends with the direct path's targets: one stream >= 2x the wireguard-go pair, added p99 <= relayed.
  * Real binaries (`tunnel-relay serve`, `tunnel-client join`, /usr/sbin/sshd, ssh). sshd runs with a
  * throw-away host key and a throw-away user key in a temp dir, only that key accepted, loopback only;
  * it needs root (it is skipped with a note otherwise) and `openssh-server` installed.
@@ -20,8 +23,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSelfSignedCert } from '../relay/tls/self-signed.js';
 import { defaultAead } from '../shared/wireguard/crypto/aead.js';
+import { cleanupAll } from '../test/helpers/cleanup.js';
 import { measureWireguardGoPair } from './baselines/wireguard-go.js';
 import { describeMachine } from './machine.js';
+import { type NamespaceSite, startNamespaceSite } from './netns-agents.js';
 import { measurePrimitives } from './primitive-costs.js';
 import {
   children,
@@ -198,6 +203,78 @@ function treeCpu(pid: number | undefined): number {
   return total;
 }
 
+/** The namespace agents (direct and relayed), or undefined with a note when the machine cannot. */
+async function namespaceSite(dir: string): Promise<NamespaceSite | undefined> {
+  if (process.getuid?.() !== 0) {
+    console.log('(namespace agents skipped: need root)');
+    return undefined;
+  }
+  try {
+    return await startNamespaceSite(dir);
+  } catch (err) {
+    console.log(`(namespace agents skipped: ${(err as Error).message})`);
+    return undefined;
+  }
+}
+
+interface NsRow {
+  one: number;
+  many: number;
+  cpu: number;
+}
+
+/** Table (a) figures of one namespace agent: 1 stream, PARALLEL streams, CPU of relay + agent per MB MiB. */
+async function nsBulk(site: NamespaceSite, which: 'direct' | 'relayed'): Promise<NsRow> {
+  const a = site[which];
+  const one = (await bulk(a.dial)).mbps;
+  const many = await bulkParallel(a.dial);
+  const cpu = await bulkCpu(a.dial, [site.relay.pid, a.agent.pid]);
+  return { one, many, cpu };
+}
+
+/** The direct path's targets from the issue, with the figures they compare. */
+function directTargets(o: {
+  wgOne: number | undefined;
+  direct: NsRow;
+  idle: Map<string, { p50: number; p99: number }>;
+  busy: Map<string, { p50: number; p99: number }>;
+  mtu: number | null;
+}): void {
+  const base = o.idle.get('direct TCP');
+  const line = (what: string, got: string, met: boolean): void =>
+    console.log(`| ${what} | ${got} | ${met ? 'met' : 'NOT met'} |`);
+  console.log(
+    `\n(d) direct-path targets (agent's direct path MTU during the run: ${o.mtu ?? '-'} inner bytes)`,
+  );
+  console.log('| target | measured | |');
+  console.log('|---|---|---|');
+  if (o.wgOne !== undefined) {
+    const ratio = o.direct.one / o.wgOne;
+    line(
+      'one stream direct >= 2x the wireguard-go pair',
+      `${o.direct.one.toFixed(1)} / ${o.wgOne.toFixed(1)} MB/s = ${ratio.toFixed(2)}x`,
+      ratio >= 2,
+    );
+  }
+  for (const [label, m] of [
+    ['idle', o.idle],
+    ['next to a bulk stream', o.busy],
+  ] as const) {
+    const d = m.get(NS_DIRECT);
+    const r = m.get(NS_RELAYED);
+    if (!d || !r || !base) continue;
+    const added = (x: { p99: number }): number => x.p99 - base.p99;
+    line(
+      `added p99 latency, direct <= relayed (${label}, established connection)`,
+      `direct ${signed(added(d))} ms, relayed ${signed(added(r))} ms`,
+      added(d) <= added(r),
+    );
+  }
+}
+
+const NS_DIRECT = 'CONNECT, netns agent, direct UDP (veth MTU 1,500)';
+const NS_RELAYED = 'CONNECT, netns agent, relayed (443-only)';
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tunnel-bench-'));
   try {
@@ -211,6 +288,7 @@ async function main(): Promise<void> {
     if (!ssh) console.log('(ssh -R skipped: needs root and openssh-server)');
 
     const wg = await wireguardGo();
+    const site = await namespaceSite(dir);
     console.log(
       `\n(a) bulk download of ${MB} MiB over one stream (best of 3) and over ${PARALLEL} parallel streams` +
         ' (best of 2), MB/s = 10^6 B/s; CPU s per GiB of the tunnel processes on one stream',
@@ -239,6 +317,10 @@ async function main(): Promise<void> {
     if (wg) row('wireguard-go <-> wireguard-go, two namespaces', wg.one, wg.many, '-');
     if (s) row('ssh -R (sshd + ssh)', s.mbps, sN, perGiB(sCpu).toFixed(2));
     row('CONNECT via relay + agent', c.mbps, cN, perGiB(cCpu).toFixed(2));
+    const nsDirect = site ? await nsBulk(site, 'direct') : undefined;
+    const nsRelayed = site ? await nsBulk(site, 'relayed') : undefined;
+    if (nsDirect) row(NS_DIRECT, nsDirect.one, nsDirect.many, perGiB(nsDirect.cpu).toFixed(2));
+    if (nsRelayed) row(NS_RELAYED, nsRelayed.one, nsRelayed.many, perGiB(nsRelayed.cpu).toFixed(2));
 
     console.log(
       `\n(b) small requests, ${SAMPLES} samples each after ${WARM_MS} ms of the same requests: a new connection` +
@@ -261,7 +343,12 @@ async function main(): Promise<void> {
       ],
     ];
     if (ssh) paths.push(['ssh -R', direct(ssh.port), ['direct', String(ssh.port)]]);
+    if (site) {
+      paths.push([NS_DIRECT, site.direct.dial, site.direct.bulkArgs]);
+      paths.push([NS_RELAYED, site.relayed.dial, site.relayed.bulkArgs]);
+    }
     const idle = new Map<string, { p50: number; p99: number }>();
+    const loaded = new Map<string, { p50: number; p99: number }>();
     for (const [name, dial, bulkArgs] of paths) {
       for (const busy of [false, true]) {
         const stop = busy ? await saturate(bulkArgs) : undefined;
@@ -273,7 +360,7 @@ async function main(): Promise<void> {
         const kept = await latency(() => pipe.rtt(), SAMPLES);
         pipe.close();
         const mbps = stop ? await stop() : undefined;
-        if (!busy) idle.set(name, kept);
+        (busy ? loaded : idle).set(name, kept);
         const f = (n: number): string => n.toFixed(2);
         console.log(
           `| ${name} | ${busy ? 'yes' : 'no'} | ${f(f0.p50)} | ${f(f0.p99)} | ${f(kept.p50)} | ${f(kept.p90)} | ${f(kept.p99)} | ${mbps === undefined ? '-' : mbps.toFixed(1)} |`,
@@ -288,6 +375,8 @@ async function main(): Promise<void> {
           `p99 ${signed(tun.p99 - base.p99)} ms (target: p99 added <= 2 ms)`,
       );
     }
+    if (site && nsDirect)
+      directTargets({ wgOne: wg?.one, direct: nsDirect, idle, busy: loaded, mtu: site.directMtu() });
 
     const cert = createSelfSignedCert({ commonName: 'bench', altNames: ['127.0.0.1'], now: Date.now() });
     const p = await measurePrimitives(256 * 1024 * 1024, { key: cert.keyPem, cert: cert.certPem });
@@ -311,6 +400,7 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 500));
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
+    await cleanupAll();
   }
 }
 
