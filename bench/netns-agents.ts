@@ -58,9 +58,8 @@ function agentStatus(stateDir: string): { path?: string; pathDetail?: { mtu?: nu
   const out = execFileSync(
     process.execPath,
     [CLIENT_BIN, 'status', '--state-dir', stateDir, '--output', 'json'],
-    {
-      encoding: 'utf8',
-    },
+    // STATE_MISSING on stderr until the agent has joined
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
   );
   return JSON.parse(out) as { path?: string; pathDetail?: { mtu?: number | null } };
 }
