@@ -103,7 +103,7 @@ export const DISCO_DROP_REASONS = [
   'stale', // sentAt older than the replay window
   'future', // sentAt ahead of the receiver's clock by more than the window
   'replay', // txid already seen from this sender, or older than what the guard still remembers
-  'unexpected-pong', // a pong for no ping in flight
+  'unexpected-pong', // a pong for no ping in flight, a probe-ack for no probe in flight
   'wrong-carrier', // a call-me-maybe over UDP (it must come over the relay), a probe or its ack over the relay
   'sender-mismatch', // over the relay, the sealed sender is not the relay's source key
 ] as const;

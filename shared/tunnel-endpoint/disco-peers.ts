@@ -50,8 +50,8 @@ export interface DiscoPeersOptions {
    * peer (compared with STUN's, it shows whether the NAT maps per destination).
    */
   readonly onObserved?: (peer: Buffer, observed: DiscoAddress) => void;
-  /** An ack to one of our path MTU probes (sendProbe) arrived over UDP. */
-  readonly onProbeAck?: (peer: Buffer, txid: Buffer, size: number) => void;
+  /** An ack of a path MTU probe (sendProbe) arrived over UDP: false when it answers no probe in flight. */
+  readonly onProbeAck?: (peer: Buffer, txid: Buffer, size: number) => boolean;
   readonly conditions?: Partial<Omit<LocalConditions, 'udp'>>;
   readonly timers?: Partial<PathTimers>;
   /** Peers held at most (default 10,000): addPeer refuses more. */
@@ -315,7 +315,7 @@ export class DiscoPeers {
     }
     if (m.type === 'probe-ack') {
       this.stats.probeAcks++;
-      this.#o.onProbeAck?.(state.key, m.txid, m.size);
+      if (!this.#o.onProbeAck?.(state.key, m.txid, m.size)) this.dropped['unexpected-pong']++;
       return;
     }
     this.stats.probes++;

@@ -165,7 +165,7 @@ export class TunnelEndpoint {
           ...(udp ? { sendUdp: (d: Buffer, host: string, port: number) => udp.send(d, host, port) } : {}),
           onRouteChange: (peer, route, remote) => this.#routeChanged(peer, route, remote),
           onHeard: (peer) => this.#heard(peer),
-          onProbeAck: (peer, txid, size) => this.pmtu?.ack(peer, txid, size),
+          onProbeAck: (peer, txid, size) => this.pmtu?.ack(peer, txid, size) ?? false,
           ...(o.maxPeers !== undefined ? { maxPeers: o.maxPeers } : {}),
         })
       : undefined;

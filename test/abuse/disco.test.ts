@@ -4,7 +4,8 @@
  * for real and gets a pong at its own address; then replays of that ping (from the same and from another
  * address), pings boxed with the wrong key, from an unregistered key, stale or from the future, pongs nobody
  * asked for, candidates over UDP, truncated and random datagrams behind the disco magic, and, over the relay,
- * another agent's sealed message sent from this agent's connection. Every one is dropped and counted by
+ * another agent's sealed message sent from this agent's connection; a path MTU probe is answered once with a short
+ * ack (never amplified), and its replays and acks nobody asked for are dropped. Every one is dropped and counted by
  * reason on /metrics (tunnel_relay_disco_dropped_total), nothing is sent to the other address, and the agent
  * is still answered at its own address afterwards.
  */
@@ -59,6 +60,15 @@ function pongsIn(got: Buffer[]): DiscoMessage[] {
   return got.flatMap((d) => {
     const r = openDisco(d, { keyFor: (k) => (k.equals(hubKey) ? ring.keyFor(k) : null) });
     return r.ok && r.message.type === 'pong' ? [r.message] : [];
+  });
+}
+
+/** The hub's probe acks among datagrams an agent socket received, with each datagram's length. */
+function acksIn(got: Buffer[]): { size: number; length: number }[] {
+  const ring = new DiscoKeyring({ privateKey: agent.privateKey });
+  return got.flatMap((d) => {
+    const r = openDisco(d, { keyFor: (k) => (k.equals(hubKey) ? ring.keyFor(k) : null) });
+    return r.ok && r.message.type === 'probe-ack' ? [{ size: r.message.size, length: d.length }] : [];
   });
 }
 
@@ -141,6 +151,29 @@ describe('abuse: bad disco input at the hub', () => {
     await dropsReach(m0, 'unexpected-pong', n);
     await dropsReach(m0, 'wrong-carrier', n);
     expect(attacker.got).toEqual([]);
+  });
+
+  it('a path MTU probe gets one short ack at its address; replays and unasked acks are dropped', async () => {
+    const legit = await socket();
+    const spoofer = await socket();
+    const probe = sealAs(agent, { type: 'probe', txid: newTxid(), sentAt: Date.now(), size: 20_000 });
+    expect(probe.length).toBe(20_000);
+    legit.send(probe);
+    await waitFor(() => acksIn(legit.got).length === 1, 5_000, 'the probe ack');
+    // The ack says the size that arrived, in a datagram of 104 bytes: no amplification.
+    expect(acksIn(legit.got)).toEqual([{ size: 20_000, length: DISCO_MIN_LEN + 4 }]);
+    const m0 = await metrics(relay);
+    const n = 3 * scale;
+    for (let i = 0; i < n; i++) {
+      legit.send(probe);
+      spoofer.send(probe);
+      spoofer.send(sealAs(agent, { type: 'probe-ack', txid: newTxid(), sentAt: Date.now(), size: 60_000 }));
+      await new Promise((r) => setTimeout(r, 2)); // 20 KB datagrams: let the relay read them
+    }
+    await dropsReach(m0, 'replay', 2 * n);
+    await dropsReach(m0, 'unexpected-pong', n);
+    expect(acksIn(legit.got).length).toBe(1);
+    expect(spoofer.got).toEqual([]);
   });
 
   it('truncated and random datagrams behind the magic never get an answer', async () => {
