@@ -5,8 +5,9 @@
  * Upgrade. A mesh request with a wrong or empty mesh key is refused and counted; a replica started with another
  * hub key or certificate refuses to start; `cluster get` on B shows the agent connected.
  */
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -138,7 +139,6 @@ const viaProxy = (r: Replica) => [
 ];
 
 async function sha256Of(args: string[]): Promise<{ code: number | null; bytes: number; sha: string }> {
-  const { spawn } = await import('node:child_process');
   const h = createHash('sha256');
   let bytes = 0;
   const code = await new Promise<number | null>((resolve) => {
@@ -263,6 +263,24 @@ describe('a fleet of two replicas with the mesh on', () => {
     expect(JSON.parse(hello.stdout)).toEqual({ served: 'mesh-upstream', authorization: null });
   }, 60_000);
 
+  it('kubectl with a kubeconfig made on B reaches the agent on A through the path proxy', async () => {
+    const k = await run(RELAY_BIN, ['kubeconfig', CLUSTER], adminEnvOf({ ...b.ready, adminKey }));
+    expect(k.code, k.stderr).toBe(0);
+    const file = join(dir, 'kubeconfig');
+    writeFileSync(file, k.stdout, { mode: 0o600 });
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+      execFile(
+        'kubectl',
+        ['--kubeconfig', file, '--request-timeout', '20s', 'version', '-o', 'json'],
+        { env: cleanEnv({ HOME: dir }), timeout: 30_000 },
+        (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }),
+      ),
+    );
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).serverVersion).toMatchObject({ gitVersion: 'v1.30.0+mesh-upstream' });
+  });
+
   it('an Upgrade through B is spliced to the agent on A both ways', async () => {
     const got = await rawExchange(
       b,
@@ -342,7 +360,6 @@ describe('a fleet of two replicas with the mesh on', () => {
 
 describe('the mesh key', () => {
   it('never reaches a replica log', async () => {
-    const { readFileSync } = await import('node:fs');
     const key = readFileSync(fleet.meshKeyFile, 'utf8').trim();
     const sent = Buffer.from(key, 'latin1').toString('base64');
     for (const r of [a, b]) {
