@@ -235,6 +235,7 @@ describe('a fleet of two replicas with the mesh on', () => {
     expect(got.bytes).toBe(n);
     expect(got.sha).toBe(sha256OfPattern(n));
     expect(sample(await metrics(b), 'tunnel_relay_mesh_forwarded_total{kind="connect"}')).toBe(before + 1);
+    expect(sample(await metrics(b), 'tunnel_relay_mesh_replicas')).toBe(2);
   }, 60_000);
 
   it('a path-proxy GET through B reaches the agent on A byte for byte', async () => {

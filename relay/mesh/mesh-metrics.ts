@@ -20,5 +20,10 @@ export function meshFamilies(s: MeshStats): Family[] {
       one(s.failed),
     ),
     gauge(`${p}forwards_open`, 'Forwarded connections open now.', s.open),
+    gauge(
+      `${p}replicas`,
+      'Live replicas of the fleet (this one included) at the last heartbeat; 0 without a mesh.',
+      s.replicas,
+    ),
   ];
 }

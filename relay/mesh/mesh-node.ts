@@ -25,6 +25,8 @@ export interface MeshStats {
   failed: number;
   /** Forwarded pipes open now. */
   open: number;
+  /** Live replicas (this one included) at the last heartbeat; 0 without a mesh. */
+  replicas: number;
 }
 
 export function newMeshStats(): MeshStats {
@@ -33,6 +35,7 @@ export function newMeshStats(): MeshStats {
     forwarded: { connect: 0, upgrade: 0, request: 0 },
     failed: 0,
     open: 0,
+    replicas: 0,
   };
 }
 
@@ -70,6 +73,9 @@ export class MeshNode {
       hooks: o.hooks,
       deadAfterMs: o.config.deadAfterMs,
       log: o.log.child({ component: 'mesh' }),
+      onLiveReplicas: (n) => {
+        this.stats.replicas = n;
+      },
     });
   }
 

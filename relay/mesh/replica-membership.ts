@@ -6,7 +6,8 @@
  * Agent locations: each time this process's session of an agent comes up, goes down or changes path (RelayHooks
  * 'connection-changed'), the cluster's row is written (up: this replica, the latest writer wins) or cleared (down:
  * only while it still names this replica). Changes are coalesced per cluster and written in order by one loop,
- * so the set of pending writes is bounded by the number of clusters.
+ * so the set of pending writes is bounded by the number of clusters; a write the store refuses is kept (its latest
+ * state only) and retried after the next heartbeat.
  *
  * On every heartbeat the sessions the other live replicas hold are read back and handed to RelayHooks, so the
  * cluster object (connected, path) reads the same on every replica, a second behind at most.
@@ -24,6 +25,8 @@ export interface MembershipOptions {
   hooks: RelayHooks;
   deadAfterMs: number;
   log: Logger;
+  /** Receives the number of live replicas (this one included) after each heartbeat. */
+  onLiveReplicas?: (count: number) => void;
 }
 
 function remoteStatus(l: AgentLocation): ConnectionStatus {
@@ -40,6 +43,8 @@ export class ReplicaMembership {
   #flushing: Promise<void> | null = null;
   #stopped = false;
   #joined = false;
+  /** The last heartbeat failed (logged once per outage). */
+  #failing = false;
   readonly #onChange = (c: ConnectionChange): void => {
     this.#pending.set(c.cluster, c);
     this.#flush();
@@ -95,36 +100,54 @@ export class ReplicaMembership {
       const remote = new Map<string, ConnectionStatus>();
       for (const l of await tables.remoteLocations(id, deadAfterMs)) remote.set(l.cluster, remoteStatus(l));
       hooks.setRemoteConnections(remote);
+      this.#options.onLiveReplicas?.((await tables.liveReplicas(deadAfterMs)).length);
+      if (this.#failing) log.info({ replica: id }, 'mesh: heartbeat back');
+      this.#failing = false;
+      // Location writes that failed while the store was away are retried (only their latest state).
+      this.#flush();
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'mesh: heartbeat failed');
+      // Without fresh data, other replicas' sessions are not shown rather than shown stale.
+      hooks.setRemoteConnections(new Map());
+      if (!this.#failing) log.warn({ err: (err as Error).message }, 'mesh: heartbeat failed');
+      this.#failing = true;
     }
     this.#schedule();
   }
 
   #flush(): void {
-    if (this.#flushing) return;
-    this.#flushing = (async () => {
-      while (this.#pending.size > 0) {
-        const first = this.#pending.entries().next();
-        if (first.done) break;
-        const [cluster, change] = first.value;
-        this.#pending.delete(cluster);
-        await this.#write(change);
-      }
+    if (this.#flushing || this.#pending.size === 0) return;
+    this.#flushing = this.#drain().finally(() => {
       this.#flushing = null;
-    })();
+    });
   }
 
-  async #write(c: ConnectionChange): Promise<void> {
+  /** Writes the pending changes in order; stops at the first the store refuses (kept for the next heartbeat). */
+  async #drain(): Promise<void> {
+    for (;;) {
+      const first = this.#pending.entries().next();
+      if (first.done) return;
+      const [cluster, change] = first.value;
+      this.#pending.delete(cluster);
+      if (await this.#write(change)) continue;
+      // Kept unless a newer change arrived meanwhile.
+      if (!this.#pending.has(cluster)) this.#pending.set(cluster, change);
+      return;
+    }
+  }
+
+  /** Writes one change; false when the store did not take it (logged, retried later). */
+  async #write(c: ConnectionChange): Promise<boolean> {
     const { tables, id, log } = this.#options;
     try {
       if (c.connected) await tables.setLocation(c.cluster, id, c.path);
       else await tables.clearLocation(c.cluster, id);
+      return true;
     } catch (err) {
       log.warn(
         { cluster: c.cluster, err: (err as Error).message },
-        'mesh: could not record the agent location',
+        'mesh: could not record the agent location; retried after the next heartbeat',
       );
+      return false;
     }
   }
 }
