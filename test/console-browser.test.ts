@@ -215,10 +215,15 @@ describe('web console', () => {
   it('a hostile display name is shown as text: no element, no script', async () => {
     const { page } = admin;
     await page.getByRole('button', { name: 'Connect cluster' }).click();
+    // The drawer is modal: Shift+Tab from its first field stays inside it.
+    await page.keyboard.press('Shift+Tab');
+    expect(await inPage(page, "document.activeElement.closest('[role=dialog]') !== null")).toBe(true);
     await page.getByLabel('Display Name').fill(XSS);
     await page.getByRole('button', { name: 'Create cluster' }).click();
     await page.locator('[data-created]').waitFor();
     await page.keyboard.press('Escape');
+    // Closing returns focus to the button that opened it.
+    expect(await inPage(page, 'document.activeElement.dataset.action')).toBe('connect');
     const row = page.locator('tr[data-cluster="img-src-x-onerror-alert-1"] td').first();
     expect(await row.textContent()).toBe(XSS);
     await page.locator('a', { hasText: 'img-src-x-onerror-alert-1' }).click();

@@ -25,10 +25,20 @@ export interface Cluster {
   leaseRenewTime: string | null;
   lastHandshake: string | null;
   rttMs: number | null;
+  /** While connected, from relays that report it: the direct remote, each path's RTT, last switch, why not direct. */
+  pathDetail?: PathDetail | null;
   bytesIn?: number;
   bytesOut?: number;
   createdAt: string;
   bootstrapPsk?: { state: string; expiresAt: string; usedAt: string | null } | null;
+}
+
+export interface PathDetail {
+  remote: string | null;
+  rttDirectMs: number | null;
+  rttRelayedMs: number | null;
+  lastSwitch: string | null;
+  reason: string | null;
 }
 
 export interface Bootstrap {

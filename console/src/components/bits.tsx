@@ -30,9 +30,19 @@ export function ConditionCell({ cond, now }: { cond: Condition | undefined; now:
   );
 }
 
+/** The RTT of the path in use: `rttMs`, else the path detail's figure for that path. */
+export function rttOf(c: Cluster): number | null {
+  if (!c.connected) return null;
+  if (c.rttMs !== null) return c.rttMs;
+  const d = c.pathDetail;
+  if (!d) return null;
+  return c.path === 'direct' ? d.rttDirectMs : c.path === 'relayed' ? d.rttRelayedMs : null;
+}
+
 export function PathCell({ c }: { c: Cluster }) {
   const label = c.connected ? c.path : 'none';
-  const rtt = c.connected && c.rttMs !== null ? ` · ${Math.round(c.rttMs)} ms` : '';
+  const ms = rttOf(c);
+  const rtt = ms !== null ? ` · ${Math.round(ms)} ms` : '';
   return (
     <span class={`path path-${c.connected ? 'up' : 'down'}`}>
       {label}

@@ -9,7 +9,7 @@ import { CommandBox } from '../components/copy-button.js';
 import { useConsole } from '../context.js';
 import { age, latest, when } from '../format.js';
 import { useNow } from '../hooks.js';
-import type { Bootstrap, Cluster } from '../types.js';
+import type { Bootstrap, Cluster, PathDetail } from '../types.js';
 import { ValuesPanel } from './values-panel.js';
 
 export function ClusterPage({ name }: { name: string }) {
@@ -50,6 +50,7 @@ function ClusterDetail({ c }: { c: Cluster }) {
         <dd>
           <PathCell c={c} />
         </dd>
+        {c.pathDetail && <PathDetailFacts d={c.pathDetail} now={now} />}
         <dt>Agent version</dt>
         <dd>{c.agentVersion ?? '-'}</dd>
         <dt>Address</dt>
@@ -100,6 +101,29 @@ function ClusterDetail({ c }: { c: Cluster }) {
       />
       {can.writeCluster(c.group) && <Actions c={c} />}
     </section>
+  );
+}
+
+const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)} ms`);
+
+function PathDetailFacts({ d, now }: { d: PathDetail; now: number }) {
+  return (
+    <>
+      <dt>Direct remote</dt>
+      <dd>{d.remote ?? '-'}</dd>
+      <dt>RTT direct / relayed</dt>
+      <dd>
+        {ms(d.rttDirectMs)} / {ms(d.rttRelayedMs)}
+      </dd>
+      <dt>Last path switch</dt>
+      <dd title={when(d.lastSwitch)}>{age(d.lastSwitch, now)}</dd>
+      {d.reason && (
+        <>
+          <dt>Why not direct</dt>
+          <dd>{d.reason}</dd>
+        </>
+      )}
+    </>
   );
 }
 

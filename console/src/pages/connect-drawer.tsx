@@ -4,7 +4,7 @@
  * live (registered, accepted, tunnel up, path) and ends with the kubeconfig command.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ErrorNote } from '../components/bits.js';
+import { ErrorNote, rttOf } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
 import { useConsole } from '../context.js';
 import { age, when } from '../format.js';
@@ -18,20 +18,44 @@ interface Created {
   bootstrap: Bootstrap;
 }
 
+const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select, textarea, [tabindex="0"]';
+
+/** Tab and Shift+Tab cycle inside the open drawer (a modal dialog) instead of reaching the page behind it. */
+function keepFocusIn(box: HTMLElement, e: KeyboardEvent): void {
+  const items = [...box.querySelectorAll<HTMLElement>(FOCUSABLE)];
+  const first = items[0];
+  const last = items[items.length - 1];
+  if (!first || !last) return;
+  const inside = box.contains(document.activeElement);
+  if (e.shiftKey && (document.activeElement === first || !inside)) {
+    e.preventDefault();
+    last.focus();
+  } else if (!e.shiftKey && (document.activeElement === last || !inside)) {
+    e.preventDefault();
+    first.focus();
+  }
+}
+
 export function ConnectDrawer({ onClose }: { onClose(): void }) {
   const [created, setCreated] = useState<Created | null>(null);
   const first = useRef<HTMLInputElement>(null);
+  const drawer = useRef<HTMLDivElement>(null);
   useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     first.current?.focus();
     const onKey = (e: KeyboardEvent) => {
       if (e.key === 'Escape') onClose();
+      else if (e.key === 'Tab' && drawer.current) keepFocusIn(drawer.current, e);
     };
     addEventListener('keydown', onKey);
-    return () => removeEventListener('keydown', onKey);
+    return () => {
+      removeEventListener('keydown', onKey);
+      opener?.focus();
+    };
   }, [onClose]);
   return (
     <div class="drawer-backdrop">
-      <div class="drawer" role="dialog" aria-modal="true" aria-labelledby="connect-title">
+      <div class="drawer" role="dialog" aria-modal="true" aria-labelledby="connect-title" ref={drawer}>
         <div class="page-head">
           <h2 id="connect-title">Connect a cluster</h2>
           <button type="button" class="secondary" onClick={onClose}>
@@ -138,6 +162,11 @@ function Step({ done, label, detail }: { done: boolean; label: string; detail?: 
   );
 }
 
+function pathText(c: Cluster): string {
+  const ms = rttOf(c);
+  return `${c.path}${ms !== null ? ` · ${Math.round(ms)} ms` : ''}`;
+}
+
 function Follow({ created }: { created: Created }) {
   const { clusters } = useConsole();
   const now = useNow();
@@ -169,11 +198,7 @@ function Follow({ created }: { created: Created }) {
         <Step done={registered} label="Registered" />
         <Step done={accepted} label="Accepted" />
         <Step done={up} label="Tunnel up" />
-        <Step
-          done={up && c.path !== 'none'}
-          label="Path"
-          detail={up ? `${c.path}${c.rttMs !== null ? ` · ${Math.round(c.rttMs)} ms` : ''}` : ''}
-        />
+        <Step done={up && c.path !== 'none'} label="Path" detail={up ? pathText(c) : ''} />
       </ol>
       {up && (
         <CommandBox
