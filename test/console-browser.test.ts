@@ -157,6 +157,9 @@ describe('web console', () => {
       .poll(() => page.locator('#cluster-name-help').textContent())
       .toContain('Not a DNS-1123 name');
     expect(await page.getByRole('button', { name: 'Create cluster' }).isDisabled()).toBe(true);
+    // The page re-renders every second (ages): focus stays where the user is typing.
+    await sleep(1200);
+    expect(await inPage(page, 'document.activeElement.id')).toBe('cluster-name');
     await page.getByLabel('Kubernetes Name (ID)').fill('');
     await page.getByRole('button', { name: 'Create cluster' }).click();
     const joinText = (await page.locator('pre[data-command="join"]').textContent()) ?? '';

@@ -40,11 +40,14 @@ export function ConnectDrawer({ onClose }: { onClose(): void }) {
   const [created, setCreated] = useState<Created | null>(null);
   const first = useRef<HTMLInputElement>(null);
   const drawer = useRef<HTMLDivElement>(null);
+  // The parent re-renders every second (ages) with a new onClose; the effect must run once per opening.
+  const close = useRef(onClose);
+  close.current = onClose;
   useEffect(() => {
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     first.current?.focus();
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') onClose();
+      if (e.key === 'Escape') close.current();
       else if (e.key === 'Tab' && drawer.current) keepFocusIn(drawer.current, e);
     };
     addEventListener('keydown', onKey);
@@ -52,7 +55,7 @@ export function ConnectDrawer({ onClose }: { onClose(): void }) {
       removeEventListener('keydown', onKey);
       opener?.focus();
     };
-  }, [onClose]);
+  }, []);
   return (
     <div class="drawer-backdrop">
       <div class="drawer" role="dialog" aria-modal="true" aria-labelledby="connect-title" ref={drawer}>
