@@ -56,6 +56,8 @@ interface Setup {
   statusText(): Promise<string>;
   /** What the hub's STUN said of its own NAT, from the relay's log: the last verdict and mapped address. */
   hubStun(): { stun?: string; reflexive?: { host: string; port: number } } | undefined;
+  /** The agent's output so far. */
+  agentLog(): string;
   done(): Promise<void>;
 }
 
@@ -130,6 +132,7 @@ async function setup(nat: AgentNat): Promise<Setup> {
       stateDir,
       status: async () => JSON.parse((await statusRun('json')).stdout) as StatusReport,
       statusText: async () => (await statusRun('text')).stdout,
+      agentLog: () => agent?.output() ?? '',
       hubStun: () => {
         const said = proc
           .output()
@@ -203,15 +206,22 @@ describe('the hub behind NAT with no inbound UDP, real processes', () => {
       );
       expect(r.path).toBe('relayed');
       expect(r.pathDetail?.nat).toBe('varies');
-      expect(await s.statusText()).toMatch(/relayed why:\s+mapping-varies \(NAT mapping varies by destination\)/);
+      expect(await s.statusText()).toMatch(
+        /relayed why:\s+mapping-varies \(NAT mapping varies by destination\)/,
+      );
       // The first attempts: the confirm window (5 s) and a ping timeout (3 s) after the hub's candidates came.
       await sleep(12_000);
-      const [agentFirst, hubFirst] = [await agentProbes.counters(), await hubProbes.counters()];
+      const [agentFirst, hubFirst, logsFirst] = [
+        await agentProbes.counters(),
+        await hubProbes.counters(),
+        s.agentLog(),
+      ];
       expect(agentFirst.packets).toBeGreaterThan(0);
       expect(hubFirst.packets).toBeGreaterThan(0);
       await sleep(10_000);
       expect(await agentProbes.counters()).toEqual(agentFirst);
       expect(await hubProbes.counters()).toEqual(hubFirst);
+      expect(s.agentLog()).toBe(logsFirst); // and the agent logs nothing about it
       // No flapping: still relayed, connected, for the same reason.
       expect(await s.status()).toMatchObject({
         connected: true,
