@@ -1,8 +1,10 @@
 /**
  * The clusters the page shows, kept current: GET /api/v1/events (server-sent events read with fetch, since
  * EventSource cannot send the Authorization header). On open the feed sends every visible cluster, then
- * `ready`; after that one `cluster` event per change and `cluster-deleted` per removal. A relay without the
- * feed (404) is polled instead. A dropped stream reconnects with backoff; every wait is bounded.
+ * `ready`; after that one `cluster` event per change and `cluster-deleted` per removal; `end` (with the error's
+ * code and message) when the relay ends the stream (a revoked key then gets 401 on reconnect, which signs
+ * out). A relay without the feed (404) is polled instead. A dropped stream reconnects with backoff; every wait
+ * is bounded.
  */
 import { type Api, ApiError } from './api.js';
 import { SseParser } from './sse-parser.js';
@@ -56,6 +58,12 @@ async function readStream(api: Api, h: FeedHandlers, signal: AbortSignal): Promi
         else initial.push(c);
       } else if (ev.event === 'cluster-deleted') {
         h.remove((JSON.parse(ev.data) as { name: string }).name);
+      } else if (ev.event === 'end') {
+        // The relay ends the stream (key revoked or expired, relay closing): say why; the reconnect decides.
+        h.mode(
+          'offline',
+          (JSON.parse(ev.data) as { message?: string }).message ?? 'the relay ended the feed',
+        );
       } else if (ev.event === 'ready' && !ready) {
         ready = true;
         h.reset(initial);
