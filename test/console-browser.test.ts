@@ -293,7 +293,7 @@ describe('web console', () => {
     await shot(page, 'cluster');
   });
 
-  it('creates a viewer key shown once; the viewer sees no create, accept or delete, and a forged create is 403', async () => {
+  it('a viewer key made on the access keys page sees no create or delete, a forged create is 403, revoking signs it out', async () => {
     const { page } = admin;
     await page.getByRole('link', { name: 'Access keys' }).click();
     await page.locator('#keys-title').waitFor();
@@ -332,6 +332,14 @@ describe('web console', () => {
        })()`,
     );
     expect(forged).toMatchObject({ status: 403, body: { error: { code: 'FORBIDDEN' } } });
+
+    // The admin revokes the key on the access keys page; the viewer's open console signs itself out.
+    const keyId = await page.locator('[data-created-key]').getAttribute('data-created-key');
+    await page.locator(`tr[data-key="${keyId}"]`).getByRole('button', { name: 'Revoke…' }).click();
+    await page.getByRole('button', { name: `Revoke ${keyId}` }).click();
+    await page.locator(`tr[data-key="${keyId}"] td[data-label="State"]`, { hasText: 'revoked' }).waitFor();
+    await viewer.page.getByLabel('Access key').waitFor({ timeout: 10_000 });
+    expect(await inPage(viewer.page, 'sessionStorage.length')).toBe(0);
     await viewer.context.close();
   });
 
