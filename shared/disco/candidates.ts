@@ -71,7 +71,7 @@ interface Request {
 const sameAddress = (a: DiscoAddress, b: DiscoAddress) => a.host === b.host && a.port === b.port;
 
 export class CandidateGatherer {
-  readonly #o: CandidateGathererOptions;
+  readonly #options: CandidateGathererOptions;
   readonly #interfaces: () => InterfaceList;
   readonly #servers: StunServer[];
   #round: Request[] = [];
@@ -88,7 +88,7 @@ export class CandidateGatherer {
   #unanswered = 0;
 
   constructor(o: CandidateGathererOptions) {
-    this.#o = o;
+    this.#options = o;
     this.#interfaces = o.interfaces ?? networkInterfaces;
     this.#servers = o.stunServers.flatMap((s) => {
       const host = normalizeIp(s.host);
@@ -115,28 +115,28 @@ export class CandidateGatherer {
   stop(): void {
     this.#running = false;
     this.#endRound();
-    this.#o.clock.clearTimer(this.#refreshTimer);
-    this.#o.clock.clearTimer(this.#interfaceTimer);
+    this.#options.clock.clearTimer(this.#refreshTimer);
+    this.#options.clock.clearTimer(this.#interfaceTimer);
   }
 
   /** A STUN round now (the network may have changed); the periodic refresh restarts from here. */
   refresh(): void {
     if (!this.#running) return;
     this.#endRound();
-    const clock = this.#o.clock;
+    const clock = this.#options.clock;
     this.#armRefresh();
     if (this.#servers.length === 0) {
       this.#emit();
       return;
     }
-    const newTxid = this.#o.newTxid ?? (() => randomBytes(12));
+    const newTxid = this.#options.newTxid ?? (() => randomBytes(12));
     this.#round = this.#servers.map((server) => ({ server, txid: newTxid() }));
-    for (const at of this.#o.stunSendAtMs ?? DEFAULT_STUN_SEND_AT_MS) {
+    for (const at of this.#options.stunSendAtMs ?? DEFAULT_STUN_SEND_AT_MS) {
       if (at <= 0) this.#sendUnanswered();
       else this.#roundTimers.push(clock.setTimer(at, () => this.#sendUnanswered()));
     }
     this.#roundTimers.push(
-      clock.setTimer(this.#o.stunTimeoutMs ?? DEFAULT_STUN_TIMEOUT_MS, () => this.#finish()),
+      clock.setTimer(this.#options.stunTimeoutMs ?? DEFAULT_STUN_TIMEOUT_MS, () => this.#finish()),
     );
   }
 
@@ -165,7 +165,8 @@ export class CandidateGatherer {
 
   #sendUnanswered(): void {
     for (const r of this.#round)
-      if (r.mapped === undefined) this.#o.send(encodeBindingRequest(r.txid), r.server.host, r.server.port);
+      if (r.mapped === undefined)
+        this.#options.send(encodeBindingRequest(r.txid), r.server.host, r.server.port);
   }
 
   #finish(): void {
@@ -181,30 +182,31 @@ export class CandidateGatherer {
 
   /** The next round: refreshMs from now, or longer after unanswered rounds. */
   #armRefresh(): void {
-    const clock = this.#o.clock;
+    const clock = this.#options.clock;
     const backoff = 2 ** Math.min(this.#unanswered, MAX_BACKOFF_DOUBLINGS);
     clock.clearTimer(this.#refreshTimer);
-    this.#refreshTimer = clock.setTimer((this.#o.refreshMs ?? DEFAULT_CANDIDATE_REFRESH_MS) * backoff, () =>
-      this.refresh(),
+    this.#refreshTimer = clock.setTimer(
+      (this.#options.refreshMs ?? DEFAULT_CANDIDATE_REFRESH_MS) * backoff,
+      () => this.refresh(),
     );
   }
 
   #endRound(): void {
-    for (const t of this.#roundTimers) this.#o.clock.clearTimer(t);
+    for (const t of this.#roundTimers) this.#options.clock.clearTimer(t);
     this.#roundTimers = [];
     this.#round = [];
   }
 
   #checkInterfaces(first = false): void {
-    const clock = this.#o.clock;
-    this.#interfaceTimer = clock.setTimer(this.#o.interfaceCheckMs ?? DEFAULT_INTERFACE_CHECK_MS, () =>
+    const clock = this.#options.clock;
+    this.#interfaceTimer = clock.setTimer(this.#options.interfaceCheckMs ?? DEFAULT_INTERFACE_CHECK_MS, () =>
       this.#checkInterfaces(),
     );
     const list = this.#interfaces();
     const signature = interfaceSignature(list);
     if (signature === this.#signature) return;
     this.#signature = signature;
-    this.#local = localCandidates(list, this.#o.bindAddress, this.#o.port);
+    this.#local = localCandidates(list, this.#options.bindAddress, this.#options.port);
     this.#unanswered = 0;
     if (first) return;
     this.#emit();
@@ -216,7 +218,7 @@ export class CandidateGatherer {
     const text = `${now.stun} ${now.candidates.map((c) => `${c.host}|${c.port}`).join(' ')}`;
     if (text === this.#emitted) return;
     this.#emitted = text;
-    this.#o.onChange(now);
+    this.#options.onChange(now);
   }
 }
 

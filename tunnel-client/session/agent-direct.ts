@@ -40,7 +40,7 @@ export class AgentDirect {
   readonly sender = {
     send: (d: Buffer, host: string, port: number): boolean => this.#transport?.send(d, host, port) ?? false,
   };
-  readonly #o: AgentDirectOptions;
+  readonly #options: AgentDirectOptions;
   #transport: UdpTransport | undefined;
   #gatherer: CandidateGatherer | undefined;
   /** Our mapping as the hub's UDP port saw it (its pongs), to compare with STUN's. */
@@ -48,7 +48,7 @@ export class AgentDirect {
   #closed = false;
 
   constructor(o: AgentDirectOptions) {
-    this.#o = o;
+    this.#options = o;
   }
 
   /** The socket's port once open. */
@@ -63,26 +63,26 @@ export class AgentDirect {
     try {
       this.#transport = await UdpTransport.open({ host: BIND_HOST, port: 0 });
     } catch (err) {
-      this.#o.log?.(`UDP socket for the direct path not opened (${String(err)}); staying on the relay`);
+      this.#options.log?.(`UDP socket for the direct path not opened (${String(err)}); staying on the relay`);
       disco.setConditions({ udp: 'unavailable' });
       return;
     }
     if (this.#closed) return void this.#transport.close();
     const [hubUdp, ...stun] = await Promise.all([
-      resolveEndpoint(this.#o.tunnel.udpEndpoint),
-      resolveEndpoint(this.#o.tunnel.stunEndpoint),
-      ...(this.#o.stunServers ?? []).map((s) => resolveEndpoint(s)),
+      resolveEndpoint(this.#options.tunnel.udpEndpoint),
+      resolveEndpoint(this.#options.tunnel.stunEndpoint),
+      ...(this.#options.stunServers ?? []).map((s) => resolveEndpoint(s)),
     ]);
     if (this.#closed) return;
     const transport = this.#transport;
     const stunServers: StunServer[] = [];
     for (const s of stun)
       if (s && !stunServers.some((t) => t.host === s.host && t.port === s.port)) stunServers.push(s);
-    const unresolved = (this.#o.stunServers ?? []).filter((_, i) => stun[i + 1] === null);
+    const unresolved = (this.#options.stunServers ?? []).filter((_, i) => stun[i + 1] === null);
     if (unresolved.length > 0)
-      this.#o.log?.(`--stun-server ${unresolved.join(', ')} does not resolve; not asked`);
+      this.#options.log?.(`--stun-server ${unresolved.join(', ')} does not resolve; not asked`);
     const gatherer = new CandidateGatherer({
-      clock: this.#o.clock,
+      clock: this.#options.clock,
       send: (d, host, port) => transport.send(d, host, port),
       bindAddress: BIND_HOST,
       port: transport.port,
@@ -100,7 +100,7 @@ export class AgentDirect {
       },
       onDisco: (d, from) => endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
     });
-    if (hubUdp) disco.setConfigured(this.#o.hubKey, [hubUdp]);
+    if (hubUdp) disco.setConfigured(this.#options.hubKey, [hubUdp]);
     gatherer.start();
   }
 
