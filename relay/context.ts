@@ -15,6 +15,7 @@ import type { RelayHooks } from './hooks.js';
 import type { MeshNode } from './mesh/mesh-node.js';
 import type { Metrics } from './metrics.js';
 import type { ReservedKeys } from './reserved-keys.js';
+import type { PskSummary } from './store/psk-refusal.js';
 import type { AuditEntry, ClusterRecord, Store } from './store/types.js';
 import type { HubUdp } from './udp/hub-udp.js';
 
@@ -87,7 +88,10 @@ export interface ClusterView {
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-export function clusterView(ctx: RelayContext, c: ClusterRecord): ClusterView {
+/** What a cluster's view reads besides its record: the live status, the clock and the lease duration. */
+export type ViewContext = Pick<RelayContext, 'hooks' | 'clock' | 'config'>;
+
+export function clusterView(ctx: ViewContext, c: ClusterRecord): ClusterView {
   const live = ctx.hooks.connection(c.name);
   return {
     name: c.name,
@@ -112,6 +116,35 @@ export function clusterView(ctx: RelayContext, c: ClusterRecord): ClusterView {
     bytesOut: live.bytesOut,
     createdAt: new Date(c.createdAt).toISOString(),
   };
+}
+
+export interface PskView {
+  state: PskSummary['state'];
+  expiresAt: string;
+  usedAt: string | null;
+}
+
+/** GET /api/v1/clusters/NAME (and each event of GET /api/v1/events): the cluster with its current PSK's state. */
+export type ClusterDetailView = ClusterView & { bootstrapPsk: PskView | null };
+
+/** The PSK summary as it stands at `nowWall`: an unused PSK turns expired at its expiry without a store write. */
+export function pskAt(psk: PskSummary | null, nowWall: number): PskSummary | null {
+  if (psk === null || psk.state !== 'unused' || psk.expiresAt > nowWall) return psk;
+  return { ...psk, state: 'expired' };
+}
+
+export function clusterDetailView(
+  ctx: ViewContext,
+  c: ClusterRecord,
+  psk: PskSummary | null,
+): ClusterDetailView {
+  const current = pskAt(psk, ctx.clock.wallNow());
+  const bootstrapPsk = current && {
+    state: current.state,
+    expiresAt: new Date(current.expiresAt).toISOString(),
+    usedAt: isoOrNull(current.usedAt),
+  };
+  return { ...clusterView(ctx, c), bootstrapPsk };
 }
 
 export interface TunnelView {

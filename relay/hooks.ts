@@ -24,6 +24,13 @@ export interface RelayEvents {
   'agent-unjoined': [KeyEvent];
   /** This process's session of the cluster's agent came up, went down, or changed path. */
   'connection-changed': [ConnectionChange];
+  /** A stored change of the cluster (created, accepted, denied, registered, lease, values, PSK, deleted). */
+  'cluster-changed': [string];
+  /**
+   * The cluster's live status was reported (this process's session, or another replica's through the mesh); often
+   * unchanged: the events feed compares.
+   */
+  'connection-reported': [string];
 }
 
 export interface ConnectionChange {
@@ -127,11 +134,23 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     if (next.connected !== prev.connected || next.path !== prev.path) {
       this.emit('connection-changed', { cluster, connected: next.connected, path: next.path });
     }
+    this.emit('connection-reported', cluster);
   }
 
   /** The sessions other replicas hold, by cluster (a fleet's mesh refreshes this about every second). */
   setRemoteConnections(remote: ReadonlyMap<string, ConnectionStatus>): void {
+    const before = this.#remote;
     this.#remote = remote;
+    for (const [cluster, s] of remote) {
+      const was = before.get(cluster);
+      if (was?.connected !== s.connected || was?.path !== s.path) this.emit('connection-reported', cluster);
+    }
+    for (const cluster of before.keys()) if (!remote.has(cluster)) this.emit('connection-reported', cluster);
+  }
+
+  /** Tells the events feed (relay/events/) that the cluster's stored record changed; call after the commit. */
+  clusterChanged(cluster: string): void {
+    this.emit('cluster-changed', cluster);
   }
 
   /** Same, addressed by the agent's public key; false if no cluster holds that key. */

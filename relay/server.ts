@@ -48,6 +48,7 @@ import { ReservedKeys } from './reserved-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { clusterRoutes } from './routes/clusters.js';
 import { consoleRoutes } from './routes/console.js';
+import { eventsRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { kubeconfigRoutes } from './routes/kubeconfig.js';
 import { rateLimitRoutes } from './routes/rate-limits.js';
@@ -389,6 +390,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   try {
     await app.register(healthRoutes, { ctx });
     await app.register(clusterRoutes, { ctx });
+    await app.register(eventsRoutes, { ctx });
     await app.register(kubeconfigRoutes, { ctx });
     await app.register(registerRoutes, { ctx });
     await app.register(tokenRoutes, { ctx });

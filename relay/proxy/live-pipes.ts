@@ -31,10 +31,10 @@ export interface PipeOwner {
   expiresAt: number | null;
 }
 
-/** Ends one pipe: closes both of its sides. */
-export type EndPipe = (reason: TunnelError) => void;
-
 export type EndReason = 'revoked' | 'expired';
+
+/** Ends one pipe: closes both of its sides. */
+export type EndPipe = (reason: TunnelError, why: EndReason) => void;
 
 export interface LivePipesStats {
   /** Pipes ended because their key ended, by reason. */
@@ -138,7 +138,7 @@ export class LivePipes {
     this.#count -= pipes.length;
     this.stats.ended[reason] += pipes.length;
     const err = new TunnelError('UNAUTHENTICATED', `access key ${id} ${reason}`);
-    for (const p of pipes) p.end(err);
+    for (const p of pipes) p.end(err, reason);
     this.#opts.ctx.log.info(
       { keyId: id, reason, pipes: pipes.length },
       'ended the live connections of an access key',

@@ -10,7 +10,14 @@ import {
   requireClusterWrite,
   visibleCluster,
 } from '../auth.js';
-import { auditEntry, clusterView, logAudit, principalOf, type RelayContext } from '../context.js';
+import {
+  auditEntry,
+  clusterDetailView,
+  clusterView,
+  logAudit,
+  principalOf,
+  type RelayContext,
+} from '../context.js';
 import { installCommand, installUrl } from '../install-command.js';
 import { issueInstallLink } from '../install-link.js';
 import { checkName } from '../names.js';
@@ -99,6 +106,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         audit,
       );
       logAudit(ctx, audit);
+      ctx.hooks.clusterChanged(c.name);
       reply.code(201);
       return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, name, issued) };
     },
@@ -119,13 +127,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const c = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
-      const psk = await ctx.store.currentPsk(c.name, ctx.clock.wallNow());
-      const bootstrapPsk = psk && {
-        state: psk.state,
-        expiresAt: new Date(psk.expiresAt).toISOString(),
-        usedAt: psk.usedAt === null ? null : new Date(psk.usedAt).toISOString(),
-      };
-      return { ...clusterView(ctx, c), bootstrapPsk };
+      return clusterDetailView(ctx, c, await ctx.store.currentPsk(c.name, ctx.clock.wallNow()));
     },
   );
 
@@ -151,6 +153,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         );
         if (!c) throw clusterNotFound(before.name);
         logAudit(ctx, audit);
+        ctx.hooks.clusterChanged(c.name);
         if (action === 'accept' && before.status !== 'Accepted') ctx.hooks.announce(c);
         if (action === 'deny' && before.publicKey !== null) {
           ctx.hooks.emit('cluster-denied', { cluster: c.name, publicKey: before.publicKey });
@@ -176,6 +179,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const c = await ctx.store.rotatePsk(before.name, issued.record, audit);
       if (!c) throw clusterNotFound(before.name);
       logAudit(ctx, audit);
+      ctx.hooks.clusterChanged(c.name);
       return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, c.name, issued) };
     },
   );
@@ -192,6 +196,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       if (!c) throw clusterNotFound(before.name);
       logAudit(ctx, audit);
       ctx.hooks.forget(c.name);
+      ctx.hooks.clusterChanged(c.name);
       if (c.publicKey !== null)
         ctx.hooks.emit('cluster-deleted', { cluster: c.name, publicKey: c.publicKey });
       return { deleted: c.name };

@@ -112,6 +112,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       }
       logAudit(ctx, audit);
       const c = result.cluster;
+      ctx.hooks.clusterChanged(c.name);
       if (result.replacedPublicKey !== null) {
         // A re-join with a new key: the old key loses access (its sessions close).
         ctx.hooks.emit('agent-unjoined', { cluster: c.name, publicKey: result.replacedPublicKey });
@@ -153,6 +154,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
         ...(req.body.agentVersion ? { agentVersion: req.body.agentVersion } : {}),
       });
       if (!renewed) throw new TunnelError('CONFLICT', `cluster "${c.name}" has no registered agent`);
+      ctx.hooks.clusterChanged(c.name);
       ctx.metrics.leaseRenewals.inc();
       return {
         leaseDurationSeconds: lease,
@@ -169,6 +171,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
     if (before) logAudit(ctx, audit);
     if (before?.publicKey) ctx.hooks.emit('agent-unjoined', { cluster: c.name, publicKey: before.publicKey });
     ctx.hooks.forget(c.name);
+    ctx.hooks.clusterChanged(c.name);
     return { unjoined: c.name };
   });
 };

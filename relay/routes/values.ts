@@ -80,6 +80,7 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
       const ok = await ctx.store.setClusterValues(c.name, req.body, audit);
       if (!ok) throw clusterNotFound(c.name);
       logAudit(ctx, audit);
+      ctx.hooks.clusterChanged(c.name);
       return req.body;
     },
   );

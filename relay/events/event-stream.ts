@@ -1,0 +1,162 @@
+/**
+ * One open GET /api/v1/events stream (text/event-stream): first the snapshot (one `cluster` event per
+ * visible cluster, read from the feed as each is written, so a cluster that changes meanwhile is sent
+ * once, as it is then), then `ready`, then the feed's changes in order, and a `: keepalive` comment every
+ * KEEPALIVE_MS. Every event takes the next number of a relay-wide counter as its `id`, so ids increase
+ * along a stream.
+ *
+ * Writes follow the socket's backpressure: while it does not drain, changes wait in a queue of at most
+ * `maxQueuedBytes`; a consumer that lets it overflow, or does not read for STALL_MS, is dropped (the
+ * stream is cut, counted as `slow`), so it holds no more memory than that and never slows the others.
+ * A stream the relay ends for another reason (key revoked or expired, relay closing) first gets an
+ * `end` event with the error envelope's `{code, message}`.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Clock, TimerHandle } from '../../shared/clock.js';
+import type { TunnelError } from '../../shared/errors.js';
+import type { FeedMessage, FeedSubscriber } from './cluster-feed.js';
+
+export const KEEPALIVE_MS = 15_000;
+/** A stream whose socket has not drained for this long is dropped (its consumer stopped reading). */
+export const STALL_MS = 60_000;
+
+export type StreamEndReason = 'revoked' | 'expired' | 'closing' | 'slow' | 'client';
+
+/** What a stream reads the snapshot from. */
+export interface SnapshotSource {
+  names(visible: (group: string) => boolean): string[];
+  viewOf(name: string): string | undefined;
+}
+
+export interface EventStreamOptions {
+  res: ServerResponse;
+  feed: SnapshotSource;
+  /** Whether the caller may see clusters of `group`. */
+  visible(group: string): boolean;
+  clock: Clock;
+  maxQueuedBytes: number;
+  /** The next event id (relay-wide, increasing). */
+  nextId(): number;
+  /** Called once when the stream ends, for whatever reason. */
+  onEnd(reason: StreamEndReason): void;
+}
+
+export class EventStream implements FeedSubscriber {
+  readonly #opts: EventStreamOptions;
+  /** Snapshot clusters not written yet (a Set: a change of one of them is left to the snapshot). */
+  readonly #snapshot: Set<string>;
+  #readySent = false;
+  readonly #queue: string[] = [];
+  #queuedBytes = 0;
+  /** Monotonic ms since the socket stopped taking writes; null while it takes them. */
+  #blockedSince: number | null = null;
+  #keepalive: TimerHandle | undefined;
+  #ended = false;
+
+  constructor(opts: EventStreamOptions) {
+    this.#opts = opts;
+    this.#snapshot = new Set(opts.feed.names(opts.visible));
+    opts.res.once('close', () => this.#finish('client'));
+  }
+
+  /** Sends the headers and starts writing the snapshot. */
+  start(): void {
+    const { res } = this.#opts;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
+    res.flushHeaders();
+    this.#armKeepalive();
+    this.#pump();
+  }
+
+  deliver(message: FeedMessage): void {
+    if (this.#ended || !this.#opts.visible(message.group)) return;
+    if (this.#snapshot.has(message.name)) {
+      // Not written yet: the snapshot writes its state as it is then, or skips it once it is gone.
+      return;
+    }
+    const body = `event: ${message.kind}\ndata: ${message.json}\n\n`;
+    if (this.#queuedBytes + body.length > this.#opts.maxQueuedBytes) {
+      this.#drop();
+      return;
+    }
+    this.#queue.push(body);
+    this.#queuedBytes += body.length;
+    if (this.#blockedSince === null) this.#pump();
+  }
+
+  /** Ends the stream with an `end` event carrying `why` (key revoked or expired, relay closing). */
+  end(reason: Exclude<StreamEndReason, 'slow' | 'client'>, why: TunnelError): void {
+    if (this.#ended) return;
+    const { res } = this.#opts;
+    res.end(this.#frame(`event: end\ndata: ${JSON.stringify(why.toJSON().error)}\n\n`));
+    this.#finish(reason);
+  }
+
+  /** Writes while the socket takes writes: the snapshot, then `ready`, then queued changes. */
+  #pump(): void {
+    while (!this.#ended && this.#blockedSince === null) {
+      const body = this.#nextBody();
+      if (body === null) return;
+      if (!this.#opts.res.write(this.#frame(body))) {
+        this.#blockedSince = this.#opts.clock.now();
+        this.#opts.res.once('drain', () => {
+          this.#blockedSince = null;
+          this.#pump();
+        });
+      }
+    }
+  }
+
+  #nextBody(): string | null {
+    for (const name of this.#snapshot) {
+      this.#snapshot.delete(name);
+      const json = this.#opts.feed.viewOf(name);
+      if (json !== undefined) return `event: cluster\ndata: ${json}\n\n`;
+    }
+    if (!this.#readySent) {
+      this.#readySent = true;
+      return 'event: ready\ndata: {}\n\n';
+    }
+    const body = this.#queue.shift();
+    if (body === undefined) return null;
+    this.#queuedBytes -= body.length;
+    return body;
+  }
+
+  #frame(body: string): string {
+    return `id: ${this.#opts.nextId()}\n${body}`;
+  }
+
+  #armKeepalive(): void {
+    this.#keepalive = this.#opts.clock.setTimer(KEEPALIVE_MS, () => {
+      if (this.#ended) return;
+      const { clock, res } = this.#opts;
+      if (this.#blockedSince === null) res.write(': keepalive\n\n');
+      else if (clock.now() - this.#blockedSince >= STALL_MS) {
+        this.#drop();
+        return;
+      }
+      this.#armKeepalive();
+    });
+  }
+
+  #drop(): void {
+    if (this.#ended) return;
+    this.#opts.res.destroy();
+    this.#finish('slow');
+  }
+
+  #finish(reason: StreamEndReason): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#opts.clock.clearTimer(this.#keepalive);
+    this.#queue.length = 0;
+    this.#queuedBytes = 0;
+    this.#snapshot.clear();
+    this.#opts.onEnd(reason);
+  }
+}

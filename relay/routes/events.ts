@@ -1,0 +1,60 @@
+/**
+ * GET /api/v1/events: the live cluster feed as server-sent events (docs/API.md "Events"; the feed:
+ * relay/events/). Any key that may list clusters opens one; a group-scoped key sees its group's clusters
+ * only. Caps (docs/LIMITS.md): MAX_STREAMS in all, MAX_STREAMS_PER_KEY per access key, MAX_QUEUED_BYTES of
+ * changes waiting per stream.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { TunnelError } from '../../shared/errors.js';
+import { requireClusterRead } from '../auth.js';
+import { principalOf, type RelayContext } from '../context.js';
+import { ClusterFeed } from '../events/cluster-feed.js';
+import { eventsFamilies } from '../events/events-metrics.js';
+import { type StreamLimits, StreamRegistry } from '../events/stream-registry.js';
+
+export const MAX_STREAMS = 256;
+/** A console tab holds one. */
+export const MAX_STREAMS_PER_KEY = 8;
+export const MAX_QUEUED_BYTES = 512 * 1024;
+
+export interface EventsRouteOptions {
+  ctx: RelayContext;
+  /** Caps (defaults above); tests lower them. */
+  limits?: Partial<StreamLimits>;
+}
+
+export const eventsRoutes: FastifyPluginAsync<EventsRouteOptions> = async (app, { ctx, limits = {} }) => {
+  const feed = new ClusterFeed(ctx);
+  const registry = new StreamRegistry({
+    ctx,
+    feed,
+    limits: {
+      maxStreams: limits.maxStreams ?? MAX_STREAMS,
+      maxStreamsPerKey: limits.maxStreamsPerKey ?? MAX_STREAMS_PER_KEY,
+      maxQueuedBytes: limits.maxQueuedBytes ?? MAX_QUEUED_BYTES,
+    },
+  });
+  const removeCollector = ctx.metrics.addCollector(() =>
+    eventsFamilies(registry.stats, registry.size, feed.size),
+  );
+
+  app.get('/api/v1/events', async (req, reply) => {
+    const p = await principalOf(ctx, req);
+    requireClusterRead(p, null, 'watch clusters');
+    if (p.kind !== 'key') throw new TunnelError('FORBIDDEN', 'an agent credential may not watch clusters');
+    await feed.ready();
+    // No await from the cap check to the registration: concurrent opens cannot overshoot the caps.
+    registry.checkRoom(p);
+    const stream = registry.open(p, reply.raw);
+    reply.hijack();
+    stream.start();
+  });
+
+  // Streams never finish on their own: end them before the server waits for in-flight requests.
+  app.addHook('preClose', async () => registry.endAll());
+  app.addHook('onClose', async () => {
+    removeCollector();
+    registry.close();
+    feed.close();
+  });
+};
