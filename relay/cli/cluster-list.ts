@@ -9,12 +9,13 @@ import { streamPrinter, table } from '../../shared/cli/output.js';
 import { oneOf, parseClusterName } from '../../shared/cli/parsers.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import type { Cluster } from './cluster.js';
+import { watchClusters } from './cluster-watch.js';
 
 /** --status values: the cluster's status, or where its agent stands (Pending covers both of the latter). */
 export const STATUS_FILTERS = ['accepted', 'pending', 'denied', 'no-agent', 'awaiting-acceptance'] as const;
 type StatusFilter = (typeof STATUS_FILTERS)[number];
 
-type ListFlags = AdminFlags & { status?: StatusFilter; group?: string };
+type ListFlags = AdminFlags & { status?: StatusFilter; group?: string; watch?: boolean };
 
 /** Where the cluster's agent stands, from the Joined condition's reason (relay/conditions.ts). */
 export function agentState(c: Cluster): string {
@@ -96,10 +97,10 @@ export function clusterListCommand(): Command {
     new Command('list')
       .description('list clusters')
       .addOption(statusOption())
-      .option('--group <group>', 'only clusters in this group', (v: string) =>
-        parseClusterName(v, '--group'),
-      ),
+      .option('--group <group>', 'only clusters in this group', (v: string) => parseClusterName(v, '--group'))
+      .option('-w, --watch', 'keep watching: update the table as clusters change (docs/CLI.md)'),
   ).action(async (flags: ListFlags) => {
+    if (flags.watch) return watchClusters(flags, (c) => filterClusters([c], flags).length === 1);
     const res = await withClient(flags, (c) => c.json<{ items: Cluster[] }>('GET', '/api/v1/clusters'));
     const items = filterClusters(res.items, flags);
     const out = streamPrinter();

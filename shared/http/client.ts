@@ -136,8 +136,58 @@ export class RelayClient {
     }
   }
 
+  /**
+   * Opens a long-lived GET answered as a stream (text/event-stream): resolves once the headers arrived within
+   * the client's deadline, with the body's chunks; a body silent for `idleTimeoutMs` fails with TIMEOUT. A
+   * non-2xx answer throws as json() does. Aborting `signal` ends the stream.
+   */
+  async stream(
+    path: string,
+    opts: { signal: AbortSignal; idleTimeoutMs: number },
+  ): Promise<AsyncIterable<Buffer>> {
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    try {
+      const res = await request(this.baseUrl + path, {
+        method: 'GET',
+        headers,
+        dispatcher: this.#dispatcher,
+        signal: opts.signal,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: opts.idleTimeoutMs,
+      });
+      if (res.statusCode >= 300) {
+        const body = await readCapped(res.body, MAX_RESPONSE_BYTES, `GET ${path}`);
+        throw errorFromResponse('GET', path, { status: res.statusCode, contentType: '', body });
+      }
+      return bodyChunks(res.body, path, this.baseUrl, opts.idleTimeoutMs);
+    } catch (err) {
+      throw translateError(err, 'GET', this.baseUrl, path, this.#timeoutMs, opts.signal);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+}
+
+/** The body's chunks; a silent body (undici's body timeout) becomes TIMEOUT, a cut one RELAY_UNREACHABLE. */
+async function* bodyChunks(
+  body: AsyncIterable<Buffer>,
+  path: string,
+  base: string,
+  idleTimeoutMs: number,
+): AsyncIterable<Buffer> {
+  try {
+    for await (const chunk of body) yield chunk;
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT') {
+      throw new TunnelError('TIMEOUT', `GET ${base}${path}: nothing received for ${idleTimeoutMs} ms`);
+    }
+    const msg = err instanceof Error ? err.message : String(err);
+    throw new TunnelError('RELAY_UNREACHABLE', `GET ${base}${path}: the stream broke (${msg})`, {
+      cause: err,
+    });
   }
 }
 
