@@ -1,0 +1,103 @@
+/**
+ * What the events-feed tests share: `curl -N` on GET /api/v1/events of a real relay, its events parsed as they
+ * arrive (with the time each arrived), and JSON calls to the relay API with an access key.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { type SseEvent, SseParser } from '../shared/http/sse-parser.js';
+import { sleep } from './cli-harness.js';
+
+export interface ReceivedEvent extends SseEvent {
+  /** Date.now() when curl printed it. */
+  at: number;
+}
+
+/** A `curl -sSN` reading the feed with `key`, trusting the relay's self-signed certificate `caFile`. */
+export class EventCurl {
+  readonly events: ReceivedEvent[] = [];
+  readonly exited: Promise<number | null>;
+  /** Everything curl printed (the raw stream). */
+  raw = '';
+  stderr = '';
+  readonly #child: ChildProcess;
+
+  constructor(opts: { url: string; key: string; caFile: string }) {
+    const parser = new SseParser();
+    this.#child = spawn(
+      'curl',
+      [
+        '-sSN',
+        '--cacert',
+        opts.caFile,
+        '-H',
+        `Authorization: Bearer ${opts.key}`,
+        `${opts.url}/api/v1/events`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.#child.stdout!.setEncoding('utf8');
+    this.#child.stdout!.on('data', (text: string) => {
+      this.raw += text;
+      const at = Date.now();
+      for (const e of parser.push(text)) this.events.push({ ...e, at });
+    });
+    this.#child.stderr!.on('data', (d: Buffer) => {
+      this.stderr += d.toString();
+    });
+    this.exited = new Promise((resolve) => this.#child.on('close', (code) => resolve(code)));
+  }
+
+  /** The first event (from `from` on) that `pred` accepts; fails after `ms`. */
+  async waitFor(
+    pred: (e: ReceivedEvent) => boolean,
+    ms: number,
+    what: string,
+    from = 0,
+  ): Promise<ReceivedEvent> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const hit = this.events.slice(from).find(pred);
+      if (hit) return hit;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `no ${what} within ${ms} ms; got: ${this.events.map((e) => e.event).join(',')} ${this.stderr}`,
+        );
+      }
+      await sleep(20);
+    }
+  }
+
+  /** The `cluster` events' data for `name`, parsed. */
+  clusters(name: string): Array<Record<string, unknown>> {
+    return this.events
+      .filter((e) => e.event === 'cluster')
+      .map((e): Record<string, unknown> => JSON.parse(e.data))
+      .filter((c) => c.name === name);
+  }
+
+  stop(): void {
+    this.#child.kill('SIGKILL');
+  }
+}
+
+/** A JSON call to the relay API with `key` (through curl, trusting `caFile`); the status and parsed body. */
+export async function api(
+  opts: { url: string; key: string; caFile: string },
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const args = ['-sS', '--cacert', opts.caFile, '-X', method, '-H', `Authorization: Bearer ${opts.key}`];
+  if (body !== undefined) args.push('-H', 'content-type: application/json', '--data', JSON.stringify(body));
+  args.push('-w', '\n%{http_code}', `${opts.url}${path}`);
+  const out = await new Promise<string>((resolve) => {
+    const c = spawn('curl', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    c.stdout.on('data', (d: Buffer) => {
+      text += d.toString();
+    });
+    c.on('close', () => resolve(text));
+  });
+  const nl = out.lastIndexOf('\n');
+  const text = out.slice(0, nl);
+  return { status: Number(out.slice(nl + 1)), body: text === '' ? {} : JSON.parse(text) };
+}
