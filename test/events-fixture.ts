@@ -1,8 +1,10 @@
 /**
  * What the events-feed tests share: `curl -N` on GET /api/v1/events of a real relay, its events parsed as they
- * arrive (with the time each arrived), and JSON calls to the relay API with an access key.
+ * arrive (with the time each arrived), and JSON calls to the relay API with an access key (undici).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { Agent, type Dispatcher, request } from 'undici';
 import { type SseEvent, SseParser } from '../shared/http/sse-parser.js';
 import { sleep } from './cli-harness.js';
 
@@ -79,25 +81,28 @@ export class EventCurl {
   }
 }
 
-/** A JSON call to the relay API with `key` (through curl, trusting `caFile`); the status and parsed body. */
+const agents = new Map<string, Agent>();
+
+/** A JSON call to the relay API with `key`, trusting `caFile`; the status and parsed body. */
 export async function api(
   opts: { url: string; key: string; caFile: string },
   method: string,
   path: string,
   body?: unknown,
 ): Promise<{ status: number; body: Record<string, unknown> }> {
-  const args = ['-sS', '--cacert', opts.caFile, '-X', method, '-H', `Authorization: Bearer ${opts.key}`];
-  if (body !== undefined) args.push('-H', 'content-type: application/json', '--data', JSON.stringify(body));
-  args.push('-w', '\n%{http_code}', `${opts.url}${path}`);
-  const out = await new Promise<string>((resolve) => {
-    const c = spawn('curl', args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let text = '';
-    c.stdout.on('data', (d: Buffer) => {
-      text += d.toString();
-    });
-    c.on('close', () => resolve(text));
+  let dispatcher = agents.get(opts.caFile);
+  if (!dispatcher) {
+    dispatcher = new Agent({ connect: { ca: readFileSync(opts.caFile, 'utf8') } });
+    agents.set(opts.caFile, dispatcher);
+  }
+  const headers: Record<string, string> = { authorization: `Bearer ${opts.key}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await request(`${opts.url}${path}`, {
+    method: method as Dispatcher.HttpMethod,
+    headers,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    dispatcher,
   });
-  const nl = out.lastIndexOf('\n');
-  const text = out.slice(0, nl);
-  return { status: Number(out.slice(nl + 1)), body: text === '' ? {} : JSON.parse(text) };
+  const text = await res.body.text();
+  return { status: res.statusCode, body: text === '' ? {} : JSON.parse(text) };
 }

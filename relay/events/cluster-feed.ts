@@ -24,6 +24,8 @@ import type { ClusterRecord } from '../store/types.js';
 export const SWEEP_MS = 1_000;
 /** After a store read fails, the cluster is read again this much later. */
 export const RETRY_MS = 1_000;
+/** Refreshes in a row before the feed lets other I/O run. */
+export const YIELD_EVERY = 64;
 /** View fields whose change alone sends no event. */
 export const VOLATILE_FIELDS: ReadonlySet<string> = new Set([
   'bytesIn',
@@ -167,7 +169,10 @@ export class ClusterFeed {
     this.#flushing = true;
     try {
       // Map iteration sees the entries added while it runs (a name marked again goes to the end).
+      let done = 0;
       for (const [name, cause] of this.#dirty) {
+        // Let the sockets drain between bursts (store reads of SQLite do not leave the microtask queue).
+        if (++done % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
         if (this.#state !== 'ready') return;
         this.#dirty.delete(name);
         if (cause === 'live') this.#recheck(name);

@@ -5,9 +5,11 @@
  * KEEPALIVE_MS. Every event takes the next number of a relay-wide counter as its `id`, so ids increase
  * along a stream.
  *
- * Writes follow the socket's backpressure: while it does not drain, changes wait in a queue of at most
- * `maxQueuedBytes`; a consumer that lets it overflow, or does not read for STALL_MS, is dropped (the
- * stream is cut, counted as `slow`), so it holds no more memory than that and never slows the others.
+ * Writes follow the socket's backpressure: while it does not drain, changes wait in a queue that holds one
+ * entry per cluster (a later change of a queued cluster replaces it in place: a consumer that falls behind
+ * gets each cluster's latest state and may miss intermediate ones), of at most `maxQueuedBytes`; a consumer
+ * that lets it overflow, or does not read for STALL_MS, is dropped (the stream is cut, counted as `slow`),
+ * so it holds no more memory than that and never slows the others.
  * A stream the relay ends for another reason (key revoked or expired, relay closing) first gets an
  * `end` event with the error envelope's `{code, message}`.
  */
@@ -46,7 +48,8 @@ export class EventStream implements FeedSubscriber {
   /** Snapshot clusters not written yet (a Set: a change of one of them is left to the snapshot). */
   readonly #snapshot: Set<string>;
   #readySent = false;
-  readonly #queue: string[] = [];
+  /** Cluster name -> the event waiting to be written for it. */
+  readonly #queue = new Map<string, string>();
   #queuedBytes = 0;
   /** Monotonic ms since the socket stopped taking writes; null while it takes them. */
   #blockedSince: number | null = null;
@@ -79,12 +82,14 @@ export class EventStream implements FeedSubscriber {
       return;
     }
     const body = `event: ${message.kind}\ndata: ${message.json}\n\n`;
-    if (this.#queuedBytes + body.length > this.#opts.maxQueuedBytes) {
+    const replaced = this.#queue.get(message.name);
+    const bytes = this.#queuedBytes + Buffer.byteLength(body) - (replaced ? Buffer.byteLength(replaced) : 0);
+    if (bytes > this.#opts.maxQueuedBytes) {
       this.#drop();
       return;
     }
-    this.#queue.push(body);
-    this.#queuedBytes += body.length;
+    this.#queue.set(message.name, body);
+    this.#queuedBytes = bytes;
     if (this.#blockedSince === null) this.#pump();
   }
 
@@ -121,10 +126,12 @@ export class EventStream implements FeedSubscriber {
       this.#readySent = true;
       return 'event: ready\ndata: {}\n\n';
     }
-    const body = this.#queue.shift();
-    if (body === undefined) return null;
-    this.#queuedBytes -= body.length;
-    return body;
+    for (const [name, body] of this.#queue) {
+      this.#queue.delete(name);
+      this.#queuedBytes -= Buffer.byteLength(body);
+      return body;
+    }
+    return null;
   }
 
   #frame(body: string): string {
@@ -154,7 +161,7 @@ export class EventStream implements FeedSubscriber {
     if (this.#ended) return;
     this.#ended = true;
     this.#opts.clock.clearTimer(this.#keepalive);
-    this.#queue.length = 0;
+    this.#queue.clear();
     this.#queuedBytes = 0;
     this.#snapshot.clear();
     this.#opts.onEnd(reason);

@@ -12,10 +12,10 @@ import { ClusterFeed } from '../events/cluster-feed.js';
 import { eventsFamilies } from '../events/events-metrics.js';
 import { type StreamLimits, StreamRegistry } from '../events/stream-registry.js';
 
-export const MAX_STREAMS = 256;
+export const MAX_STREAMS = 128;
 /** A console tab holds one. */
 export const MAX_STREAMS_PER_KEY = 8;
-export const MAX_QUEUED_BYTES = 512 * 1024;
+export const MAX_QUEUED_BYTES = 2 * 1024 * 1024;
 
 export interface EventsRouteOptions {
   ctx: RelayContext;
@@ -46,6 +46,8 @@ export const eventsRoutes: FastifyPluginAsync<EventsRouteOptions> = async (app, 
     // No await from the cap check to the registration: concurrent opens cannot overshoot the caps.
     registry.checkRoom(p);
     const stream = registry.open(p, reply.raw);
+    // The request (a GET) is complete: read its end so the connection no longer counts as pending for its source.
+    req.raw.resume();
     reply.hijack();
     stream.start();
   });
