@@ -9,7 +9,11 @@
  *   live     the hub's connection reports (RelayHooks.updateConnection, every couple of seconds per agent
  *            and at once on a handshake or a lost relay connection);
  *   time     Available turns Unknown when the lease goes stale and an unused PSK turns expired at its
- *            expiry, without any write: a sweep every SWEEP_MS re-checks the clusters that are due.
+ *            expiry, without any write: a sweep every SWEEP_MS re-checks the clusters that are due;
+ *   others   with a store shared by several replicas (`reconcileMs` set), the cluster list is read every
+ *            `reconcileMs` and each cluster whose stored record differs from the one held (or that is new, or
+ *            gone) is read again: changes made through another replica arrive within that time. A PSK rotated
+ *            there changes no cluster record: it shows with the cluster's next change.
  * Live and time changes are compared with the view last sent, leaving out the fields that move all the
  * time (VOLATILE_FIELDS: traffic counters, RTT, last handshake): those are carried with every event as
  * they stand, but a change of only them sends nothing. One refresh runs at a time, in order.
@@ -60,8 +64,14 @@ type Cause = 'stored' | 'live';
 
 export type FeedContext = Pick<RelayContext, 'store' | 'clock' | 'config' | 'hooks' | 'log'>;
 
+export interface FeedOptions {
+  /** Read the whole cluster list this often to catch other replicas' changes; null: never (one relay). */
+  reconcileMs: number | null;
+}
+
 export class ClusterFeed {
   readonly #ctx: FeedContext;
+  readonly #reconcileMs: number | null;
   readonly #entries = new Map<string, FeedEntry>();
   readonly #subscribers = new Set<FeedSubscriber>();
   /** Clusters to refresh; `stored` wins over `live`. */
@@ -73,9 +83,11 @@ export class ClusterFeed {
   #flushQueued = false;
   #sweepTimer: TimerHandle | undefined;
   #retryTimer: TimerHandle | undefined;
+  #reconcileTimer: TimerHandle | undefined;
 
-  constructor(ctx: FeedContext) {
+  constructor(ctx: FeedContext, opts: FeedOptions = { reconcileMs: null }) {
     this.#ctx = ctx;
+    this.#reconcileMs = opts.reconcileMs;
     const { hooks } = ctx;
     const onStored = (name: string) => this.#mark(name, 'stored');
     const onLive = (name: string) => this.#mark(name, 'live');
@@ -133,6 +145,7 @@ export class ClusterFeed {
     for (const detach of this.#detach.splice(0)) detach();
     this.#ctx.clock.clearTimer(this.#sweepTimer);
     this.#ctx.clock.clearTimer(this.#retryTimer);
+    this.#ctx.clock.clearTimer(this.#reconcileTimer);
     this.#subscribers.clear();
     this.#entries.clear();
     this.#dirty.clear();
@@ -148,6 +161,7 @@ export class ClusterFeed {
     if (this.#state !== 'loading') return;
     this.#state = 'ready';
     this.#armSweep();
+    this.#armReconcile();
     // Changes committed while the list was read were marked dirty: read them again now.
     void this.#flush();
   }
@@ -248,6 +262,39 @@ export class ClusterFeed {
       for (const [name, e] of this.#entries) if (e.dueAt <= now) this.#mark(name, 'live');
       this.#armSweep();
     });
+  }
+
+  #armReconcile(): void {
+    if (this.#reconcileMs === null) return;
+    this.#reconcileTimer = this.#ctx.clock.setTimer(this.#reconcileMs, () => {
+      void this.#reconcile().finally(() => {
+        if (this.#state === 'ready') this.#armReconcile();
+      });
+    });
+  }
+
+  /** Marks every cluster whose stored record differs from the one held, and every one gone or new. */
+  async #reconcile(): Promise<void> {
+    let records: ClusterRecord[];
+    try {
+      records = await this.#ctx.store.listClusters();
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      this.#ctx.log.warn(
+        { err: reason },
+        'events feed: cannot list clusters; retrying at the next reconcile',
+      );
+      return;
+    }
+    if (this.#state !== 'ready') return;
+    const seen = new Set<string>();
+    for (const record of records) {
+      seen.add(record.name);
+      const held = this.#entries.get(record.name);
+      if (held === undefined || JSON.stringify(held.record) !== JSON.stringify(record))
+        this.#mark(record.name, 'stored');
+    }
+    for (const name of this.#entries.keys()) if (!seen.has(name)) this.#mark(name, 'stored');
   }
 
   #scheduleRetry(): void {

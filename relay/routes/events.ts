@@ -11,11 +11,14 @@ import { principalOf, type RelayContext } from '../context.js';
 import { ClusterFeed } from '../events/cluster-feed.js';
 import { eventsFamilies } from '../events/events-metrics.js';
 import { type StreamLimits, StreamRegistry } from '../events/stream-registry.js';
+import { PostgresStore } from '../store/postgres.js';
 
 export const MAX_STREAMS = 128;
 /** A console tab holds one. */
 export const MAX_STREAMS_PER_KEY = 8;
 export const MAX_QUEUED_BYTES = 2 * 1024 * 1024;
+/** With a store shared by replicas: how often the feed reads the cluster list for the others' changes. */
+export const RECONCILE_MS = 5_000;
 
 export interface EventsRouteOptions {
   ctx: RelayContext;
@@ -24,7 +27,8 @@ export interface EventsRouteOptions {
 }
 
 export const eventsRoutes: FastifyPluginAsync<EventsRouteOptions> = async (app, { ctx, limits = {} }) => {
-  const feed = new ClusterFeed(ctx);
+  const shared = ctx.store instanceof PostgresStore;
+  const feed = new ClusterFeed(ctx, { reconcileMs: shared ? RECONCILE_MS : null });
   const registry = new StreamRegistry({
     ctx,
     feed,
