@@ -7,7 +7,7 @@
  *   - relay CPU (% of one core, from /proc/<pid>/stat) and RSS with the same changes and no stream, then with
  *     the streams open: the feed's cost is the difference;
  *   - events delivered per stream and the time from a renewal's request to its event at the consumers.
- * Run: npm run build && node dist/bench/events-feed-bench.js [clusters=2000] [streams=20] [rate=400] [seconds=10]
+ * Run: npm run build:tools && node dist/bench/events-feed-bench.js [clusters=2000] [streams=20] [rate=400] [seconds=10]
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
