@@ -3,13 +3,14 @@
  * one replica sees clusters created, accepted and deleted through the other (the feed's reconcile, within 5 s, and
  * LISTEN/NOTIFY), and a key revoked through the other ends its stream within about a second.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale, cleanup, type Proc, type ReadyLine, startServe, tempDir } from './cli-harness.js';
 import { api, EventCurl } from './events-fixture.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
+import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
 
 interface Replica {
   proc: Proc;
@@ -22,16 +23,16 @@ let storeUrl: string;
 let passwordFile: string;
 const replicas: Replica[] = [];
 let adminKey: string;
+let fleet: FleetFiles;
 
+/** Every replica serves the fleet's one certificate and hub key (test/helpers/relay-fleet.ts). */
 async function startReplica(): Promise<Replica> {
-  const dataDir = tempDir('events-replica-');
-  const { proc, ready } = await startServe(dataDir, '127.0.0.1:0', [
-    '--store',
-    storeUrl,
-    '--store-password-file',
-    passwordFile,
-  ]);
-  return { proc, ready, caFile: join(dataDir, 'tls', 'cert.pem') };
+  const { proc, ready } = await startServe(
+    tempDir('events-replica-'),
+    '127.0.0.1:0',
+    fleetServeArgs(fleet, { url: storeUrl, passwordFile }),
+  );
+  return { proc, ready, caFile: fleet.tlsCert };
 }
 
 const call = (r: Replica, method: string, path: string, body?: unknown, key = adminKey) =>
@@ -44,10 +45,10 @@ beforeAll(async () => {
   storeUrl = `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`;
   passwordFile = join(tempDir('events-replica-secret-'), 'password');
   writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
+  fleet = writeFleetFiles(tempDir('events-replica-fleet-'));
   replicas.push(await startReplica());
   replicas.push(await startReplica());
   adminKey = replicas[0]!.ready.adminKey ?? '';
-  expect(readFileSync(replicas[1]!.caFile, 'utf8')).toContain('CERTIFICATE');
 }, 180_000);
 
 afterAll(async () => {
