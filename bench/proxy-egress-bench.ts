@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { RelayClient } from '../shared/http/client.js';
 import { resolveProxySettings } from '../shared/proxy/proxy-config.js';
 import { relayConnectVia } from '../shared/proxy/transports.js';
@@ -91,7 +92,7 @@ async function main(): Promise<void> {
       ['nodeproxied', { ...process.env, HTTPS_PROXY: nodeProxyUrl, NO_PROXY: '', no_proxy: '' }],
     ] as const) {
       const created = await runJson(['cluster', 'create', name], env);
-      const joinArgs = (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
+      const joinArgs = joinCommandWords((created.bootstrap as { joinCommand: string }).joinCommand);
       start(
         process.execPath,
         [CLIENT_BIN, ...joinArgs, '--upstream', `http://127.0.0.1:${upPort}`, '--state-dir', join(dir, name)],

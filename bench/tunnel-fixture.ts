@@ -10,6 +10,7 @@ import net from 'node:net';
 import { dirname, join } from 'node:path';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -288,7 +289,7 @@ export async function startBenchAgent(
   name = 'bench',
 ): Promise<{ agent: ChildProcess; ca: string }> {
   const created = await runJson(['cluster', 'create', name], env);
-  const joinArgs = (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
+  const joinArgs = joinCommandWords((created.bootstrap as { joinCommand: string }).joinCommand);
   const agent = start(process.execPath, [
     CLIENT_BIN,
     ...joinArgs,

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import { getViaConnect, httpsGet } from './clients.js';
 
@@ -116,7 +117,7 @@ async function main(): Promise<void> {
     const joinCmd = (created.bootstrap as { joinCommand: string }).joinCommand;
     say('3. cluster "demo" created; join command (PSK elided):');
     say(`   ${joinCmd.replace(/tpsk_\S+/, 'tpsk_...')} --upstream http://127.0.0.1:${up.port}`);
-    const agentArgs = joinCmd.split(' ').slice(1);
+    const agentArgs = joinCommandWords(joinCmd);
     const agent = start(
       CLIENT_BIN,
       [...agentArgs, '--upstream', `http://127.0.0.1:${up.port}`, '--state-dir', join(dir, 'agent')],

@@ -3,8 +3,13 @@
  * offline recovery command `tunnel-relay admin-key create --data-dir DIR` (relay/cli/admin-key.ts). The
  * store keeps only the hash; the key is returned once. The audit entry is written in the same transaction.
  */
+
+import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { shellQuote } from '../shared/cli/shell-quote.js';
+import type { RelayConfig } from './config.js';
 import { hashSecret, newId, newSecret } from './secrets.js';
+import { describeTarget } from './store/postgres-url.js';
 import type { AuditEntry, Store } from './store/types.js';
 
 export interface MintAdminKeyOptions {
@@ -44,15 +49,39 @@ export async function mintAdminKey(
   return { id, token };
 }
 
-/** Logs a warning with the recovery command when no admin key is active (all revoked or expired). */
-export async function warnIfNoAdminKey(store: Store, now: number, log: Logger): Promise<void> {
+/**
+ * Logs a warning with the recovery command (`recovery`, for this relay's data dir or store) when no admin key is
+ * active (all revoked or expired).
+ */
+export async function warnIfNoAdminKey(
+  store: Store,
+  now: number,
+  log: Logger,
+  recovery: string,
+): Promise<void> {
   const keys = await store.listAccessKeys();
   const active = keys.some(
     (k) => k.role === 'admin' && k.revokedAt === null && (k.expiresAt === null || k.expiresAt > now),
   );
   if (active) return;
   log.warn(
-    'no active admin access key (revoked or expired): mint one with `tunnel-relay admin-key create --data-dir DIR` ' +
+    `no active admin access key (revoked or expired): mint one with \`${recovery}\` ` +
       '(see docs/OPERATIONS.md, "Recovering admin access")',
   );
+}
+
+/**
+ * The offline recovery command for this relay's store, runnable as printed for SQLite (`--data-dir DIR`, or
+ * `--store sqlite:PATH` for a store outside the data dir); for PostgreSQL the URL, with the password-file and CA
+ * flags the relay itself runs with still to add.
+ */
+export function adminKeyRecovery(config: Pick<RelayConfig, 'dataDir' | 'store'>): string {
+  const base = 'tunnel-relay admin-key create';
+  if (config.store.kind === 'postgres') {
+    return `${base} --store ${shellQuote(describeTarget(config.store.target))} (plus the --store-* flags serve runs with)`;
+  }
+  if (resolve(config.store.path) === resolve(join(config.dataDir, 'relay.db'))) {
+    return `${base} --data-dir ${shellQuote(resolve(config.dataDir))}`;
+  }
+  return `${base} --store ${shellQuote(`sqlite:${resolve(config.store.path)}`)}`;
 }

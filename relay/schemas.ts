@@ -119,16 +119,22 @@ export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) }, clos
 
 const DurationText = Type.String({ minLength: 1, maxLength: LIMITS.durationTextMax });
 
+/** The agent's default upstream written into the join command (`--upstream`), http(s)://HOST[:PORT]. */
+const UpstreamText = Type.String({ maxLength: 2048 });
 export const CreateClusterBody = Type.Object(
   {
     name: Type.String({ maxLength: 253 }),
     group: Type.Optional(Type.String({ maxLength: 253 })),
     displayName: Type.Optional(Type.String({ maxLength: LIMITS.displayNameMax })),
     pskTtl: Type.Optional(DurationText),
+    upstream: Type.Optional(UpstreamText),
   },
   closed,
 );
-export const RotatePskBody = Type.Object({ pskTtl: Type.Optional(DurationText) }, closed);
+export const RotatePskBody = Type.Object(
+  { pskTtl: Type.Optional(DurationText), upstream: Type.Optional(UpstreamText) },
+  closed,
+);
 export const ClusterWithBootstrap = Type.Object({ cluster: Cluster, bootstrap: Bootstrap }, closed);
 export const ClusterList = Type.Object({ items: Type.Array(Cluster) }, closed);
 

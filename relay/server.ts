@@ -20,7 +20,7 @@ import { type ErrorCode, isTunnelError, TunnelError } from '../shared/errors.js'
 import { keyToBase64 } from '../shared/keys.js';
 import { type OnModeFixed, warnOnStderr } from '../shared/secret-file.js';
 import { defaultAead } from '../shared/wireguard/crypto/aead.js';
-import { warnIfNoAdminKey } from './admin-key.js';
+import { adminKeyRecovery, warnIfNoAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { localFailureLimits } from './failure-limits.js';
@@ -417,7 +417,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   let adminKey: string | null;
   try {
     adminKey = await ensureAdminKey(store, clock.wallNow());
-    if (adminKey === null) await warnIfNoAdminKey(store, clock.wallNow(), log);
+    if (adminKey === null) await warnIfNoAdminKey(store, clock.wallNow(), log, adminKeyRecovery(config));
   } catch (err) {
     await app.close();
     return undo.abort(err);

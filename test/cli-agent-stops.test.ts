@@ -92,7 +92,7 @@ describe('the agent stops when the hub ends its registration', () => {
       expect((await admin('cluster', 'delete', 'edge-del')).code).toBe(0);
       expect(await exitWithin(agent, 20_000)).toBe(1);
       expect(agent.stderr).toMatch(/error UNAUTHENTICATED: .*cluster edge-del was deleted on the hub/);
-      expect(agent.stderr).toContain("Run 'tunnel-client unjoin'");
+      expect(agent.stderr).toContain(`Run 'tunnel-client unjoin --state-dir ${stateDir}'`);
       expect(await status(stateDir)).toMatch(
         /stopped: +UNAUTHENTICATED: .*was deleted.*tunnel-client unjoin/,
       );

@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -52,11 +53,11 @@ interface Created {
   bootstrap: { psk: string; joinCommand: string; expiresAt: string };
 }
 
-/** The join command's flags, as printed by `cluster create`. */
+/** The join command's flags, as printed by `cluster create` (its PSK, from the environment, as --psk). */
 function joinArgs(created: Created): string[] {
-  const words = created.bootstrap.joinCommand.split(' ');
-  expect(words.slice(0, 2)).toEqual(['tunnel-client', 'join']);
-  return words.slice(1);
+  const words = joinCommandWords(created.bootstrap.joinCommand);
+  expect(words[0]).toBe('join');
+  return words;
 }
 
 describe('tunnel-relay serve', () => {
@@ -82,7 +83,7 @@ describe('PSK join', () => {
     const text = await admin('cluster', 'create', 'edge-text');
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(
-      /tunnel-client join --relay \S+ --cluster edge-text --psk tpsk_\S+ --ca-pin sha256:/,
+      /\n {2}TUNNEL_CLIENT_PSK=tpsk_\S+ tunnel-client join --relay \S+ --cluster edge-text --ca-pin sha256:/,
     );
   });
 

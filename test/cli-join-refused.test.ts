@@ -132,7 +132,7 @@ describe('refused join', () => {
     expect(view.bootstrapPsk).toMatchObject({ state: 'used', expiresAt, usedAt: expect.any(String) });
     const text = await admin('cluster', 'get', 'edge-state');
     expect(text.stdout).toMatch(
-      /bootstrap PSK: used \S+; a new join needs `tunnel-relay cluster rotate-psk`/,
+      /bootstrap PSK: used \S+; a new join needs `tunnel-relay cluster rotate-psk \S+`/,
     );
     expect(text.stdout + after.stdout).not.toContain(psk.slice(5));
   });

@@ -9,6 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -112,7 +113,7 @@ async function joinAndRun(name: string, extra: string[] = []): Promise<{ stateDi
     await admin('cluster', 'create', name, '--output', 'json'),
   );
   const stateDir = join(tempDir('direct-cli-agent-'), 'state');
-  const args = created.bootstrap.joinCommand.split(' ').slice(1);
+  const args = joinCommandWords(created.bootstrap.joinCommand);
   json(await client(...args, '--state-dir', stateDir, ...extra, '--wait', '--output', 'json'));
   const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
   agents.push(agent);

@@ -17,6 +17,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
   adminEnvOf,
@@ -67,7 +68,7 @@ const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 async function joinAndRun(name: string, extra: readonly string[] = []): Promise<Agent> {
   const created = await admin('cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);
-  const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
   const stateDir = join(tempDir('flip-agent-'), 'state');
   const upstreamUrl = `http://${t.hubPublicAddress}:${upstreamPort}`;
   const joined = await t.agent.exec(

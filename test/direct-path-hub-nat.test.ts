@@ -12,6 +12,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
   buildIfStale,
@@ -114,7 +115,7 @@ async function setup(nat: AgentNat): Promise<Setup> {
       adminEnv,
     );
     expect(created.code, created.stderr).toBe(0);
-    const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+    const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
     const stateDir = join(tempDir('hub-nat-agent-'), 'state');
     const joined = await t.agent.exec(
       process.execPath,

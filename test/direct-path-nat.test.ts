@@ -11,6 +11,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
   adminEnvOf,
@@ -78,7 +79,7 @@ async function setup(nat: AgentNat): Promise<Setup> {
   const adminEnv = adminEnvOf(ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-nat', '--output', 'json'], adminEnv);
   expect(created.code, created.stderr).toBe(0);
-  const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
   const stateDir = join(tempDir('nat-direct-agent-'), 'state');
   const joined = await t.agent.exec(
     process.execPath,
@@ -239,7 +240,7 @@ describe('direct path through a NAT, real processes', () => {
       });
       const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-nat2', '--output', 'json'], adminEnv);
       expect(created.code, created.stderr).toBe(0);
-      const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+      const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
       const stateDir = join(tempDir('nat-hub-agent-'), 'state');
       await t.agent.exec(
         process.execPath,

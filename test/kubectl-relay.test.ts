@@ -9,6 +9,7 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -68,7 +69,7 @@ async function waitConnection(name: string, connected: boolean): Promise<void> {
 async function joinAndRun(name: string, flags: string[]): Promise<void> {
   const created = await admin('cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);
-  const joinArgs = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+  const joinArgs = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
   const stateDir = join(tempDir('kubectl-relay-agent-'), 'state');
   const j = await run(
     CLIENT_BIN,

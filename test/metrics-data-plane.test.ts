@@ -11,6 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { connectDerp, type DerpClient } from '../shared/derp/client.js';
 import { generateKeyPair, parseKey, publicKeyFromPrivate } from '../shared/keys.js';
 import {
@@ -49,7 +50,7 @@ const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 async function join_(name: string, start: boolean): Promise<void> {
   const created = await admin('cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);
-  const args = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
   const stateDir = join(tempDir('metrics-agent-'), 'state');
   stateDirs[name] = stateDir;
   const j = await run(

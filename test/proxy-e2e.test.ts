@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as stringifyYaml } from 'yaml';
 import { connectKubeconfig } from '../relay/proxy/connect-kubeconfig.js';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -51,7 +52,7 @@ const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 async function joinAndRun(name: string, flags: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const created = await admin('cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);
-  const join_ = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+  const join_ = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
   const stateDir = join(tempDir('proxy-e2e-agent-'), 'state');
   const j = await run(CLIENT_BIN, [...join_, '--state-dir', stateDir, ...flags, '--wait'], env, 40_000);
   expect(j.code, j.stderr).toBe(0);

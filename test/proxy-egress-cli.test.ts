@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -70,7 +71,7 @@ beforeAll(async () => {
   const adminEnv = adminEnvOf(ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-1', '--output', 'json'], adminEnv);
   expect(created.code, created.stderr).toBe(0);
-  const args = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
   stateDir = join(tempDir('egress-cli-agent-'), 'state');
   const j = await run(CLIENT_BIN, [...args, '--state-dir', stateDir, '--wait'], cleanEnv(), 40_000);
   expect(j.code, j.stderr).toBe(0);

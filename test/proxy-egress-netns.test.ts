@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -82,7 +83,7 @@ describe('agent in a namespace that may only reach the proxy', () => {
     fw = { allow: fw.allow, drop: await addRule(ns.name, 'OUTPUT', [], 'DROP') }; // fresh counters
     const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-ns', '--output', 'json'], adminEnv);
     expect(created.code, created.stderr).toBe(0);
-    const args = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+    const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
     const stateDir = join(tempDir('egress-netns-agent-'), 'state');
     const env = { HTTPS_PROXY: proxy.url(), NO_PROXY: '', no_proxy: '', https_proxy: '' };
     const upstream: ProcessHandle = ns.spawn(process.execPath, [

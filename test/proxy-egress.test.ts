@@ -8,6 +8,7 @@
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -44,7 +45,7 @@ const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 async function createCluster(name: string): Promise<string[]> {
   const created = await admin('cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);
-  return JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+  return joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
 }
 
 function connects(p: Tinyproxy): number {

@@ -26,7 +26,7 @@ describe('relay API over TLS', () => {
     const psk: string = created.body.bootstrap.psk;
     expect(psk).toMatch(/^tpsk_[A-Za-z0-9_-]{43}$/);
     expect(created.body.bootstrap.joinCommand).toBe(
-      `tunnel-client join --relay ${t.relay.publicUrl} --cluster edge-1 --psk ${psk} --ca-pin ${t.relay.caPin}`,
+      `TUNNEL_CLIENT_PSK=${psk} tunnel-client join --relay ${t.relay.publicUrl} --cluster edge-1 --ca-pin ${t.relay.caPin}`,
     );
     const kp = generateKeyPair();
     const reg = await t.call('POST', '/api/v1/register', {
@@ -41,5 +41,28 @@ describe('relay API over TLS', () => {
     expect(lease.status).toBe(200);
     const got = await t.call('GET', '/api/v1/clusters/edge-1', { token: admin });
     expect(got.body.conditions.map((c: { status: string }) => c.status)).toEqual(['True', 'True']);
+  });
+
+  it('puts upstream in the join command (create and rotate-psk); a bad one is refused before anything is made', async () => {
+    const created = await t.call('POST', '/api/v1/clusters', {
+      token: admin,
+      body: { name: 'edge-up', upstream: 'https://10.0.0.1:6443' },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.bootstrap.joinCommand).toMatch(
+      / --cluster edge-up --ca-pin \S+ --upstream https:\/\/10\.0\.0\.1:6443$/,
+    );
+    const rotated = await t.call('POST', '/api/v1/clusters/edge-up/rotate-psk', {
+      token: admin,
+      body: { upstream: 'http://kube.local:8080' },
+    });
+    expect(rotated.body.bootstrap.joinCommand).toMatch(/ --upstream http:\/\/kube\.local:8080$/);
+    const bad = await t.call('POST', '/api/v1/clusters', {
+      token: admin,
+      body: { name: 'edge-bad-up', upstream: 'ftp://x' },
+    });
+    expect([bad.status, bad.body.error.code]).toEqual([400, 'BAD_INPUT']);
+    expect(bad.body.error.message).toBe('upstream "ftp://x" must be an http:// or https:// URL');
+    expect((await t.call('GET', '/api/v1/clusters/edge-bad-up', { token: admin })).status).toBe(404);
   });
 });

@@ -19,6 +19,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { pinOfCertificate } from '../shared/http/pin.js';
 import {
   buildIfStale,
@@ -158,7 +159,7 @@ const admin = (s: Side, ...args: string[]) => run(RELAY_BIN, args, s.env);
 async function createCluster(s: Side, name: string): Promise<string[]> {
   const created = await admin(s, 'cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);
-  return (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ');
+  return ['tunnel-client', ...joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand)];
 }
 
 async function joinAndRun(

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -93,7 +94,7 @@ async function joinCluster(name: string): Promise<string> {
     await admin('cluster', 'create', name, '--output', 'json'),
   );
   const stateDir = join(tempDir('session-cli-agent-'), 'state');
-  const args = created.bootstrap.joinCommand.split(' ').slice(1);
+  const args = joinCommandWords(created.bootstrap.joinCommand);
   const r = await client(...args, '--state-dir', stateDir, '--wait', '--output', 'json');
   expect(json<{ status: string }>(r).status).toBe('Accepted');
   return stateDir;

@@ -1,7 +1,7 @@
 /** `tunnel-relay cluster create|list|get|accept|deny|delete|rotate-psk`. */
 import { Command } from 'commander';
 import { streamPrinter } from '../../shared/cli/output.js';
-import { parseClusterName } from '../../shared/cli/parsers.js';
+import { parseClusterName, parseHttpUrl } from '../../shared/cli/parsers.js';
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
@@ -35,9 +35,9 @@ export interface Cluster {
   bootstrapPsk?: { state: string; expiresAt: string; usedAt: string | null } | null;
 }
 
-function pskLine(psk: Cluster['bootstrapPsk']): string {
+function pskLine(cluster: string, psk: Cluster['bootstrapPsk']): string {
   if (!psk) return '-';
-  const renew = 'a new join needs `tunnel-relay cluster rotate-psk`';
+  const renew = `a new join needs \`tunnel-relay cluster rotate-psk ${cluster}\``;
   switch (psk.state) {
     case 'unused':
       return `unused, expires ${psk.expiresAt}`;
@@ -84,7 +84,7 @@ function clusterDetail(c: Cluster): string[] {
     `lease renewed: ${c.leaseRenewTime ?? '-'}`,
     `rtt:           ${c.rttMs == null ? '-' : `${c.rttMs} ms`}`,
     `created:       ${c.createdAt ?? '-'}`,
-    `bootstrap PSK: ${pskLine(c.bootstrapPsk)}`,
+    `bootstrap PSK: ${pskLine(c.name, c.bootstrapPsk)}`,
     'conditions:',
     ...(c.conditions ?? []).map(
       (x) =>
@@ -97,6 +97,10 @@ function clusterDetail(c: Cluster): string[] {
 }
 
 type BootstrapFlags = AdminFlags & { printInstallCommand?: boolean };
+
+const UPSTREAM_HELP =
+  "the agent's default upstream, written into the join command as --upstream (e.g. https://10.0.0.1:6443)";
+const upstreamArg = (v: string) => parseHttpUrl(v, '--upstream');
 
 const INSTALL_ONLY_HELP =
   'print only the one-line install command, e.g. for `| sh` where kubectl points at the target cluster';
@@ -148,14 +152,16 @@ export function clusterCommand(): Command {
           'how long the PSK stays valid, e.g. 30m, 24h, 7d (default 24h)',
           pskTtl,
         )
+        .option('--upstream <url>', UPSTREAM_HELP, upstreamArg)
         .option('--print-install-command', INSTALL_ONLY_HELP),
     ).action(
       async (
         name: string,
-        flags: BootstrapFlags & { group?: string; displayName?: string; pskTtl?: string },
+        flags: BootstrapFlags & { group?: string; displayName?: string; pskTtl?: string; upstream?: string },
       ) => {
         const body = {
           name,
+          ...(flags.upstream ? { upstream: flags.upstream } : {}),
           ...(flags.group ? { group: flags.group } : {}),
           ...(flags.displayName ? { displayName: flags.displayName } : {}),
           ...(flags.pskTtl ? { pskTtl: flags.pskTtl } : {}),
@@ -220,9 +226,13 @@ export function clusterCommand(): Command {
         .description('issue a new bootstrap PSK (the old one stops working) and print the join command')
         .argument('<name>', 'cluster name', nameArg)
         .option('--psk-ttl <duration>', 'how long the new PSK stays valid (default 24h)', pskTtl)
+        .option('--upstream <url>', UPSTREAM_HELP, upstreamArg)
         .option('--print-install-command', INSTALL_ONLY_HELP),
-    ).action(async (name: string, flags: BootstrapFlags & { pskTtl?: string }) => {
-      const body = flags.pskTtl ? { pskTtl: flags.pskTtl } : {};
+    ).action(async (name: string, flags: BootstrapFlags & { pskTtl?: string; upstream?: string }) => {
+      const body = {
+        ...(flags.pskTtl ? { pskTtl: flags.pskTtl } : {}),
+        ...(flags.upstream ? { upstream: flags.upstream } : {}),
+      };
       const res = await withClient(flags, (c) =>
         c.json<CreateResult>('POST', `/api/v1/clusters/${enc(name)}/rotate-psk`, { body }),
       );

@@ -67,7 +67,7 @@ export function kubeconfigCommand(): Command {
     }
     const minted = await mint(name, flags);
     const out = streamPrinter();
-    const about = `access key ${minted.keyId} (role ${minted.role}, expires ${minted.expiresAt}; revoke: tunnel-relay token revoke ${minted.keyId})`;
+    const about = `access key ${minted.keyId} (role ${minted.role}, expires ${minted.expiresAt}; revoke: \`tunnel-relay token revoke ${minted.keyId}\`)`;
     if (!flags.merge) {
       if (flags.output === 'json') out.json(minted.kubeconfig);
       else out.line(toYaml(minted.kubeconfig).trimEnd());

@@ -1,7 +1,10 @@
 /** `tunnel-relay token create|list|revoke`: access keys (admin only). */
+
+import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { streamPrinter, table } from '../../shared/cli/output.js';
 import { parseRole, shown } from '../../shared/cli/parsers.js';
+import { shellQuote } from '../../shared/cli/shell-quote.js';
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
@@ -20,6 +23,19 @@ interface TokenInfo {
   createdAt: string;
   expiresAt: string | null;
   revokedAt: string | null;
+}
+
+/**
+ * The join command for an org-wide bootstrap key, runnable as printed: this command's relay URL and trust (pin or
+ * CA file), the key in the environment, an example cluster name.
+ */
+function bootstrapJoinCommand(flags: AdminFlags, token: string): string {
+  const trust = flags.caPin
+    ? ` --ca-pin ${flags.caPin}`
+    : flags.caFile
+      ? ` --ca-file ${shellQuote(resolve(flags.caFile))}`
+      : '';
+  return `TUNNEL_CLIENT_PSK=${token} tunnel-client join --relay ${shellQuote(flags.server)} --cluster edge-2${trust}`;
 }
 
 export function tokenCommand(): Command {
@@ -63,8 +79,9 @@ export function tokenCommand(): Command {
       );
       if (res.role === 'bootstrap') {
         out.note(
-          'agents join with: tunnel-client join --relay URL --cluster NAME --psk <this key> --ca-pin sha256:...',
+          'agents join with (each with its own --cluster name; each join stays Pending until accepted):',
         );
+        out.note(`  ${bootstrapJoinCommand(flags, res.token)}`);
       }
     }),
   );

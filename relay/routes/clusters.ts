@@ -1,5 +1,7 @@
 /** Cluster routes: create, list, get, accept, deny, rotate-psk, delete (the kubeconfig: kubeconfig.ts). */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { parseHttpUrl } from '../../shared/cli/parsers.js';
+import { shellQuote } from '../../shared/cli/shell-quote.js';
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
@@ -37,10 +39,28 @@ import { installRoutes } from './install.js';
 
 const DEFAULT_PSK_TTL = '24h';
 
-/** The agent's join command; without a pin the agent verifies the relay against its system trust store. */
-export function joinCommand(publicUrl: string, cluster: string, psk: string, caPin: string | null): string {
-  const pin = caPin === null ? '' : ` --ca-pin ${caPin}`;
-  return `tunnel-client join --relay ${publicUrl} --cluster ${cluster} --psk ${psk}${pin}`;
+export interface JoinCommandParts {
+  readonly publicUrl: string;
+  readonly cluster: string;
+  readonly psk: string;
+  readonly caPin: string | null;
+  /** The agent's default upstream (`cluster create --upstream`), or null to leave the agent's own default. */
+  readonly upstream: string | null;
+}
+
+/**
+ * The agent's join command. The PSK goes in the environment (TUNNEL_CLIENT_PSK), not in argv where `ps` shows it to
+ * every local user; without a pin the agent verifies the relay against its system trust store.
+ */
+export function joinCommand(p: JoinCommandParts): string {
+  const pin = p.caPin === null ? '' : ` --ca-pin ${p.caPin}`;
+  const upstream = p.upstream === null ? '' : ` --upstream ${shellQuote(p.upstream)}`;
+  return `TUNNEL_CLIENT_PSK=${p.psk} tunnel-client join --relay ${p.publicUrl} --cluster ${p.cluster}${pin}${upstream}`;
+}
+
+/** The body's `upstream` for the join command, checked before anything is issued (BAD_INPUT naming it). */
+function upstreamOf(text: string | undefined): string | null {
+  return text === undefined ? null : parseHttpUrl(text, 'upstream');
 }
 
 interface IssuedPsk {
@@ -65,12 +85,18 @@ function issuePsk(ctx: RelayContext, cluster: string, ttlText: string | undefine
   };
 }
 
-function bootstrapView(ctx: RelayContext, cluster: string, issued: IssuedPsk) {
+function bootstrapView(ctx: RelayContext, cluster: string, issued: IssuedPsk, upstream: string | null) {
   const url = installUrl(ctx.publicUrl(), issued.installToken);
   return {
     psk: issued.psk,
     expiresAt: new Date(issued.expiresAt).toISOString(),
-    joinCommand: joinCommand(ctx.publicUrl(), cluster, issued.psk, ctx.caPin),
+    joinCommand: joinCommand({
+      publicUrl: ctx.publicUrl(),
+      cluster,
+      psk: issued.psk,
+      caPin: ctx.caPin,
+      upstream,
+    }),
     installUrl: url,
     installCommand: installCommand(url, ctx),
   };
@@ -95,6 +121,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const group = checkName(req.body.group ?? 'default', 'group');
       requireClusterWrite(p, group, `create clusters in group ${group}`);
       const name = checkName(req.body.name, 'cluster name');
+      const upstream = upstreamOf(req.body.upstream);
       const issued = issuePsk(ctx, name, req.body.pskTtl);
       const audit = auditEntry(ctx, req, actorOf(p), 'cluster.create', name, {
         group,
@@ -108,7 +135,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       logAudit(ctx, audit);
       ctx.hooks.clusterChanged(c.name);
       reply.code(201);
-      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, name, issued) };
+      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, name, issued, upstream) };
     },
   );
 
@@ -172,6 +199,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const before = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterWrite(p, before.group, `rotate PSKs in group ${before.group}`);
+      const upstream = upstreamOf(req.body.upstream);
       const issued = issuePsk(ctx, before.name, req.body.pskTtl);
       const audit = auditEntry(ctx, req, actorOf(p), 'cluster.rotate-psk', before.name, {
         pskId: issued.record.id,
@@ -180,7 +208,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       if (!c) throw clusterNotFound(before.name);
       logAudit(ctx, audit);
       ctx.hooks.clusterChanged(c.name);
-      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, c.name, issued) };
+      return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, c.name, issued, upstream) };
     },
   );
 

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DERP_LIMITS } from '../../relay/derp/limits.js';
+import { joinCommandWords } from '../../shared/cli/join-command-words.js';
 import { connectDerp, type DerpClient } from '../../shared/derp/client.js';
 import type { DerpStateEvent } from '../../shared/derp/client-options.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
@@ -59,7 +60,7 @@ beforeAll(async () => {
   adminEnv = adminEnvOf(ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-1', '--output', 'json'], adminEnv);
   expect(created.code, created.stderr).toBe(0);
-  const joinArgs = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+  const joinArgs = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
   stateDir = join(tempDir('derp-slots-agent-'), 'state');
   const joined = await run(CLIENT_BIN, [...joinArgs, '--state-dir', stateDir, '--wait'], cleanEnv(), 40_000);
   expect(joined.code, joined.stderr).toBe(0);

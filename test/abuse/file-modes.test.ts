@@ -25,6 +25,7 @@ import {
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -94,7 +95,7 @@ describe('secret files under umask 022 in 0755 directories, real binaries', () =
     const created = JSON.parse((await admin('cluster', 'create', 'modes', '--output', 'json')).stdout) as {
       bootstrap: { joinCommand: string };
     };
-    const joinArgs = created.bootstrap.joinCommand.split(' ').slice(1);
+    const joinArgs = joinCommandWords(created.bootstrap.joinCommand);
     const joined = await client(...joinArgs, '--state-dir', stateDir, '--wait', '--output', 'json');
     expect(joined.code, joined.stderr).toBe(0);
     expect(JSON.parse(joined.stdout).status).toBe('Accepted');

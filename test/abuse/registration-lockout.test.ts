@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../../shared/cli/join-command-words.js';
 import { generateKeyPair, keyToBase64 } from '../../shared/keys.js';
 import {
   adminEnvOf,
@@ -128,7 +129,7 @@ describe('registration lockout', () => {
     expect([bystander.status, bystander.body.error.code]).toEqual([401, 'BOOTSTRAP_REJECTED']);
 
     // 4. The real agent joins at once from the limited shared address, with its PSK.
-    const words = victim.joinCommand.split(' ').slice(1);
+    const words = joinCommandWords(victim.joinCommand);
     const state = join(tempDir('abuse-lockout-agent-'), 'state');
     const join1 = await run(
       CLIENT_BIN,

@@ -7,6 +7,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { Agent, request } from 'undici';
+import { joinCommandWords } from '../../shared/cli/join-command-words.js';
 import {
   buildIfStale,
   CLIENT_BIN,
@@ -101,7 +102,7 @@ export async function startRelayWithAgents(opts: {
   const joinOne = async ({ cluster, flags = [], env = {} }: AgentSpec): Promise<Proc> => {
     const created = await run(RELAY_BIN, ['cluster', 'create', cluster, '--output', 'json'], adminEnv);
     if (created.code !== 0) throw new Error(`cluster create: ${created.stderr}`);
-    const joinArgs = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+    const joinArgs = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
     const stateDir = join(tempDir('abuse-agent-'), 'state');
     const args = [...joinArgs, '--state-dir', stateDir, '--upstream', opts.upstream, ...flags, '--wait'];
     const joined = await run(CLIENT_BIN, args, cleanEnv(env));

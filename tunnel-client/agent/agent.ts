@@ -14,7 +14,7 @@ import { effectiveValues } from '../../shared/values/values-file.js';
 import type { AgentApi } from './api.js';
 import { Backoff, jittered } from './backoff.js';
 import { LeaseLoop } from './lease-loop.js';
-import type { StateDir } from './state-dir.js';
+import { type StateDir, stateDirFlag } from './state-dir.js';
 import {
   type AgentState,
   type AgentStatusFile,
@@ -81,12 +81,14 @@ type Waiter = { resolve: () => void; reject: (err: unknown) => void };
  * The error that ends the agent when the relay says its registration is over (denied, or the
  * credential unknown because the cluster was deleted), or null for an error worth retrying.
  */
-export function registrationEnded(err: unknown, cluster: string): TunnelError | null {
+export function registrationEnded(err: unknown, cluster: string, stateDir: string): TunnelError | null {
+  const dirFlag = stateDirFlag(stateDir);
   if (isTunnelError(err, 'CLUSTER_DENIED')) {
     return new TunnelError(
       'CLUSTER_DENIED',
       `cluster ${cluster} was denied by an administrator, so the agent stopped. Ask the hub operator to run ` +
-        `'tunnel-relay cluster accept ${cluster}', then run 'tunnel-client run' again; or run 'tunnel-client unjoin' ` +
+        `'tunnel-relay cluster accept ${cluster}', then run 'tunnel-client run${dirFlag}' again; or run ` +
+        `'tunnel-client unjoin${dirFlag}' ` +
         'and the new join command the operator gives you',
     );
   }
@@ -94,7 +96,7 @@ export function registrationEnded(err: unknown, cluster: string): TunnelError | 
     return new TunnelError(
       'UNAUTHENTICATED',
       `the relay no longer accepts this agent's credential: cluster ${cluster} was deleted on the hub (or joined ` +
-        "again from another state dir), so the agent stopped. Run 'tunnel-client unjoin', ask the hub operator " +
+        `again from another state dir), so the agent stopped. Run 'tunnel-client unjoin${dirFlag}', ask the hub operator ` +
         `for a new join command ('tunnel-relay cluster create ${cluster}' prints one) and run it`,
     );
   }
@@ -213,7 +215,7 @@ export class Agent {
       this.#setStatus(info.status);
       this.#progress();
     } catch (err) {
-      const ended = registrationEnded(err, this.#state.cluster);
+      const ended = registrationEnded(err, this.#state.cluster, this.#o.stateDir.dir);
       if (ended) {
         void this.#end(ended);
         return;
@@ -252,7 +254,7 @@ export class Agent {
         this.#o.api.lease({ claims: { ...this.#state.claims }, agentVersion: this.#state.agentVersion }),
       onRenewed: (res) => this.#onLease(res),
       onFailed: (err, failures, retryInMs) => {
-        const ended = registrationEnded(err, this.#state.cluster);
+        const ended = registrationEnded(err, this.#state.cluster, this.#o.stateDir.dir);
         if (ended) {
           void this.#end(ended);
           return;

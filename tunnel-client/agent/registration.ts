@@ -7,7 +7,7 @@ import { TunnelError } from '../../shared/errors.js';
 import { keyToBase64 } from '../../shared/keys.js';
 import type { AgentApi } from './api.js';
 import { generateAgentKeyPair } from './keys.js';
-import type { StateDir } from './state-dir.js';
+import { type StateDir, stateDirFlag } from './state-dir.js';
 import type { AgentState } from './types.js';
 
 export interface JoinParams {
@@ -33,7 +33,7 @@ export async function register(
     const existing = stateDir.readState();
     throw new TunnelError(
       'CONFLICT',
-      `state directory ${stateDir.dir} already holds the registration of cluster ${existing.cluster}; run 'tunnel-client unjoin' first or pass another --state-dir`,
+      `state directory ${stateDir.dir} already holds the registration of cluster ${existing.cluster}; run 'tunnel-client unjoin${stateDirFlag(stateDir.dir)}' first or pass another --state-dir`,
     );
   }
   const keys = await generateAgentKeyPair();

@@ -31,6 +31,7 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { shellQuote } from '../../shared/cli/shell-quote.js';
 import { TunnelError } from '../../shared/errors.js';
 import { type OnModeFixed, protectSecretFile, warnOnStderr } from '../../shared/secret-file.js';
 import type { AgentState, AgentStatusFile, Tunnel } from './types.js';
@@ -50,6 +51,14 @@ const MAX_STATE_BYTES = 4 * 1024 * 1024;
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
   const fromEnv = env.TUNNEL_CLIENT_STATE_DIR;
   return resolve(fromEnv && fromEnv.length > 0 ? fromEnv : join(homedir(), '.tunnel-client'));
+}
+
+/**
+ * ` --state-dir DIR` for the commands the agent prints as next steps, so they act on the state dir in use: empty when
+ * that is the default one (TUNNEL_CLIENT_STATE_DIR or ~/.tunnel-client), else the directory, quoted for the shell.
+ */
+export function stateDirFlag(dir: string, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(dir) === defaultStateDir(env) ? '' : ` --state-dir ${shellQuote(resolve(dir))}`;
 }
 
 export interface StateDirOptions {
@@ -107,7 +116,7 @@ export class StateDir {
     } catch {
       throw new TunnelError(
         'STATE_MISSING',
-        `no ${STATE_FILES[name]} in state directory ${this.dir}; run tunnel-client join first (or pass --state-dir)`,
+        `no ${STATE_FILES[name]} in state directory ${this.dir}; run the join command from \`tunnel-relay cluster create\` first (with --state-dir ${shellQuote(this.dir)} to use this directory), or pass the --state-dir you joined with`,
       );
     }
     if (size > MAX_STATE_BYTES) {
@@ -150,7 +159,7 @@ export class StateDir {
     if (!existsSync(this.path('presharedKey'))) {
       throw new TunnelError(
         'STATE_MISSING',
-        `no ${STATE_FILES.presharedKey} in state directory ${this.dir} although state.json holds a tunnel; run 'tunnel-client unjoin' and join again`,
+        `no ${STATE_FILES.presharedKey} in state directory ${this.dir} although state.json holds a tunnel; the registration cannot be used: move the directory aside ('mv ${shellQuote(this.dir)} ${shellQuote(`${this.dir}.broken`)}') and run a new join command from the hub operator`,
       );
     }
     return { ...stored, tunnel: { ...tunnel, presharedKey: this.#read('presharedKey').trim() } };

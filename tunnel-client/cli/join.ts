@@ -15,6 +15,7 @@ import {
   parseHttpUrl,
   parseRelayUrl,
 } from '../../shared/cli/parsers.js';
+import { shellQuote } from '../../shared/cli/shell-quote.js';
 import { keepAlive, untilSignal } from '../../shared/cli/signals.js';
 import { packageVersion } from '../../shared/cli/version.js';
 // The relay's duration grammar (30m, 24h, 1h30m); a candidate for shared/ when someone owns it.
@@ -30,6 +31,7 @@ import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
 import { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
+import { inClusterApi } from '../dialer/in-cluster.js';
 import { agentProxySettings } from '../egress/agent-proxy.js';
 import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
 import type { ClientProgramOptions } from './program.js';
@@ -107,13 +109,43 @@ export function joinCommand(opts: ClientProgramOptions = {}): Command {
       'after',
       `
 Examples:
-  # the command printed by 'tunnel-relay cluster create' (Accepted at once)
-  tunnel-client join --relay https://relay.example:8443 --cluster edge-1 --psk tpsk_... --ca-pin sha256:...
+  # the command printed by 'tunnel-relay cluster create' (Accepted at once; the PSK in the environment)
+  TUNNEL_CLIENT_PSK=tpsk_... tunnel-client join --relay https://relay.example:8443 --cluster edge-1 \\
+    --ca-pin sha256:... --upstream https://127.0.0.1:6443
   # an org-wide bootstrap token: Pending until 'tunnel-relay cluster accept edge-2'
   TUNNEL_CLIENT_PSK=trk_... tunnel-client join --relay https://relay.example:8443 --cluster edge-2 \\
     --ca-pin sha256:... --claim region=eu --values ./local.yaml --wait`,
     )
     .action(async (flags: JoinFlags) => join(flags, opts));
+}
+
+/**
+ * The upstream the hub's requests go to: `--upstream`, else in a pod the pod's API server (in-cluster.ts), else none;
+ * with the line to print once registered (which in-cluster server, or a warning that hub requests will be refused).
+ */
+function defaultUpstream(
+  flag: string | undefined,
+  cluster: string,
+  env: NodeJS.ProcessEnv,
+): { upstream: string | null; note: string | null } {
+  if (flag !== undefined) return { upstream: flag, note: null };
+  const inCluster = inClusterApi(env);
+  if (inCluster !== null) {
+    return {
+      upstream: inCluster.url,
+      note:
+        `no --upstream: using this pod's Kubernetes API server ${inCluster.url} (KUBERNETES_SERVICE_HOST/PORT), ` +
+        `trusting ${inCluster.caFile}; hub requests carry the service-account token ${inCluster.tokenFile}`,
+    };
+  }
+  return {
+    upstream: null,
+    note:
+      `warning: no --upstream and not in a Kubernetes pod: the hub can reach nothing through this agent, so every ` +
+      `request to cluster ${cluster} through the relay (kubectl, curl) will be refused (STREAM_REFUSED). To serve an ` +
+      'API, join with --upstream set to its URL, e.g. --upstream https://127.0.0.1:6443 (the hub operator can print ' +
+      'such a join command with --upstream on cluster create or cluster rotate-psk)',
+  };
 }
 
 async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void> {
@@ -141,6 +173,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   const psk = checkBootstrapSecret(flags.psk, '--psk');
   const stateDir = openStateDir(flags.stateDir);
   const out = streamPrinter();
+  const { upstream, note: upstreamNote } = defaultUpstream(flags.upstream, flags.cluster, process.env);
 
   const proxyCaFile = flags.proxyCaFile ? resolve(flags.proxyCaFile) : undefined;
   const proxy = agentProxySettings({ proxy: flags.proxy, proxyCaFile });
@@ -157,7 +190,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       caPin: flags.caPin ?? null,
       caFile: caFile ?? null,
       agentVersion: packageVersion(),
-      upstream: flags.upstream ?? null,
+      upstream,
       allow: flags.allow ?? [],
       claims,
       valuesFiles,
@@ -175,6 +208,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       `registered cluster ${state.cluster} with ${state.relay}: ${state.status}; state in ${stateDir.dir}; ` +
         `WireGuard cipher ${cipher}`,
     );
+    if (upstreamNote !== null) stderrLog(upstreamNote);
     agent = new Agent({
       stateDir,
       api: bootstrapApi.withCredential(stateDir.readCredential()),
@@ -207,7 +241,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
                   reject(
                     new TunnelError(
                       'TIMEOUT',
-                      `cluster ${cluster} ${agent?.registrationStatus === 'Accepted' ? 'is Accepted but its tunnel is not up' : `is still ${agent?.registrationStatus ?? 'Pending'}`} after --wait-timeout ${flags.waitTimeout}; the registration is saved in ${stateDir.dir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run --state-dir ${stateDir.dir}'`,
+                      `cluster ${cluster} ${agent?.registrationStatus === 'Accepted' ? 'is Accepted but its tunnel is not up' : `is still ${agent?.registrationStatus ?? 'Pending'}`} after --wait-timeout ${flags.waitTimeout}; the registration is saved in ${stateDir.dir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run --state-dir ${shellQuote(stateDir.dir)}'`,
                     ),
                   ),
                 waitMs,
@@ -223,7 +257,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       if (flags.output === 'json') out.json(result);
       else
         out.line(
-          `cluster ${state.cluster} is Accepted and its tunnel is up; run 'tunnel-client run --state-dir ${stateDir.dir}' to keep it connected`,
+          `cluster ${state.cluster} is Accepted and its tunnel is up; run 'tunnel-client run --state-dir ${shellQuote(stateDir.dir)}' to keep it connected`,
         );
       return;
     }

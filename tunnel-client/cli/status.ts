@@ -102,7 +102,7 @@ async function refreshed(report: StatusReport, stateDir: StateDir, state: AgentS
     const info = await api.info();
     return { ...report, status: info.status };
   } catch (err) {
-    const ended = registrationEnded(err, state.cluster);
+    const ended = registrationEnded(err, state.cluster, stateDir.dir);
     if (ended) {
       const status = ended.code === 'CLUSTER_DENIED' ? 'Denied' : report.status;
       return { ...report, status, stopped: `${ended.code}: ${ended.message}` };

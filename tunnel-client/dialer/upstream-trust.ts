@@ -2,13 +2,14 @@
  * Upstream TLS trust of the agent's dialer (for `@upstream` with an https URL): the PEM file named by
  * TUNNEL_CLIENT_UPSTREAM_CA, else the in-cluster service-account CA when that file exists, else the
  * system roots. TUNNEL_CLIENT_UPSTREAM_INSECURE=1 turns verification off (tests, never production).
- * TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE (opt-in): path-proxy requests carry that token (token-injector.ts).
+ * Path-proxy requests carry a token (token-injector.ts) from TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE, else, when the
+ * upstream is the API server of the pod the agent runs in (in-cluster.ts), from the pod's service-account token.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { TunnelError } from '../../shared/errors.js';
+import { inClusterApi, serviceAccountDir } from './in-cluster.js';
 import { readToken } from './token-injector.js';
-
-export const IN_CLUSTER_CA = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
 
 export interface UpstreamTrust {
   ca?: string;
@@ -17,12 +18,16 @@ export interface UpstreamTrust {
   tokenFile?: string;
 }
 
-export function upstreamTrust(env: NodeJS.ProcessEnv): UpstreamTrust {
+/** `upstream`: the saved default upstream (null: none). */
+export function upstreamTrust(env: NodeJS.ProcessEnv, upstream: string | null): UpstreamTrust {
   const insecure = env.TUNNEL_CLIENT_UPSTREAM_INSECURE === '1';
-  const tokenFile = env.TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE || undefined;
+  const inCluster = inClusterApi(env);
+  const podToken = inCluster !== null && upstream === inCluster.url ? inCluster.tokenFile : undefined;
+  const tokenFile = env.TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE || podToken;
   if (tokenFile) readToken(tokenFile); // fail at start, naming the file, rather than on the first request
   const base = { insecure, ...(tokenFile ? { tokenFile } : {}) };
-  const file = env.TUNNEL_CLIENT_UPSTREAM_CA || (existsSync(IN_CLUSTER_CA) ? IN_CLUSTER_CA : '');
+  const podCa = join(serviceAccountDir(env), 'ca.crt');
+  const file = env.TUNNEL_CLIENT_UPSTREAM_CA || (existsSync(podCa) ? podCa : '');
   if (!file) return base;
   try {
     return { ...base, ca: readFileSync(file, 'utf8') };

@@ -54,7 +54,7 @@ function readCa(file: string): string {
 export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFactory {
   const env = opts.env ?? process.env;
   const start: DataPlaneFactory = async (ctx) => {
-    const trust = upstreamTrust(env);
+    const trust = upstreamTrust(env, ctx.state.upstream);
     const dialer = new Dialer({
       allowlist: new Allowlist(ctx.state.upstream, ctx.state.allow),
       clock: realClock,
@@ -94,5 +94,5 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
     };
     return dp;
   };
-  return Object.assign(start, { check: () => void upstreamTrust(env) });
+  return Object.assign(start, { check: () => void upstreamTrust(env, null) });
 }
