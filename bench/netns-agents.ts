@@ -9,6 +9,7 @@ import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import { createNetns, type Netns } from '../test/helpers/netns.js';
 import {
@@ -87,7 +88,7 @@ interface SiteRelay {
 /** Creates the cluster and returns its join arguments (the `tunnel-client` command line less its name). */
 async function createCluster(name: string, env: NodeJS.ProcessEnv): Promise<string[]> {
   const created = await runJson(['cluster', 'create', name], env);
-  return (created.bootstrap as { joinCommand: string }).joinCommand.split(' ').slice(1);
+  return joinCommandWords((created.bootstrap as { joinCommand: string }).joinCommand);
 }
 
 /** The relay's CA certificate, from a cluster's kubeconfig. */

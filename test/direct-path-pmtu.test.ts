@@ -15,6 +15,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
   adminEnvOf,
@@ -80,7 +81,7 @@ async function site(mtu: number, cluster: string): Promise<Site> {
   const env = adminEnvOf(started.ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', cluster, '--output', 'json'], env);
   expect(created.code, created.stderr).toBe(0);
-  const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
   const stateDir = join(tempDir('pmtu-agent-'), 'state');
   const joined = await ns.exec(
     process.execPath,

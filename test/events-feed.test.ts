@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -136,7 +137,7 @@ describe('GET /api/v1/events', () => {
 
       // The PSK join of "edge", then its agent: the event with connected=true is the tunnel coming up.
       const edgeDir = join(tempDir('events-edge-'), 'agent');
-      const words = created.bootstrap.joinCommand.split(' ').slice(1);
+      const words = joinCommandWords(created.bootstrap.joinCommand);
       const joined = await run(CLIENT_BIN, [...words, '--state-dir', edgeDir, '--wait'], cleanEnv());
       expect(joined.code, joined.stderr).toBe(0);
       const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', edgeDir], cleanEnv());
