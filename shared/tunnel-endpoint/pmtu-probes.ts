@@ -147,13 +147,18 @@ export class PmtuProbes {
     this.#arm(e, active);
   }
 
-  /** Wakes for the next probe or timeout, and at least every confirmMs to see whether traffic flowed. */
+  /**
+   * Wakes for the next probe or timeout; while the MTU is above the base also at least every confirmMs, to see
+   * whether traffic flowed (a path at its base, the common case behind a 1,500-byte link, sleeps until the raise
+   * timer: an idle peer costs one timer per raiseMs).
+   */
   #arm(e: Entry, active: boolean): void {
     const clock = this.#o.clock;
     clock.clearTimer(e.timer);
     const now = clock.now();
     const confirmMs = this.#o.timers?.confirmMs ?? DEFAULT_PMTU_TIMERS.confirmMs;
-    const wait = Math.min(Math.max(0, e.search.nextWakeAt(active) - now), confirmMs);
+    const poll = e.search.mtu > this.#o.base ? confirmMs : Number.POSITIVE_INFINITY;
+    const wait = Math.min(Math.max(0, e.search.nextWakeAt(active) - now), poll);
     e.timer = clock.setTimer(wait, () => this.#poll(e));
   }
 }
