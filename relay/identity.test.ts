@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../shared/errors.js';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import { freePort } from '../test/helpers/tinyproxy.js';
 import { resolveRelayConfig } from './config.js';
-import { certAltNames, loadOrCreateHubKey, loadOrCreateTls, loadPublicCa } from './identity.js';
+import { certAltNames, loadHubKey, loadOrCreateHubKey, loadOrCreateTls, loadPublicCa } from './identity.js';
 import { certCovers, startRelay } from './server.js';
 import { SqliteStore } from './store/sqlite.js';
 import { LogCapture } from './test-support.js';
@@ -142,6 +143,33 @@ describe('relay identity', () => {
     expect(loadOrCreateTls(config, Date.now()).caPin).toBe(first.caPin);
     const hub = loadOrCreateHubKey(config.dataDir);
     expect(loadOrCreateHubKey(config.dataDir).publicKey.equals(hub.publicKey)).toBe(true);
+  });
+
+  it('--hub-key-file: read (never created, mode narrowed to 0600), BAD_CONFIG naming the flag when unusable', () => {
+    const keyFile = join(dir, 'fleet-hub.key');
+    const pair = generateKeyPair();
+    writeFileSync(keyFile, `${keyToBase64(pair.privateKey)}\n`, { mode: 0o644 });
+    chmodSync(keyFile, 0o644);
+    const fixed: string[] = [];
+    const config = resolveRelayConfig({ flags: { dataDir: join(dir, 'h'), hubKeyFile: keyFile } });
+    expect(loadHubKey(config, (f) => fixed.push(f.file)).publicKey.equals(pair.publicKey)).toBe(true);
+    expect(fixed).toEqual([keyFile]);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(dir, 'h', 'hub.key'))).toBe(false);
+    for (const [content, reason] of [
+      [null, 'cannot read'],
+      ['not a key', 'does not hold a WireGuard private key'],
+    ] as const) {
+      const path = join(dir, `bad-hub-${reason.length}.key`);
+      if (content !== null) writeFileSync(path, content, { mode: 0o600 });
+      const bad = resolveRelayConfig({ flags: { dataDir: join(dir, 'h'), hubKeyFile: path } });
+      expect(() => loadHubKey(bad)).toThrow(
+        expect.objectContaining({
+          code: 'BAD_CONFIG',
+          message: expect.stringMatching(new RegExp(`^hub-key-file: .*${reason}`)),
+        }),
+      );
+    }
   });
 
   it('uses given cert/key files and refuses a key that does not match', () => {

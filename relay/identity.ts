@@ -149,7 +149,16 @@ export function loadHubKey(config: RelayConfig, onModeFixed?: OnModeFixed): KeyP
   if (config.hubKeyFile === null) return loadOrCreateHubKey(config.dataDir, onModeFixed);
   const path = config.hubKeyFile;
   protectSecretFile(path, 'hub private key', onModeFixed);
-  const privateKey = parseKey(readOrFail(path, 'hub-key-file'), `hub-key-file (${path})`);
+  const text = readOrFail(path, 'hub-key-file');
+  let privateKey: Buffer;
+  try {
+    privateKey = parseKey(text, 'hub-key-file');
+  } catch {
+    throw new TunnelError(
+      'BAD_CONFIG',
+      `hub-key-file: ${path} does not hold a WireGuard private key (32 bytes, base64 or hex, on one line)`,
+    );
+  }
   return { privateKey, publicKey: publicKeyFromPrivate(privateKey) };
 }
 
