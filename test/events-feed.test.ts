@@ -3,13 +3,16 @@
  * the snapshot, then a create, a bootstrap join and its accept, a PSK join and the agent's tunnel coming up,
  * a delete; the events' data is what GET /api/v1/clusters/NAME answers, without secrets, and ids increase. A
  * viewer key works, a group-scoped key sees only its group, a revoked key's stream ends within about a
- * second, the per-key cap answers 429, `cluster list --watch` (piped: text and JSON) prints the changes, and
+ * second (and an expiring one at its expiry), the per-key cap answers 429, `cluster list --watch` prints the
+ * changes (piped: text and JSON; on a terminal, through `script`, it redraws the table), and
  * closing the relay ends open streams with an `end` event. The caps and slow consumers: test/abuse/events-streams.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { joinCommandWords } from '../shared/cli/join-command-words.js';
+import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -217,6 +220,21 @@ describe('GET /api/v1/events', () => {
     expect(again.stdout).toContain('"UNAUTHENTICATED"');
   }, 60_000);
 
+  it("ends an expiring key's stream at its expiry, within about a second", async () => {
+    const r = await call('POST', '/api/v1/tokens', { role: 'viewer', expiresIn: '3s' });
+    expect(r.status).toBe(201);
+    const expiresAt = Date.parse(String(r.body.expiresAt));
+    const stream = feed(String(r.body.token));
+    await stream.waitFor((e) => e.event === 'ready', 15_000, 'ready');
+    await stream.exited;
+    const lateMs = Date.now() - expiresAt;
+    console.log(`events feed: expiring key's stream ended ${lateMs} ms after its expiry`);
+    expect(lateMs).toBeGreaterThanOrEqual(-50);
+    expect(lateMs).toBeLessThan(1_500);
+    expect(stream.events.at(-1)?.event).toBe('end');
+    expect(JSON.parse(stream.events.at(-1)?.data ?? '{}')).toMatchObject({ code: 'UNAUTHENTICATED' });
+  }, 60_000);
+
   it('refuses a ninth stream of one key with 429 LIMIT_EXCEEDED; agents and bootstrap keys get 403', async () => {
     const key = await newKey('viewer');
     const streams = Array.from({ length: 8 }, () => feed(key.token));
@@ -268,6 +286,55 @@ describe('GET /api/v1/events', () => {
     } finally {
       await text.stop();
       await json.stop();
+    }
+  }, 60_000);
+
+  it('cluster list --watch on a terminal redraws the table as clusters change; Ctrl-C exits 0', async () => {
+    // `script` gives the command a pseudo-terminal; Ctrl-C is typed into it.
+    const command = [
+      process.execPath,
+      ...NODE_FLAGS,
+      RELAY_BIN,
+      'cluster',
+      'list',
+      '--watch',
+      '--group',
+      'tty',
+    ];
+    const tty = spawn('script', ['-qfec', command.map((w) => `'${w}'`).join(' '), '/dev/null'], {
+      env: { ...adminEnv, TERM: 'xterm', COLUMNS: '200' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let screen = '';
+    tty.stdout.on('data', (d: Buffer) => {
+      screen += d.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => tty.on('close', (code) => resolve(code)));
+    const lastFrame = () => screen.slice(screen.lastIndexOf('\u001b[2J'));
+    const until = async (pred: () => boolean, what: string) => {
+      const deadline = Date.now() + 15_000;
+      while (!pred()) {
+        if (Date.now() > deadline) throw new Error(`no ${what} on the terminal: ${JSON.stringify(screen)}`);
+        await sleep(50);
+      }
+    };
+    try {
+      await until(
+        () => /no clusters[\s\S]*watching .*: 0 cluster\(s\); Ctrl-C to quit/.test(lastFrame()),
+        'empty table',
+      );
+      await createCluster('on-tty', 'tty');
+      await until(
+        () => /NAME +DISPLAY NAME/.test(lastFrame()) && lastFrame().includes('on-tty'),
+        'the new row',
+      );
+      expect(lastFrame()).toMatch(/1 cluster\(s\)/);
+      await admin('cluster', 'delete', 'on-tty');
+      await until(() => lastFrame().includes('no clusters'), 'the row gone');
+      tty.stdin.write('\u0003');
+      expect(await exited).toBe(0);
+    } finally {
+      tty.kill('SIGKILL');
     }
   }, 60_000);
 
