@@ -1,12 +1,23 @@
 /**
  * The events feed of two real `tunnel-relay serve` replicas sharing one throw-away PostgreSQL: a stream open on
- * one replica sees clusters created, accepted and deleted through the other (the feed's reconcile, within 5 s, and
- * LISTEN/NOTIFY), and a key revoked through the other ends its stream within about a second.
+ * one replica sees clusters created and deleted through the other (the feed's reconcile, within 5 s, and
+ * LISTEN/NOTIFY) and the other's agent sessions coming up and going (the mesh's agent locations), and a key revoked
+ * through the other ends its stream within about a second.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildIfStale, cleanup, type Proc, type ReadyLine, startServe, tempDir } from './cli-harness.js';
+import {
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  Proc,
+  type ReadyLine,
+  run,
+  startServe,
+  tempDir,
+} from './cli-harness.js';
 import { api, EventCurl } from './events-fixture.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
@@ -89,4 +100,41 @@ describe('events feed on two PostgreSQL replicas', () => {
       watcher.stop();
     }
   }, 120_000);
+
+  it("shows an agent's session on the other replica coming up and going (the mesh's locations)", async () => {
+    const [a, b] = [replicas[0]!, replicas[1]!];
+    const stream = new EventCurl({ url: b.ready.url, key: adminKey, caFile: b.caFile });
+    const created = await call(a, 'POST', '/api/v1/clusters', { name: 'via-a' });
+    const psk = String((created.body.bootstrap as { psk: string }).psk);
+    const stateDir = join(tempDir('events-replica-agent-'), 'state');
+    const joinArgs = ['--relay', a.ready.url, '--cluster', 'via-a', '--psk', psk, '--ca-pin', fleet.caPin];
+    const joined = await run(
+      CLIENT_BIN,
+      ['join', ...joinArgs, '--state-dir', stateDir, '--wait'],
+      cleanEnv(),
+      40_000,
+    );
+    expect(joined.code, joined.stderr).toBe(0);
+    const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+    try {
+      await stream.waitFor((e) => e.event === 'ready', 15_000, 'ready on b');
+      const isVia = (e: { data: string }) => e.data.includes('"name":"via-a"');
+      await stream.waitFor(
+        (e) => isVia(e) && e.data.includes('"connected":true'),
+        30_000,
+        'via-a connected on b',
+      );
+      const from = stream.events.length;
+      await agent.stop('SIGKILL');
+      await stream.waitFor(
+        (e) => isVia(e) && e.data.includes('"connected":false'),
+        40_000,
+        'via-a disconnected on b',
+        from,
+      );
+    } finally {
+      await agent.stop('SIGKILL');
+      stream.stop();
+    }
+  }, 150_000);
 });
