@@ -264,6 +264,30 @@ describe('a fleet of two replicas with the mesh on', () => {
     expect(JSON.parse(hello.stdout)).toEqual({ served: 'mesh-upstream', authorization: null });
   }, 60_000);
 
+  it('a path-proxy POST through B carries its body to the agent on A, by length and chunked', async () => {
+    const body = join(dir, 'upload.bin');
+    writeFileSync(body, Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 251)));
+    const want = createHash('sha256').update(readFileSync(body)).digest('hex');
+    for (const framing of [[], ['-H', 'Transfer-Encoding: chunked']]) {
+      const got = await sha256Of([
+        '-sS',
+        '-f',
+        '--cacert',
+        caFile(),
+        '-H',
+        `Authorization: Bearer ${adminKey}`,
+        '-H',
+        'content-type: application/octet-stream',
+        ...framing,
+        '--data-binary',
+        `@${body}`,
+        `${b.ready.url}/api/v1/clusters/${CLUSTER}/proxy/echo`,
+      ]);
+      expect(got.code).toBe(0);
+      expect(got.sha).toBe(want);
+    }
+  }, 60_000);
+
   it('kubectl with a kubeconfig made on B reaches the agent on A through the path proxy', async () => {
     const k = await run(RELAY_BIN, ['kubeconfig', CLUSTER], adminEnvOf({ ...b.ready, adminKey }));
     expect(k.code, k.stderr).toBe(0);

@@ -48,6 +48,18 @@ export function endToEnd(raw: readonly string[], keep: ReadonlySet<string> = new
   return out;
 }
 
+/** A flat name/value list as Node's header object (a repeated name becomes a list, in order). */
+export function headerObject(flat: readonly string[]): OutgoingHttpHeaders {
+  const out: Record<string, string | string[]> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const name = flat[i]!.toLowerCase();
+    const value = flat[i + 1]!;
+    const seen = out[name];
+    out[name] = seen === undefined ? value : [...(Array.isArray(seen) ? seen : [seen]), value];
+  }
+  return out;
+}
+
 function headText(line: string, headers: readonly string[]): string {
   let text = `${line}\r\n`;
   for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
@@ -147,9 +159,9 @@ export async function forwardRequest(
   const upstream = http.request({
     method: req.method ?? 'GET',
     path: req.url ?? '/',
-    headers: headers as unknown as OutgoingHttpHeaders,
+    headers: headerObject(headers),
     setHost: false,
-    createConnection: () => peer as unknown as import('node:net').Socket,
+    createConnection: () => peer,
   });
   await new Promise<void>((resolve, reject) => {
     upstream.on('error', (err) =>
