@@ -3,7 +3,8 @@
  * (pmtu-search.ts): each runs on its own timer, sends its padded probes to the path's remote through
  * `sendProbe` (sealed disco `probe` messages over UDP), hears the acks, and sets the direct path's MTU when
  * its search raises it or a black hole drops it. A path that moves to another remote (roaming) starts over at
- * the base; so does one whose search is stopped (the route went back to the relay).
+ * the base; so does one whose search is stopped (the route went back to the relay). Entries exist only for
+ * peers the endpoint holds (the device's maxPeers caps them) and go with the peer (TunnelEndpoint.removePeer).
  *
  * Sizes: the base is a 1,500-byte IP packet; the steps above it are IP packets of PMTU_OUTER_STEPS bytes;
  * each less PMTU_IP_UDP_HEADROOM (an IPv6 + UDP header: the same datagram fits over IPv4 or IPv6). The
