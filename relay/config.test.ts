@@ -305,3 +305,37 @@ describe('HTTP limits', () => {
     );
   });
 });
+
+describe('drain grace', () => {
+  it('is 10 s by default and takes whole seconds from flags, env and file', () => {
+    expect(resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd' } }).drainGraceMs).toBe(10_000);
+    expect(resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', drainGrace: '25' } }).drainGraceMs).toBe(
+      25_000,
+    );
+    const env = { TUNNEL_RELAY_DRAIN_GRACE: '3' };
+    expect(resolveRelayConfig({ cwd: dir, env, flags: { dataDir: 'd' } }).drainGraceMs).toBe(3_000);
+    const cfg = file('drain.yaml', 'drain-grace: 45\n');
+    expect(resolveRelayConfig({ cwd: dir, configFile: cfg, flags: { dataDir: 'd' } }).drainGraceMs).toBe(
+      45_000,
+    );
+  });
+
+  it('refuses anything but whole seconds 1-3600 with BAD_CONFIG naming the flag', () => {
+    const bad = (flags: Record<string, unknown>) =>
+      badConfig(() => resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', ...flags } }));
+    expect(bad({ drainGrace: '0' })).toBe(
+      'drain-grace (--drain-grace): expected whole seconds 1-3600, got "0"',
+    );
+    fc.assert(
+      fc.property(fc.string({ maxLength: 12 }), (text) => {
+        const ok = /^\d{1,9}$/.test(text) && Number(text) >= 1 && Number(text) <= 3600;
+        if (ok)
+          expect(
+            resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', drainGrace: text } }).drainGraceMs,
+          ).toBe(Number(text) * 1000);
+        else
+          expect(bad({ drainGrace: text })).toMatch(/^drain-grace \(--drain-grace\): expected whole seconds/);
+      }),
+    );
+  });
+});

@@ -65,7 +65,12 @@ export interface RelayConfig {
   hubKeyFile: string | null;
   /** Replica mesh (relay/mesh/): off unless --mesh-key-file is given with a postgres:// store. */
   mesh: MeshConfig;
+  /** SIGTERM: how long in-flight hub requests may run before the relay exits. */
+  drainGraceMs: number;
 }
+
+/** `drain-grace` in whole seconds. */
+export const DRAIN_GRACE_RANGE_S = { min: 1, max: 3600, default: 10 } as const;
 
 /** Range of `derp-max-handshakes`: at least a few sources' worth of the per-source cap (32). */
 export const DERP_MAX_HANDSHAKES_RANGE = { min: 64, max: 1_048_576, default: 4_096 } as const;
@@ -104,6 +109,7 @@ const KEYS = {
   meshUrl: 'mesh-url',
   meshKeyFile: 'mesh-key-file',
   meshDeadAfter: 'mesh-dead-after',
+  drainGrace: 'drain-grace',
 } as const;
 type Key = keyof typeof KEYS;
 type Raw = Partial<Record<Key, unknown>>;
@@ -247,6 +253,10 @@ const TOTAL_CONNECTIONS: WholeRange = {
   min: MIN_MAX_CONNECTIONS,
   max: MAX_CONNECTIONS_CEILING,
   expected: `a connection count ${MIN_MAX_CONNECTIONS}-${MAX_CONNECTIONS_CEILING}`,
+};
+const DRAIN_GRACE_SECONDS: WholeRange = {
+  ...DRAIN_GRACE_RANGE_S,
+  expected: `whole seconds ${DRAIN_GRACE_RANGE_S.min}-${DRAIN_GRACE_RANGE_S.max}`,
 };
 const SOURCE_CONNECTIONS: WholeRange = {
   min: 1,
@@ -421,7 +431,13 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
       postgres: store.kind === 'postgres',
       cwd,
     }),
+    drainGraceMs: drainGraceMs(pick),
   };
+}
+
+function drainGraceMs(pick: Pick): number {
+  const v = pick('drainGrace');
+  return (v ? parseWhole(v, 'drainGrace', DRAIN_GRACE_SECONDS) : DRAIN_GRACE_RANGE_S.default) * 1000;
 }
 
 function parseDerpMaxHandshakes(picked: [unknown, string] | undefined): number {

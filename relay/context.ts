@@ -10,6 +10,7 @@ import { HUB_ADDRESS } from './addresses.js';
 import { authenticate, bearerToken, type Principal } from './auth.js';
 import { availableCondition, type Condition, joinedCondition } from './conditions.js';
 import type { RelayConfig } from './config.js';
+import type { DrainState } from './drain.js';
 import type { FailureLimits } from './failure-limits.js';
 import type { RelayHooks } from './hooks.js';
 import type { MeshNode } from './mesh/mesh-node.js';
@@ -37,6 +38,8 @@ export interface RelayContext {
   caPem: string | null;
   /** The URL agents use; fixed once the server listens. */
   publicUrl(): string;
+  /** Set on SIGTERM: /readyz fails, new agents are refused, in-flight work is waited for (drain.ts). */
+  drain: DrainState;
   /** The hub's WireGuard UDP port (`--udp-port`); absent or null when off. */
   udp?: HubUdp | null;
   /** This replica's place in a fleet's mesh (relay/mesh/); absent or null without --mesh-key-file. */

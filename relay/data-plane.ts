@@ -13,8 +13,11 @@
  * - Candidates: the hub's interface addresses with the UDP port, and with `--stun-server` its mapped address
  *   behind NAT (asked through the UDP port, whose STUN answers go to the gatherer), offered to the agents in
  *   call-me-maybe; STUN's verdict (a mapping that varies per destination) is the hub's condition for every peer.
- * - Close (fastify preClose, i.e. RunningRelay.close / SIGTERM): clients get the Restarting frame, then
- *   their sockets close; the hub node stops.
+ * - Drain (SIGTERM, RunningRelay.drain): no new agent is admitted (503 CLOSED) while the connected ones stay
+ *   until the hub's streams are done.
+ * - Close (fastify preClose, i.e. RunningRelay.close and the end of a drain): clients get the Restarting
+ *   frame (reconnect within a jittered window, relay/derp/limits.ts), then their sockets close; the hub node
+ *   stops.
  * - Metrics: the DERP server's and the hub's counters are exported on /metrics (data-plane-metrics.ts),
  *   read at scrape time.
  * Mounted by the hub's proxy plugin (relay/proxy/proxy-plugin.ts), which the tunnel-relay binary uses.
@@ -176,6 +179,7 @@ export async function mountDataPlane(
   ctx.hooks.on('cluster-denied', onDenied);
   ctx.hooks.on('agent-unjoined', onUnjoined);
   const detach = derp.attach(app.server);
+  const offDrain = ctx.drain.onStart(() => derp.stopAdmitting());
   const udp = ctx.udp ?? null;
   // The hub's own candidates (its interface addresses with the UDP port) for the agents' probes; agents also
   // try the advertised endpoint (tunnel.udpEndpoint).
@@ -225,6 +229,7 @@ export async function mountDataPlane(
         ctx.hooks.off('cluster-denied', onDenied);
         ctx.hooks.off('agent-unjoined', onUnjoined);
         detach();
+        offDrain();
         udp?.detach();
         candidates?.stop();
         removeCollector();

@@ -23,6 +23,7 @@ import { defaultAead } from '../shared/wireguard/crypto/aead.js';
 import { adminKeyRecovery, warnIfNoAdminKey } from './admin-key.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
+import { DrainState } from './drain.js';
 import { localFailureLimits } from './failure-limits.js';
 import { RelayHooks } from './hooks.js';
 import { ConnectionGuard } from './http/connection-guard.js';
@@ -76,6 +77,16 @@ export const BODY_LIMIT = 64 * 1024;
 export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** close(): how long in-flight requests may take before their connections are cut. */
 export const CLOSE_GRACE_MS = 10_000;
+/**
+ * drain(): the part of the grace kept for moving the agents and closing (Restarting frames, close handshakes),
+ * at most half the grace: the wait for in-flight hub streams ends this long before the grace does.
+ */
+export const DRAIN_CLOSE_RESERVE_MS = 2_000;
+/**
+ * drain(): the port stays open, answering /readyz with 503, at least this long (within the grace), so a load
+ * balancer that checks every second or faster sees the relay leave before its port closes.
+ */
+export const DRAIN_READINESS_MS = 1_000;
 /** Failed registrations: after 10 from one source within 5 minutes its further failures get 429 (valid credentials pass). */
 export const REGISTER_FAILURES = { max: 10, windowMs: 5 * 60_000, maxEntries: 10_000 } as const;
 
@@ -118,6 +129,12 @@ export interface RunningRelay {
   /** The STUN responder on UDP (`--stun-port`), or null when it is off. */
   stun: StunResponder | null;
   close(): Promise<void>;
+  /**
+   * SIGTERM: /readyz fails at once and no new agent is admitted; after DRAIN_READINESS_MS, once the hub has
+   * no stream in flight (or the grace less DRAIN_CLOSE_RESERVE_MS ran out), the agents get the Restarting
+   * frame and the relay closes, cutting connections still open when `graceMs` ends. Resolves when closed.
+   */
+  drain(graceMs: number): Promise<void>;
 }
 
 export interface OpenStoreOptions {
@@ -314,6 +331,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     caPin: trust.pin,
     caPem: trust.pem,
     publicUrl: () => config.publicUrl ?? boundUrl,
+    drain: new DrainState(clock),
     udp,
   };
 
@@ -466,6 +484,25 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   }
 
   let closing: Promise<void> | null = null;
+  /** Closes; connections still open after `forceAfterMs` are cut. */
+  const closeWithin = (forceAfterMs: number): Promise<void> => {
+    closing ??= (async () => {
+      shuttingDown = true;
+      // Other replicas stop sending requests here; the agents' locations held here are cleared.
+      await ctx.mesh?.stop();
+      await stun?.close();
+      // Stop accepting, wait for in-flight requests; sockets still open after the grace are cut.
+      const force = setTimeout(() => app.server.closeAllConnections(), forceAfterMs);
+      force.unref();
+      await app.close();
+      clearTimeout(force);
+      detachGuard();
+      await udp?.close();
+      await store.close();
+      hooks.removeAllListeners();
+    })();
+    return closing;
+  };
   const relay: RunningRelay = {
     url: boundUrl,
     publicUrl: ctx.publicUrl(),
@@ -481,25 +518,32 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
     log,
     context: ctx,
     stun,
-    close() {
-      closing ??= (async () => {
-        shuttingDown = true;
-        // Other replicas stop sending requests here; the agents' locations held here are cleared.
-        await ctx.mesh?.stop();
-        await stun?.close();
-        // Stop accepting, wait for in-flight requests; sockets still open after the grace are cut.
-        const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
-        force.unref();
-        await app.close();
-        clearTimeout(force);
-        detachGuard();
-        await udp?.close();
-        await store.close();
-        hooks.removeAllListeners();
-      })();
-      return closing;
-    },
+    close: () => closeWithin(CLOSE_GRACE_MS),
+    drain: (graceMs) => drainRelay({ ctx, graceMs, closeWithin }),
   };
   if (adminKey !== null) relay.adminKey = adminKey;
   return relay;
+}
+
+interface DrainInput {
+  ctx: RelayContext;
+  graceMs: number;
+  closeWithin: (forceAfterMs: number) => Promise<void>;
+}
+
+/** RunningRelay.drain: see its comment. */
+async function drainRelay({ ctx, graceMs, closeWithin }: DrainInput): Promise<void> {
+  const started = ctx.clock.now();
+  if (ctx.drain.start()) {
+    ctx.log.info(
+      { graceMs, inFlight: ctx.drain.inFlight() },
+      'draining: readiness fails, no new agents; waiting for in-flight hub requests',
+    );
+    const reserve = Math.min(DRAIN_CLOSE_RESERVE_MS, graceMs / 2);
+    const left = await ctx.drain.whenIdle({ timeoutMs: graceMs - reserve, notBeforeMs: DRAIN_READINESS_MS });
+    if (Object.keys(left).length > 0)
+      ctx.log.warn({ inFlight: left }, 'draining: grace ran out with hub requests in flight; cutting them');
+    ctx.log.info({ agents: ctx.hooks.connectedCount }, 'draining: moving agents (Restarting) and closing');
+  }
+  await closeWithin(Math.max(0, graceMs - (ctx.clock.now() - started)));
 }

@@ -15,6 +15,7 @@ import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { AgentSession } from '../tunnel-client/session/agent-session.js';
+import { freePort } from './helpers/tinyproxy.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -323,4 +324,33 @@ describe('agent session over the relay (in process)', () => {
     expect(dp.hub.agent(keyToBase64(b.kp.publicKey))).toBeUndefined();
     expect(dp.hub.stats.agents).toBe(1);
   });
+});
+
+describe('agent session across a relay restart on the same address', () => {
+  it('handshakes the new relay at once, even seconds after its last handshake', async () => {
+    const port = await freePort();
+    const t = await startTestRelay({
+      flags: { listen: `127.0.0.1:${port}` },
+      plugins: [hubProxyPlugin({ dataPlane: { hub: { statusIntervalMs: 200 } } })],
+    });
+    cleanups.push(() => t.cleanup());
+    const s: Setup = {
+      t,
+      dp: dataPlaneOf(t.relay.fastify)!,
+      adminKey: t.relay.adminKey!,
+      routed: [],
+      inner: [],
+    };
+    const { kp, tunnel } = await register(s, 'edge-1');
+    const session = startSession(s, kp, tunnel);
+    await session.whenUp(10_000);
+    const first = session.hub.lastHandshakeAt;
+    // A restart (another replica behind the same address) well within WireGuard's 5 s between initiations.
+    await t.restart();
+    const restarted = Date.now();
+    await until('session down', () => !session.connected || session.hub.lastHandshakeAt !== first, 5_000);
+    await until('new handshake', () => session.hub.lastHandshakeAt !== first && session.connected, 8_000);
+    expect(Date.now() - restarted).toBeLessThan(2_500);
+    expect(dataPlaneOf(t.relay.fastify)!.hub.status(keyToBase64(kp.publicKey))?.connected).toBe(true);
+  }, 20_000);
 });

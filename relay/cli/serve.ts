@@ -1,12 +1,13 @@
 /**
  * `tunnel-relay serve`: resolve the configuration (file < TUNNEL_RELAY_* env < flags), start the relay,
  * print where it listens, its CA pin and (on first start only) the admin access key; on SIGINT/SIGTERM
- * close gracefully and exit 0. Logs go to stderr so stdout carries only what this command prints; with
+ * drain (RunningRelay.drain: readiness fails, agents are moved once in-flight hub requests are done) and exit 0
+ * within --drain-grace; a second signal exits at once. Logs go to stderr so stdout carries only what this command prints; with
  * `--output json` that is one JSON object per line, the first `{"event":"ready",...}`.
  */
 import { Command, Option } from 'commander';
 import { jsonLogStream, type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
-import { untilSignal } from '../../shared/cli/signals.js';
+import { keepAlive, untilSignal } from '../../shared/cli/signals.js';
 import { resolveRelayConfig } from '../config.js';
 import { STORE_PASSWORD_ENV } from '../config-store.js';
 import { type StartOptions, startRelay } from '../server.js';
@@ -40,6 +41,7 @@ interface ServeFlags {
   meshUrl?: string;
   meshKeyFile?: string;
   meshDeadAfter?: string;
+  drainGrace?: string;
   output: OutputFormat;
 }
 
@@ -128,6 +130,10 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
       '--mesh-dead-after <seconds>',
       'a replica without a heartbeat this long is gone, 2-300 (default 5)',
     )
+    .option(
+      '--drain-grace <seconds>',
+      'on SIGTERM: how long in-flight hub requests may run before agents are moved and the relay exits, 1-3600 (default 10)',
+    )
     .addOption(outputOption())
     .action(async (flags: ServeFlags) => serve(flags, startOptions));
 }
@@ -170,8 +176,18 @@ async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<voi
     }
   }
   const signal = await untilSignal();
-  if (output === 'json') out.jsonLine({ event: 'stopping', signal });
-  else out.line(`${signal}: closing`);
-  await relay.close();
+  const graceS = config.drainGraceMs / 1000;
+  if (output === 'json') out.jsonLine({ event: 'stopping', signal, drainGraceSeconds: graceS });
+  else out.line(`${signal}: draining (at most ${graceS} s; a second ${signal} exits at once)`);
+  const release = keepAlive();
+  // The grace bounds the whole drain: whatever is still open when it ends is abandoned.
+  const hardStop = setTimeout(() => {
+    process.stderr.write(`drain grace of ${graceS} s over: exiting with connections still open\n`);
+    process.exit(0);
+  }, config.drainGraceMs);
+  await relay.drain(config.drainGraceMs);
+  clearTimeout(hardStop);
+  release();
   if (output === 'json') out.jsonLine({ event: 'stopped' });
+  else out.line('stopped');
 }

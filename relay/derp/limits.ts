@@ -33,8 +33,13 @@ export interface DerpLimits {
   readonly maxWatchersPerPeer: number;
   /** PeerGone(NotHere) replies for unknown destinations: burst, then one per second, per sender. */
   readonly notHereBurst: number;
-  /** Restarting frame sent by shutdown(). */
+  /**
+   * Restarting frame sent by shutdown(): clients reconnect at a random point within this window, widened to
+   * spread restartReconnectsPerSecond reconnects per second when many are connected (restartWindowMs).
+   */
   readonly restartReconnectInMs: number;
+  readonly restartReconnectsPerSecond: number;
+  readonly restartMaxReconnectInMs: number;
   readonly restartTryForMs: number;
   /** shutdown() terminates sockets whose close handshake has not finished after this long. */
   readonly closeGraceMs: number;
@@ -54,7 +59,22 @@ export const DEFAULT_DERP_LIMITS: DerpLimits = {
   maxPendingFrames: 32,
   maxWatchersPerPeer: 10_000,
   notHereBurst: 3,
-  restartReconnectInMs: 1_000,
+  restartReconnectInMs: 250,
+  restartReconnectsPerSecond: 2_000,
+  restartMaxReconnectInMs: 5_000,
   restartTryForMs: 5_000,
   closeGraceMs: 2_000,
 };
+
+/**
+ * The reconnect window of a Restarting frame for `clients` connections: at least restartReconnectInMs, wide
+ * enough that their reconnects (uniform over the window) average restartReconnectsPerSecond, at most
+ * restartMaxReconnectInMs.
+ */
+export function restartWindowMs(limits: DerpLimits, clients: number): number {
+  const spread = Math.ceil((clients * 1000) / limits.restartReconnectsPerSecond);
+  return Math.min(
+    Math.max(limits.restartReconnectInMs, limits.restartMaxReconnectInMs),
+    Math.max(limits.restartReconnectInMs, spread),
+  );
+}

@@ -23,7 +23,7 @@ import type { KeyPair } from '../../shared/keys.js';
 import { rawErrorResponse } from '../http/error-replies.js';
 import { sourceKey } from '../source-address.js';
 import { type HandshakeSlot, HandshakeSlots } from './handshake-slots.js';
-import { DEFAULT_DERP_LIMITS, type DerpLimits } from './limits.js';
+import { DEFAULT_DERP_LIMITS, type DerpLimits, restartWindowMs } from './limits.js';
 import { type LocalClientHandlers, LocalPeer } from './local-peer.js';
 import { type DerpStats, type DropReason, newStats, type RoutedPeer } from './peer.js';
 import { WsPeer, type WsRouter } from './ws-peer.js';
@@ -83,7 +83,12 @@ export interface DerpServer {
   isConnected(pubKey: Buffer): boolean;
   /** An in-process client (trusted: no admission check; the policy still applies). */
   connectLocal(keyPair: Pick<KeyPair, 'publicKey'>, handlers?: LocalClientHandlers): DerpClientLike;
-  /** Sends Restarting to every client, closes them all, refuses new upgrades. Resolves when sockets closed. */
+  /** Refuses new upgrades (503 CLOSED) and keeps the connected clients (a relay that drains). */
+  stopAdmitting(): void;
+  /**
+   * Sends Restarting to every client (reconnect within restartWindowMs of their count), closes them all,
+   * refuses new upgrades. Resolves when sockets closed.
+   */
   shutdown(): Promise<void>;
   /** Live counters (the same object keeps updating). */
   readonly stats: Readonly<DerpStats>;
@@ -116,6 +121,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
   readonly #slots: HandshakeSlots;
   #openSockets = 0;
   #closing = false;
+  #admitting = true;
   #allClosed: (() => void) | null = null;
   #sweepTimer: TimerHandle | undefined;
 
@@ -149,7 +155,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
   // --- upgrade and connections ---------------------------------------------------------------
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    if (this.#closing) {
+    if (this.#closing || !this.#admitting) {
       this.#refuse(socket, new TunnelError('CLOSED', 'relay is shutting down'));
       return;
     }
@@ -376,13 +382,17 @@ class DerpServerImpl implements WsRouter, DerpServer {
     );
   }
 
+  stopAdmitting(): void {
+    this.#admitting = false;
+  }
+
   shutdown(): Promise<void> {
     if (!this.#closing) {
       this.#closing = true;
       this.clock.clearTimer(this.#sweepTimer);
       for (const detach of [...this.#detachers]) detach();
       const restarting = encodeRestarting({
-        reconnectInMs: this.limits.restartReconnectInMs,
+        reconnectInMs: restartWindowMs(this.limits, this.#conns.size),
         tryForMs: this.limits.restartTryForMs,
       });
       for (const peer of [...this.#conns]) {

@@ -84,6 +84,8 @@ export function hubProxyPlugin(
       mesh,
     });
     registerPathProxy(app, { ctx, streams, pipes, stats: pathStats, mesh });
+    // A drain moves the agents once no hub request is in flight (or its grace runs out).
+    const untrack = ctx.drain.track({ name: 'hub streams', count: () => streams.binding.streamCount });
     const removeCollector = ctx.metrics.addCollector(() => [
       ...streamFamilies(streams.binding),
       ...proxyFamilies(connectStats, pathStats),
@@ -91,6 +93,7 @@ export function hubProxyPlugin(
       ...meshFamilies(mesh.stats),
     ]);
     app.addHook('preClose', async () => {
+      untrack();
       removeCollector();
       detachConnect();
       app.server.off('upgrade', onUpgrade);

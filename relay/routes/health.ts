@@ -1,4 +1,7 @@
-/** /healthz (process up), /readyz (store answers), /metrics (Prometheus text). No credentials. */
+/**
+ * /healthz (process up), /readyz (store answers and the relay is not draining), /metrics (Prometheus text).
+ * No credentials.
+ */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TunnelError } from '../../shared/errors.js';
 import { graceMs } from '../conditions.js';
@@ -11,6 +14,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
   });
 
   app.get('/readyz', async (_req, reply) => {
+    if (ctx.drain.draining) throw new TunnelError('CLOSED', 'the relay is draining (it is shutting down)');
     try {
       await ctx.store.ping();
     } catch {

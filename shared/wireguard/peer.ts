@@ -156,11 +156,15 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
     this.#keepKeyFreshSending(kp);
   }
 
-  sendHandshakeInitiation(isRetry: boolean): void {
+  /**
+   * Sends a handshake initiation, at most one per rekeyTimeout unless `force` (the transport to the peer was
+   * replaced, so the peer may be a new instance that holds none of our sessions).
+   */
+  sendHandshakeInitiation(isRetry: boolean, opts: { force?: boolean } = {}): void {
     if (this.#closed) return;
     const now = this.#host.clock.now();
     if (!isRetry) this.handshakeAttempts = 0;
-    if (now - this.#lastSentHandshake < this.#host.timers.rekeyTimeout) return;
+    if (!opts.force && now - this.#lastSentHandshake < this.#host.timers.rekeyTimeout) return;
     this.#lastSentHandshake = now;
     let msg: Buffer;
     try {

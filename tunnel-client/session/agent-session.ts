@@ -182,7 +182,9 @@ export class AgentSession {
           );
         if (e.state === 'connected') {
           o.log?.(`relay connected (${t.derpUrl}); starting WireGuard handshake`);
-          this.hub.sendHandshakeInitiation(false);
+          // Forced past the one-per-5-s limit: behind a load balancer the new connection may reach another
+          // relay replica, whose hub holds none of our sessions, seconds after the last handshake.
+          this.hub.sendHandshakeInitiation(false, { force: true });
         } else if (e.state === 'reconnecting') {
           o.log?.(
             `relay connection lost${e.error ? ` (${e.error.code}: ${e.error.message})` : ''}; retrying in ${((e.delayMs ?? 0) / 1000).toFixed(1)}s`,
