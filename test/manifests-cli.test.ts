@@ -90,6 +90,11 @@ describe('tunnel-relay manifests', () => {
     [['--replicas', '2'], '--replicas 2 needs --store postgres'],
     [['--store', 'postgres', '--replicas', '2'], '--replicas 2 needs --tls-secret'],
     [['--udp-port', '0'], '--udp-port 0 is not valid here'],
+    [
+      ['--store', 'postgres', '--replicas', '3', '--tls-secret', 't', '--udp-port', '51820'],
+      '--udp-port 51820 with --replicas 3',
+    ],
+    [['--drain-grace', '-1'], '--drain-grace "-1" is not whole seconds from 1 to 3600'],
     [['--namespace', 'Bad_NS'], '--namespace "Bad_NS" is not a DNS-1123 label'],
   ])('refuses %j with exit 2 naming the value', async (flags, message) => {
     const r = await run(

@@ -61,7 +61,10 @@ function relaySub(): Command {
         'https:// URL agents use to reach the relay (the Service address)',
         (v: string) => parseHttpUrl(v, '--public-url'),
       )
-      .option('--replicas <n>', 'relay replicas (more than 1 needs --store postgres and --tls-secret)')
+      .option(
+        '--replicas <n>',
+        'relay replicas (more than 1 needs --store postgres and --tls-secret; the Service then carries no UDP)',
+      )
       .addOption(
         new Option('--store <kind>', 'sqlite (a volume, one replica) or postgres').argParser(
           oneOf('--store', ['sqlite', 'postgres']),
@@ -78,8 +81,22 @@ function relaySub(): Command {
         (v: string) => parseClusterName(v, '--tls-secret'),
       )
       .option(
+        '--hub-key-secret <name>',
+        "with --store postgres: Secret with key 'hub.key', the hub key every replica shares (default tunnel-relay-hub-key)",
+        (v: string) => parseClusterName(v, '--hub-key-secret'),
+      )
+      .option(
+        '--mesh-key-secret <name>',
+        "with --store postgres: Secret with key 'mesh.key', the replicas' mesh key (default tunnel-relay-mesh-key)",
+        (v: string) => parseClusterName(v, '--mesh-key-secret'),
+      )
+      .option(
+        '--drain-grace <seconds>',
+        'serve --drain-grace; terminationGracePeriodSeconds is this plus 10 (default 10)',
+      )
+      .option(
         '--udp-port <port|off>',
-        'direct WireGuard UDP port on the Service (default 51820)',
+        'direct WireGuard UDP port on the Service (default 51820; off, and refused, with --replicas > 1)',
         udpPort('--udp-port'),
       )
       .option(

@@ -175,6 +175,70 @@ describe('relay manifests', () => {
     );
   });
 
+  it('with PostgreSQL: the fleet keys come from Secrets, each replica dials its pod IP, replicas reach each other', () => {
+    const docs = relayYaml({
+      store: 'postgres',
+      replicas: '3',
+      tlsSecret: 'relay-tls',
+      meshKeySecret: 'mesh',
+    });
+    const dep = find(docs, Deployment.is);
+    const volumes = podOf(dep).volumes ?? [];
+    expect(volumes).toContainEqual({
+      name: 'hub-key',
+      secret: {
+        secretName: 'tunnel-relay-hub-key',
+        defaultMode: 0o440,
+        items: [{ key: 'hub.key', path: 'hub.key' }],
+      },
+    });
+    expect(volumes).toContainEqual({
+      name: 'mesh-key',
+      secret: { secretName: 'mesh', defaultMode: 0o440, items: [{ key: 'mesh.key', path: 'mesh.key' }] },
+    });
+    const config = find(docs, ConfigMap.is).data?.['config.yaml'] ?? '';
+    expect(config).toContain('hub-key-file: /etc/tunnel-relay/hub/hub.key');
+    expect(config).toContain('mesh-key-file: /etc/tunnel-relay/mesh/mesh.key');
+    const env = container(dep).env ?? [];
+    expect(env).toContainEqual({ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
+    // $(POD_IP) expands only from a variable defined before it.
+    const at = (name: string) => env.findIndex((e) => e.name === name);
+    expect(env[at('TUNNEL_RELAY_MESH_URL')]?.value).toBe('https://$(POD_IP):8443');
+    expect(at('POD_IP')).toBeLessThan(at('TUNNEL_RELAY_MESH_URL'));
+    expect(find(docs, NetworkPolicy.is).spec?.egress).toContainEqual({
+      to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'tunnel-relay' } } }],
+      ports: [{ protocol: 'TCP', port: 8443 }],
+    });
+    const sqlite = find(relayYaml({}), ConfigMap.is).data?.['config.yaml'] ?? '';
+    expect(sqlite).not.toMatch(/hub-key-file|mesh-key-file/);
+  });
+
+  it('stops within the drain grace: preStop, then --drain-grace, inside terminationGracePeriodSeconds', () => {
+    for (const [flags, grace] of [
+      [{}, 10],
+      [{ drainGrace: '45' }, 45],
+    ] as const) {
+      const docs = relayYaml(flags);
+      const dep = find(docs, Deployment.is);
+      expect(find(docs, ConfigMap.is).data?.['config.yaml']).toContain(`drain-grace: ${grace}`);
+      const sleep = Number(container(dep).lifecycle?.preStop?.exec?.command?.[1]);
+      expect(podOf(dep).terminationGracePeriodSeconds).toBeGreaterThan(sleep + grace);
+    }
+    expect(() => relayYaml({ drainGrace: '0' })).toThrow(
+      /--drain-grace "0" is not whole seconds from 1 to 3600/,
+    );
+    expect(() => relayYaml({ drainGrace: '1m' })).toThrow(/--drain-grace "1m"/);
+  });
+
+  it('with --replicas > 1 the Service carries no UDP, and --udp-port is refused', () => {
+    const fleet = { store: 'postgres', replicas: '2', tlsSecret: 'relay-tls' } as const;
+    const ports = (find(relayYaml(fleet), Service.is).spec?.ports ?? []).map(
+      (p) => `${p.protocol}/${p.port}`,
+    );
+    expect(ports).toEqual(['TCP/443', 'UDP/3478']);
+    expect(() => relayYaml({ ...fleet, udpPort: 51820 })).toThrow(/--udp-port 51820 with --replicas 2/);
+  });
+
   it('refuses --replicas > 1 without PostgreSQL or without a TLS Secret, naming the flag', () => {
     expect(() => relayYaml({ replicas: '2' })).toThrow(/--replicas 2 needs --store postgres/);
     expect(() => relayYaml({ replicas: '2', store: 'postgres' })).toThrow(/--replicas 2 needs --tls-secret/);

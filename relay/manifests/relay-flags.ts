@@ -1,6 +1,7 @@
 /** `tunnel-relay manifests relay` flags into RelayManifestOptions (each bad value: BAD_INPUT naming the flag). */
 import { shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
+import { DRAIN_GRACE_RANGE_S } from '../config.js';
 import { DEFAULT_NAMESPACE, defaultImage } from './common.js';
 import { parseQuantity } from './quantity.js';
 import { RELAY_DEFAULT_RESOURCES, type RelayManifestOptions, type SERVICE_TYPES } from './relay-manifests.js';
@@ -16,6 +17,9 @@ export interface RelayFlags extends ResourceFlags {
   store?: 'sqlite' | 'postgres';
   storeSecret?: string;
   tlsSecret?: string;
+  hubKeySecret?: string;
+  meshKeySecret?: string;
+  drainGrace?: string;
   udpPort?: number | 'off';
   udpPublicEndpoint?: string;
   stunPort?: number | 'off';
@@ -29,6 +33,16 @@ export function parseReplicas(value: string): number {
   throw new TunnelError(
     'BAD_INPUT',
     `--replicas ${shown(value)} is not a whole number from 1 to ${MAX_REPLICAS}`,
+  );
+}
+
+export function parseDrainGrace(value: string): number {
+  const { min, max } = DRAIN_GRACE_RANGE_S;
+  const n = /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN;
+  if (n >= min && n <= max) return n;
+  throw new TunnelError(
+    'BAD_INPUT',
+    `--drain-grace ${shown(value)} is not whole seconds from ${min} to ${max}`,
   );
 }
 
@@ -46,15 +60,21 @@ export function relayOptions(flags: RelayFlags): RelayManifestOptions {
     );
   }
   const port = (v: number | 'off' | undefined, dflt: number) => (v === 'off' ? null : (v ?? dflt));
+  const replicas = flags.replicas === undefined ? 1 : parseReplicas(flags.replicas);
   return {
     namespace: flags.namespace ?? DEFAULT_NAMESPACE,
     image: flags.image ?? defaultImage(),
     publicUrl: flags.publicUrl,
-    replicas: flags.replicas === undefined ? 1 : parseReplicas(flags.replicas),
+    replicas,
     store: flags.store ?? 'sqlite',
     storeSecret: flags.storeSecret ?? 'tunnel-relay-store',
     tlsSecret: flags.tlsSecret ?? null,
-    udpPort: port(flags.udpPort, 51820),
+    hubKeySecret: flags.hubKeySecret ?? 'tunnel-relay-hub-key',
+    meshKeySecret: flags.meshKeySecret ?? 'tunnel-relay-mesh-key',
+    drainGraceSeconds:
+      flags.drainGrace === undefined ? DRAIN_GRACE_RANGE_S.default : parseDrainGrace(flags.drainGrace),
+    // Direct UDP reaches one replica's hub: off by default for a fleet (checkRelayOptions refuses it on).
+    udpPort: port(flags.udpPort ?? (replicas > 1 ? 'off' : undefined), 51820),
     udpPublicEndpoint: flags.udpPublicEndpoint ?? null,
     stunPort: port(flags.stunPort, 3478),
     serviceType: flags.serviceType ?? 'LoadBalancer',

@@ -2,7 +2,10 @@
  * `tunnel-relay manifests relay`: Namespace, ServiceAccount, ConfigMap (the serve config file),
  * Deployment, Service, PodDisruptionBudget and NetworkPolicy for the relay. Secrets are referenced, not
  * created: the TLS certificate (`--tls-secret`, type kubernetes.io/tls) and, with `--store postgres`, the
- * store Secret (`url`: postgres://USER@HOST/DB, `password`: mounted as a file).
+ * store Secret (`url`: postgres://USER@HOST/DB, `password`: mounted as a file) and the fleet's shared keys:
+ * the hub key Secret (`hub.key`, --hub-key-file) and the mesh key Secret (`mesh.key`, --mesh-key-file); each
+ * replica's --mesh-url is its pod IP (downward API). A pod that stops waits PRE_STOP_SECONDS (endpoints drop
+ * it) and then drains within --drain-grace; terminationGracePeriodSeconds covers both.
  */
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
@@ -34,6 +37,12 @@ export const SERVICE_TYPES = ['LoadBalancer', 'NodePort', 'ClusterIP'] as const;
 const CONFIG_DIR = '/etc/tunnel-relay';
 const TLS_DIR = '/etc/tunnel-relay/tls';
 const STORE_DIR = '/etc/tunnel-relay/store';
+const HUB_KEY_DIR = '/etc/tunnel-relay/hub';
+const MESH_KEY_DIR = '/etc/tunnel-relay/mesh';
+/** preStop sleep: Service endpoints drop the pod before SIGTERM starts the drain. */
+export const PRE_STOP_SECONDS = 5;
+/** terminationGracePeriodSeconds = preStop + drain grace + this, for the last close handshakes. */
+const TERMINATION_MARGIN_SECONDS = 5;
 const POSTGRES_PORT = 5432;
 const UDP: 'UDP' = 'UDP';
 const TCP: 'TCP' = 'TCP';
@@ -53,6 +62,12 @@ export interface RelayManifestOptions {
   storeSecret: string;
   /** kubernetes.io/tls Secret; null: the relay's self-signed certificate in its data dir. */
   tlsSecret: string | null;
+  /** Secret with key `hub.key`: the fleet's hub WireGuard private key (postgres only). */
+  hubKeySecret: string;
+  /** Secret with key `mesh.key`: the key replicas authenticate mesh requests with (postgres only). */
+  meshKeySecret: string;
+  /** `serve --drain-grace`, seconds. */
+  drainGraceSeconds: number;
   udpPort: number | null;
   /** HOST:PORT agents reach the UDP port at, when not the public URL's host and udpPort. */
   udpPublicEndpoint: string | null;
@@ -69,6 +84,13 @@ export function checkRelayOptions(o: RelayManifestOptions): void {
     throw new TunnelError(
       'BAD_INPUT',
       `--replicas ${o.replicas} needs --store postgres: SQLite is one file on one volume, for one replica`,
+    );
+  }
+  if (o.replicas > 1 && o.udpPort !== null) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `--udp-port ${o.udpPort} with --replicas ${o.replicas}: the Service would hand an agent's direct WireGuard ` +
+        "packets to any replica, not the one holding its session; leave it off (agents use the relay's TLS port)",
     );
   }
   if (o.replicas > 1 && o.tlsSecret === null) {
@@ -90,6 +112,10 @@ function configFile(o: RelayManifestOptions): string {
       : {}),
     'stun-port': o.stunPort ?? 'off',
     ...(o.tlsSecret ? { 'tls-cert': `${TLS_DIR}/tls.crt`, 'tls-key': `${TLS_DIR}/tls.key` } : {}),
+    ...(o.store === 'postgres'
+      ? { 'hub-key-file': `${HUB_KEY_DIR}/hub.key`, 'mesh-key-file': `${MESH_KEY_DIR}/mesh.key` }
+      : {}),
+    'drain-grace': o.drainGraceSeconds,
   });
 }
 
@@ -112,17 +138,17 @@ function volumes(o: RelayManifestOptions): IVolume[] {
     ...(o.tlsSecret ? [{ name: 'tls', secret: { secretName: o.tlsSecret, defaultMode: 0o440 } }] : []),
     ...(o.store === 'postgres'
       ? [
-          {
-            name: 'store',
-            secret: {
-              secretName: o.storeSecret,
-              defaultMode: 0o440,
-              items: [{ key: 'password', path: 'password' }],
-            },
-          },
+          secretVolume('store', o.storeSecret, 'password'),
+          secretVolume('hub-key', o.hubKeySecret, 'hub.key'),
+          secretVolume('mesh-key', o.meshKeySecret, 'mesh.key'),
         ]
       : []),
   ];
+}
+
+/** One key of a Secret as a file, readable by the pod's group only. */
+function secretVolume(name: string, secretName: string, key: string): IVolume {
+  return { name, secret: { secretName, defaultMode: 0o440, items: [{ key, path: key }] } };
 }
 
 function mounts(o: RelayManifestOptions): IVolumeMount[] {
@@ -131,7 +157,13 @@ function mounts(o: RelayManifestOptions): IVolumeMount[] {
     { name: 'tmp', mountPath: '/tmp' },
     { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
     ...(o.tlsSecret ? [{ name: 'tls', mountPath: TLS_DIR, readOnly: true }] : []),
-    ...(o.store === 'postgres' ? [{ name: 'store', mountPath: STORE_DIR, readOnly: true }] : []),
+    ...(o.store === 'postgres'
+      ? [
+          { name: 'store', mountPath: STORE_DIR, readOnly: true },
+          { name: 'hub-key', mountPath: HUB_KEY_DIR, readOnly: true },
+          { name: 'mesh-key', mountPath: MESH_KEY_DIR, readOnly: true },
+        ]
+      : []),
   ];
 }
 
@@ -140,6 +172,9 @@ function storeEnv(o: RelayManifestOptions): IEnvVar[] {
   return [
     { name: 'TUNNEL_RELAY_STORE', valueFrom: { secretKeyRef: { name: o.storeSecret, key: 'url' } } },
     { name: 'TUNNEL_RELAY_STORE_PASSWORD_FILE', value: `${STORE_DIR}/password` },
+    // Other replicas dial this one at its pod IP (Kubernetes expands $(POD_IP) from the variable above).
+    { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    { name: 'TUNNEL_RELAY_MESH_URL', value: `https://$(POD_IP):${RELAY_PORT}` },
   ];
 }
 
@@ -165,7 +200,7 @@ function deployment(o: RelayManifestOptions): Deployment {
           serviceAccountName: RELAY_APP,
           automountServiceAccountToken: false,
           securityContext: POD_SECURITY,
-          terminationGracePeriodSeconds: 30,
+          terminationGracePeriodSeconds: PRE_STOP_SECONDS + o.drainGraceSeconds + TERMINATION_MARGIN_SECONDS,
           affinity: {
             podAntiAffinity: {
               preferredDuringSchedulingIgnoredDuringExecution: [
@@ -192,7 +227,7 @@ function deployment(o: RelayManifestOptions): Deployment {
               readinessProbe: probe('/readyz', 5),
               livenessProbe: { ...probe('/healthz', 10), failureThreshold: 3 },
               // Endpoints drop the pod before SIGTERM: new connections go elsewhere while this one drains.
-              lifecycle: { preStop: { exec: { command: ['sleep', '5'] } } },
+              lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
               ...(o.resources.requests || o.resources.limits ? { resources: o.resources } : {}),
               securityContext: CONTAINER_SECURITY,
               volumeMounts: mounts(o),
@@ -241,7 +276,16 @@ function networkPolicy(o: RelayManifestOptions): NetworkPolicy {
       ],
       egress: [
         { ports: dns },
-        ...(o.store === 'postgres' ? [{ ports: [{ protocol: TCP, port: POSTGRES_PORT }] }] : []),
+        ...(o.store === 'postgres'
+          ? [
+              { ports: [{ protocol: TCP, port: POSTGRES_PORT }] },
+              // The mesh: replicas forward hub requests to each other on the TLS port.
+              {
+                to: [{ podSelector: { matchLabels: selector(RELAY_APP) } }],
+                ports: [{ protocol: TCP, port: RELAY_PORT }],
+              },
+            ]
+          : []),
         // The direct path: the hub node sends WireGuard to agents' public UDP endpoints, any port.
         ...(o.udpPort === null ? [] : [{ ports: [{ protocol: UDP }] }]),
       ],
