@@ -4,6 +4,11 @@
  * address) behave as if the transactions of every replica ran one after another, as SQLite's single
  * writer does. A transaction PostgreSQL aborts to keep that promise (serialization failure, deadlock,
  * or a unique-key race it reports as such) is run again from the start, a bounded number of times.
+ *
+ * Transactions that all write one hot row (the address pool's high-water mark, the free list) would abort each
+ * other under a burst (16 registrations at once exhausted the attempts): they take the table lock `lockFirst`
+ * as their first statement instead, before PostgreSQL takes the transaction's snapshot, so they run one after
+ * another and never conflict among themselves.
  */
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 
@@ -56,13 +61,22 @@ function backoff(attempt: number): Promise<void> {
   return new Promise((r) => setTimeout(r, Math.ceil(Math.random() * cap)));
 }
 
+/** A table whose EXCLUSIVE lock a transaction may take first (see the file comment). */
+export type FirstLock = 'address_pool';
+
 /** Runs `body` in one SERIALIZABLE transaction, again from the start when PostgreSQL aborts it for a race. */
-export async function serializable<T>(pool: Pool, body: (tx: Tx) => Promise<T>): Promise<T> {
+export async function serializable<T>(
+  pool: Pool,
+  body: (tx: Tx) => Promise<T>,
+  opts: { lockFirst?: FirstLock } = {},
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const client = await pool.connect();
     let broken = false;
     try {
       await client.query('BEGIN ISOLATION LEVEL SERIALIZABLE');
+      // LOCK takes no snapshot: the body's first query does, after the lock is held.
+      if (opts.lockFirst) await client.query(`LOCK TABLE ${opts.lockFirst} IN EXCLUSIVE MODE`);
       const result = await body(txOf(client));
       await client.query('COMMIT');
       return result;

@@ -92,6 +92,18 @@ describe('PostgreSQL store shared by replicas', () => {
     expect(addresses).not.toContain(null);
   });
 
+  it('64 registrations at once on four replicas all succeed, none retried to exhaustion', async () => {
+    const stores = await replicas(4);
+    const names = Array.from({ length: 64 }, (_, i) => `burst-${i}`);
+    for (const n of names) await createCluster(stores[0]!, n);
+    const results = await Promise.all(
+      names.map((n, i) => stores[i % 4]!.register(regInput(n, 200 + i), audit('r'))),
+    );
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    const addresses = (await stores[1]!.listClusters()).map((c) => c.address);
+    expect(new Set(addresses).size).toBe(names.length);
+  });
+
   it('two replicas revoking the two last admin keys at once leave one', async () => {
     const [a, b] = await replicas(2);
     for (let round = 0; round < 10; round++) {

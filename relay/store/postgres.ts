@@ -153,6 +153,12 @@ export class PostgresStore implements Store {
     return serializable(this.#pool, body);
   }
 
+  /** A write that may allocate or release a tunnel address: one at a time (postgres-tx.ts). */
+  #addressWrite<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'store is closed'));
+    return serializable(this.#pool, body, { lockFirst: 'address_pool' });
+  }
+
   #read(): Promise<Tx> {
     if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'store is closed'));
     return Promise.resolve(txOf(this.#pool));
@@ -277,7 +283,7 @@ export class PostgresStore implements Store {
     presharedKey: string,
     audit: AuditEntry,
   ): Promise<ClusterRecord | null> {
-    return this.#write(async (tx) => {
+    return this.#addressWrite(async (tx) => {
       const c = await this.#cluster(tx, name);
       if (!c) return null;
       if (c.status !== status) {
@@ -322,7 +328,7 @@ export class PostgresStore implements Store {
   }
 
   deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null> {
-    return this.#write(async (tx) => {
+    return this.#addressWrite(async (tx) => {
       const c = await this.#cluster(tx, name);
       if (!c) return null;
       // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
@@ -336,7 +342,7 @@ export class PostgresStore implements Store {
   }
 
   register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult> {
-    return this.#write(async (tx) => {
+    return this.#addressWrite(async (tx) => {
       const result = await registerInPgTx(tx, input, {
         cluster: (t, name) => this.#cluster(t, name),
         checkClusterCap: (t) => this.#checkClusterCap(t),
@@ -382,7 +388,7 @@ export class PostgresStore implements Store {
   }
 
   unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null> {
-    return this.#write(async (tx) => {
+    return this.#addressWrite(async (tx) => {
       const c = await this.#cluster(tx, cluster);
       if (!c) return null;
       await releaseAddress(tx, cluster);
