@@ -5,10 +5,10 @@
  * writer does. A transaction PostgreSQL aborts to keep that promise (serialization failure, deadlock,
  * or a unique-key race it reports as such) is run again from the start, a bounded number of times.
  *
- * Transactions that all write one hot row (the address pool's high-water mark, the free list) would abort each
- * other under a burst (16 registrations at once exhausted the attempts): they take the table lock `lockFirst`
- * as their first statement instead, before PostgreSQL takes the transaction's snapshot, so they run one after
- * another and never conflict among themselves.
+ * Transactions that all write one hot row (the address pool's high-water mark, the free list) or all count the
+ * same rows (the cluster cap) would abort each other under a burst (16 registrations at once exhausted the
+ * attempts): they take the table lock `lockFirst` as their first statement instead, before PostgreSQL takes the
+ * transaction's snapshot, so they run one after another and never conflict among themselves.
  */
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 

@@ -104,6 +104,14 @@ describe('PostgreSQL store shared by replicas', () => {
     expect(new Set(addresses).size).toBe(names.length);
   });
 
+  it('64 clusters created at once on four replicas are all created', async () => {
+    const stores = await replicas(4);
+    const names = Array.from({ length: 64 }, (_, i) => `made-${i}`);
+    const results = await Promise.allSettled(names.map((n, i) => createCluster(stores[i % 4]!, n)));
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(await stores[2]!.listClusters()).toHaveLength(64);
+  });
+
   it('two replicas revoking the two last admin keys at once leave one', async () => {
     const [a, b] = await replicas(2);
     for (let round = 0; round < 10; round++) {

@@ -153,7 +153,10 @@ export class PostgresStore implements Store {
     return serializable(this.#pool, body);
   }
 
-  /** A write that may allocate or release a tunnel address: one at a time (postgres-tx.ts). */
+  /**
+   * A write that changes the set of clusters (the cluster cap counts them) or their tunnel addresses: one at a
+   * time (postgres-tx.ts).
+   */
   #addressWrite<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
     if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'store is closed'));
     return serializable(this.#pool, body, { lockFirst: 'address_pool' });
@@ -221,7 +224,7 @@ export class PostgresStore implements Store {
   }
 
   createCluster(c: NewCluster, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord> {
-    return this.#write(async (tx) => {
+    return this.#addressWrite(async (tx) => {
       if (await this.#cluster(tx, c.name))
         throw new TunnelError('CONFLICT', `cluster "${c.name}" already exists`);
       await this.#checkClusterCap(tx);
