@@ -6,12 +6,12 @@
  * - lease renewals/s with 10,000 registered agents, on kept-alive connections and with a fresh TLS
  *   connection per renewal; relay CPU per renewal and what 10,000 agents every 60 s cost as % of
  *   one core (target < 5 %).
- * Relay CPU is read from /proc/<pid>/stat (user + system), so the client's own work is not counted.
+ * Relay CPU is read from /proc/<pid>/stat (user + system, process-cpu.ts), so the client's own work is not counted.
  * Run: npm run build:tools && node dist/bench/control-plane-bench.js [agents=10000] [registrations=2000]
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -24,10 +24,19 @@ import { startRelay } from '../relay/server.js';
 import { SqliteStore } from '../relay/store/sqlite.js';
 import { keyToBase64 } from '../shared/keys.js';
 import { describeMachine, ratio } from './machine.js';
+import { cpuMs, drive as driveOn } from './process-cpu.js';
 
 const CONCURRENCY = 16;
-/** A random 32-byte value as a public key: the control plane stores keys, it does no curve math on them. */
-const randomKey = (): string => keyToBase64(randomBytes(32));
+const drive = (n: number, one: (i: number) => Promise<void>) => driveOn(n, CONCURRENCY, one);
+/**
+ * A random 32-byte public key, below 2^254 so it is a canonical Curve25519 encoding (the relay refuses others);
+ * the control plane stores keys and does no curve math on them.
+ */
+const randomKey = (): string => {
+  const b = randomBytes(32);
+  b[31]! &= 0x3f;
+  return keyToBase64(b);
+};
 
 async function serve(dir: string): Promise<void> {
   const config = resolveRelayConfig({
@@ -38,25 +47,6 @@ async function serve(dir: string): Promise<void> {
   process.on('SIGTERM', () => {
     void relay.close().then(() => process.exit(0));
   });
-}
-
-/** Relay process CPU time in ms (utime + stime from /proc). */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of stat(5)
-  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
-}
-
-async function drive(n: number, one: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      for (let i = next++; i < n; i = next++) await one(i);
-    }),
-  );
-  return (performance.now() - start) / 1000;
 }
 
 async function main(): Promise<void> {
