@@ -2,7 +2,8 @@
  * Ports first: `serve` binds every port it needs (the TLS/HTTP listen port, `--udp-port`, `--stun-port`) before it
  * writes anything to the data dir or issues anything (certificate, hub key, admin key), so a taken port fails the start
  * with the data dir as it was. The UDP ports are bound for good; the TCP listen port is held by a plain socket server
- * until Fastify takes it over (the gap between the two is one event-loop turn).
+ * until Fastify takes it over (the gap between the two is one event-loop turn); connections made to it meanwhile are
+ * closed at once.
  */
 import { createServer } from 'node:net';
 import { TunnelError } from '../shared/errors.js';
@@ -34,7 +35,12 @@ export interface HeldPort {
 /** Binds `host:port` on TCP and holds it; BAD_CONFIG naming `--listen` when it cannot. Port 0 holds nothing. */
 export function holdListenPort(host: string, port: number): Promise<HeldPort> {
   if (port === 0) return Promise.resolve({ release: () => Promise.resolve() });
-  const server = createServer();
+  // A connection that arrives while the port is held (a load balancer's health check) is closed at once: its
+  // client retries, and a reset from it must not reach an 'error' event nobody listens to.
+  const server = createServer((socket) => {
+    socket.on('error', () => {});
+    socket.destroy();
+  });
   return new Promise((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       reject(listenBindError(host, port, err.code ?? 'error'));
