@@ -14,7 +14,7 @@
  *   behind NAT (asked through the UDP port, whose STUN answers go to the gatherer), offered to the agents in
  *   call-me-maybe; STUN's verdict (a mapping that varies per destination) is the hub's condition for every peer.
  * - Drain (SIGTERM, RunningRelay.drain): no new agent is admitted (503 CLOSED) while the connected ones stay
- *   until the hub's streams are done.
+ *   until the hub's streams are done; then the drain closes the data plane as below (the HTTP server stays).
  * - Close (fastify preClose, i.e. RunningRelay.close and the end of a drain): clients get the Restarting
  *   frame (reconnect within a jittered window, relay/derp/limits.ts), then their sockets close; the hub node
  *   stops.
@@ -180,6 +180,7 @@ export async function mountDataPlane(
   ctx.hooks.on('agent-unjoined', onUnjoined);
   const detach = derp.attach(app.server);
   const offDrain = ctx.drain.onStart(() => derp.stopAdmitting());
+  const offMove = ctx.drain.onMove(() => dp.close());
   const udp = ctx.udp ?? null;
   // The hub's own candidates (its interface addresses with the UDP port) for the agents' probes; agents also
   // try the advertised endpoint (tunnel.udpEndpoint).
@@ -230,6 +231,7 @@ export async function mountDataPlane(
         ctx.hooks.off('agent-unjoined', onUnjoined);
         detach();
         offDrain();
+        offMove();
         udp?.detach();
         candidates?.stop();
         removeCollector();

@@ -4,6 +4,9 @@ import { FakeClock } from '../shared/clock.js';
 import { DEFAULT_DERP_LIMITS, restartWindowMs } from './derp/limits.js';
 import { DrainState } from './drain.js';
 
+/** Lets resolved promise chains run. */
+const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 describe('DrainState', () => {
   it('starts once, telling its listeners once', () => {
     const d = new DrainState(new FakeClock());
@@ -27,15 +30,15 @@ describe('DrainState', () => {
     });
     streams = 0;
     clock.advance(999);
-    await Promise.resolve();
+    await flush();
     expect(result).toBeNull();
     streams = 1;
     clock.advance(1_000);
-    await Promise.resolve();
+    await flush();
     expect(result).toBeNull();
     streams = 0;
     clock.advance(50);
-    await Promise.resolve();
+    await flush();
     expect(result).toEqual({});
   });
 
@@ -49,6 +52,50 @@ describe('DrainState', () => {
     expect(await done).toEqual({ 'hub streams': 3 });
     untrack();
     expect(d.inFlight()).toEqual({});
+  });
+});
+
+describe('DrainState moving and quiet', () => {
+  it('runs the move listeners in order, each awaited', async () => {
+    const d = new DrainState(new FakeClock());
+    const seen: string[] = [];
+    d.onMove(async () => {
+      await Promise.resolve();
+      seen.push('mesh');
+    });
+    const off = d.onMove(() => {
+      seen.push('removed');
+    });
+    d.onMove(() => {
+      seen.push('data plane');
+    });
+    off();
+    await d.moveAgents();
+    expect(seen).toEqual(['mesh', 'data plane']);
+  });
+
+  it('whenQuiet resolves once no activity was noted for quietMs, or false at its timeout', async () => {
+    const clock = new FakeClock();
+    const d = new DrainState(clock);
+    let quiet: boolean | null = null;
+    void d.whenQuiet({ quietMs: 1_000, timeoutMs: 5_000 }).then((q) => {
+      quiet = q;
+    });
+    for (let i = 0; i < 10; i++) {
+      clock.advance(300);
+      d.noteActivity();
+    }
+    await flush();
+    expect(quiet).toBeNull();
+    clock.advance(1_050);
+    await flush();
+    expect(quiet).toBe(true);
+    const busy = d.whenQuiet({ quietMs: 1_000, timeoutMs: 2_000 });
+    for (let i = 0; i < 10; i++) {
+      clock.advance(250);
+      d.noteActivity();
+    }
+    expect(await busy).toBe(false);
   });
 });
 

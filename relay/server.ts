@@ -87,6 +87,14 @@ export const DRAIN_CLOSE_RESERVE_MS = 2_000;
  * balancer that checks every second or faster sees the relay leave before its port closes.
  */
 export const DRAIN_READINESS_MS = 1_000;
+/**
+ * drain(): after the agents moved, the relay keeps serving until no request other than a health check has
+ * arrived for this long (the balancer stopped sending), at most until DRAIN_QUIET_RESERVE_MS before the grace ends.
+ */
+export const DRAIN_QUIET_MS = 1_000;
+export const DRAIN_QUIET_RESERVE_MS = 500;
+/** Paths that do not count as traffic for the drain's quiet wait (probes and scrapes). */
+const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 /** Failed registrations: after 10 from one source within 5 minutes its further failures get 429 (valid credentials pass). */
 export const REGISTER_FAILURES = { max: 10, windowMs: 5 * 60_000, maxEntries: 10_000 } as const;
 
@@ -130,9 +138,10 @@ export interface RunningRelay {
   stun: StunResponder | null;
   close(): Promise<void>;
   /**
-   * SIGTERM: /readyz fails at once and no new agent is admitted; after DRAIN_READINESS_MS, once the hub has
-   * no stream in flight (or the grace less DRAIN_CLOSE_RESERVE_MS ran out), the agents get the Restarting
-   * frame and the relay closes, cutting connections still open when `graceMs` ends. Resolves when closed.
+   * SIGTERM (relay/drain.ts): /readyz fails at once and no new agent is admitted; after DRAIN_READINESS_MS,
+   * once the hub has no stream in flight (or the grace less DRAIN_CLOSE_RESERVE_MS ran out), the agents get the
+   * Restarting frame; requests are served until DRAIN_QUIET_MS pass without one, then the relay closes, cutting
+   * connections still open when `graceMs` ends. Resolves when closed.
    */
   drain(graceMs: number): Promise<void>;
 }
@@ -404,6 +413,9 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
   app.addHook('onResponse', async (req, reply) => {
     ctx.metrics.requests.inc({ route: req.routeOptions.url ?? 'unmatched', code: String(reply.statusCode) });
   });
+  noteTraffic(app as unknown as FastifyInstance, ctx.drain);
+  // Moving the agents: other replicas forget them here first, then the data plane sends them away.
+  ctx.drain.onMove(() => ctx.mesh?.stop());
 
   try {
     await app.register(healthRoutes, { ctx });
@@ -531,19 +543,36 @@ interface DrainInput {
   closeWithin: (forceAfterMs: number) => Promise<void>;
 }
 
+/**
+ * Requests other than health checks count as traffic for the drain's quiet wait (CONNECTs and Upgrades are
+ * counted by the hub's proxy plugin, which owns those events).
+ */
+function noteTraffic(app: FastifyInstance, drain: DrainState): void {
+  app.addHook('onRequest', async (req) => {
+    if (!PROBE_PATHS.has((req.raw.url ?? '').split('?', 1)[0] ?? '')) drain.noteActivity();
+  });
+}
+
 /** RunningRelay.drain: see its comment. */
 async function drainRelay({ ctx, graceMs, closeWithin }: DrainInput): Promise<void> {
   const started = ctx.clock.now();
+  const left = () => graceMs - (ctx.clock.now() - started);
   if (ctx.drain.start()) {
     ctx.log.info(
       { graceMs, inFlight: ctx.drain.inFlight() },
       'draining: readiness fails, no new agents; waiting for in-flight hub requests',
     );
     const reserve = Math.min(DRAIN_CLOSE_RESERVE_MS, graceMs / 2);
-    const left = await ctx.drain.whenIdle({ timeoutMs: graceMs - reserve, notBeforeMs: DRAIN_READINESS_MS });
-    if (Object.keys(left).length > 0)
-      ctx.log.warn({ inFlight: left }, 'draining: grace ran out with hub requests in flight; cutting them');
-    ctx.log.info({ agents: ctx.hooks.connectedCount }, 'draining: moving agents (Restarting) and closing');
+    const cut = await ctx.drain.whenIdle({ timeoutMs: graceMs - reserve, notBeforeMs: DRAIN_READINESS_MS });
+    if (Object.keys(cut).length > 0)
+      ctx.log.warn({ inFlight: cut }, 'draining: grace ran out with hub requests in flight; cutting them');
+    ctx.log.info({ agents: ctx.hooks.connectedCount }, 'draining: moving agents (Restarting)');
+    await ctx.drain.moveAgents();
+    const quiet = await ctx.drain.whenQuiet({
+      quietMs: DRAIN_QUIET_MS,
+      timeoutMs: Math.max(0, left() - DRAIN_QUIET_RESERVE_MS),
+    });
+    ctx.log.info({ quiet }, 'draining: closing');
   }
-  await closeWithin(Math.max(0, graceMs - (ctx.clock.now() - started)));
+  await closeWithin(Math.max(0, left()));
 }

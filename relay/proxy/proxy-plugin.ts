@@ -11,11 +11,12 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
 import { parseKey } from '../../shared/keys.js';
+import { graceMs } from '../conditions.js';
 import type { RelayContext } from '../context.js';
 import { type DataPlane, type DataPlaneOptions, mountDataPlane } from '../data-plane.js';
 import { meshFamilies } from '../mesh/mesh-metrics.js';
 import { newMeshStats } from '../mesh/mesh-node.js';
-import type { MeshRouting } from '../mesh/mesh-routing.js';
+import { ARRIVAL_WAIT_MS, type MeshRouting } from '../mesh/mesh-routing.js';
 import { attachConnectProxy, type ConnectProxyStats } from './connect-proxy.js';
 import { HubStreams, type HubStreamsOptions } from './hub-streams.js';
 import { LivePipes } from './live-pipes.js';
@@ -64,12 +65,19 @@ export function hubProxyPlugin(
       node: ctx.mesh ?? null,
       stats: ctx.mesh?.stats ?? newMeshStats(),
       isLocal: (k) => dp.hub.status(k)?.connected === true,
+      // An agent whose lease is fresh is alive: when it has a session nowhere, it is reconnecting.
+      arrivalWaitMs: (c) =>
+        c.leaseRenewAt !== null &&
+        ctx.clock.wallNow() - c.leaseRenewAt < graceMs(ctx.config.leaseDurationSeconds)
+          ? ARRIVAL_WAIT_MS
+          : 0,
     };
     // An 'upgrade' listener of our own (ahead of the DERP server's) takes every Upgrade path but /derp;
     // with two listeners the DERP server no longer answers other paths with 404.
     const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === '/derp') return;
+      ctx.drain.noteActivity();
       if (handleProxyUpgrade({ ctx, streams, pipes, stats: pathStats, mesh }, req, socket, head)) return;
       writeErrorResponse(socket, 404, new TunnelError('NOT_FOUND', `no Upgrade endpoint at ${path}`));
     };
@@ -84,6 +92,9 @@ export function hubProxyPlugin(
       mesh,
     });
     registerPathProxy(app, { ctx, streams, pipes, stats: pathStats, mesh });
+    // A CONNECT is traffic for the drain's quiet wait (the connect proxy above answers it).
+    const onConnectTraffic = (): void => ctx.drain.noteActivity();
+    app.server.on('connect', onConnectTraffic);
     // A drain moves the agents once no hub request is in flight (or its grace runs out).
     const untrack = ctx.drain.track({ name: 'hub streams', count: () => streams.binding.streamCount });
     const removeCollector = ctx.metrics.addCollector(() => [
@@ -94,6 +105,7 @@ export function hubProxyPlugin(
     ]);
     app.addHook('preClose', async () => {
       untrack();
+      app.server.off('connect', onConnectTraffic);
       removeCollector();
       detachConnect();
       app.server.off('upgrade', onUpgrade);

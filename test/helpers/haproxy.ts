@@ -1,8 +1,8 @@
 /**
  * A real TCP load balancer for tests: Debian's haproxy in the foreground, in TCP mode on a free loopback
  * port in front of relay replicas, round robin, each server health-checked with `GET /readyz` over TLS
- * (check-ssl, verify none) every `checkIntervalMs`, one failed check takes it out and one good check brings
- * it back. A connection refused by a server is retried on another (redispatch). The admin socket answers
+ * (check-ssl, verify none) every `checkIntervalMs`, two failed checks in a row take it out (one slow check on a
+ * loaded machine does not) and one good check brings it back. A connection refused by a server is retried on another (redispatch). The admin socket answers
  * `serverStatus()`. Tracked in the cleanup registry; stop() kills it and removes its directory.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,8 +10,9 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerTempPath } from './cleanup.js';
-import { type ProcessHandle, spawnProcess, waitFor } from './process.js';
+import { type ProcessHandle, spawnProcess } from './process.js';
 import { freePort } from './tinyproxy.js';
+import { waitFor } from './wait.js';
 
 export interface HaproxyServer {
   /** haproxy's name for it (letters, digits, dashes). */
@@ -55,7 +56,7 @@ function config(opts: HaproxyOptions, port: number, socket: string): string {
     '  timeout connect 1s',
     '  timeout client 60s',
     '  timeout server 60s',
-    '  timeout check 1s',
+    '  timeout check 2s',
     '  retries 3',
     '  option redispatch 1',
     'frontend relays',
@@ -66,7 +67,7 @@ function config(opts: HaproxyOptions, port: number, socket: string): string {
     '  option httpchk',
     '  http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host relay',
     '  http-check expect status 200',
-    `  default-server check check-ssl verify none inter ${inter} fastinter ${inter} downinter ${inter} fall 1 rise 1`,
+    `  default-server check check-ssl verify none inter ${inter} fastinter ${inter} downinter ${inter} fall 2 rise 1`,
     ...opts.servers.map((s) => `  server ${s.name} ${s.host}:${s.port}`),
     '',
   ].join('\n');
@@ -122,6 +123,7 @@ export async function startHaproxy(opts: HaproxyOptions): Promise<Haproxy> {
         )),
       10_000,
       'haproxy start',
+      50,
     );
     if (!proc.isRunning()) throw new Error(`haproxy exited: ${proc.output()}`);
   } catch (err) {
@@ -147,6 +149,7 @@ export async function startHaproxy(opts: HaproxyOptions): Promise<Haproxy> {
           },
           timeoutMs,
           `haproxy servers up: ${want}`,
+          50,
         );
       } catch (err) {
         throw new Error(`${(err as Error).message} (last seen ${seen})`);
