@@ -133,6 +133,13 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'cp-pg-bench-'));
   console.log(`machine: ${describeMachine()}`);
   const pgs = await startBenchPostgres();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      pgs.stop();
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(1);
+    });
+  }
   process.env[PASSWORD_ENV] = pgs.password;
   try {
     const seedStart = performance.now();

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale, cleanup, sleep } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
-import { waitFor } from './helpers/process.js';
+import { waitFor } from './helpers/wait.js';
 import { RelayFleet, type Replica } from './replicas-fixture.js';
 
 const GRACE_S = 3;
@@ -39,6 +39,7 @@ async function agentHome(timeoutMs = 10_000): Promise<Replica> {
     },
     timeoutMs,
     'the agent on one replica',
+    50,
   );
   return home[0]!;
 }
@@ -52,6 +53,7 @@ async function servedBy(r: Replica, timeoutMs: number): Promise<void> {
     },
     timeoutMs,
     `the agent answering through ${r.name}`,
+    50,
   );
 }
 
@@ -73,6 +75,7 @@ describe('SIGTERM of the replica the agent is on', () => {
       async () => !(await fleet.lb.serverStatus())[home.name]?.startsWith('UP'),
       2_000,
       'haproxy taking the draining replica out',
+      20,
     );
     const code = await proc.exited;
     const exitedAfter = Date.now() - signalled;

@@ -1,11 +1,11 @@
 /**
  * A relay fleet for the replica tests: three real `tunnel-relay serve` processes on fixed loopback ports,
- * sharing one throw-away PostgreSQL (helpers/postgres.ts), behind a real haproxy in TCP mode health-checked on
- * /readyz (helpers/haproxy.ts); the public URL is haproxy's, so agents join, connect and reconnect through
- * it. Each replica can be stopped (SIGTERM: drain), killed (SIGKILL) and started again on its port and data
+ * sharing one throw-away PostgreSQL (helpers/postgres.ts) and the fleet's hub key, certificate and mesh key
+ * (helpers/relay-fleet.ts), behind a real haproxy in TCP mode health-checked on /readyz (helpers/haproxy.ts);
+ * the public URL is haproxy's, so agents join, connect and reconnect through it. Each replica can be stopped (SIGTERM: drain), killed (SIGKILL) and started again on its port and data
  * dir. `get` sends one HTTPS request with a fresh connection, to haproxy or to a replica directly.
  */
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import {
 } from './cli-harness.js';
 import { type Haproxy, startHaproxy } from './helpers/haproxy.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
+import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
 import { freePort } from './helpers/tinyproxy.js';
 import { listen, sampleHandler } from './proxy-fixtures.js';
 
@@ -55,7 +56,8 @@ export class RelayFleet {
   upstreamPort = 0;
   agent: Proc | null = null;
   readonly #opts: FleetOptions;
-  #storeArgs: string[] = [];
+  #serveArgs: string[] = [];
+  #files!: FleetFiles;
 
   constructor(opts: FleetOptions) {
     this.#opts = opts;
@@ -65,9 +67,12 @@ export class RelayFleet {
     this.pg = await startThrowawayPostgres();
     const db = await this.pg.createDatabase('relay');
     const storeUrl = `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`;
-    const passwordFile = join(tempDir('fleet-secret-'), 'password');
+    const secrets = tempDir('fleet-secret-');
+    const passwordFile = join(secrets, 'password');
     writeFileSync(passwordFile, `${this.pg.password}\n`, { mode: 0o600 });
-    this.#storeArgs = ['--store', storeUrl, '--store-password-file', passwordFile];
+    this.#files = writeFleetFiles(secrets);
+    this.#serveArgs = fleetServeArgs(this.#files, { url: storeUrl, passwordFile });
+    this.caPem = this.#files.caPem;
     for (let i = 0; i < this.#opts.replicas; i++) {
       this.replicas.push({
         name: `r${i}`,
@@ -81,22 +86,17 @@ export class RelayFleet {
       servers: this.replicas.map((r) => ({ name: r.name, host: '127.0.0.1', port: r.port })),
     });
     this.publicUrl = `https://127.0.0.1:${this.lb.port}`;
+    // The first start mints the admin key; the others start together.
     const first = this.replicas[0]!;
     await this.startReplica(first);
     this.adminKey = first.ready!.adminKey ?? '';
-    this.caPem = readFileSync(join(first.dataDir, 'tls', 'cert.pem'), 'utf8');
-    // One identity for the fleet: the first replica's TLS certificate and hub key.
-    for (const r of this.replicas.slice(1)) {
-      cpSync(join(first.dataDir, 'tls'), join(r.dataDir, 'tls'), { recursive: true });
-      cpSync(join(first.dataDir, 'hub.key'), join(r.dataDir, 'hub.key'));
-    }
     await Promise.all(this.replicas.slice(1).map((r) => this.startReplica(r)));
     await this.lb.waitForUp(this.replicas.map((r) => r.name));
   }
 
   async startReplica(r: Replica): Promise<void> {
     const { proc, ready } = await startServe(r.dataDir, `127.0.0.1:${r.port}`, [
-      ...this.#storeArgs,
+      ...this.#serveArgs,
       '--public-url',
       this.publicUrl,
       '--drain-grace',
@@ -111,7 +111,7 @@ export class RelayFleet {
     return cleanEnv({
       TUNNEL_RELAY_URL: this.publicUrl,
       TUNNEL_ACCESS_KEY: this.adminKey,
-      TUNNEL_RELAY_CA_PIN: this.replicas[0]!.ready!.caPin,
+      TUNNEL_RELAY_CA_PIN: this.#files.caPin,
     });
   }
 
