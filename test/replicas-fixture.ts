@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { request } from 'node:https';
 import { join } from 'node:path';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   CLIENT_BIN,
   cleanEnv,
@@ -122,7 +123,7 @@ export class RelayFleet {
     const env = this.adminEnv();
     const created = await run(RELAY_BIN, ['cluster', 'create', name, '--output', 'json'], env);
     if (created.code !== 0) throw new Error(`cluster create: ${created.stderr}`);
-    const joinArgs = JSON.parse(created.stdout).bootstrap.joinCommand.split(' ').slice(1) as string[];
+    const joinArgs = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
     const stateDir = join(tempDir('fleet-agent-'), 'state');
     const upstream = ['--upstream', `http://127.0.0.1:${this.upstreamPort}`];
     const j = await run(
