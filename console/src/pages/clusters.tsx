@@ -1,5 +1,5 @@
 /** The Clusters view: one row per cluster, filtered by group, status and name, live from the feed. */
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ConditionCell, conditionOf, PathCell, StatusBadge } from '../components/bits.js';
 import { useConsole } from '../context.js';
 import { age, latest, when } from '../format.js';
@@ -24,6 +24,13 @@ export function ClustersPage() {
   const [status, setStatus] = useState('');
   const [search, setSearch] = useState('');
   const [connecting, setConnecting] = useState(false);
+  // When the Connect drawer closes, focus goes back to the button that opened it.
+  const connectButton = useRef<HTMLButtonElement>(null);
+  const wasConnecting = useRef(false);
+  useEffect(() => {
+    if (wasConnecting.current && !connecting) connectButton.current?.focus();
+    wasConnecting.current = connecting;
+  }, [connecting]);
   const all = [...clusters.values()];
   const groups = useMemo(() => [...new Set(all.map((c) => c.group))].sort(), [clusters]);
   const rows = all
@@ -34,7 +41,7 @@ export function ClustersPage() {
       <div class="page-head">
         <h1 id="clusters-title">Clusters</h1>
         {can.createCluster && (
-          <button type="button" onClick={() => setConnecting(true)} data-action="connect">
+          <button type="button" ref={connectButton} onClick={() => setConnecting(true)} data-action="connect">
             Connect cluster
           </button>
         )}

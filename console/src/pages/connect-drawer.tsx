@@ -44,17 +44,13 @@ export function ConnectDrawer({ onClose }: { onClose(): void }) {
   const close = useRef(onClose);
   close.current = onClose;
   useEffect(() => {
-    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     first.current?.focus();
     const onKey = (e: KeyboardEvent) => {
       if (e.key === 'Escape') close.current();
       else if (e.key === 'Tab' && drawer.current) keepFocusIn(drawer.current, e);
     };
     addEventListener('keydown', onKey);
-    return () => {
-      removeEventListener('keydown', onKey);
-      opener?.focus();
-    };
+    return () => removeEventListener('keydown', onKey);
   }, []);
   return (
     <div class="drawer-backdrop">
