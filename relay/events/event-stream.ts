@@ -7,9 +7,11 @@
  *
  * Writes follow the socket's backpressure: while it does not drain, changes wait in a queue that holds one
  * entry per cluster (a later change of a queued cluster replaces it in place: a consumer that falls behind
- * gets each cluster's latest state and may miss intermediate ones), of at most `maxQueuedBytes`; a consumer
- * that lets it overflow, or does not read for STALL_MS, is dropped (the stream is cut, counted as `slow`),
- * so it holds no more memory than that and never slows the others.
+ * gets each cluster's latest state and may miss intermediate ones). A consumer is dropped (the stream is cut,
+ * counted as `slow`) when that queue holds over `maxQueuedBytes` and its socket has not drained for
+ * SLOW_GRACE_MS (a burst a reading consumer catches up with is not held against it), at once when the queue
+ * passes twice that, and when its socket has not drained for STALL_MS whatever the queue: so a stream holds at
+ * most 2 x `maxQueuedBytes` of changes and never slows the others.
  * A stream the relay ends for another reason (key revoked or expired, relay closing) first gets an
  * `end` event with the error envelope's `{code, message}`.
  */
@@ -21,6 +23,8 @@ import type { FeedMessage, FeedSubscriber } from './cluster-feed.js';
 export const KEEPALIVE_MS = 15_000;
 /** A stream whose socket has not drained for this long is dropped (its consumer stopped reading). */
 export const STALL_MS = 60_000;
+/** A queue over `maxQueuedBytes` is tolerated while the socket last drained less than this long ago. */
+export const SLOW_GRACE_MS = 5_000;
 
 export type StreamEndReason = 'revoked' | 'expired' | 'closing' | 'slow' | 'client';
 
@@ -84,7 +88,10 @@ export class EventStream implements FeedSubscriber {
     const body = `event: ${message.kind}\ndata: ${message.json}\n\n`;
     const replaced = this.#queue.get(message.name);
     const bytes = this.#queuedBytes + Buffer.byteLength(body) - (replaced ? Buffer.byteLength(replaced) : 0);
-    if (bytes > this.#opts.maxQueuedBytes) {
+    if (
+      bytes > 2 * this.#opts.maxQueuedBytes ||
+      (bytes > this.#opts.maxQueuedBytes && this.#blockedFor(SLOW_GRACE_MS))
+    ) {
       this.#drop();
       return;
     }
@@ -141,14 +148,21 @@ export class EventStream implements FeedSubscriber {
   #armKeepalive(): void {
     this.#keepalive = this.#opts.clock.setTimer(KEEPALIVE_MS, () => {
       if (this.#ended) return;
-      const { clock, res } = this.#opts;
-      if (this.#blockedSince === null) res.write(': keepalive\n\n');
-      else if (clock.now() - this.#blockedSince >= STALL_MS) {
+      if (this.#blockedSince === null) this.#opts.res.write(': keepalive\n\n');
+      else if (
+        this.#blockedFor(STALL_MS) ||
+        (this.#queuedBytes > this.#opts.maxQueuedBytes && this.#blockedFor(SLOW_GRACE_MS))
+      ) {
         this.#drop();
         return;
       }
       this.#armKeepalive();
     });
+  }
+
+  /** The socket has taken no write for at least `ms`. */
+  #blockedFor(ms: number): boolean {
+    return this.#blockedSince !== null && this.#opts.clock.now() - this.#blockedSince >= ms;
   }
 
   #drop(): void {
