@@ -3,9 +3,9 @@
  * validated against the Kubernetes OpenAPI schemas (test/helpers/kubernetes-schema.ts); then the
  * properties the flags promise are checked on the parsed objects.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
@@ -17,6 +17,7 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { describe, expect, it } from 'vitest';
 import { type K8sDoc, validateYamlStream } from '../../test/helpers/kubernetes-schema.js';
+import { resolveRelayConfig } from '../config.js';
 import { type AgentFlags, agentOptions } from './agent-flags.js';
 import { agentManifests } from './agent-manifests.js';
 import { type RelayFlags, relayOptions } from './relay-flags.js';
@@ -211,6 +212,43 @@ describe('relay manifests', () => {
     });
     const sqlite = find(relayYaml({}), ConfigMap.is).data?.['config.yaml'] ?? '';
     expect(sqlite).not.toMatch(/hub-key-file|mesh-key-file/);
+  });
+
+  it("with PostgreSQL: serve accepts the ConfigMap's config file and the pod's environment as a fleet replica", () => {
+    const docs = relayYaml({ store: 'postgres', replicas: '3', tlsSecret: 'relay-tls' });
+    // The pod's mounts, under a temporary directory instead of /etc/tunnel-relay.
+    const root = mkdtempSync(join(tmpdir(), 'relay-pod-'));
+    for (const [file, text] of [
+      ['mesh/mesh.key', `${'k'.repeat(48)}\n`],
+      ['hub/hub.key', `${'A'.repeat(43)}=\n`],
+      ['store/password', 'pw\n'],
+    ] as const) {
+      mkdirSync(join(root, dirname(file)), { recursive: true });
+      writeFileSync(join(root, file), text, { mode: 0o600 });
+    }
+    const yamlText = (find(docs, ConfigMap.is).data?.['config.yaml'] ?? '').replaceAll(
+      '/etc/tunnel-relay/',
+      `${root}/`,
+    );
+    writeFileSync(join(root, 'config.yaml'), yamlText);
+    const podEnv: Record<string, string> = {
+      POD_IP: '10.1.2.3',
+      TUNNEL_RELAY_STORE: 'postgres://relay@db/relay',
+    };
+    for (const e of container(find(docs, Deployment.is)).env ?? []) {
+      if (e.value !== undefined)
+        podEnv[e.name] = e.value
+          .replaceAll('$(POD_IP)', podEnv.POD_IP!)
+          .replaceAll('/etc/tunnel-relay/', `${root}/`);
+    }
+    const c = resolveRelayConfig({ configFile: join(root, 'config.yaml'), env: podEnv });
+    expect(c.store.kind).toBe('postgres');
+    expect(c.mesh.url).toBe('https://10.1.2.3:8443');
+    expect(c.mesh.key).not.toBeNull();
+    expect(c.hubKeyFile).toBe(join(root, 'hub/hub.key'));
+    expect(c.tlsCert).toBe(join(root, 'tls/tls.crt'));
+    expect(c.drainGraceMs).toBe(10_000);
+    expect(c.udpPort).toBeNull();
   });
 
   it('stops within the drain grace: preStop, then --drain-grace, inside terminationGracePeriodSeconds', () => {
