@@ -47,14 +47,14 @@ interface Peer {
 
 export class HubStreams {
   readonly binding: StreamBinding;
-  readonly #o: HubStreamsOptions;
+  readonly #options: HubStreamsOptions;
   readonly #peers = new Map<number, Peer>();
   readonly #onRevoked = (e: KeyEvent): void => this.#dropCluster(e.cluster);
   #timer: TimerHandle | undefined;
   #closed = false;
 
   constructor(o: HubStreamsOptions) {
-    this.#o = o;
+    this.#options = o;
     this.binding = o.dataPlane.binding;
     for (const ev of ['cluster-deleted', 'cluster-denied', 'agent-unjoined'] as const) {
       o.ctx.hooks.on(ev, this.#onRevoked);
@@ -64,7 +64,7 @@ export class HubStreams {
   /** A stream to `target` on the cluster's agent (see the class comment for the errors). */
   async open(cluster: string, target: string): Promise<MuxStream> {
     if (this.#closed) throw new TunnelError('CLOSED', 'the relay is shutting down');
-    const c = await this.#o.ctx.store.getCluster(cluster);
+    const c = await this.#options.ctx.store.getCluster(cluster);
     if (!c) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
     if (c.status !== 'Accepted' || !c.address || !c.publicKey) {
       throw new TunnelError(
@@ -72,8 +72,8 @@ export class HubStreams {
         `cluster ${cluster} has no accepted agent (status ${c.status}; see tunnel-relay cluster get ${cluster})`,
       );
     }
-    if (!this.#o.dataPlane.isSessionUp(c.publicKey)) {
-      const seen = lastSeenText(c.leaseRenewAt, this.#o.clock.wallNow());
+    if (!this.#options.dataPlane.isSessionUp(c.publicKey)) {
+      const seen = lastSeenText(c.leaseRenewAt, this.#options.clock.wallNow());
       throw new TunnelError('AGENT_NOT_CONNECTED', `agent for cluster ${cluster} is not connected ${seen}`);
     }
     const remote = parseIpv4Address(c.address);
@@ -84,11 +84,11 @@ export class HubStreams {
     }
     this.#armWatch();
     try {
-      return await this.binding.open(remote, target, this.#o.openTimeoutMs);
+      return await this.binding.open(remote, target, this.#options.openTimeoutMs);
     } catch (err) {
       // The session died under the open (the agent restarted its side): one retry on a fresh session.
       if (!isTunnelError(err, 'CLOSED') || this.#closed) throw err;
-      return this.binding.open(remote, target, this.#o.openTimeoutMs);
+      return this.binding.open(remote, target, this.#options.openTimeoutMs);
     }
   }
 
@@ -96,9 +96,9 @@ export class HubStreams {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#o.clock.clearTimer(this.#timer);
+    this.#options.clock.clearTimer(this.#timer);
     for (const ev of ['cluster-deleted', 'cluster-denied', 'agent-unjoined'] as const) {
-      this.#o.ctx.hooks.off(ev, this.#onRevoked);
+      this.#options.ctx.hooks.off(ev, this.#onRevoked);
     }
     this.#peers.clear();
   }
@@ -113,7 +113,7 @@ export class HubStreams {
 
   #armWatch(): void {
     if (this.#timer !== undefined || this.#closed) return;
-    this.#timer = this.#o.clock.setTimer(WATCH_INTERVAL_MS, () => {
+    this.#timer = this.#options.clock.setTimer(WATCH_INTERVAL_MS, () => {
       this.#timer = undefined;
       this.#watch();
       if (this.#peers.size > 0) this.#armWatch();
@@ -122,9 +122,9 @@ export class HubStreams {
 
   /** Closes links whose agent lost its relay connection for longer than the grace. */
   #watch(): void {
-    const dp = this.#o.dataPlane;
-    const now = this.#o.clock.now();
-    const grace = this.#o.disconnectGraceMs ?? DEFAULT_DISCONNECT_GRACE_MS;
+    const dp = this.#options.dataPlane;
+    const now = this.#options.clock.now();
+    const grace = this.#options.disconnectGraceMs ?? DEFAULT_DISCONNECT_GRACE_MS;
     for (const [remote, p] of this.#peers) {
       if (!this.binding.link(remote)) {
         this.#peers.delete(remote);

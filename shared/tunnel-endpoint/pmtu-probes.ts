@@ -53,14 +53,14 @@ interface Entry {
 }
 
 export class PmtuProbes {
-  readonly #o: PmtuProbesOptions;
+  readonly #options: PmtuProbesOptions;
   readonly #steps: readonly number[];
   readonly #entries = new Map<string, Entry>();
   /** Counters of the searches that ended, and the running ones (stats()). */
   readonly #ended: PmtuStats = { probes: 0, acks: 0, lost: 0, raised: 0, blackHoles: 0 };
 
   constructor(o: PmtuProbesOptions) {
-    this.#o = o;
+    this.#options = o;
     this.#steps = o.steps ?? PMTU_OUTER_STEPS.map((s) => s - PMTU_IP_UDP_HEADROOM);
   }
 
@@ -79,11 +79,11 @@ export class PmtuProbes {
     if (known && known.direct === direct && known.remote === remote) return;
     this.stop(key);
     const search = new PmtuSearch({
-      clock: this.#o.clock,
-      base: this.#o.base,
+      clock: this.#options.clock,
+      base: this.#options.base,
       steps: this.#steps,
       ceiling: this.#ceiling(direct.remote.host),
-      ...(this.#o.timers ? { timers: this.#o.timers } : {}),
+      ...(this.#options.timers ? { timers: this.#options.timers } : {}),
     });
     const entry: Entry = {
       key: Buffer.from(key),
@@ -102,10 +102,10 @@ export class PmtuProbes {
     const id = keyToBase64(key);
     const e = this.#entries.get(id);
     if (!e) return;
-    this.#o.clock.clearTimer(e.timer);
+    this.#options.clock.clearTimer(e.timer);
     this.#entries.delete(id);
     addStats(this.#ended, e.search.stats);
-    if (e.direct.setMtu(this.#o.base)) this.#o.onMtuChange(e.key, e.direct);
+    if (e.direct.setMtu(this.#options.base)) this.#options.onMtuChange(e.key, e.direct);
   }
 
   /** The peer's direct path moved (roaming): a running search starts over at the base. */
@@ -122,13 +122,13 @@ export class PmtuProbes {
   }
 
   close(): void {
-    for (const e of this.#entries.values()) this.#o.clock.clearTimer(e.timer);
+    for (const e of this.#entries.values()) this.#options.clock.clearTimer(e.timer);
     this.#entries.clear();
   }
 
   #ceiling(host: string): number {
-    const mtu = (this.#o.firstHopMtu ?? firstHopMtu)(host);
-    if (mtu === undefined) return this.#o.base;
+    const mtu = (this.#options.firstHopMtu ?? firstHopMtu)(host);
+    if (mtu === undefined) return this.#options.base;
     const headroom =
       host.includes(':') && !host.startsWith('::ffff:') ? PMTU_IP_UDP_HEADROOM : IPV4_UDP_HEADROOM;
     return Math.min(mtu - headroom, DISCO_MAX_PROBE_LEN);
@@ -142,9 +142,9 @@ export class PmtuProbes {
     const probe = e.search.probeDue(active);
     if (probe) {
       e.lastSent = e.direct.sent;
-      this.#o.sendProbe(e.key, e.direct.remote, probe);
+      this.#options.sendProbe(e.key, e.direct.remote, probe);
     }
-    if (e.direct.setMtu(e.search.mtu)) this.#o.onMtuChange(e.key, e.direct);
+    if (e.direct.setMtu(e.search.mtu)) this.#options.onMtuChange(e.key, e.direct);
     this.#arm(e, active);
   }
 
@@ -154,11 +154,11 @@ export class PmtuProbes {
    * timer: an idle peer costs one timer per raiseMs).
    */
   #arm(e: Entry, active: boolean): void {
-    const clock = this.#o.clock;
+    const clock = this.#options.clock;
     clock.clearTimer(e.timer);
     const now = clock.now();
-    const confirmMs = this.#o.timers?.confirmMs ?? DEFAULT_PMTU_TIMERS.confirmMs;
-    const poll = e.search.mtu > this.#o.base ? confirmMs : Number.POSITIVE_INFINITY;
+    const confirmMs = this.#options.timers?.confirmMs ?? DEFAULT_PMTU_TIMERS.confirmMs;
+    const poll = e.search.mtu > this.#options.base ? confirmMs : Number.POSITIVE_INFINITY;
     const wait = Math.min(Math.max(0, e.search.nextWakeAt(active) - now), poll);
     e.timer = clock.setTimer(wait, () => this.#poll(e));
   }
