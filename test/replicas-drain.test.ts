@@ -4,9 +4,12 @@
  * connects through haproxy.
  * - SIGTERM of the agent's replica: /readyz answers 503 at once while /healthz stays 200, haproxy takes it
  *   out, the agent is back through another replica within 10 s, and the process exits 0 within its grace.
+ * - A CONNECT tunnel to the agent held open through its replica: SIGTERM exits 0 within the grace anyway, cutting
+ *   the tunnel and saying so; a second SIGTERM exits at once.
  * - kill -9 of each replica in turn: the agent is back within 10 s, and a change acknowledged by the killed
  *   replica just before is in the store.
  */
+import { connect, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale, cleanup, sleep } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
@@ -87,6 +90,60 @@ describe('SIGTERM of the replica the agent is on', () => {
     await servedBy(next, 10_000 - (Date.now() - signalled));
     expect(Date.now() - signalled).toBeLessThan(10_000);
     await fleet.startReplica(home);
+    await fleet.lb.waitForUp(fleet.replicas.map((r) => r.name));
+  }, 60_000);
+});
+
+/** A CONNECT tunnel through replica `r` to the agent's upstream, left open; resolves once it is established. */
+async function holdTunnel(r: Replica): Promise<TLSSocket> {
+  const socket = connect({ host: '127.0.0.1', port: r.port, ca: fleet.caPem, servername: 'localhost' });
+  socket.on('error', () => {});
+  socket.write(
+    `CONNECT ${AGENT}.clusters.local:${fleet.upstreamPort} HTTP/1.1\r\nhost: x\r\n` +
+      `proxy-authorization: Bearer ${fleet.adminKey}\r\n\r\n`,
+  );
+  let answer = '';
+  await waitFor(
+    () => {
+      const chunk = socket.read() as Buffer | null;
+      if (chunk) answer += chunk.toString();
+      return answer.includes('\r\n\r\n');
+    },
+    10_000,
+    'the CONNECT answer',
+    20,
+  );
+  expect(answer).toMatch(/^HTTP\/1\.1 200/);
+  return socket;
+}
+
+describe('a hub request that outlasts the drain grace', () => {
+  it('is cut when the grace ends, and the process exits 0 within it; a second SIGTERM exits at once', async () => {
+    const home = await agentHome();
+    const tunnel = await holdTunnel(home);
+    const closed = new Promise<number>((resolve) => tunnel.once('close', () => resolve(Date.now())));
+    const proc = home.proc!;
+    const signalled = Date.now();
+    proc.child.kill('SIGTERM');
+    const code = await proc.exited;
+    const exitedAfter = Date.now() - signalled;
+    expect(code).toBe(0);
+    // The tunnel held the agent here for the grace less the 2 s kept for moving and closing.
+    expect(exitedAfter).toBeGreaterThanOrEqual((GRACE_S - 2) * 1000 - 100);
+    expect(exitedAfter).toBeLessThan(GRACE_S * 1000 + 1_000);
+    expect(await closed).toBeLessThanOrEqual(Date.now());
+    expect(proc.stderr).toContain('draining: grace ran out with hub requests in flight');
+    await fleet.startReplica(home);
+    await fleet.lb.waitForUp(fleet.replicas.map((r) => r.name));
+
+    const again = fleet.replicas.find((r) => r !== home)!;
+    const twice = Date.now();
+    again.proc!.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 100));
+    again.proc!.child.kill('SIGTERM');
+    expect(await again.proc!.exited).toBe(130);
+    expect(Date.now() - twice).toBeLessThan(1_000);
+    await fleet.startReplica(again);
     await fleet.lb.waitForUp(fleet.replicas.map((r) => r.name));
   }, 60_000);
 });
