@@ -13,6 +13,7 @@ import type { Duplex } from 'node:stream';
 import { TunnelError } from '../../shared/errors.js';
 import { bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
+import { exchange } from '../proxy/http-exchange.js';
 import type { AgentLocation } from '../store/postgres-mesh.js';
 import { MESH_KEY_HEADER } from './mesh-auth.js';
 import type { ForwardKind, MeshNode } from './mesh-node.js';
@@ -163,30 +164,13 @@ export async function forwardRequest(
     setHost: false,
     createConnection: () => peer,
   });
-  await new Promise<void>((resolve, reject) => {
-    upstream.on('error', (err) =>
-      reject(new TunnelError('STREAM_RESET', `mesh request failed: ${err.message}`)),
-    );
-    upstream.on('response', (answer) => {
-      res.writeHead(
-        answer.statusCode ?? 502,
-        answer.statusMessage,
-        endToEnd(answer.rawHeaders, new Set(['content-length'])),
-      );
-      answer.pipe(res);
-      answer.on('error', (e) => res.destroy(e));
-      answer.on('end', () => resolve());
-      answer.on('aborted', () => res.destroy());
-      res.on('close', () => {
-        if (!answer.complete) peer.destroy();
-        resolve();
-      });
-    });
-    if (framing.kind === 'none') upstream.end();
-    else req.pipe(upstream);
-    req.on('aborted', () => peer.destroy());
-    res.on('close', () => {
-      if (!res.writableFinished) peer.destroy();
-    });
+  await exchange({
+    req,
+    res,
+    upstream,
+    transport: peer,
+    bodyFollows: framing.kind !== 'none',
+    answerHeaders: (raw) => endToEnd(raw, new Set(['content-length'])),
+    what: 'mesh request',
   });
 }

@@ -30,6 +30,7 @@ import { MESH_KEY_HEADER } from '../mesh/mesh-auth.js';
 import { forwardRequest, forwardUpgrade } from '../mesh/mesh-forward.js';
 import { hopFor, type MeshRouting, meshOriginOf } from '../mesh/mesh-routing.js';
 import type { ClusterRecord } from '../store/types.js';
+import { exchange } from './http-exchange.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import type { LivePipes } from './live-pipes.js';
@@ -210,28 +211,15 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
     setHost: false,
     createConnection: () => stream as unknown as import('node:net').Socket,
   });
-  await new Promise<void>((resolve, reject) => {
-    upstream.on('error', (err) => {
-      reject(new TunnelError('STREAM_RESET', `upstream request failed: ${err.message}`));
-    });
-    upstream.on('response', (ures) => {
-      bump(deps.stats.forwarded, statusClass(ures.statusCode ?? 502));
-      res.writeHead(ures.statusCode ?? 502, ures.statusMessage, forwardHeaders(ures.rawHeaders));
-      ures.pipe(res);
-      ures.on('error', (e) => res.destroy(e));
-      ures.on('end', () => resolve());
-      ures.on('aborted', () => res.destroy());
-      res.on('close', () => {
-        if (!ures.complete) stream.destroy();
-        resolve();
-      });
-    });
-    if (framing.kind === 'none') upstream.end();
-    else req.pipe(upstream);
-    req.on('aborted', () => stream.destroy());
-    res.on('close', () => {
-      if (!res.writableFinished) stream.destroy();
-    });
+  await exchange({
+    req,
+    res,
+    upstream,
+    transport: stream,
+    bodyFollows: framing.kind !== 'none',
+    answerHeaders: forwardHeaders,
+    what: 'upstream request',
+    onAnswer: (status) => bump(deps.stats.forwarded, statusClass(status)),
   });
 }
 
