@@ -28,6 +28,9 @@ export type { StoreConfig } from './config-store.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** How log lines are written: `pretty` for people, `json` (one pino object per line) for machines. */
+export type LogFormat = 'json' | 'pretty';
+const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
 
 export interface RelayConfig {
   /** Address the TLS port binds to. Port 0 picks a free port (tests). */
@@ -48,6 +51,8 @@ export interface RelayConfig {
   /** `host:port` of STUN servers the hub asks for its own mapped UDP address (`--stun-server`); empty = none. */
   stunServers: readonly string[];
   logLevel: LogLevel;
+  /** `--log-format`; null: pretty when stderr is a terminal, else json. */
+  logFormat: LogFormat | null;
   /** Lease duration handed to agents (they renew this often, with jitter). */
   leaseDurationSeconds: number;
   /**
@@ -96,6 +101,7 @@ const KEYS = {
   stunPort: 'stun-port',
   stunServer: 'stun-server',
   logLevel: 'log-level',
+  logFormat: 'log-format',
   leaseDuration: 'lease-duration',
   plainHttp: 'plain-http',
   publicCaFile: 'public-ca-file',
@@ -365,6 +371,11 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
       `expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(levelV![0])}`,
     );
   }
+  const formatV = pick('logFormat');
+  const logFormat = formatV ? (formatV[0] as LogFormat) : null;
+  if (logFormat !== null && !LOG_FORMATS.includes(logFormat)) {
+    bad('log-format', formatV![1], `expected json or pretty, got ${JSON.stringify(formatV![0])}`);
+  }
   const leaseV = pick('leaseDuration');
   let leaseDurationSeconds = 60;
   if (leaseV) {
@@ -416,6 +427,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     stunPort,
     stunServers,
     logLevel,
+    logFormat,
     leaseDurationSeconds,
     plainHttp,
     publicCaFile,

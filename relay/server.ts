@@ -31,6 +31,7 @@ import { answerExpectation, frameworkErrorReply } from './http/error-replies.js'
 import { defaultMaxConnections, type HttpLimits, openFilesWarning } from './http/http-limits.js';
 import { httpConnectionFamilies } from './http/http-metrics.js';
 import { readOpenFileLimit } from './http/open-file-limit.js';
+import { DebugRequestLog } from './http/request-log-controller.js';
 import { addRequestChecks, nodeServerLimits } from './http/server-options.js';
 import {
   ensureAdminKey,
@@ -360,6 +361,8 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
         }
       : { http: serverLimits }),
     loggerInstance: log,
+    // Per-request lines at debug, not info.
+    logController: new DebugRequestLog(),
     bodyLimit: BODY_LIMIT,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     // The onRequest check answers requests during close with the error envelope (503 CLOSED).

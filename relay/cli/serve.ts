@@ -3,13 +3,15 @@
  * print where it listens, its CA pin and (on first start only) the admin access key; on SIGINT/SIGTERM
  * drain (RunningRelay.drain: readiness fails, agents are moved once in-flight hub requests are done) and exit 0
  * within --drain-grace; a second signal exits at once. Logs go to stderr so stdout carries only what this command prints; with
- * `--output json` that is one JSON object per line, the first `{"event":"ready",...}`.
+ * `--output json` that is one JSON object per line, the first `{"event":"ready",...}`. Logs are pretty on a
+ * terminal and JSON otherwise (`--log-format` decides).
  */
 import { Command, Option } from 'commander';
 import { jsonLogStream, type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { keepAlive, untilSignal } from '../../shared/cli/signals.js';
 import { resolveRelayConfig } from '../config.js';
 import { STORE_PASSWORD_ENV } from '../config-store.js';
+import { prettyLogStream } from '../pretty-log.js';
 import { type StartOptions, startRelay } from '../server.js';
 
 interface ServeFlags {
@@ -28,6 +30,7 @@ interface ServeFlags {
   stunServer?: string[];
   config?: string;
   logLevel?: string;
+  logFormat?: string;
   leaseDuration?: string;
   plainHttp?: boolean;
   publicCaFile?: string;
@@ -80,6 +83,10 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     .option('--config <file>', 'YAML config file; keys mirror the flags')
     .addOption(
       new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default info)'),
+    )
+    .option(
+      '--log-format <json|pretty>',
+      'log lines on stderr: pretty (one readable line per event) or json (default: pretty on a terminal, else json)',
     )
     .option('--lease-duration <seconds>', 'lease duration handed to agents, 10-3600 (default 60)')
     .option(
@@ -146,7 +153,9 @@ async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<voi
     configFile: configFile ?? null,
   });
   const out = streamPrinter();
-  const relay = await startRelay(config, { logStream: jsonLogStream(process.stderr), ...startOptions });
+  const pretty = (config.logFormat ?? (process.stderr.isTTY ? 'pretty' : 'json')) === 'pretty';
+  const logStream = pretty ? prettyLogStream(process.stderr) : jsonLogStream(process.stderr);
+  const relay = await startRelay(config, { logStream, ...startOptions });
   if (output === 'json') {
     out.jsonLine({
       event: 'ready',

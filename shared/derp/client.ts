@@ -18,7 +18,13 @@ import { type Clock, realClock, type TimerHandle } from '../clock.js';
 import { isTunnelError, TunnelError } from '../errors.js';
 import { checkPin, parseCaPin } from '../http/pin.js';
 import { KEY_LEN } from '../keys.js';
-import { type BackoffOptions, backoffDelay, DEFAULT_BACKOFF } from './backoff.js';
+import {
+  type BackoffOptions,
+  backoffDelay,
+  DEFAULT_BACKOFF,
+  RECONNECT_FLOOR_MS,
+  STABLE_CONNECTION_MS,
+} from './backoff.js';
 import type {
   DerpClient,
   DerpClientOptions,
@@ -82,6 +88,8 @@ class WsDerpClient implements DerpClient {
   #phase: 'serverKey' | 'serverInfo' | 'up' = 'serverKey';
   #key: Uint8Array | null = null;
   #attempt = 0;
+  /** When the current connection came up (clock ms), or null while not connected. */
+  #upSince: number | null = null;
   #lastRx = 0;
   #lastError: TunnelError | undefined;
   #restart: (RestartingBody & { at: number }) | null = null;
@@ -244,7 +252,8 @@ class WsDerpClient implements DerpClient {
     this.#key = null;
     this.#phase = 'up';
     this.#clock.clearTimer(this.#hsTimer);
-    this.#attempt = 0;
+    // The attempt count starts over only once this connection has proved stable (see #onClose).
+    this.#upSince = this.#clock.now();
     this.#restart = null;
     this.stats.connects++;
     this.#state = 'connected';
@@ -289,6 +298,9 @@ class WsDerpClient implements DerpClient {
         error = new TunnelError('CONFLICT', `another connection with this key replaced this one${why}`);
       else error = new TunnelError('CLOSED', `relay closed the connection (code ${code})${why}`);
     }
+    const upSince = this.#upSince;
+    this.#upSince = null;
+    if (upSince !== null && this.#clock.now() - upSince >= STABLE_CONNECTION_MS) this.#attempt = 0;
     // Replaced by a live twin (a cloned key or a second process): wait long so the two do not flap.
     if (code === DerpCloseCode.Replaced) this.#attempt = Math.max(this.#attempt, REPLACED_MIN_ATTEMPT);
     this.#attempt++;
@@ -299,6 +311,10 @@ class WsDerpClient implements DerpClient {
   }
 
   #nextDelay(): number {
+    return Math.max(RECONNECT_FLOOR_MS, this.#backoffOrRestart());
+  }
+
+  #backoffOrRestart(): number {
     const r = this.#restart;
     if (r) {
       const since = this.#clock.now() - r.at;

@@ -37,8 +37,12 @@ export interface ServedRelay {
 }
 
 /** Starts `tunnel-relay serve` on a data dir; `adminKey` is needed again on a restart (printed once). */
-export async function serve(dataDir: string, adminKey?: string): Promise<ServedRelay> {
-  const { proc, ready } = await startServe(dataDir, '127.0.0.1:0');
+export async function serve(
+  dataDir: string,
+  adminKey?: string,
+  extra: readonly string[] = [],
+): Promise<ServedRelay> {
+  const { proc, ready } = await startServe(dataDir, '127.0.0.1:0', extra);
   const key = adminKey ?? ready.adminKey;
   if (!key) throw new Error('no admin key: pass the one from the first start');
   const adminEnv = cleanEnv({

@@ -15,7 +15,8 @@ let relay: ServedRelay;
 
 beforeAll(async () => {
   buildIfStale();
-  relay = await serve(tempDir('abuse-token-query-'));
+  // Per-request lines are debug lines.
+  relay = await serve(tempDir('abuse-token-query-'), undefined, ['--log-level', 'debug']);
   await createCluster(relay, 'vals');
 }, 60_000);
 

@@ -12,7 +12,7 @@ import type { ProxySettings } from '../../shared/proxy/proxy-config.js';
 import type { Values } from '../../shared/values/deep-merge.js';
 import { effectiveValues } from '../../shared/values/values-file.js';
 import type { AgentApi } from './api.js';
-import { Backoff, jittered } from './backoff.js';
+import { BACKOFF_CAP_MS, Backoff, jittered } from './backoff.js';
 import { LeaseLoop } from './lease-loop.js';
 import { type StateDir, stateDirFlag } from './state-dir.js';
 import {
@@ -267,11 +267,9 @@ export class Agent {
   }
 
   #onLease(res: LeaseResponse): void {
-    const recovered = this.#failures > 0;
     this.#leaseRenewedAt = new Date(this.#clock.wallNow()).toISOString();
     if (this.#status !== 'Accepted') this.#saveRegistration('Accepted', this.#state.tunnel);
     this.#ok();
-    if (recovered) this.#log(`lease renewed again after the relay came back`);
     if (res.valuesVersion !== this.#valuesVersion) {
       this.#valuesVersion = res.valuesVersion;
       void this.#refreshValues();
@@ -352,16 +350,24 @@ export class Agent {
   }
 
   #ok(): void {
+    if (this.#failures > 0) this.#log(`the relay answers again after ${this.#failures} failed attempts`);
     this.#failures = 0;
     this.#lastError = null;
   }
 
+  /**
+   * One line for the first failure of a streak, none for the retries that follow (status.json keeps the last
+   * error); #ok logs the end of the streak.
+   */
   #fail(err: unknown, retryInMs: number): void {
     this.#failures++;
     this.#lastError = describe(err);
-    this.#log(
-      `${this.#lastError}; retrying in ${(retryInMs / 1000).toFixed(1)}s (attempt ${this.#failures})`,
-    );
+    if (this.#failures === 1) {
+      this.#log(
+        `${this.#lastError}; retrying in ${(retryInMs / 1000).toFixed(1)}s, then with backoff (at most ` +
+          `${BACKOFF_CAP_MS / 1000}s apart)`,
+      );
+    }
     this.#writeStatus();
   }
 

@@ -36,6 +36,7 @@ import type { Peer } from '../../shared/wireguard/device.js';
 import { TRANSPORT_OVERHEAD } from '../../shared/wireguard/transport.js';
 import type { ConnectionStats, PathDetail, Tunnel } from '../agent/types.js';
 import { AgentDirect, directWanted } from './agent-direct.js';
+import { RelayOutageLog } from './relay-outage-log.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
 export const DEFAULT_DEAD_AFTER_MS = 6_000;
@@ -88,6 +89,7 @@ export class AgentSession {
   readonly #probeMs: number;
   readonly #deadMs: number;
   readonly #direct: AgentDirect | undefined;
+  readonly #outage: RelayOutageLog;
   #timer: TimerHandle | undefined;
   #connected = false;
   #lastRefresh: number;
@@ -157,6 +159,7 @@ export class AgentSession {
       this.#changed();
     });
     const connect = o.connect ?? connectDerp;
+    this.#outage = new RelayOutageLog(t.derpUrl);
     this.derp = connect({
       ...o.derp,
       url: t.derpUrl,
@@ -180,16 +183,11 @@ export class AgentSession {
               ? `${e.error.code}: ${e.error.message}`
               : `relay connection closed (code ${e.closeCode ?? '-'})`,
           );
-        if (e.state === 'connected') {
-          o.log?.(`relay connected (${t.derpUrl}); starting WireGuard handshake`);
-          // Forced past the one-per-5-s limit: behind a load balancer the new connection may reach another
-          // relay replica, whose hub holds none of our sessions, seconds after the last handshake.
-          this.hub.sendHandshakeInitiation(false, { force: true });
-        } else if (e.state === 'reconnecting') {
-          o.log?.(
-            `relay connection lost${e.error ? ` (${e.error.code}: ${e.error.message})` : ''}; retrying in ${((e.delayMs ?? 0) / 1000).toFixed(1)}s`,
-          );
-        }
+        const line = this.#outage.note(e, this.#clock.now());
+        if (line !== null) o.log?.(line);
+        // Forced past the one-per-5-s limit: behind a load balancer the new connection may reach another
+        // relay replica, whose hub holds none of our sessions, seconds after the last handshake.
+        if (e.state === 'connected') this.hub.sendHandshakeInitiation(false, { force: true });
         this.#evaluate();
       },
     });
