@@ -212,3 +212,35 @@ describe('cluster create --upstream', () => {
     expect((await run(RELAY_BIN, ['cluster', 'get', 'bad-up'], adminEnv)).code).toBe(1);
   });
 });
+
+describe('agent --log-format json', () => {
+  it('join and run write one JSON object per log line', async () => {
+    const command = await createCluster('json-log');
+    const stateDir = join(tempDir('join-upstream-json-'), 's');
+    const joined = await run(
+      CLIENT_BIN,
+      [...joinCommandWords(command), '--state-dir', stateDir, '--wait', '--log-format', 'json'],
+      cleanEnv(),
+      45_000,
+    );
+    expect(joined.code, joined.stderr).toBe(0);
+    const records = joined.stderr
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { time: string; level: string; msg: string });
+    expect(records.find((r) => r.msg.startsWith('registered cluster json-log'))?.level).toBe('info');
+    expect(records.find((r) => r.msg.startsWith('warning: no --upstream'))?.level).toBe('warn');
+    const agent = new Proc(
+      CLIENT_BIN,
+      ['run', '--state-dir', stateDir],
+      cleanEnv({ TUNNEL_CLIENT_LOG_FORMAT: 'json' }),
+    );
+    try {
+      await waitConnected(adminEnv, 'json-log');
+      await agent.waitFor((p) => /relay connected/.test(p.stderr), 10_000, 'the connected line');
+      for (const l of agent.stderr.split('\n').filter(Boolean)) expect(() => JSON.parse(l), l).not.toThrow();
+    } finally {
+      await agent.stop();
+    }
+  }, 90_000);
+});

@@ -1,6 +1,7 @@
 /** What the tunnel-client commands share: the state dir flag and a relay client built from saved state. */
 import { Option } from 'commander';
-import { escapeLines, escapeText } from '../../shared/cli/terminal-escape.js';
+import { choiceOption } from '../../shared/cli/choice-option.js';
+import { escapeLines, escapeText, safeJson } from '../../shared/cli/terminal-escape.js';
 import { RelayClient } from '../../shared/http/client.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
 import { AgentApi } from '../agent/api.js';
@@ -31,14 +32,39 @@ export function apiFromState(stateDir: StateDir, state: AgentState): { client: R
 
 let progressShown = false;
 
+export type LogFormat = 'pretty' | 'json';
+let logFormat: LogFormat = 'pretty';
+
+/** `--log-format` of the long-running commands (join, run): pretty text lines (default) or JSON lines. */
+export function logFormatOption(): Option {
+  return choiceOption<LogFormat>(
+    '--log-format <format>',
+    'log lines on stderr: pretty (a timestamp and the text) or json ({"time","level","msg"} per line)',
+    ['pretty', 'json'],
+  ).env('TUNNEL_CLIENT_LOG_FORMAT');
+}
+
+/** Sets how stderrLog writes, for the rest of this process. */
+export function useLogFormat(format: LogFormat | undefined): void {
+  logFormat = format ?? 'pretty';
+}
+
 /**
- * Writes a log line to stderr with a timestamp (ending a progress line first, if one is shown). Lines quote relay
- * answers: control and bidi characters are escaped (shared/cli/terminal-escape.ts), as in every CLI output.
+ * Writes a log line to stderr with a timestamp (ending a progress line first, if one is shown), or with
+ * `--log-format json` one JSON object. Lines quote relay answers: control and bidi characters are escaped
+ * (shared/cli/terminal-escape.ts), as in every CLI output.
  */
 export function stderrLog(line: string): void {
+  const time = new Date().toISOString();
+  if (logFormat === 'json') {
+    process.stderr.write(
+      `${safeJson({ time, level: /^warning\b/.test(line) ? 'warn' : 'info', msg: line })}\n`,
+    );
+    return;
+  }
   const lead = progressShown ? '\n' : '';
   progressShown = false;
-  process.stderr.write(`${lead}${new Date().toISOString()} ${escapeLines(line)}\n`);
+  process.stderr.write(`${lead}${time} ${escapeLines(line)}\n`);
 }
 
 /** Ends a shown progress line, so what follows (an error, a result) starts on its own line. */
@@ -49,7 +75,7 @@ export function endProgress(): void {
 
 /** On a terminal, a progress writer that keeps rewriting one stderr line; elsewhere undefined. */
 export function terminalProgress(): ((line: string) => void) | undefined {
-  if (!process.stderr.isTTY) return undefined;
+  if (!process.stderr.isTTY || logFormat === 'json') return undefined;
   return (line) => {
     progressShown = true;
     process.stderr.write(`\r\x1b[K${escapeText(line)}`);

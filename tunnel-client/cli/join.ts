@@ -33,7 +33,16 @@ import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
 import { inClusterApi } from '../dialer/in-cluster.js';
 import { agentProxySettings } from '../egress/agent-proxy.js';
-import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
+import {
+  endProgress,
+  type LogFormat,
+  logFormatOption,
+  openStateDir,
+  stateDirOption,
+  stderrLog,
+  terminalProgress,
+  useLogFormat,
+} from './context.js';
 import type { ClientProgramOptions } from './program.js';
 import { checkStunServersWithEgress, stunServerOption } from './stun-server-option.js';
 
@@ -55,6 +64,7 @@ interface JoinFlags {
   wait?: boolean;
   waitTimeout?: string;
   output: OutputFormat;
+  logFormat?: LogFormat;
 }
 
 export function joinCommand(opts: ClientProgramOptions = {}): Command {
@@ -105,6 +115,7 @@ export function joinCommand(opts: ClientProgramOptions = {}): Command {
       'with --wait: give up after this long (e.g. 5m; default: wait forever)',
     )
     .addOption(outputOption())
+    .addOption(logFormatOption())
     .addHelpText(
       'after',
       `
@@ -116,7 +127,10 @@ Examples:
   TUNNEL_CLIENT_PSK=trk_... tunnel-client join --relay https://relay.example:8443 --cluster edge-2 \\
     --ca-pin sha256:... --claim region=eu --values ./local.yaml --wait`,
     )
-    .action(async (flags: JoinFlags) => join(flags, opts));
+    .action(async (flags: JoinFlags) => {
+      useLogFormat(flags.logFormat);
+      await join(flags, opts);
+    });
 }
 
 /**

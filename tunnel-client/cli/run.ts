@@ -11,7 +11,16 @@ import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
 import { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { settingsFromState } from '../egress/agent-proxy.js';
-import { endProgress, openStateDir, stateDirOption, stderrLog, terminalProgress } from './context.js';
+import {
+  endProgress,
+  type LogFormat,
+  logFormatOption,
+  openStateDir,
+  stateDirOption,
+  stderrLog,
+  terminalProgress,
+  useLogFormat,
+} from './context.js';
 import type { ClientProgramOptions } from './program.js';
 import { checkStunServersWithEgress, stunServerOption } from './stun-server-option.js';
 
@@ -20,6 +29,7 @@ interface RunFlags {
   proxy?: string;
   proxyCaFile?: string;
   stunServer?: string[];
+  logFormat?: LogFormat;
 }
 
 export function runCommand(opts: ClientProgramOptions = {}): Command {
@@ -33,7 +43,9 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
     )
     .option('--proxy-ca-file <file>', 'PEM CA certificate(s) of an https:// proxy (saved)')
     .addOption(stunServerOption())
+    .addOption(logFormatOption())
     .action(async (flags: RunFlags) => {
+      useLogFormat(flags.logFormat);
       // Bad settings stop here (BAD_CONFIG), not later in the session loop.
       const cipher = defaultAead().name;
       opts.dataPlane?.check?.();
