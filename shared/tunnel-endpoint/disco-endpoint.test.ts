@@ -8,7 +8,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../clock.js';
 import { isDiscoMessage } from '../disco/disco-codec.js';
-import { buildIcmpEchoPacket, ICMP_ECHO_REQUEST, parseIpv4Address } from '../ip/index.js';
+import { parseIpv4Address } from '../ip/index.js';
+import { buildUdpPacket } from '../ip/udp.js';
 import { generateKeyPair, generatePresharedKey, type KeyPair } from '../keys.js';
 import type { Path } from './path.js';
 import type { PathTimers } from './path-timers.js';
@@ -19,6 +20,7 @@ import { UdpTransport } from './udp-transport.js';
 const HUB = '100.64.0.1';
 const AGENT = '100.64.0.2';
 const LO = '127.0.0.1';
+const ECHO_PORT = 7;
 /** A tenth of the defaults: trust 250 ms, pings every 100 ms under traffic. */
 const FAST: Partial<PathTimers> = {
   activeMs: 1_000,
@@ -77,15 +79,16 @@ async function node(address: string, role: 'client' | 'server', gate: { open: bo
       udp: gated,
       disco: { timers: FAST },
       streams: { role },
-      onPacket: (p, peer) => {
+      onPacket: (p) => {
         n.got++;
         n.gotAt.push(Date.now());
-        if (p[20] !== ICMP_ECHO_REQUEST) return;
-        const reply = Buffer.from(p);
-        reply.set(p.subarray(16, 20), 12);
-        reply.set(p.subarray(12, 16), 16);
-        reply[20] = 0;
-        peer.send(reply);
+        if (p.readUInt16BE(22) !== ECHO_PORT) return;
+        n.endpoint.send(
+          buildUdpPacket(
+            { src: p.readUInt32BE(16), dst: p.readUInt32BE(12), srcPort: ECHO_PORT, dstPort: ECHO_PORT + 1 },
+            p.subarray(28),
+          ),
+        );
       },
     }),
   };
@@ -118,16 +121,14 @@ function relayed(from: Node, to: () => Node): Path {
   };
 }
 
+/**
+ * Application traffic (an inner UDP datagram to ECHO_PORT, which the other side answers): ICMP would not do,
+ * it is what the sessions' liveness probes use and does not count as traffic for the selector's pacing.
+ */
 function echo(seq: number): Buffer {
-  return buildIcmpEchoPacket(
-    {
-      src: parseIpv4Address(AGENT),
-      dst: parseIpv4Address(HUB),
-      type: ICMP_ECHO_REQUEST,
-      identifier: 7,
-      sequence: seq,
-    },
-    Buffer.from('disco'),
+  return buildUdpPacket(
+    { src: parseIpv4Address(AGENT), dst: parseIpv4Address(HUB), srcPort: ECHO_PORT + 1, dstPort: ECHO_PORT },
+    Buffer.from(`disco ${seq}`),
   );
 }
 

@@ -28,7 +28,14 @@ import {
 import { DiscoKeyring } from '../disco/disco-keyring.js';
 import { ReplayGuard } from '../disco/replay-guard.js';
 import { keyToBase64 } from '../keys.js';
-import { type LocalConditions, PathSelector, type PathSnapshot, type Route } from './path-selector.js';
+import {
+  emptyProbeCounts,
+  type LocalConditions,
+  PathSelector,
+  type PathSnapshot,
+  type ProbeCounts,
+  type Route,
+} from './path-selector.js';
 import type { PathTimers } from './path-timers.js';
 
 export type DiscoSource =
@@ -70,11 +77,15 @@ export interface DiscoPeer {
   readonly selector: PathSelector;
   /** The selector's route now. */
   readonly route: Route;
-  /** A datagram was sent to or received from the peer. */
+  /** Application traffic within the selector's active window. */
+  readonly active: boolean;
+  /** An application packet was sent to or received from the peer. */
   noteTraffic(): void;
 }
 
 interface PeerState extends DiscoPeer {
+  /** The route the last onRouteChange reported (switches are counted against it). */
+  lastRoute: Route;
   timer: TimerHandle | undefined;
   heard: boolean;
   lastCallMeMaybeAt: number;
@@ -93,6 +104,9 @@ export interface DiscoStats {
   /** Path MTU probes received (and answered), and acks to ours. */
   probes: number;
   probeAcks: number;
+  /** Route changes to `direct` (upgrades), and from `direct` to `both` or `relayed` (fallbacks). */
+  toDirect: number;
+  fromDirect: number;
 }
 
 export class DiscoPeers {
@@ -105,7 +119,11 @@ export class DiscoPeers {
     callMeMaybes: 0,
     probes: 0,
     probeAcks: 0,
+    toDirect: 0,
+    fromDirect: 0,
   };
+  /** Our disco pings to every peer, by carrier and outcome. */
+  readonly pingOutcomes: ProbeCounts = emptyProbeCounts();
   readonly #o: DiscoPeersOptions;
   readonly #clock: Clock;
   readonly #keyring: DiscoKeyring;
@@ -161,11 +179,16 @@ export class DiscoPeers {
         clock: this.#clock,
         conditions: this.#conditions,
         ...(this.#o.timers ? { timers: this.#o.timers } : {}),
-        onRouteChange: () => this.#o.onRouteChange(peerKey, state.selector.route, state.selector.remote),
+        counts: this.pingOutcomes,
+        onRouteChange: () => this.#routeChanged(state),
       }),
       get route() {
         return state.selector.route;
       },
+      get active() {
+        return state.selector.active;
+      },
+      lastRoute: 'relayed',
       noteTraffic: () => {
         if (state.selector.noteTraffic()) this.#poll(state);
       },
@@ -280,6 +303,14 @@ export class DiscoPeers {
     this.#closed = true;
     for (const state of this.#peers.values()) this.#clock.clearTimer(state.timer);
     this.#peers.clear();
+  }
+
+  #routeChanged(state: PeerState): void {
+    const route = state.selector.route;
+    if (route === 'direct' && state.lastRoute !== 'direct') this.stats.toDirect++;
+    if (route !== 'direct' && state.lastRoute === 'direct') this.stats.fromDirect++;
+    state.lastRoute = route;
+    this.#o.onRouteChange(state.key, route, state.selector.remote);
   }
 
   #onPing(state: PeerState, txid: Buffer, from: DiscoSource): void {

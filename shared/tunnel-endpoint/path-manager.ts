@@ -3,6 +3,7 @@
  * (peer-paths.ts) exists for each peer the endpoint's device holds: the device's maxPeers caps both maps.
  */
 import { keyToBase64 } from '../keys.js';
+import { emptyPathBytes, type PathBytes } from './path.js';
 import { PeerPaths } from './peer-paths.js';
 
 export interface PathManagerOptions {
@@ -11,6 +12,8 @@ export interface PathManagerOptions {
 }
 
 export class PathManager {
+  /** Bytes sent and received on each kind of path, over every peer (the entries add to it). */
+  readonly bytes: PathBytes = emptyPathBytes();
   readonly #onPathChange: (peer: PeerPaths) => void;
   readonly #byKey = new Map<string, PeerPaths>();
   readonly #byAddress = new Map<number, PeerPaths>();
@@ -25,7 +28,12 @@ export class PathManager {
 
   /** A new entry for a peer, not yet held: `hold()` it once the device accepted the peer. */
   create(publicKey: Buffer, address: number): PeerPaths {
-    return new PeerPaths({ publicKey, address, onPathChange: (p) => this.#changed(p) });
+    return new PeerPaths({
+      publicKey,
+      address,
+      bytes: this.bytes,
+      onPathChange: (p) => this.#changed(p),
+    });
   }
 
   /** Holds `peer` (replacing an entry with the same key or address). */

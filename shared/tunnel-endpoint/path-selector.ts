@@ -65,6 +65,13 @@ export interface PathSnapshot {
   readonly fallbacks: number;
 }
 
+/** Pings sent, answered and lost (unanswered within pingTimeoutMs, or forgotten past the cap), by carrier. */
+export type ProbeCounts = Record<ProbeTarget['via'], { sent: number; answered: number; lost: number }>;
+
+export function emptyProbeCounts(): ProbeCounts {
+  return { relay: { sent: 0, answered: 0, lost: 0 }, udp: { sent: 0, answered: 0, lost: 0 } };
+}
+
 export interface PathSelectorOptions {
   readonly clock: Clock;
   readonly timers?: Partial<PathTimers>;
@@ -76,6 +83,8 @@ export interface PathSelectorOptions {
   readonly newTxid?: () => Buffer;
   /** The route or the direct remote changed (called after the change). */
   readonly onRouteChange?: () => void;
+  /** Where this selector's pings are counted (shared by the selectors of an endpoint). */
+  readonly counts?: ProbeCounts;
 }
 
 interface Candidate {
@@ -106,6 +115,7 @@ export class PathSelector {
   readonly #newTxid: () => Buffer;
   readonly #onRouteChange: () => void;
   readonly #pending: PendingPings<ProbeTarget>;
+  readonly #counts: ProbeCounts;
   readonly #candidates = new Map<string, Candidate>();
   #conditions: LocalConditions;
   #best: Candidate | undefined;
@@ -134,11 +144,17 @@ export class PathSelector {
     this.#pending = new PendingPings(o.maxPending ?? 64);
     this.#newTxid = o.newTxid ?? newTxid;
     this.#onRouteChange = o.onRouteChange ?? (() => {});
+    this.#counts = o.counts ?? emptyProbeCounts();
     this.#conditions = { ...DEFAULT_CONDITIONS, ...o.conditions };
   }
 
   get route(): Route {
     return this.#route;
+  }
+
+  /** Traffic (noteTraffic) within activeMs: fast pacing and the short trust window. */
+  get active(): boolean {
+    return this.#trafficActive(this.#clock.now());
   }
 
   /** The direct remote while the route is `direct` or `both`. */
@@ -276,11 +292,13 @@ export class PathSelector {
     const now = this.#clock.now();
     if (ping.target.via !== arrived.via) return false;
     if (ping.target.via === 'relay') {
+      this.#counts.relay.answered++;
       this.#relayRttMs = now - ping.sentAt;
       return true;
     }
     const key = addressKey(ping.target.to);
     if (arrived.via !== 'udp' || !key || key !== addressKey(arrived.to)) return false;
+    this.#counts.udp.answered++;
     const c = this.#candidates.get(key);
     if (c) this.#answered(c, now - ping.sentAt, now);
     return true;
@@ -375,12 +393,14 @@ export class PathSelector {
 
   #record(target: ProbeTarget, now: number): Probe {
     const txid = this.#newTxid();
+    this.#counts[target.via].sent++;
     const lost = this.#pending.add({ txid: txid.toString('hex'), target, sentAt: now });
     if (lost) this.#lost(lost.target);
     return { txid, target };
   }
 
   #lost(target: ProbeTarget): void {
+    this.#counts[target.via].lost++;
     if (target.via !== 'udp') return;
     const key = addressKey(target.to);
     const c = key ? this.#candidates.get(key) : undefined;

@@ -11,6 +11,13 @@ import type { PacketRoom } from '../packet-room.js';
 
 export type PathKind = 'relayed' | 'direct';
 
+/** WireGuard datagram bytes an endpoint moved on each kind of path (received: authenticated ones only). */
+export type PathBytes = Record<PathKind, { in: number; out: number }>;
+
+export function emptyPathBytes(): PathBytes {
+  return { relayed: { in: 0, out: 0 }, direct: { in: 0, out: 0 } };
+}
+
 /** No path carries a larger datagram (a DERP frame's payload limit; above any UDP payload). */
 export const MAX_PATH_MTU = 65_535;
 

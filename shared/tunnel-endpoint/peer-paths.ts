@@ -11,13 +11,15 @@
  * path added: a stock WireGuard peer that reaches the endpoint's UDP port is answered over UDP.
  */
 import type { Endpoint } from '../wireguard/peer-host.js';
-import type { Path, PathKind } from './path.js';
+import type { Path, PathBytes, PathKind } from './path.js';
 import type { Route } from './path-selector.js';
 
-/** What steers a peer's paths: its selector's route, and where its traffic is reported. */
+/** What steers a peer's paths: its selector's route, and where its application traffic is reported. */
 export interface PathSteering {
   readonly route: Route;
-  /** A datagram was sent to or received from the peer. */
+  /** Application traffic to or from the peer within the selector's active window. */
+  readonly active: boolean;
+  /** An application packet was sent to or received from the peer (not a keepalive, probe or handshake). */
   noteTraffic(): void;
 }
 
@@ -25,6 +27,8 @@ export interface PeerPathsOptions {
   publicKey: Buffer;
   /** The peer's tunnel address (u32). */
   address: number;
+  /** Where the datagram bytes sent on each kind of path are added (shared by the endpoint's peers). */
+  bytes?: PathBytes;
   /** The current path changed (its MTU may differ): called after the change. */
   onPathChange(peer: PeerPaths): void;
 }
@@ -36,6 +40,7 @@ export class PeerPaths implements Endpoint {
   readonly address: number;
   readonly #paths: Path[] = [];
   readonly #onPathChange: (peer: PeerPaths) => void;
+  readonly #bytes: PathBytes | undefined;
   #current: Path | undefined;
   /** The relayed path while the route is `both` (each datagram also goes there). */
   #alsoRelayed: Path | undefined;
@@ -47,6 +52,7 @@ export class PeerPaths implements Endpoint {
     this.address = o.address;
     this.key = `peer:${o.publicKey.toString('base64')}`;
     this.#onPathChange = o.onPathChange;
+    this.#bytes = o.bytes;
   }
 
   /** The path datagrams take now; undefined while the peer has none. */
@@ -68,9 +74,21 @@ export class PeerPaths implements Endpoint {
     return this.#alsoRelayed !== undefined;
   }
 
+  /**
+   * Application traffic to or from the peer within its selector's active window; true for a peer nobody
+   * steers (a stock WireGuard peer is kept at the pace of an active one).
+   */
+  get active(): boolean {
+    return this.#steering?.active ?? true;
+  }
+
+  /** An application packet (not a keepalive, probe or handshake) went to or came from the peer. */
+  noteTraffic(): void {
+    this.#steering?.noteTraffic();
+  }
+
   /** A datagram from the peer authenticated on its path of `kind`. */
   arrivedOn(kind: PathKind): void {
-    this.#steering?.noteTraffic();
     if (this.#arrivedOn === kind) return;
     this.#arrivedOn = kind;
     this.#select();
@@ -99,13 +117,19 @@ export class PeerPaths implements Endpoint {
   send(datagram: Buffer): boolean {
     const current = this.#current;
     if (!current) return false;
-    this.#steering?.noteTraffic();
     const relayed = this.#alsoRelayed;
-    if (!relayed) return current.send(datagram);
+    if (!relayed) return this.#sendOn(current, datagram);
     // The relayed path may frame the datagram in place and hand its memory back to a pool: it gets the
     // original, the direct path a copy.
-    const direct = current.send(Buffer.from(datagram));
-    return relayed.send(datagram) || direct;
+    const direct = this.#sendOn(current, Buffer.from(datagram));
+    return this.#sendOn(relayed, datagram) || direct;
+  }
+
+  #sendOn(path: Path, datagram: Buffer): boolean {
+    const length = datagram.length;
+    const sent = path.send(datagram);
+    if (sent && this.#bytes) this.#bytes[path.kind].out += length;
+    return sent;
   }
 
   #select(): void {

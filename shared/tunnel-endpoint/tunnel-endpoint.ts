@@ -184,7 +184,7 @@ export class TunnelEndpoint {
       ...o.streams,
       local: o.address,
       clock: o.clock,
-      send: (p) => this.device.send(p),
+      send: (p) => this.#sendApp(p),
       roomFor: (remote) => this.roomFor(remote),
     });
   }
@@ -230,7 +230,7 @@ export class TunnelEndpoint {
 
   /** Sends an inner IP packet, routed by its destination address; false when it was dropped. */
   send(packet: Buffer): boolean {
-    return this.device.send(packet);
+    return this.#sendApp(packet);
   }
 
   /**
@@ -238,7 +238,10 @@ export class TunnelEndpoint {
    * null once it authenticated. Never throws.
    */
   receive(datagram: Buffer, from: PeerPaths): ReceiveDrop | null {
-    return this.device.receive(datagram, from);
+    const length = datagram.length;
+    const drop = this.device.receive(datagram, from);
+    if (drop === null) this.paths.bytes.relayed.in += length;
+    return drop;
   }
 
   /**
@@ -246,7 +249,10 @@ export class TunnelEndpoint {
    * or null once it authenticated. Never throws.
    */
   receiveFrom(datagram: Buffer, from: DatagramSource): ReceiveDrop | null {
-    return this.device.receiveFrom(datagram, from);
+    const length = datagram.length;
+    const drop = this.device.receiveFrom(datagram, from);
+    if (drop === null) this.paths.bytes.direct.in += length;
+    return drop;
   }
 
   /**
@@ -318,7 +324,19 @@ export class TunnelEndpoint {
     paths.arrivedOn('direct');
   }
 
+  /**
+   * Application traffic (anything but ICMP: the sessions' liveness probes are ICMP echo) marks the peer
+   * active, so its paths are probed at the fast pace; an idle peer is probed at keepalive pace.
+   */
   #up(packet: Buffer, peer: Peer<PeerPaths>): void {
-    if (isIcmpv4(packet) || !this.streams.input(packet)) this.#onPacket(packet, peer);
+    if (isIcmpv4(packet)) return void this.#onPacket(packet, peer);
+    peer.endpoint?.noteTraffic();
+    if (!this.streams.input(packet)) this.#onPacket(packet, peer);
+  }
+
+  /** An application packet (IPv4, destination at bytes 16..19): its peer is active. */
+  #sendApp(packet: Buffer): boolean {
+    if (packet.length >= 20) this.paths.forAddress(packet.readUInt32BE(16))?.noteTraffic();
+    return this.device.send(packet);
   }
 }

@@ -12,8 +12,10 @@
  * follows its selector (direct while its probes answer, the relay otherwise). `setPathPolicy('relay-only')`
  * (the cluster's `path` value) applies at once.
  *
- * Timers: every probeIntervalMs (2 s) an ICMP echo to the hub (RTT, liveness). The session counts as
- * connected while the relay is connected, a handshake completed and a probe reply arrived within
+ * Timers (liveness.ts): an ICMP echo to the hub (RTT, liveness) every probeIntervalMs (2 s) while the tunnel
+ * carries application traffic, every idleProbeIntervalMs (25 s) while idle; an unanswered probe is retried
+ * every 2 s and wakes the path selector (the path in use may have gone silent). The session counts as
+ * connected while the relay is connected, a handshake completed and no probe stayed unanswered for
  * deadAfterMs (6 s). When that lapses, or whenever the relay connection comes (back) up, a new
  * handshake is started (WireGuard itself limits initiations to one per 5 s). The DERP client reconnects
  * forever (backoff with jitter, capped at 30 s; Restarting frames shorten it).
@@ -36,6 +38,7 @@ import type { Peer } from '../../shared/wireguard/device.js';
 import { TRANSPORT_OVERHEAD } from '../../shared/wireguard/transport.js';
 import type { ConnectionStats, PathDetail, Tunnel } from '../agent/types.js';
 import { AgentDirect, directWanted } from './agent-direct.js';
+import { DEFAULT_IDLE_PROBE_INTERVAL_MS, Liveness } from './liveness.js';
 import { RelayOutageLog } from './relay-outage-log.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
@@ -62,6 +65,8 @@ export interface AgentSessionOptions {
   onInnerPacket?: (packet: Buffer) => void;
   log?: (line: string) => void;
   probeIntervalMs?: number;
+  /** Probe pace while the tunnel carries no application traffic (default 25 s). */
+  idleProbeIntervalMs?: number;
   deadAfterMs?: number;
   timers?: Partial<WireGuardTimers>;
   /** `--egress`: 443-only sends no UDP at all (default auto: UDP to the hub when the relay offers it). */
@@ -87,7 +92,7 @@ export class AgentSession {
   readonly #self: number;
   readonly #prober: EchoProber;
   readonly #probeMs: number;
-  readonly #deadMs: number;
+  readonly #liveness: Liveness;
   readonly #direct: AgentDirect | undefined;
   readonly #outage: RelayOutageLog;
   #timer: TimerHandle | undefined;
@@ -106,7 +111,12 @@ export class AgentSession {
     this.#o = o;
     this.#clock = o.clock ?? realClock;
     this.#probeMs = o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
-    this.#deadMs = o.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS;
+    this.#liveness = new Liveness({
+      clock: this.#clock,
+      probeMs: this.#probeMs,
+      idleProbeMs: o.idleProbeIntervalMs ?? DEFAULT_IDLE_PROBE_INTERVAL_MS,
+      deadMs: o.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
+    });
     this.#lastRefresh = this.#clock.now();
     const t = o.tunnel;
     const priv =
@@ -275,7 +285,10 @@ export class AgentSession {
   #onInner(packet: Buffer): void {
     const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;
     if (ip && ip.dst === this.#self) {
-      if (this.#prober.onPacket(ip)) return void this.#evaluate();
+      if (this.#prober.onPacket(ip)) {
+        this.#liveness.answered();
+        return void this.#evaluate();
+      }
       const reply = echoReplyFor(ip, this.#self);
       if (reply) return void this.hub.send(reply);
     }
@@ -287,18 +300,26 @@ export class AgentSession {
   }
 
   #probe(): void {
-    if (this.#relayUp() && this.hub.isSessionUp) this.hub.send(this.#prober.probe());
+    if (!this.#relayUp() || !this.hub.isSessionUp) return;
+    this.#liveness.sent();
+    this.hub.send(this.#prober.probe());
+  }
+
+  /** The hub's paths: their selector's view of application traffic decides the probe pace. */
+  #hubPaths(): PeerPaths | undefined {
+    return this.endpoint.paths.get(this.#hubKey.toString('base64'));
   }
 
   #armTick(): void {
     this.#timer = this.#clock.setTimer(this.#probeMs, () => {
       if (this.#closed) return;
-      this.#probe();
+      const paths = this.#hubPaths();
+      // An unanswered probe: the path in use may have gone silent; the selector checks its paths fast.
+      if (this.#liveness.retrying) paths?.noteTraffic();
+      if (this.#liveness.due(paths?.active ?? true)) this.#probe();
       this.#evaluate();
-      const last = this.#prober.lastReplyAt;
-      const stale = last === null || this.#clock.now() - last >= this.#deadMs;
       // A silent path (relay or hub restarted, keys lost): start over with a fresh handshake.
-      if (this.#relayUp() && stale) {
+      if (this.#relayUp() && this.#liveness.stale) {
         this.hub.sendHandshakeInitiation(false);
       }
       const st = this.stats();
@@ -312,13 +333,7 @@ export class AgentSession {
   }
 
   #evaluate(): void {
-    const last = this.#prober.lastReplyAt;
-    const up =
-      !this.#closed &&
-      this.#relayUp() &&
-      this.hub.isSessionUp &&
-      last !== null &&
-      this.#clock.now() - last < this.#deadMs;
+    const up = !this.#closed && this.#relayUp() && this.hub.isSessionUp && !this.#liveness.stale;
     if (up === this.#connected) return;
     this.#connected = up;
     this.#o.log?.(
