@@ -12,12 +12,13 @@ import { availableCondition, type Condition, joinedCondition } from './condition
 import type { RelayConfig } from './config.js';
 import type { DrainState } from './drain.js';
 import type { FailureLimits } from './failure-limits.js';
-import type { RelayHooks } from './hooks.js';
+import type { ConnectionPathDetail, RelayHooks } from './hooks.js';
 import type { MeshNode } from './mesh/mesh-node.js';
 import type { Metrics } from './metrics.js';
+import { PATH_REPORT_STALE_MS } from './path-reports.js';
 import type { ReservedKeys } from './reserved-keys.js';
 import type { PskSummary } from './store/psk-refusal.js';
-import type { AuditEntry, ClusterRecord, Store } from './store/types.js';
+import type { AgentPathRecord, AuditEntry, ClusterRecord, Store } from './store/types.js';
 import type { HubUdp } from './udp/hub-udp.js';
 
 export interface RelayContext {
@@ -75,6 +76,8 @@ export interface ClusterView {
   conditions: Condition[];
   connected: boolean;
   path: string;
+  /** While connected: the path's details (remote, RTT of each path, last switch, why not direct). */
+  pathDetail: PathDetailView | null;
   agentVersion: string | null;
   /** The agent reported an older release than this relay's (upgrade it); false when newer, equal or unknown. */
   agentOutdated: boolean;
@@ -89,12 +92,60 @@ export interface ClusterView {
   createdAt: string;
 }
 
+export interface PathDetailView {
+  remote: string | null;
+  rttDirectMs: number | null;
+  rttRelayedMs: number | null;
+  lastSwitch: string | null;
+  reason: string | null;
+}
+
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** What a cluster's view reads besides its record: the live status, the clock and the lease duration. */
 export type ViewContext = Pick<RelayContext, 'hooks' | 'clock' | 'config'>;
 
-export function clusterView(ctx: ViewContext, c: ClusterRecord): ClusterView {
+function pathDetailView(d: ConnectionPathDetail): PathDetailView {
+  return { ...d, lastSwitch: isoOrNull(d.lastSwitch) };
+}
+
+/**
+ * Connected, path and its details: this relay's hub's own view while it holds the agent's session, else what
+ * the replica holding it last wrote to the store (`reported`, while fresh: relay/path-reports.ts).
+ */
+function pathView(
+  ctx: ViewContext,
+  c: ClusterRecord,
+  reported: AgentPathRecord | undefined,
+): Pick<ClusterView, 'connected' | 'path' | 'pathDetail'> {
+  const live = ctx.hooks.connection(c.name);
+  if (live.connected)
+    return {
+      connected: true,
+      path: live.path,
+      pathDetail: live.pathDetail ? pathDetailView(live.pathDetail) : null,
+    };
+  const fresh =
+    reported &&
+    reported.path !== 'none' &&
+    ctx.clock.wallNow() - reported.reportedAt < PATH_REPORT_STALE_MS &&
+    c.publicKey !== null;
+  if (!fresh) return { connected: false, path: live.path, pathDetail: null };
+  return {
+    connected: true,
+    path: reported.path,
+    pathDetail: pathDetailView({
+      remote: reported.remote,
+      rttDirectMs: reported.rttDirectMs,
+      rttRelayedMs: reported.rttRelayedMs,
+      lastSwitch: reported.lastSwitchAt,
+      reason: reported.reason,
+    }),
+  };
+}
+
+/** The API form of a cluster; `reported`: its agent's path as the store has it (GET routes pass it). */
+export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: AgentPathRecord): ClusterView {
   const live = ctx.hooks.connection(c.name);
   return {
     name: c.name,
@@ -105,8 +156,7 @@ export function clusterView(ctx: ViewContext, c: ClusterRecord): ClusterView {
       joinedCondition(c),
       availableCondition(c, ctx.clock.wallNow(), ctx.config.leaseDurationSeconds),
     ],
-    connected: live.connected,
-    path: live.path,
+    ...pathView(ctx, c, reported),
     agentVersion: c.agentVersion,
     agentOutdated: c.agentVersion !== null && isOlderVersion(c.agentVersion, packageVersion()),
     publicKey: c.publicKey,
@@ -140,6 +190,7 @@ export function clusterDetailView(
   ctx: ViewContext,
   c: ClusterRecord,
   psk: PskSummary | null,
+  reported?: AgentPathRecord,
 ): ClusterDetailView {
   const current = pskAt(psk, ctx.clock.wallNow());
   const bootstrapPsk = current && {
@@ -147,7 +198,7 @@ export function clusterDetailView(
     expiresAt: new Date(current.expiresAt).toISOString(),
     usedAt: isoOrNull(current.usedAt),
   };
-  return { ...clusterView(ctx, c), bootstrapPsk };
+  return { ...clusterView(ctx, c, reported), bootstrapPsk };
 }
 
 export interface TunnelView {

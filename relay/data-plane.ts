@@ -31,8 +31,9 @@ import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
 import type { DerpLimits } from './derp/limits.js';
 import { createDerpServer, type DerpServer, type DerpServerOptions } from './derp/server.js';
 import type { AdmittedPeer, KeyEvent } from './hooks.js';
-import { HubNode, type HubNodeOptions } from './hub/hub-node.js';
+import { HUB_DEFAULT_MAX_PEERS, HubNode, type HubNodeOptions } from './hub/hub-node.js';
 import { loadHubKey } from './identity.js';
+import { PathReports } from './path-reports.js';
 import { discoFamilies, hubUdpFamilies } from './udp/udp-metrics.js';
 
 export interface DataPlaneOptions {
@@ -117,6 +118,12 @@ export async function mountDataPlane(
     ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
     limits: { ...configuredDerpLimits(ctx.config), ...opts.derpLimits },
   });
+  const pathReports = new PathReports({
+    store: ctx.store,
+    clock: ctx.clock,
+    maxAgents: opts.hub?.maxPeers ?? HUB_DEFAULT_MAX_PEERS,
+    log: (obj, msg) => log.warn(obj, msg),
+  });
   const hub: HubNode = new HubNode({
     privateKey: hubKey.privateKey,
     derp,
@@ -127,7 +134,10 @@ export async function mountDataPlane(
       if (p) setImmediate(() => watchAgent(p.publicKey));
       return p;
     },
-    onStatus: (cluster, s) => ctx.hooks.updateConnection(cluster, s),
+    onStatus: (cluster, s) => {
+      ctx.hooks.updateConnection(cluster, s);
+      pathReports.note(cluster, s);
+    },
     ...(ctx.udp ? { udp: ctx.udp.transport, disco: {} } : {}),
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
@@ -166,6 +176,7 @@ export async function mountDataPlane(
     derp.closeClient(key, why);
     hubMetrics.retire(e.publicKey);
     hub.removeAgent(e.publicKey);
+    pathReports.forget(e.cluster);
     if (report) ctx.hooks.updateConnection(e.cluster, { connected: false, path: 'none', rttMs: null });
   };
   const onAdmitted = (p: AdmittedPeer) => {

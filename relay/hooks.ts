@@ -39,6 +39,18 @@ export interface ConnectionChange {
   path: ConnectionStatus['path'];
 }
 
+/** The hub's path selector's view of a connected agent (shared/tunnel-endpoint/path-selector.ts). */
+export interface ConnectionPathDetail {
+  /** `host:port` of the agent's direct path while it is in use or being confirmed. */
+  remote: string | null;
+  rttDirectMs: number | null;
+  rttRelayedMs: number | null;
+  /** Wall-clock ms of the last change of path or direct remote. */
+  lastSwitch: number | null;
+  /** Why the agent is not on the direct path (RelayedReason), null while it is. */
+  reason: string | null;
+}
+
 export interface ConnectionStatus {
   connected: boolean;
   path: 'direct' | 'relayed' | 'none';
@@ -47,6 +59,8 @@ export interface ConnectionStatus {
   rttMs: number | null;
   bytesIn: number;
   bytesOut: number;
+  /** While connected, for an agent that speaks disco; else null. */
+  pathDetail?: ConnectionPathDetail | null;
 }
 
 export const NO_CONNECTION: ConnectionStatus = {
@@ -56,6 +70,7 @@ export const NO_CONNECTION: ConnectionStatus = {
   rttMs: null,
   bytesIn: 0,
   bytesOut: 0,
+  pathDetail: null,
 };
 
 export interface AdmittedPeer {

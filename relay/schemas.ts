@@ -60,6 +60,18 @@ export const Cluster = Type.Object(
     conditions: Type.Array(Condition),
     connected: Type.Boolean(),
     path: Type.String(),
+    pathDetail: Nullable(
+      Type.Object(
+        {
+          remote: Nullable(Type.String()),
+          rttDirectMs: Nullable(Type.Number()),
+          rttRelayedMs: Nullable(Type.Number()),
+          lastSwitch: Nullable(Type.String()),
+          reason: Nullable(Type.String()),
+        },
+        closed,
+      ),
+    ),
     agentVersion: Nullable(Type.String()),
     agentOutdated: Type.Boolean(),
     publicKey: Nullable(Type.String()),

@@ -6,6 +6,7 @@ import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import { clusterListCommand } from './cluster-list.js';
+import { type PathDetail, pathCell, pathLines } from './path-text.js';
 
 export interface Condition {
   type: string;
@@ -23,6 +24,7 @@ export interface Cluster {
   conditions?: Condition[];
   connected?: boolean;
   path?: string;
+  pathDetail?: PathDetail | null;
   agentVersion?: string | null;
   agentOutdated?: boolean;
   publicKey?: string | null;
@@ -77,7 +79,8 @@ function clusterDetail(c: Cluster): string[] {
     `group:         ${c.group}`,
     ...(c.displayName ? [`display name:  ${c.displayName}`] : []),
     `status:        ${c.status}`,
-    `connected:     ${c.connected ? 'yes' : 'no'} (path ${c.path ?? 'none'})`,
+    `connected:     ${c.connected ? 'yes' : 'no'} (path ${pathCell(c)})`,
+    ...pathLines(c, Date.now()),
     `address:       ${c.address ?? '-'}`,
     `public key:    ${c.publicKey ?? '-'}`,
     `agent version: ${c.agentVersion ?? '-'}${c.agentOutdated ? ' (older than the relay: upgrade the agent)' : ''}`,

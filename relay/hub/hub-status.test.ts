@@ -161,6 +161,52 @@ describe('HubStatus', () => {
     expect(r.status.of(r.rec).rttMs).toBe(7);
   });
 
+  it('an idle agent (its own probes every 25 s) stays connected and is not probed while they arrive', () => {
+    const r = rig({
+      statusIntervalMs: 1_000,
+      probeIntervalMs: 5_000,
+      deadAfterMs: 15_000,
+      idleProbeMs: 25_000,
+    });
+    const paths = { path: { kind: 'relayed' as const }, active: false };
+    const rec: StatusRecord = { ...r.rec, paths };
+    const status = new HubStatus({
+      clock: r.clock,
+      isConnected: () => true,
+      agents: () => [rec],
+      statusIntervalMs: 1_000,
+      probeIntervalMs: 5_000,
+      deadAfterMs: 15_000,
+      idleProbeMs: 25_000,
+    });
+    r.status.close();
+    closers.push(() => status.close());
+    r.agentSends();
+    status.of(rec);
+    for (let i = 0; i < 4; i++) {
+      r.clock.advance(24_000);
+      expect(status.of(rec).connected).toBe(true);
+      r.clock.advance(1_000);
+      r.agentSends(); // the agent's idle probe
+      r.pump();
+    }
+    expect(rec.prober.sent).toBe(0);
+    // The agent went quiet: the hub probes once nothing came for 25 + 5 s, and gives up after 15 + 25 s.
+    r.link.up = false;
+    r.clock.advance(31_000);
+    expect(rec.prober.sent).toBeGreaterThan(0);
+    expect(status.of(rec).connected).toBe(true);
+    r.clock.advance(10_000); // the status tick noted the last datagram up to 1 s after it came
+    expect(status.of(rec).connected).toBe(false);
+    // Under traffic the agent is probed every 5 s and gone 15 s after its last datagram.
+    paths.active = true;
+    r.link.up = true;
+    r.agentSends();
+    const sent = rec.prober.sent;
+    r.clock.advance(15_000);
+    expect(rec.prober.sent).toBeGreaterThan(sent);
+  });
+
   it('close stops the timer and report is silent', () => {
     const r = rig({ statusIntervalMs: 1_000 });
     r.agentSends();

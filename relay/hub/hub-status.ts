@@ -1,21 +1,26 @@
 /**
  * The hub's view of each agent's session: connected (relay connection up or the direct path current, a
- * handshake done, an authenticated datagram within deadAfterMs), path (the agent's current path),
- * lastHandshake, rttMs, bytesIn/Out. Every
+ * handshake done, an authenticated datagram within deadAfterMs, or within idleProbeMs + deadAfterMs while the
+ * agent is idle), path (the agent's current path), lastHandshake, rttMs, bytesIn/Out. Every
  * statusIntervalMs it reports every agent (onStatus) and pings each connected agent whose session is up
- * with ICMP echo at most every probeIntervalMs (its prober measures the RTT from the replies).
+ * with ICMP echo (its prober measures the RTT from the replies): every probeIntervalMs while the agent's
+ * tunnel carries application traffic; idle, only once nothing came from it for idleProbeMs + probeIntervalMs
+ * (an idle agent's own probes, every 25 s, normally keep it alive: an idle agent costs a few packets a minute).
  */
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { PathKind } from '../../shared/tunnel-endpoint/path.js';
+import type { PathSnapshot } from '../../shared/tunnel-endpoint/path-selector.js';
 import type { Peer } from '../../shared/wireguard/device.js';
-import type { ConnectionStatus } from '../hooks.js';
+import type { ConnectionPathDetail, ConnectionStatus } from '../hooks.js';
 import type { AgentRecord } from './peer-directory.js';
 
 export const DEFAULT_STATUS_INTERVAL_MS = 2_000;
 /** The hub pings each agent this often (RTT), once its session is up. */
 export const DEFAULT_HUB_PROBE_INTERVAL_MS = 5_000;
-/** No authenticated datagram from an agent for this long: not connected. */
+/** No authenticated datagram from an agent for this long: not connected (idle: idleProbeMs longer). */
 export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
+/** An idle agent probes the hub this often (tunnel-client/session/liveness.ts). */
+export const DEFAULT_HUB_IDLE_PROBE_MS = 25_000;
 
 /** The parts of an agent record the status reads and updates. */
 export type StatusRecord = Pick<
@@ -27,6 +32,8 @@ export type StatusRecord = Pick<
     readonly path: { readonly kind: PathKind } | undefined;
     /** A copy of each datagram also goes over the relay (a direct remote being confirmed). */
     readonly duplicating?: boolean;
+    /** Application traffic to or from the agent lately (absent: treated as active). */
+    readonly active?: boolean;
   };
 };
 
@@ -37,9 +44,13 @@ export interface HubStatusOptions {
   /** The agents reported on each tick. */
   agents(): Iterable<StatusRecord>;
   onStatus?: (cluster: string, status: ConnectionStatus) => void;
+  /** The agent's path selector's view (remote, RTTs, last switch, reason); absent without disco. */
+  pathOf?: (key: Buffer) => PathSnapshot | undefined;
   statusIntervalMs?: number;
   probeIntervalMs?: number;
   deadAfterMs?: number;
+  /** How often an idle agent probes the hub (default DEFAULT_HUB_IDLE_PROBE_MS). */
+  idleProbeMs?: number;
 }
 
 export class HubStatus {
@@ -47,6 +58,7 @@ export class HubStatus {
   readonly #statusMs: number;
   readonly #probeMs: number;
   readonly #deadMs: number;
+  readonly #idleMs: number;
   #timer: TimerHandle | undefined;
   #closed = false;
 
@@ -56,6 +68,7 @@ export class HubStatus {
     this.#statusMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
     this.#probeMs = opts.probeIntervalMs ?? DEFAULT_HUB_PROBE_INTERVAL_MS;
     this.#deadMs = opts.deadAfterMs ?? DEFAULT_HUB_DEAD_AFTER_MS;
+    this.#idleMs = opts.idleProbeMs ?? DEFAULT_HUB_IDLE_PROBE_MS;
     this.#arm();
   }
 
@@ -73,7 +86,8 @@ export class HubStatus {
       (direct || this.#o.isConnected(rec.key)) &&
       peer.lastHandshakeAt !== null &&
       rec.lastRxAt !== null &&
-      now - rec.lastRxAt < this.#deadMs;
+      now - rec.lastRxAt < this.#deadMs + (this.#active(rec) ? 0 : this.#idleMs);
+    const snap = connected ? this.#o.pathOf?.(rec.key) : undefined;
     return {
       connected,
       path: connected ? kind : 'none',
@@ -81,6 +95,7 @@ export class HubStatus {
       rttMs: connected ? rec.prober.roundedRttMs : null,
       bytesIn: peer.rxBytes,
       bytesOut: peer.txBytes,
+      pathDetail: snap ? pathDetailOf(snap, kind) : null,
     };
   }
 
@@ -101,13 +116,23 @@ export class HubStatus {
     this.#o.clock.clearTimer(this.#timer);
   }
 
+  #active(rec: StatusRecord): boolean {
+    return rec.paths?.active ?? true;
+  }
+
+  /** Active: every probeMs. Idle: only when the agent's own probes stopped arriving, then every probeMs. */
+  #probeDue(rec: StatusRecord, now: number): boolean {
+    if (now - rec.lastProbeAt < this.#probeMs) return false;
+    return this.#active(rec) || rec.lastRxAt === null || now - rec.lastRxAt >= this.#idleMs + this.#probeMs;
+  }
+
   #arm(): void {
     this.#timer = this.#o.clock.setTimer(this.#statusMs, () => {
       if (this.#closed) return;
       const now = this.#o.clock.now();
       for (const rec of this.#o.agents()) {
         const s = this.of(rec);
-        if (s.connected && rec.peer.isSessionUp && now - rec.lastProbeAt >= this.#probeMs) {
+        if (s.connected && rec.peer.isSessionUp && this.#probeDue(rec, now)) {
           rec.lastProbeAt = now;
           rec.peer.send(rec.prober.probe());
         }
@@ -116,4 +141,20 @@ export class HubStatus {
       this.#arm();
     });
   }
+}
+
+/** `host:port`, the host in brackets when it is IPv6. */
+function formatHostPort(a: { host: string; port: number }): string {
+  return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
+}
+
+/** The status form of a selector snapshot; `kind` is the path in use (no reason while it is direct). */
+export function pathDetailOf(snap: PathSnapshot, kind: PathKind): ConnectionPathDetail {
+  return {
+    remote: snap.remote ? formatHostPort(snap.remote) : null,
+    rttDirectMs: snap.rttMs.direct ?? null,
+    rttRelayedMs: snap.rttMs.relayed ?? null,
+    lastSwitch: snap.lastSwitchAt ?? null,
+    reason: kind === 'direct' && snap.route === 'direct' ? null : (snap.reason ?? null),
+  };
 }

@@ -143,8 +143,12 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
     const p = await principalOf(ctx, req);
     requireClusterRead(p, null, 'list clusters');
     const group = p.kind === 'key' && p.group !== null ? p.group : undefined;
-    const items = await ctx.store.listClusters(group === undefined ? {} : { group });
-    return { items: items.map((c) => clusterView(ctx, c)) };
+    const [items, paths] = await Promise.all([
+      ctx.store.listClusters(group === undefined ? {} : { group }),
+      ctx.store.agentPaths(),
+    ]);
+    const pathOf = new Map(paths.map((p) => [p.cluster, p]));
+    return { items: items.map((c) => clusterView(ctx, c, pathOf.get(c.name))) };
   });
 
   app.get(
@@ -154,7 +158,11 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const c = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
-      return clusterDetailView(ctx, c, await ctx.store.currentPsk(c.name, ctx.clock.wallNow()));
+      const [psk, [reported]] = await Promise.all([
+        ctx.store.currentPsk(c.name, ctx.clock.wallNow()),
+        ctx.store.agentPaths(c.name),
+      ]);
+      return clusterDetailView(ctx, c, psk, reported);
     },
   );
 

@@ -97,6 +97,19 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX agent_locations_replica ON agent_locations (replica);
   `,
+  // 5: each agent's path as the hub holding its session reports it, so every replica shows the same.
+  `
+  CREATE TABLE agent_paths (
+    cluster TEXT PRIMARY KEY REFERENCES clusters (name) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    remote TEXT,
+    rtt_direct_us BIGINT,
+    rtt_relayed_us BIGINT,
+    last_switch_at BIGINT,
+    reason TEXT,
+    reported_at BIGINT NOT NULL
+  );
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

@@ -11,6 +11,13 @@ import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { FailureLimits } from '../failure-limits.js';
 import type { FailureLimiterOptions } from '../rate-limit.js';
+import {
+  AGENT_PATH_COLS,
+  type AgentPathRow,
+  agentPathValues,
+  toAgentPath,
+  upsertAgentPathSql,
+} from './agent-path-row.js';
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
 import {
   CONNECT_TIMEOUT_MS,
@@ -35,6 +42,7 @@ import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './
 import type {
   AccessKeyRecord,
   AgentIdentity,
+  AgentPathRecord,
   AuditEntry,
   AuditRecord,
   ClusterRecord,
@@ -411,6 +419,22 @@ export class PostgresStore implements Store {
         await this.#notify(tx, { kind: 'agent-unjoined', cluster, publicKey: c.publicKey });
       return c;
     });
+  }
+
+  async saveAgentPath(path: AgentPathRecord): Promise<void> {
+    await (await this.#read()).run(
+      upsertAgentPathSql((i) => `$${i}`),
+      agentPathValues(path),
+    );
+  }
+
+  async agentPaths(cluster?: string): Promise<AgentPathRecord[]> {
+    const where = cluster === undefined ? '' : ' WHERE cluster = $1';
+    const rows = await (await this.#read()).all<AgentPathRow>(
+      `SELECT ${AGENT_PATH_COLS} FROM agent_paths${where}`,
+      cluster === undefined ? [] : [cluster],
+    );
+    return rows.map(toAgentPath);
   }
 
   async findClusterByKey(publicKey: string): Promise<ClusterRecord | null> {

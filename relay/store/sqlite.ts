@@ -6,6 +6,13 @@
 
 import Database from 'better-sqlite3';
 import { TunnelError } from '../../shared/errors.js';
+import {
+  AGENT_PATH_COLS,
+  type AgentPathRow,
+  agentPathValues,
+  toAgentPath,
+  upsertAgentPathSql,
+} from './agent-path-row.js';
 import { applyMigrations } from './migrations.js';
 import { CURRENT_PSK_ORDER, type PskState, type PskSummary, pskSummary } from './psk-refusal.js';
 import { AddressPool } from './sqlite-addresses.js';
@@ -15,6 +22,7 @@ import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './
 import type {
   AccessKeyRecord,
   AgentIdentity,
+  AgentPathRecord,
   AuditEntry,
   AuditRecord,
   ClusterRecord,
@@ -325,6 +333,22 @@ export class SqliteStore implements Store {
     return this.#tx(() => {
       const r = this.#q.clusterByKey.get(publicKey);
       return r ? toCluster(r) : null;
+    });
+  }
+
+  saveAgentPath(path: AgentPathRecord): Promise<void> {
+    return this.#tx(() => {
+      this.#db.prepare(upsertAgentPathSql(() => '?')).run(...agentPathValues(path), path.cluster);
+    });
+  }
+
+  agentPaths(cluster?: string): Promise<AgentPathRecord[]> {
+    return this.#tx(() => {
+      const where = cluster === undefined ? '' : ' WHERE cluster = ?';
+      const rows = this.#db
+        .prepare<unknown[], AgentPathRow>(`SELECT ${AGENT_PATH_COLS} FROM agent_paths${where}`)
+        .all(...(cluster === undefined ? [] : [cluster]));
+      return rows.map(toAgentPath);
     });
   }
 

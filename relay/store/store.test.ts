@@ -255,6 +255,46 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     expect(await s.getCluster('l')).toMatchObject({ leaseRenewAt: 1200, availableSince: 1200 });
   });
 
+  it("keeps each agent's last reported path; deleting the cluster removes it", async () => {
+    for (const name of ['pa', 'pb'])
+      await s.createCluster(
+        { name, group: 'g', displayName: name, createdAt: 1 },
+        secret(`p-${name}`),
+        audit('c'),
+      );
+    const direct = {
+      cluster: 'pa',
+      path: 'direct' as const,
+      remote: '198.51.100.7:41641',
+      rttDirectMs: 0.412,
+      rttRelayedMs: 3.5,
+      lastSwitchAt: 1_700_000_000_123,
+      reason: null,
+      reportedAt: 1_700_000_000_500,
+    };
+    await s.saveAgentPath(direct);
+    expect(await s.agentPaths('pa')).toEqual([direct]);
+    const relayed = {
+      ...direct,
+      path: 'relayed' as const,
+      remote: null,
+      rttDirectMs: null,
+      reason: 'direct-silent',
+      reportedAt: 1_700_000_009_000,
+    };
+    await s.saveAgentPath(relayed);
+    await s.saveAgentPath({ ...relayed, cluster: 'pb', reason: 'udp-blocked' });
+    // A cluster that does not exist (deleted meanwhile): nothing written, no error.
+    await s.saveAgentPath({ ...relayed, cluster: 'gone' });
+    const all = await s.agentPaths();
+    expect(all.sort((a, b) => a.cluster.localeCompare(b.cluster))).toEqual([
+      relayed,
+      { ...relayed, cluster: 'pb', reason: 'udp-blocked' },
+    ]);
+    await s.deleteCluster('pa', audit('d', 'pa'));
+    expect((await s.agentPaths()).map((p) => p.cluster)).toEqual(['pb']);
+  });
+
   it('access keys, values and audit round-trip; audit is capped', async () => {
     const k = { id: 'k1', role: 'viewer', description: 'd', createdAt: 1, expiresAt: null, revokedAt: null };
     await s.createAccessKey(k, 'hk1', audit('t'));

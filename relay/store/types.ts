@@ -138,6 +138,22 @@ export interface StoreLimits {
   maxAuditRows: number;
 }
 
+/** An agent's path as the hub holding its session last reported it (relay/hub/path-report.ts). */
+export interface AgentPathRecord {
+  cluster: string;
+  path: 'direct' | 'relayed' | 'none';
+  /** host:port of the agent's direct path while it is in use. */
+  remote: string | null;
+  rttDirectMs: number | null;
+  rttRelayedMs: number | null;
+  /** Wall-clock ms of the last switch of path (or of direct remote). */
+  lastSwitchAt: number | null;
+  /** Why the agent is not on the direct path (null while direct). */
+  reason: string | null;
+  /** When the hub wrote it (wall-clock ms); a row no hub refreshed for a while is stale. */
+  reportedAt: number;
+}
+
 export interface Store {
   close(): Promise<void>;
   /** Throws if the store cannot answer (readiness). */
@@ -186,6 +202,10 @@ export interface Store {
   unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null>;
   /** Cluster whose registered key is `publicKey` (base64). */
   findClusterByKey(publicKey: string): Promise<ClusterRecord | null>;
+  /** Writes the agent's path (replacing the last one); nothing when the cluster does not exist. */
+  saveAgentPath(path: AgentPathRecord): Promise<void>;
+  /** The agents' paths as last written, every cluster's (`cluster` given: that one's, if any). */
+  agentPaths(cluster?: string): Promise<AgentPathRecord[]>;
 
   /** LIMIT_EXCEEDED over maxAccessKeys. */
   createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void>;

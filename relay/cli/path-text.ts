@@ -1,0 +1,53 @@
+/**
+ * How `cluster list` (the PATH column) and `cluster get` print an agent's path: the path with the RTT of the
+ * path in use, and in detail the remote, each path's RTT, the last switch and why it is not direct.
+ */
+import { ageOf } from '../../shared/cli/age.js';
+
+/** The API's `pathDetail` (relay/context.ts PathDetailView). */
+export interface PathDetail {
+  remote: string | null;
+  rttDirectMs: number | null;
+  rttRelayedMs: number | null;
+  lastSwitch: string | null;
+  reason: string | null;
+}
+
+interface WithPath {
+  path?: string;
+  rttMs?: number | null;
+  pathDetail?: PathDetail | null;
+}
+
+/** `0.41 ms`, `12 ms`: two decimals below 10 ms. */
+export function formatRtt(ms: number): string {
+  return `${ms < 10 ? ms.toFixed(2) : Math.round(ms)} ms`;
+}
+
+/** The RTT of the path in use: the direct path's, else the relayed path's, else the hub's probes'. */
+function rttInUse(c: WithPath): number | null {
+  const d = c.pathDetail;
+  const rtt = c.path === 'direct' ? d?.rttDirectMs : d?.rttRelayedMs;
+  return rtt ?? c.rttMs ?? null;
+}
+
+/** `direct 0.41 ms`, `relayed 12 ms`, `none`. */
+export function pathCell(c: WithPath): string {
+  const path = c.path ?? 'none';
+  const rtt = path === 'none' ? null : rttInUse(c);
+  return rtt === null ? path : `${path} ${formatRtt(rtt)}`;
+}
+
+/** `cluster get`'s path lines (none while the agent is not connected). */
+export function pathLines(c: WithPath, nowMs: number): string[] {
+  const d = c.pathDetail;
+  if (!d) return [];
+  const rtt = (label: string, ms: number | null) => (ms === null ? [] : [`${label} ${formatRtt(ms)}`]);
+  const rtts = [...rtt('direct', d.rttDirectMs), ...rtt('relayed', d.rttRelayedMs)];
+  return [
+    `path remote:   ${d.remote ?? '-'}`,
+    `path rtt:      ${rtts.length > 0 ? rtts.join(', ') : '-'}`,
+    `path switched: ${d.lastSwitch ? `${d.lastSwitch} (${ageOf(d.lastSwitch, nowMs)} ago)` : '-'}`,
+    ...(d.reason ? [`relayed why:   ${d.reason}`] : []),
+  ];
+}
