@@ -166,6 +166,20 @@ export class HubMetrics {
         one(t[0] ?? 0),
       ),
       counter(`${p}bytes_sent_total`, 'WireGuard transport bytes sent to agents.', one(t[1] ?? 0)),
+      {
+        name: `${p}agents`,
+        help: 'Agents by the path their session uses now (none: not connected).',
+        type: 'gauge',
+        samples: Object.entries(hub.pathCounts()).map(([path, v]) => [{ path }, v]),
+      },
+      counter(
+        `${p}path_bytes_total`,
+        'WireGuard datagram bytes the hub sent to and received from agents (authenticated), by path.',
+        (['direct', 'relayed'] as const).flatMap((path) => [
+          [{ path, direction: 'in' }, hub.endpoint.paths.bytes[path].in],
+          [{ path, direction: 'out' }, hub.endpoint.paths.bytes[path].out],
+        ]),
+      ),
       counter(`${p}dropped_total`, 'Datagrams and inner packets dropped by the hub, by stage and reason.', [
         ...byReason(s.device.drops, { stage: 'device' }),
         ...peerDrops,

@@ -119,15 +119,77 @@ async function until(
   }
 }
 
-/** The relay's DERP payload bytes, both directions (every relayed byte between the agent and the hub). */
-async function derpBytes(): Promise<number> {
+/** One scrape of the relay's /metrics: `value(name, labels)` is the sample with those labels (NaN if none). */
+async function scrape(): Promise<(name: string, labels?: Record<string, string>) => number> {
   const r = await curl(['-sS', '-f', '--cacert', relayCaFile, `${ready.url}/metrics`]);
   expect(r.code, r.stderr).toBe(0);
-  const value = (name: string) => {
-    const line = r.stdout.split('\n').find((l) => l.startsWith(`${name} `));
-    return Number(line?.split(' ')[1] ?? Number.NaN);
+  const lines = r.stdout.split('\n');
+  return (name, labels = {}) => {
+    const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+    const line = lines.find(
+      (l) =>
+        (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) &&
+        want.every((w) => l.slice(name.length).split(' ')[0]?.includes(w)),
+    );
+    return Number(line?.split(' ').at(-1) ?? Number.NaN);
   };
+}
+
+/** The relay's DERP payload bytes, both directions (every relayed byte between the agent and the hub). */
+async function derpBytes(): Promise<number> {
+  const value = await scrape();
   return value('tunnel_relay_derp_bytes_received_total') + value('tunnel_relay_derp_bytes_sent_total');
+}
+
+/** The hub's WireGuard bytes on `path` (tunnel_relay_hub_path_bytes_total), both directions. */
+function pathBytes(value: Awaited<ReturnType<typeof scrape>>, path: 'direct' | 'relayed'): number {
+  const m = 'tunnel_relay_hub_path_bytes_total';
+  return value(m, { path, direction: 'in' }) + value(m, { path, direction: 'out' });
+}
+
+interface ClusterPath {
+  connected: boolean;
+  path: string;
+  pathDetail: {
+    remote: string | null;
+    rttDirectMs: number | null;
+    rttRelayedMs: number | null;
+    lastSwitch: string | null;
+    reason: string | null;
+  } | null;
+}
+
+/** The cluster's path from the API (GET /api/v1/clusters/NAME) and from `cluster get -o json`, which agree. */
+async function clusterPath(name: string): Promise<ClusterPath> {
+  const r = await curl([
+    '-sS',
+    '-f',
+    '--cacert',
+    relayCaFile,
+    '-H',
+    `Authorization: Bearer ${ready.adminKey}`,
+    `${ready.url}/api/v1/clusters/${name}`,
+  ]);
+  expect(r.code, r.stderr).toBe(0);
+  const api = JSON.parse(r.stdout) as ClusterPath;
+  const got = await admin('cluster', 'get', name, '--output', 'json');
+  expect(got.code, got.stderr).toBe(0);
+  const cli = JSON.parse(got.stdout) as ClusterPath;
+  return cli.path === api.path ? api : clusterPath(name);
+}
+
+async function untilCluster(
+  what: string,
+  pred: (c: ClusterPath) => boolean,
+  ms: number,
+): Promise<ClusterPath> {
+  const start = Date.now();
+  for (;;) {
+    const c = await clusterPath('edge-flip');
+    if (pred(c)) return c;
+    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(c)}`);
+    await sleep(300);
+  }
 }
 
 interface Download {
@@ -246,16 +308,58 @@ describe('direct path flips and the relay, real processes behind a NAT', () => {
   it("a direct download leaves the relay's DERP byte counters flat; the same download relayed moves them", async () => {
     const n = 20 * 1024 * 1024;
     await until('direct', edge, (r) => r.path === 'direct', 30_000);
+    // The hub's view, on the cluster in the API and `cluster get`: direct, to the router's mapping, with RTTs.
+    const onDirect = await untilCluster('direct in the API', (c) => c.path === 'direct', 15_000);
+    expect(onDirect.connected).toBe(true);
+    expect(onDirect.pathDetail?.remote).toMatch(
+      new RegExp(`^${t.agentPublicAddress.replaceAll('.', '\\.')}:\\d+$`),
+    );
+    expect(onDirect.pathDetail?.rttDirectMs).toBeGreaterThanOrEqual(0);
+    expect(onDirect.pathDetail?.reason).toBeNull();
+    expect(Date.parse(onDirect.pathDetail?.lastSwitch ?? '')).toBeGreaterThan(0);
+    // `cluster list`: the PATH column with the RTT of the path in use.
+    const listRow = async () => {
+      const listed = await admin('cluster', 'list');
+      return listed.stdout.split('\n').find((l) => l.startsWith('edge-flip ')) ?? '';
+    };
+    let row = await listRow();
+    for (let i = 0; i < 10 && !/ direct [0-9.]+ ms /.test(row); i++) {
+      await sleep(1_000);
+      row = await listRow();
+    }
+    expect(row).toMatch(/ direct [0-9.]+ ms /);
+
+    const m0 = await scrape();
     const beforeDirect = await derpBytes();
     const direct = await download(n).done;
     expect(direct.code, direct.stderr).toBe(0);
     expect(direct.sha256).toBe(sha256OfPattern(n));
     const directGrowth = (await derpBytes()) - beforeDirect;
     expect((await status(edge)).path).toBe('direct');
+    const m1 = await scrape();
+    expect(m1('tunnel_relay_hub_agents', { path: 'direct' })).toBe(1);
+    expect(pathBytes(m1, 'direct') - pathBytes(m0, 'direct')).toBeGreaterThan(n);
+    expect(pathBytes(m1, 'relayed') - pathBytes(m0, 'relayed')).toBeLessThan(n / 100);
+    const udpProbes = (m: typeof m0, outcome: string) =>
+      m('tunnel_relay_disco_probes_total', { via: 'udp', outcome });
+    expect(udpProbes(m1, 'answered')).toBeGreaterThan(udpProbes(m0, 'answered'));
 
     const block = await addRule(t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'DROP', { insert: true });
     try {
       await until('relayed', edge, (r) => r.path === 'relayed', 20_000);
+      // The hub fell back too: relayed, no remote, and why.
+      const onRelay = await untilCluster(
+        'relayed in the API',
+        (c) => c.path === 'relayed' && !!c.pathDetail?.reason,
+        20_000,
+      );
+      expect(onRelay.connected).toBe(true);
+      expect(onRelay.pathDetail?.reason).toMatch(/^(direct-silent|confirming)$/);
+      expect(onRelay.pathDetail?.rttRelayedMs).toBeGreaterThanOrEqual(0);
+      expect(Date.parse(onRelay.pathDetail?.lastSwitch ?? '')).toBeGreaterThan(
+        Date.parse(onDirect.pathDetail?.lastSwitch ?? ''),
+      );
+      const m2 = await scrape();
       const beforeRelayed = await derpBytes();
       const relayed = await download(n).done;
       expect(relayed.code, relayed.stderr).toBe(0);
@@ -265,6 +369,15 @@ describe('direct path flips and the relay, real processes behind a NAT', () => {
       // Direct: only disco and relay pings cross the relay. Relayed: the whole download (and its overhead).
       expect(directGrowth).toBeLessThan(n / 100);
       expect(relayedGrowth).toBeGreaterThan(n);
+      const m3 = await scrape();
+      expect(m3('tunnel_relay_hub_agents', { path: 'relayed' })).toBe(1);
+      expect(m3('tunnel_relay_hub_agents', { path: 'direct' })).toBe(0);
+      expect(pathBytes(m3, 'relayed') - pathBytes(m2, 'relayed')).toBeGreaterThan(n);
+      expect(pathBytes(m3, 'direct') - pathBytes(m2, 'direct')).toBeLessThan(n / 100);
+      const switches = (m: typeof m0) =>
+        m('tunnel_relay_disco_path_switches_total', { direction: 'from_direct' });
+      expect(switches(m2)).toBeGreaterThan(switches(m1));
+      expect(udpProbes(m3, 'lost')).toBeGreaterThan(udpProbes(m1, 'lost'));
     } finally {
       await block.remove();
     }

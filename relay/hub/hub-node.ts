@@ -149,6 +149,7 @@ export class HubNode {
       clock,
       isConnected: (k) => opts.derp.isConnected(k),
       agents: () => this.#peers.values(),
+      pathOf: (key) => this.endpoint.disco?.snapshot(key),
       ...(opts.onStatus ? { onStatus: opts.onStatus } : {}),
       ...(opts.statusIntervalMs !== undefined ? { statusIntervalMs: opts.statusIntervalMs } : {}),
       ...(opts.probeIntervalMs !== undefined ? { probeIntervalMs: opts.probeIntervalMs } : {}),
@@ -214,6 +215,13 @@ export class HubNode {
   status(publicKey: string): ConnectionStatus | null {
     const rec = this.#peers.get(publicKey);
     return rec ? this.#status.of(rec) : null;
+  }
+
+  /** How many agents are on each path now (their status: `none` while not connected). */
+  pathCounts(): Record<ConnectionStatus['path'], number> {
+    const out: Record<ConnectionStatus['path'], number> = { direct: 0, relayed: 0, none: 0 };
+    for (const rec of this.#peers.values()) out[this.#status.of(rec).path]++;
+    return out;
   }
 
   /** True when the device holds maxPeers peers (addAgent refuses new agents). */

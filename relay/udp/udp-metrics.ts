@@ -1,7 +1,7 @@
 /** Prometheus families of the hub's UDP port (read at scrape time from its stats). */
 
 import type { DiscoPeers } from '../../shared/tunnel-endpoint/disco-peers.js';
-import { byReason, counterFamily, type Family, oneSample } from '../metrics.js';
+import { byReason, counterFamily, type Family, type Labels, oneSample } from '../metrics.js';
 import type { HubUdpStats } from './hub-udp.js';
 
 export function hubUdpFamilies(s: HubUdpStats, direct: { opened: number; roamed: number }): Family[] {
@@ -42,7 +42,7 @@ export function hubUdpFamilies(s: HubUdpStats, direct: { opened: number; roamed:
 }
 
 /** Prometheus families of the hub's disco (probes with the agents, over the relay and the UDP port). */
-export function discoFamilies(d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes'>): Family[] {
+export function discoFamilies(d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes' | 'probes'>): Family[] {
   const p = 'tunnel_relay_disco_';
   return [
     counterFamily(
@@ -62,5 +62,19 @@ export function discoFamilies(d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes'
       type: 'gauge',
       samples: Object.entries(d.routes()).map(([route, v]) => [{ route }, v]),
     },
+    counterFamily(`${p}path_switches_total`, "Agents' route changes to direct and away from it.", [
+      [{ direction: 'to_direct' }, d.stats.toDirect],
+      [{ direction: 'from_direct' }, d.stats.fromDirect],
+    ]),
+    counterFamily(
+      `${p}probes_total`,
+      "The hub's disco pings to agents, by carrier (relay, udp) and outcome (sent, answered, lost).",
+      (['relay', 'udp'] as const).flatMap((via) =>
+        (['sent', 'answered', 'lost'] as const).map((outcome): [Labels, number] => [
+          { via, outcome },
+          d.probes[via][outcome],
+        ]),
+      ),
+    ),
   ];
 }
