@@ -138,6 +138,10 @@ export async function relayChild(dir: string, maxPeers: number): Promise<void> {
         lookupFull: h.dropped.lookupFull,
         handshakeQueueFull: h.dropped.handshakeQueueFull,
         handshakeStale: h.dropped.handshakeStale,
+        derpPacketsIn: d.packetsIn,
+        derpBytesIn: d.bytesIn,
+        derpPacketsOut: d.packetsOut,
+        derpBytesOut: d.bytesOut,
       },
     };
     process.send!({ mem });
@@ -219,9 +223,13 @@ export async function probeChild(): Promise<void> {
 // --- child: storm agents --------------------------------------------------------------------------
 
 export async function agentsChild(): Promise<void> {
-  const { specs, mode, caPin } = await new Promise<{ specs: AgentSpec[]; mode: Phase; caPin?: string }>((r) =>
+  // Listening before saying so: a parent that waits for `listening` loses no message to a slow start.
+  const setup = new Promise<{ specs: AgentSpec[]; mode: Phase; caPin?: string }>((r) =>
     process.once('message', r as (m: unknown) => void),
   );
+  process.send!({ listening: true });
+  const { specs, mode, caPin } = await setup;
+  process.send!({ specsTaken: specs.length });
   await new Promise((r) => process.once('message', r)); // go
   const cpu0 = process.cpuUsage();
   const rep: AgentReport = {

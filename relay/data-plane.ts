@@ -138,7 +138,9 @@ export async function mountDataPlane(
       ctx.hooks.updateConnection(cluster, s);
       pathReports.note(cluster, s);
     },
-    ...(ctx.udp ? { udp: ctx.udp.transport, disco: {} } : {}),
+    // Disco with every agent: with no UDP port it paces the agents' probes and measures the relayed RTT.
+    disco: {},
+    ...(ctx.udp ? { udp: ctx.udp.transport } : {}),
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
   });

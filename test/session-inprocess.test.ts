@@ -230,6 +230,8 @@ describe('agent session over the relay (in process)', () => {
       tunnel,
       caPin: s.t.relay.caPin,
       probeIntervalMs: 200,
+      // Idle, as here, the session probes at this pace too (by default 25 s).
+      idleProbeIntervalMs: 200,
       deadAfterMs: 1_000,
     });
     cleanups.push(() => session.close());

@@ -120,10 +120,14 @@ export class HubStatus {
     return rec.paths?.active ?? true;
   }
 
-  /** Active: every probeMs. Idle: only when the agent's own probes stopped arriving, then every probeMs. */
+  /**
+   * Active: every probeMs. Idle: until a first RTT is measured, then only when the agent's own probes stopped
+   * arriving (every probeMs until one comes).
+   */
   #probeDue(rec: StatusRecord, now: number): boolean {
     if (now - rec.lastProbeAt < this.#probeMs) return false;
-    return this.#active(rec) || rec.lastRxAt === null || now - rec.lastRxAt >= this.#idleMs + this.#probeMs;
+    if (this.#active(rec) || rec.prober.rttMs === null || rec.lastRxAt === null) return true;
+    return now - rec.lastRxAt >= this.#idleMs + this.#probeMs;
   }
 
   #arm(): void {

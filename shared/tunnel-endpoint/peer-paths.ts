@@ -14,13 +14,17 @@ import type { Endpoint } from '../wireguard/peer-host.js';
 import type { Path, PathBytes, PathKind } from './path.js';
 import type { Route } from './path-selector.js';
 
-/** What steers a peer's paths: its selector's route, and where its application traffic is reported. */
-export interface PathSteering {
-  readonly route: Route;
+/** Where a peer's application traffic is reported, and whether it had any lately (its path selector). */
+export interface TrafficTracker {
   /** Application traffic to or from the peer within the selector's active window. */
   readonly active: boolean;
   /** An application packet was sent to or received from the peer (not a keepalive, probe or handshake). */
   noteTraffic(): void;
+}
+
+/** What steers a peer's paths: its selector's route (and its traffic tracking). */
+export interface PathSteering extends TrafficTracker {
+  readonly route: Route;
 }
 
 export interface PeerPathsOptions {
@@ -46,6 +50,7 @@ export class PeerPaths implements Endpoint {
   #alsoRelayed: Path | undefined;
   #arrivedOn: PathKind | null = null;
   #steering: PathSteering | undefined;
+  #tracker: TrafficTracker | undefined;
 
   constructor(o: PeerPathsOptions) {
     this.publicKey = o.publicKey;
@@ -75,16 +80,21 @@ export class PeerPaths implements Endpoint {
   }
 
   /**
-   * Application traffic to or from the peer within its selector's active window; true for a peer nobody
-   * steers (a stock WireGuard peer is kept at the pace of an active one).
+   * Application traffic to or from the peer within its selector's active window; true for a peer without
+   * one (a stock WireGuard peer is kept at the pace of an active one).
    */
   get active(): boolean {
-    return this.#steering?.active ?? true;
+    return this.#tracker?.active ?? true;
   }
 
   /** An application packet (not a keepalive, probe or handshake) went to or came from the peer. */
   noteTraffic(): void {
-    this.#steering?.noteTraffic();
+    this.#tracker?.noteTraffic();
+  }
+
+  /** From now on `tracker` hears of the peer's application traffic (before, or without, steering). */
+  track(tracker: TrafficTracker): void {
+    this.#tracker = tracker;
   }
 
   /** A datagram from the peer authenticated on its path of `kind`. */
@@ -97,6 +107,7 @@ export class PeerPaths implements Endpoint {
   /** From now on `steering`'s route picks the path (call reselect() when it changes). */
   steer(steering: PathSteering): void {
     this.#steering = steering;
+    this.#tracker = steering;
     this.#select();
   }
 

@@ -212,7 +212,9 @@ export class TunnelEndpoint {
     });
     this.paths.hold(paths);
     for (const p of cfg.paths ?? []) paths.add(p);
-    if (cfg.disco) this.disco?.addPeer(cfg.publicKey);
+    // Its selector hears of its traffic at once (its pacing), and steers it once it speaks disco.
+    const selector = cfg.disco ? this.disco?.addPeer(cfg.publicKey) : undefined;
+    if (selector) paths.track(selector);
     return { peer, paths };
   }
 

@@ -8,6 +8,8 @@ import { HubNode } from '../../relay/hub/hub-node.js';
 import { FakeClock } from '../../shared/clock.js';
 import type { DerpClient, DerpClientOptions, DerpClientState } from '../../shared/derp/client.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
+import { parseIpv4Address } from '../../shared/ip/index.js';
+import { buildUdpPacket } from '../../shared/ip/udp.js';
 import { generateKeyPair, generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
 import type { Tunnel } from '../agent/types.js';
 import { AgentSession, DEFAULT_DEAD_AFTER_MS, DEFAULT_PROBE_INTERVAL_MS } from './agent-session.js';
@@ -85,6 +87,8 @@ function setup() {
     derp,
     clock,
     lookup: async () => null,
+    // Disco as the relay runs it (relay/data-plane.ts): the agent's pacing follows its traffic.
+    disco: {},
     // The hub drains its handshake queue on deferred turns: on the fake clock here, not setImmediate.
     defer: (fn) => void clock.setTimer(0, fn),
   });
@@ -137,18 +141,29 @@ describe('AgentSession', () => {
     expect(changes()).toBeGreaterThan(0);
   });
 
-  it('notices a hub that lost its keys within the dead window and recovers with a new handshake', () => {
+  it('under traffic, notices a hub that lost its keys within the dead window and recovers', () => {
     const { clock, session, hub, info, logs } = setup();
     clock.advance(5);
     const first = session.hub.lastHandshakeAt;
+    // Application traffic to the hub (an inner UDP datagram) every 500 ms: the session probes every 2 s.
+    const appPacket = buildUdpPacket(
+      { src: parseIpv4Address('100.64.0.2'), dst: parseIpv4Address('100.64.0.1'), srcPort: 9, dstPort: 9 },
+      Buffer.from('app'),
+    );
+    const run = (ms: number) => {
+      for (let t = 0; t < ms; t += 500) {
+        session.endpoint.send(appPacket);
+        clock.advance(500);
+      }
+    };
     // Past the 5 s handshake rate limit, then the hub forgets the session.
-    clock.advance(10_000);
+    run(10_000);
     expect(session.connected).toBe(true);
     hub.removeAgent(info.publicKey);
     hub.addAgent(info);
     const lostAt = clock.now();
     logs.length = 0;
-    clock.advance(20_000);
+    run(20_000);
     const downAt = logs.find((l) => l.line.includes('is down'))?.at ?? Number.NaN;
     const upAt = logs.find((l) => l.line.includes('is up'))?.at ?? Number.NaN;
     expect(session.connected).toBe(true);
@@ -157,6 +172,17 @@ describe('AgentSession', () => {
     // The new handshake starts on the tick that found the path dead; the hub answers at once.
     expect(upAt - downAt).toBeLessThanOrEqual(DEFAULT_PROBE_INTERVAL_MS);
     expect(session.hub.lastHandshakeAt).not.toBe(first);
+  });
+
+  it('idle, probes the hub every 25 s, not every 2 s', () => {
+    const { clock, session } = setup();
+    clock.advance(5);
+    clock.advance(20_000); // the first probes, the disco start-up
+    const sent = session.stats().bytesOut;
+    clock.advance(50_000);
+    expect(session.connected).toBe(true);
+    // Two probes of 80 WireGuard bytes and their keepalives, not twenty-five probes (2,000 bytes).
+    expect(session.stats().bytesOut - sent).toBeLessThan(600);
   });
 
   it('goes down with the relay connection and handshakes again when it is back', () => {
