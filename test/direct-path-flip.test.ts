@@ -341,7 +341,7 @@ describe('direct path flips and the relay, real processes behind a NAT', () => {
     expect(pathBytes(m1, 'direct') - pathBytes(m0, 'direct')).toBeGreaterThan(n);
     expect(pathBytes(m1, 'relayed') - pathBytes(m0, 'relayed')).toBeLessThan(n / 100);
     const udpProbes = (m: typeof m0, outcome: string) =>
-      m('tunnel_relay_disco_probes_total', { via: 'udp', outcome });
+      m('tunnel_relay_disco_pings_total', { via: 'udp', outcome });
     expect(udpProbes(m1, 'answered')).toBeGreaterThan(udpProbes(m0, 'answered'));
 
     const block = await addRule(t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'DROP', { insert: true });

@@ -42,7 +42,9 @@ export function hubUdpFamilies(s: HubUdpStats, direct: { opened: number; roamed:
 }
 
 /** Prometheus families of the hub's disco (probes with the agents, over the relay and the UDP port). */
-export function discoFamilies(d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes' | 'probes'>): Family[] {
+export function discoFamilies(
+  d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes' | 'pingOutcomes'>,
+): Family[] {
   const p = 'tunnel_relay_disco_';
   return [
     counterFamily(
@@ -67,12 +69,12 @@ export function discoFamilies(d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes'
       [{ direction: 'from_direct' }, d.stats.fromDirect],
     ]),
     counterFamily(
-      `${p}probes_total`,
-      "The hub's disco pings to agents, by carrier (relay, udp) and outcome (sent, answered, lost).",
+      `${p}pings_total`,
+      "The hub's connectivity probes (disco pings) to agents, by carrier (relay, udp) and outcome (sent, answered, lost).",
       (['relay', 'udp'] as const).flatMap((via) =>
         (['sent', 'answered', 'lost'] as const).map((outcome): [Labels, number] => [
           { via, outcome },
-          d.probes[via][outcome],
+          d.pingOutcomes[via][outcome],
         ]),
       ),
     ),
