@@ -15,7 +15,8 @@ import { cleanupAll } from './helpers/cleanup.js';
 import { iptables, ruleCounters } from './helpers/iptables.js';
 import type { AgentNat } from './helpers/nat-topology.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
-import { pollUntil, startNatAgent } from './nat-agent-fixture.js';
+import { pollUntil } from './helpers/wait.js';
+import { startNatAgent } from './nat-agent-fixture.js';
 
 const WINDOW_MS = 30_000;
 /** After the path settles: the selector's confirm window (5 s) and active window (10 s) are over by then. */
@@ -62,7 +63,13 @@ async function countAgentTraffic(
 async function idleMinute(nat: AgentNat, path: 'direct' | 'relayed'): Promise<Record<string, Tally>> {
   const s = await startNatAgent({ nat, cluster: `idle-${path}`, timeoutMs: 150_000 });
   try {
-    await pollUntil('the path', s.status, (r) => r.connected && r.path === path, 40_000);
+    await pollUntil({
+      what: `the ${path} path`,
+      read: s.status,
+      until: (r) => r.connected && r.path === path,
+      timeoutMs: 40_000,
+      intervalMs: 200,
+    });
     await sleep(SETTLE_MS);
     const read = await countAgentTraffic(s.t.agentRouter.name, s.t.agentAddress);
     await sleep(WINDOW_MS);

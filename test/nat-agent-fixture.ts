@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
   adminEnvOf,
@@ -15,7 +16,6 @@ import {
   RELAY_BIN,
   type ReadyLine,
   run,
-  sleep,
   startServe,
   tempDir,
 } from './cli-harness.js';
@@ -58,7 +58,7 @@ export async function startNatAgent(o: {
   const adminEnv = adminEnvOf(ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', o.cluster, '--output', 'json'], adminEnv);
   expect(created.code, created.stderr).toBe(0);
-  const args = (JSON.parse(created.stdout).bootstrap.joinCommand as string).split(' ').slice(1);
+  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
   const stateDir = join(tempDir('nat-agent-'), 'state');
   const joined = await t.agent.exec(
     process.execPath,
@@ -79,25 +79,4 @@ export async function startNatAgent(o: {
     await t.destroy();
   };
   return { t, relay, ready, adminEnv, cluster: o.cluster, udpPort, stateDir, agent, status, done };
-}
-
-/** Polls `read` every 200 ms until `pred` holds; the time it took, or an error naming `what` and the last value. */
-export async function pollUntil<T>(
-  what: string,
-  read: () => Promise<T>,
-  pred: (v: T) => boolean,
-  ms: number,
-): Promise<number> {
-  const start = Date.now();
-  let last: T | undefined;
-  for (;;) {
-    try {
-      last = await read();
-      if (pred(last)) return Date.now() - start;
-    } catch {
-      // a file being rewritten, a command failing: try again
-    }
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
-    await sleep(200);
-  }
 }
