@@ -100,8 +100,9 @@ async function main(): Promise<void> {
     });
     let progress = 0;
     worker.on('message', (m: { progress?: number }) => {
-      if (m.progress !== undefined && m.progress !== progress)
-        log(`${(progress = m.progress)}/${n} sessions up`);
+      if (m.progress === undefined || m.progress === progress) return;
+      progress = m.progress;
+      log(`${progress}/${n} sessions up`);
     });
     const up = ask<unknown>(worker, 'report');
     worker.send({ cmd: 'go' });
