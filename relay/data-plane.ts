@@ -242,7 +242,6 @@ export async function mountDataPlane(
         ctx.hooks.off('cluster-deleted', onDeleted);
         ctx.hooks.off('cluster-denied', onDenied);
         ctx.hooks.off('agent-unjoined', onUnjoined);
-        detach();
         offDrain();
         offMove();
         udp?.detach();
@@ -256,6 +255,8 @@ export async function mountDataPlane(
   };
   app.addHook('preClose', async () => {
     await dp.close();
+    // Only now: a drain closes the data plane earlier, and /derp must still be answered (503) until the port closes.
+    detach();
   });
   mounted.set(app, dp);
   return dp;

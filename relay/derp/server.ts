@@ -20,7 +20,7 @@ import { encodeRestarting, PeerGoneReason } from '../../shared/derp/frames.js';
 import type { DerpClientLike } from '../../shared/derp/types.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { KeyPair } from '../../shared/keys.js';
-import { rawErrorResponse } from '../http/error-replies.js';
+import { replyAndClose } from '../http/error-replies.js';
 import { sourceKey } from '../source-address.js';
 import { type HandshakeSlot, HandshakeSlots } from './handshake-slots.js';
 import { DEFAULT_DERP_LIMITS, type DerpLimits, restartWindowMs } from './limits.js';
@@ -87,7 +87,7 @@ export interface DerpServer {
   stopAdmitting(): void;
   /**
    * Sends Restarting to every client (reconnect within restartWindowMs of their count), closes them all,
-   * refuses new upgrades. Resolves when sockets closed.
+   * refuses new upgrades (503 CLOSED until detached). Resolves when sockets closed.
    */
   shutdown(): Promise<void>;
   /** Live counters (the same object keeps updating). */
@@ -98,8 +98,10 @@ const NOOP = (): void => {};
 const NOOP_LOGGER: DerpLogger = { debug: NOOP, info: NOOP, warn: NOOP, error: NOOP };
 
 /** Answers an upgrade the relay does not take with the API's error envelope and closes the socket. */
-function refuseUpgrade(socket: Duplex, err: TunnelError): void {
-  socket.end(rawErrorResponse(err));
+function refuseUpgrade(socket: Duplex, err: TunnelError, clock: Clock): void {
+  // Closed once the answer is written (or after a bound): a client that keeps its side open (a refused agent
+  // waiting to retry) must not hold the socket, or a closing relay would wait for it until its grace ends.
+  replyAndClose(socket, err, clock);
 }
 
 class DerpServerImpl implements WsRouter, DerpServer {
@@ -117,7 +119,6 @@ class DerpServerImpl implements WsRouter, DerpServer {
   readonly #wss: WebSocketServer;
   readonly #clients = new Map<string, RoutedPeer>();
   readonly #conns = new Set<WsPeer>();
-  readonly #detachers = new Set<() => void>();
   readonly #slots: HandshakeSlots;
   #openSockets = 0;
   #closing = false;
@@ -166,12 +167,17 @@ class DerpServerImpl implements WsRouter, DerpServer {
           'UPGRADE_REQUIRED',
           'DERP is served over WebSocket (Upgrade: websocket, subprotocol derp)',
         ),
+        this.clock,
       );
       return;
     }
     const protos = req.headers['sec-websocket-protocol'] ?? '';
     if (!protos.split(',').some((p) => p.trim() === 'derp')) {
-      refuseUpgrade(socket, new TunnelError('BAD_INPUT', 'WebSocket subprotocol "derp" is required'));
+      refuseUpgrade(
+        socket,
+        new TunnelError('BAD_INPUT', 'WebSocket subprotocol "derp" is required'),
+        this.clock,
+      );
       return;
     }
     if (this.#clients.size >= this.limits.maxClients) {
@@ -187,6 +193,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
           'RATE_LIMITED',
           `${this.limits.maxHandshakingPerSource} DERP handshakes from ${source} are already in progress; retry later`,
         ),
+        this.clock,
       );
       return;
     }
@@ -201,7 +208,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
 
   #refuse(socket: Duplex, err: TunnelError): void {
     this.stats.refusedFull++;
-    refuseUpgrade(socket, err);
+    refuseUpgrade(socket, err, this.clock);
   }
 
   #onConnection(ws: WebSocket, socket: Duplex, slot: HandshakeSlot): void {
@@ -221,15 +228,12 @@ class DerpServerImpl implements WsRouter, DerpServer {
       if (path === this.#path) this.handleUpgrade(req, socket, head);
       else if (other) other(req, socket, head);
       else if (server.listenerCount('upgrade') === 1)
-        refuseUpgrade(socket, new TunnelError('NOT_FOUND', 'no WebSocket endpoint here'));
+        refuseUpgrade(socket, new TunnelError('NOT_FOUND', 'no WebSocket endpoint here'), this.clock);
     };
     server.on('upgrade', listener);
-    const detach = (): void => {
+    return () => {
       server.off('upgrade', listener);
-      this.#detachers.delete(detach);
     };
-    this.#detachers.add(detach);
-    return detach;
   }
 
   // --- admission and registry ----------------------------------------------------------------
@@ -390,7 +394,8 @@ class DerpServerImpl implements WsRouter, DerpServer {
     if (!this.#closing) {
       this.#closing = true;
       this.clock.clearTimer(this.#sweepTimer);
-      for (const detach of [...this.#detachers]) detach();
+      // The upgrade listeners stay until their attach() callers detach them: meanwhile a new /derp connection is
+      // answered 503 CLOSED (a draining relay keeps its port open for a while).
       const restarting = encodeRestarting({
         reconnectInMs: restartWindowMs(this.limits, this.#conns.size),
         tryForMs: this.limits.restartTryForMs,
