@@ -213,18 +213,27 @@ export interface TunnelView {
   stunEndpoint: string | null;
 }
 
+/** Where agents connect: the DERP URL, the hub's UDP endpoint and the STUN responder (null when not served). */
+export function relayEndpoints(
+  ctx: RelayContext,
+): Pick<TunnelView, 'derpUrl' | 'udpEndpoint' | 'stunEndpoint'> {
+  const url = new URL(ctx.publicUrl());
+  return {
+    derpUrl: `wss://${url.host}${url.pathname.replace(/\/$/, '')}/derp`,
+    udpEndpoint: ctx.udp?.advertised(ctx.publicUrl()) ?? null,
+    stunEndpoint: ctx.config.stunPort === null ? null : `${url.hostname}:${ctx.config.stunPort}`,
+  };
+}
+
 /** The data-plane parameters for an accepted, registered cluster; null otherwise. */
 export function tunnelView(ctx: RelayContext, c: ClusterRecord): TunnelView | null {
   if (c.status !== 'Accepted' || c.address === null || c.presharedKey === null) return null;
-  const url = new URL(ctx.publicUrl());
   return {
     hubPublicKey: keyToBase64(ctx.hubPublicKey),
     presharedKey: c.presharedKey,
     address: `${c.address}/32`,
     hubAddress: HUB_ADDRESS,
     relayUrl: ctx.publicUrl(),
-    derpUrl: `wss://${url.host}${url.pathname.replace(/\/$/, '')}/derp`,
-    udpEndpoint: ctx.udp?.advertised(ctx.publicUrl()) ?? null,
-    stunEndpoint: ctx.config.stunPort === null ? null : `${url.hostname}:${ctx.config.stunPort}`,
+    ...relayEndpoints(ctx),
   };
 }

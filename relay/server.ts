@@ -53,6 +53,7 @@ import { consoleRoutes } from './routes/console.js';
 import { eventsRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { kubeconfigRoutes } from './routes/kubeconfig.js';
+import { networkRoutes } from './routes/network.js';
 import { rateLimitRoutes } from './routes/rate-limits.js';
 import { registerRoutes } from './routes/register.js';
 import { tokenRoutes } from './routes/tokens.js';
@@ -422,6 +423,7 @@ export async function startRelay(config: RelayConfig, opts: StartOptions = {}): 
 
   try {
     await app.register(healthRoutes, { ctx });
+    await app.register(networkRoutes, { ctx });
     await app.register(clusterRoutes, { ctx });
     await app.register(eventsRoutes, { ctx });
     await app.register(kubeconfigRoutes, { ctx });

@@ -9,9 +9,11 @@ import { choiceOption } from '../../shared/cli/choice-option.js';
 import { type OutputFormat, outputOption, streamPrinter, table } from '../../shared/cli/output.js';
 import { parseRelayUrl } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
+import { RelayClient } from '../../shared/http/client.js';
 import { parseCaPin } from '../../shared/http/pin.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
-import { parseProxyUrl } from '../../shared/proxy/proxy-config.js';
+import { type ProxySettings, parseProxyUrl } from '../../shared/proxy/proxy-config.js';
+import { relayConnectVia } from '../../shared/proxy/transports.js';
 import type { AgentState } from '../agent/types.js';
 import { agentProxySettings, settingsFromState } from '../egress/agent-proxy.js';
 import { type CheckResult, checkDestination } from '../egress/check.js';
@@ -103,11 +105,21 @@ async function egress(flags: EgressFlags): Promise<void> {
   );
   const tunnel = sameRelay ? state?.tunnel : null;
   const mode: EgressMode = flags.egress ?? state?.egress ?? 'auto';
+  // The relay's own answer, so the list is the same before joining as after; the saved registration otherwise.
+  // With 443-only no UDP row is listed, so there is nothing to ask.
+  const live = mode === 'auto' ? await relayNetwork(relay, trust, proxy) : null;
+  const endpoints = live ?? tunnel ?? null;
+  if (endpoints === null && mode === 'auto') {
+    streamPrinter().note(
+      'The relay could not be asked which UDP ports it serves, so the UDP rows (STUN, direct WireGuard) are not ' +
+        'listed; join first, or check that the relay URL answers.',
+    );
+  }
   const destinations = listDestinations({
     relayUrl: relay,
-    derpUrl: tunnel?.derpUrl,
-    udpEndpoint: tunnel?.udpEndpoint,
-    stunEndpoint: tunnel?.stunEndpoint,
+    derpUrl: endpoints?.derpUrl,
+    udpEndpoint: endpoints?.udpEndpoint,
+    stunEndpoint: endpoints?.stunEndpoint,
     stunServers: sameRelay ? (state?.stunServers ?? []) : [],
     egress: mode,
     proxy,
@@ -121,6 +133,29 @@ async function egress(flags: EgressFlags): Promise<void> {
   if (flags.output === 'json') out.json({ destinations: lines });
   else out.line(render(destinations, lines, Boolean(flags.check)));
   if (lines.some((l) => l.check === 'failed')) process.exitCode = 1;
+}
+
+interface RelayNetwork {
+  derpUrl: string;
+  udpEndpoint: string | null;
+  stunEndpoint: string | null;
+}
+
+/** `GET /api/v1/network` of the relay (through the proxy that applies), or null when it does not answer it. */
+async function relayNetwork(
+  relay: string,
+  trust: ReturnType<typeof trustFromFlags>,
+  proxy: ProxySettings,
+): Promise<RelayNetwork | null> {
+  const connectVia = relayConnectVia(proxy, new URL(relay).protocol);
+  const client = new RelayClient({ baseUrl: relay, trust, ...(connectVia ? { connectVia } : {}) });
+  try {
+    return await client.json<RelayNetwork>('GET', '/api/v1/network');
+  } catch {
+    return null;
+  } finally {
+    await client.close();
+  }
 }
 
 function toLine(d: Destination, c: CheckResult | undefined): EgressLine {
