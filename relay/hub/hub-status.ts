@@ -54,7 +54,7 @@ export interface HubStatusOptions {
 }
 
 export class HubStatus {
-  readonly #o: HubStatusOptions;
+  readonly #options: HubStatusOptions;
   readonly #statusMs: number;
   readonly #probeMs: number;
   readonly #deadMs: number;
@@ -64,7 +64,7 @@ export class HubStatus {
 
   /** Starts the status timer. */
   constructor(opts: HubStatusOptions) {
-    this.#o = opts;
+    this.#options = opts;
     this.#statusMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
     this.#probeMs = opts.probeIntervalMs ?? DEFAULT_HUB_PROBE_INTERVAL_MS;
     this.#deadMs = opts.deadAfterMs ?? DEFAULT_HUB_DEAD_AFTER_MS;
@@ -74,7 +74,7 @@ export class HubStatus {
 
   /** The agent's status now (counts bytes received since the last look as a sign of life). */
   of(rec: StatusRecord): ConnectionStatus {
-    const now = this.#o.clock.now();
+    const now = this.#options.clock.now();
     const peer = rec.peer;
     if (peer.rxBytes !== rec.lastRxBytes) {
       rec.lastRxBytes = peer.rxBytes;
@@ -83,11 +83,11 @@ export class HubStatus {
     const direct = rec.paths?.path?.kind === 'direct';
     const kind: PathKind = direct && !rec.paths?.duplicating ? 'direct' : 'relayed';
     const connected =
-      (direct || this.#o.isConnected(rec.key)) &&
+      (direct || this.#options.isConnected(rec.key)) &&
       peer.lastHandshakeAt !== null &&
       rec.lastRxAt !== null &&
       now - rec.lastRxAt < this.#deadMs + (this.#active(rec) ? 0 : this.#idleMs);
-    const snap = connected ? this.#o.pathOf?.(rec.key) : undefined;
+    const snap = connected ? this.#options.pathOf?.(rec.key) : undefined;
     return {
       connected,
       path: connected ? kind : 'none',
@@ -102,18 +102,18 @@ export class HubStatus {
   /** Reports the agent's status now (e.g. its relay connection went); nothing once closed. */
   report(rec: StatusRecord): void {
     if (this.#closed) return;
-    this.#o.onStatus?.(rec.cluster, this.of(rec));
+    this.#options.onStatus?.(rec.cluster, this.of(rec));
   }
 
   /** The agent's peer completed a handshake: a sign of life, reported at once. */
   onHandshake(rec: StatusRecord): void {
-    rec.lastRxAt = this.#o.clock.now();
+    rec.lastRxAt = this.#options.clock.now();
     this.report(rec);
   }
 
   close(): void {
     this.#closed = true;
-    this.#o.clock.clearTimer(this.#timer);
+    this.#options.clock.clearTimer(this.#timer);
   }
 
   #active(rec: StatusRecord): boolean {
@@ -131,16 +131,16 @@ export class HubStatus {
   }
 
   #arm(): void {
-    this.#timer = this.#o.clock.setTimer(this.#statusMs, () => {
+    this.#timer = this.#options.clock.setTimer(this.#statusMs, () => {
       if (this.#closed) return;
-      const now = this.#o.clock.now();
-      for (const rec of this.#o.agents()) {
+      const now = this.#options.clock.now();
+      for (const rec of this.#options.agents()) {
         const s = this.of(rec);
         if (s.connected && rec.peer.isSessionUp && this.#probeDue(rec, now)) {
           rec.lastProbeAt = now;
           rec.peer.send(rec.prober.probe());
         }
-        this.#o.onStatus?.(rec.cluster, s);
+        this.#options.onStatus?.(rec.cluster, s);
       }
       this.#arm();
     });

@@ -124,7 +124,7 @@ export class DiscoPeers {
   };
   /** Our disco pings to every peer, by carrier and outcome. */
   readonly pingOutcomes: ProbeCounts = emptyProbeCounts();
-  readonly #o: DiscoPeersOptions;
+  readonly #options: DiscoPeersOptions;
   readonly #clock: Clock;
   readonly #keyring: DiscoKeyring;
   readonly #guard: ReplayGuard;
@@ -135,7 +135,7 @@ export class DiscoPeers {
   #closed = false;
 
   constructor(o: DiscoPeersOptions) {
-    this.#o = o;
+    this.#options = o;
     this.#clock = o.clock;
     this.#maxPeers = o.maxPeers ?? DEFAULT_DISCO_MAX_PEERS;
     this.#keyring = new DiscoKeyring({ privateKey: o.privateKey, maxPeers: this.#maxPeers });
@@ -178,7 +178,7 @@ export class DiscoPeers {
       selector: new PathSelector({
         clock: this.#clock,
         conditions: this.#conditions,
-        ...(this.#o.timers ? { timers: this.#o.timers } : {}),
+        ...(this.#options.timers ? { timers: this.#options.timers } : {}),
         counts: this.pingOutcomes,
         onRouteChange: () => this.#routeChanged(state),
       }),
@@ -277,7 +277,7 @@ export class DiscoPeers {
     }
     if (!state.heard) {
       state.heard = true;
-      this.#o.onHeard?.(state.key);
+      this.#options.onHeard?.(state.key);
     }
     const m = r.message;
     if (m.type === 'ping') this.#onPing(state, m.txid, from);
@@ -310,7 +310,7 @@ export class DiscoPeers {
     if (route === 'direct' && state.lastRoute !== 'direct') this.stats.toDirect++;
     if (route !== 'direct' && state.lastRoute === 'direct') this.stats.fromDirect++;
     state.lastRoute = route;
-    this.#o.onRouteChange(state.key, route, state.selector.remote);
+    this.#options.onRouteChange(state.key, route, state.selector.remote);
   }
 
   #onPing(state: PeerState, txid: Buffer, from: DiscoSource): void {
@@ -334,7 +334,7 @@ export class DiscoPeers {
         ? { via: 'relay' as const }
         : { via: 'udp' as const, to: { host: from.address, port: from.port } };
     if (!state.selector.pong(txid, arrived)) this.dropped['unexpected-pong']++;
-    else if (observed && from.via === 'udp') this.#o.onObserved?.(state.key, observed);
+    else if (observed && from.via === 'udp') this.#options.onObserved?.(state.key, observed);
     this.#arm(state);
   }
 
@@ -346,7 +346,7 @@ export class DiscoPeers {
     }
     if (m.type === 'probe-ack') {
       this.stats.probeAcks++;
-      if (!this.#o.onProbeAck?.(state.key, m.txid, m.size)) this.dropped['unexpected-pong']++;
+      if (!this.#options.onProbeAck?.(state.key, m.txid, m.size)) this.dropped['unexpected-pong']++;
       return;
     }
     this.stats.probes++;
@@ -373,7 +373,7 @@ export class DiscoPeers {
     const text = candidates.map((c) => `${c.host}|${c.port}`).join(' ');
     const changed = text !== state.peerCandidates;
     state.peerCandidates = text;
-    if (changed || this.#clock.now() - state.lastCallMeMaybeAt >= (this.#o.callMeMaybeMinMs ?? 5_000))
+    if (changed || this.#clock.now() - state.lastCallMeMaybeAt >= (this.#options.callMeMaybeMinMs ?? 5_000))
       this.#sendCallMeMaybe(state);
     this.#poll(state);
   }
@@ -405,8 +405,8 @@ export class DiscoPeers {
     const datagram = sealDisco(m, { sender: this.#keyring.publicKey, key });
     const ok =
       via.via === 'relay'
-        ? this.#o.sendRelay(state.key, datagram)
-        : (this.#o.sendUdp?.(datagram, via.to.host, via.to.port) ?? false);
+        ? this.#options.sendRelay(state.key, datagram)
+        : (this.#options.sendUdp?.(datagram, via.to.host, via.to.port) ?? false);
     if (ok) this.stats.sent++;
     return ok;
   }
@@ -418,7 +418,7 @@ export class DiscoPeers {
       this.#send(state, probe.target, { type: 'ping', txid: probe.txid, sentAt: this.#clock.wallNow() });
     if (
       state.selector.probing !== state.announcedProbing ||
-      now - state.lastCallMeMaybeAt >= (this.#o.callMeMaybeRefreshMs ?? 60_000)
+      now - state.lastCallMeMaybeAt >= (this.#options.callMeMaybeRefreshMs ?? 60_000)
     )
       this.#sendCallMeMaybe(state);
     this.#arm(state);
