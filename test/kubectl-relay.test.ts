@@ -145,6 +145,18 @@ describe('kubectl prints why the relay refused', () => {
     );
   });
 
+  it('agent not connected: discovery commands (get pods, api-resources) print the relay message', async () => {
+    const { file } = await kubeconfigFile('edge-gone');
+    for (const args of [['get', 'pods'], ['api-resources']]) {
+      const r = await kubectl(file, args);
+      expect(r.code).toBe(1);
+      // client-go reads discovery answers raw (no Status decoding): the message comes from the text body.
+      expect(r.stderr.trim().split('\n').at(-1)).toMatch(
+        /^Error from server \(InternalError\): an error on the server \("agent for cluster edge-gone is not connected \(last seen \d+s ago\)"\) has prevented the request from succeeding$/,
+      );
+    }
+  });
+
   it('an agent without --upstream refuses the stream, and kubectl says so', async () => {
     const { file } = await kubeconfigFile('edge-noup');
     const r = await kubectl(file, raw('edge-noup', '/version'));

@@ -30,6 +30,7 @@ import { MESH_KEY_HEADER } from '../mesh/mesh-auth.js';
 import { forwardRequest, forwardUpgrade } from '../mesh/mesh-forward.js';
 import { hopFor, type MeshRouting, meshOriginOf } from '../mesh/mesh-routing.js';
 import type { ClusterRecord } from '../store/types.js';
+import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 import { exchange } from './http-exchange.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
@@ -173,13 +174,22 @@ function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
   return [...forwardHeaders(req.rawHeaders, REFRAMED), ...framingHeaders(framing)];
 }
 
-function sendError(res: ServerResponse, err: unknown, cluster: string | null): void {
+function sendError(res: ServerResponse, err: unknown, cluster: string | null, discovery = false): void {
   const e = asTunnelError(err);
   if (res.headersSent) {
     res.destroy(e);
     return;
   }
   const status = proxyStatus(e, false);
+  const plain = discovery ? discoveryErrorAnswer(status, e.message) : null;
+  if (plain !== null) {
+    res.writeHead(plain.status, {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': Buffer.byteLength(plain.body),
+    });
+    res.end(plain.body);
+    return;
+  }
   const body = JSON.stringify(kubeStatus(e, status, cluster));
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
@@ -286,7 +296,9 @@ export function registerPathProxy(app: FastifyInstance, deps: PathProxyDeps): vo
       bump(stats.failed, res.headersSent ? 'aborted' : proxyStatus(e, false));
       if (code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
       if (code === 'INTERNAL') ctx.log.error({ err }, 'proxy request failed');
-      sendError(res, err, parseProxyPath(request.raw.url ?? '')?.cluster ?? null);
+      const path = parseProxyPath(request.raw.url ?? '');
+      const discovery = path !== null && isDiscoveryRequest(request.raw.method, path.upstreamPath);
+      sendError(res, err, path?.cluster ?? null, discovery);
     });
   };
   for (const url of ['/api/v1/clusters/:name/proxy', '/api/v1/clusters/:name/proxy/*']) {
