@@ -55,6 +55,11 @@ async function beforeAndAfter(
   ]);
   try {
     const before = await egress(['--relay', ready.url, '--ca-pin', ready.caPin]);
+    const text = await run(CLIENT_BIN, ['egress', '--relay', ready.url, '--ca-pin', ready.caPin], cleanEnv());
+    const port = new URL(ready.url).port;
+    expect(text.stdout).toContain(
+      `firewall rules (${udp === 'on' ? (stun === 'on' ? 3 : 2) : 1}):\n  allow TCP 127.0.0.1:${port}: registration, values, lease, relay (DERP)\n`,
+    );
     const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-e', '-o', 'json'], adminEnvOf(ready));
     const stateDir = join(tempDir('egress-ba-agent-'), 's');
     const words = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);

@@ -49,8 +49,15 @@ const egress = (args: string[], env: Record<string, string> = {}) =>
   run(CLIENT_BIN, ['egress', ...args], cleanEnv(env), 40_000);
 
 function parse(r: { code: number | null; stdout: string; stderr: string }): Line[] {
-  const doc = JSON.parse(r.stdout) as { destinations: Line[] };
-  expect(Object.keys(doc)).toEqual(['destinations']);
+  const doc = JSON.parse(r.stdout) as {
+    destinations: Line[];
+    rules: Array<{ port: number; purposes: string[] }>;
+  };
+  expect(Object.keys(doc)).toEqual(['destinations', 'rules']);
+  // The rules cover every destination: one per protocol, host and port.
+  expect([...new Set(doc.rules.flatMap((rule) => rule.purposes))].sort()).toEqual(
+    [...new Set(doc.destinations.map((d) => d.purpose))].sort(),
+  );
   return doc.destinations;
 }
 

@@ -18,6 +18,7 @@ import type { AgentState } from '../agent/types.js';
 import { agentProxySettings, settingsFromState } from '../egress/agent-proxy.js';
 import { type CheckResult, checkDestination } from '../egress/check.js';
 import { type Destination, type EgressMode, listDestinations } from '../egress/destinations.js';
+import { type FirewallRule, firewallRules } from '../egress/firewall-rules.js';
 import { openStateDir, stateDirOption } from './context.js';
 
 interface EgressFlags {
@@ -130,8 +131,14 @@ async function egress(flags: EgressFlags): Promise<void> {
   }
   const lines = destinations.map((d, i) => toLine(d, checks[i]));
   const out = streamPrinter();
-  if (flags.output === 'json') out.json({ destinations: lines });
-  else out.line(render(destinations, lines, Boolean(flags.check)));
+  const rules = firewallRules(destinations);
+  if (flags.output === 'json') out.json({ destinations: lines, rules });
+  else {
+    out.line(render(destinations, lines, Boolean(flags.check)));
+    out.line('');
+    out.line(`firewall rules (${rules.length}):`);
+    out.lines(rules.map(ruleLine));
+  }
   if (lines.some((l) => l.check === 'failed')) process.exitCode = 1;
 }
 
@@ -156,6 +163,12 @@ async function relayNetwork(
   } finally {
     await client.close();
   }
+}
+
+function ruleLine(r: FirewallRule): string {
+  const to = `${r.protocol.toUpperCase()} ${r.host.includes(':') ? `[${r.host}]` : r.host}:${r.port}`;
+  const via = r.proxy === null ? '' : ` (through ${r.proxy}: allow the proxy, and CONNECT to this on it)`;
+  return `  allow ${to}${via}: ${r.purposes.join(', ')}`;
 }
 
 function toLine(d: Destination, c: CheckResult | undefined): EgressLine {
