@@ -215,6 +215,24 @@ export const AgentReply = Type.Object(
   { cluster: Type.String(), status: Type.String(), tunnel: Nullable(Tunnel), valuesVersion: Type.String() },
   closed,
 );
+/** GET /api/v1/clusters/:name/path-history: path changes, newest first. */
+export const PathHistory = Type.Object(
+  {
+    items: Type.Array(
+      Type.Object(
+        {
+          at: Type.String(),
+          path: Type.String(),
+          remote: Nullable(Type.String()),
+          reason: Nullable(Type.String()),
+        },
+        closed,
+      ),
+    ),
+  },
+  closed,
+);
+
 export const LeaseBody = Type.Object(
   {
     claims: Type.Optional(Claims),

@@ -178,6 +178,23 @@ async function clusterPath(name: string): Promise<ClusterPath> {
   return cli.path === api.path ? api : clusterPath(name);
 }
 
+/** GET /api/v1/clusters/NAME/path-history: the path changes, newest first. */
+async function pathHistory(
+  name: string,
+): Promise<Array<{ at: string; path: string; remote: string | null; reason: string | null }>> {
+  const r = await curl([
+    '-sS',
+    '-f',
+    '--cacert',
+    relayCaFile,
+    '-H',
+    `Authorization: Bearer ${ready.adminKey}`,
+    `${ready.url}/api/v1/clusters/${name}/path-history`,
+  ]);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout).items;
+}
+
 async function untilCluster(
   what: string,
   pred: (c: ClusterPath) => boolean,
@@ -360,6 +377,14 @@ describe('direct path flips and the relay, real processes behind a NAT', () => {
       expect(Date.parse(onRelay.pathDetail?.lastSwitch ?? '')).toBeGreaterThan(
         Date.parse(onDirect.pathDetail?.lastSwitch ?? ''),
       );
+      // The path history (newest first) holds the fall-back after the direct path it left.
+      const history = await pathHistory('edge-flip');
+      const fellBack = history.findIndex((h) => h.path === 'relayed' && h.reason === 'direct-silent');
+      const wasDirect = history.findIndex(
+        (h) => h.path === 'direct' && h.remote === onDirect.pathDetail?.remote,
+      );
+      expect(fellBack, JSON.stringify(history)).toBeGreaterThanOrEqual(0);
+      expect(wasDirect, JSON.stringify(history)).toBeGreaterThan(fellBack);
       const m2 = await scrape();
       const beforeRelayed = await derpBytes();
       const relayed = await download(n).done;

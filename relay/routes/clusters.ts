@@ -36,6 +36,7 @@ import {
 import { hashSecret, newId, newSecret } from '../secrets.js';
 import type { ClusterRecord, NewSecret } from '../store/types.js';
 import { installRoutes } from './install.js';
+import { pathHistoryRoutes } from './path-history.js';
 
 const DEFAULT_PSK_TTL = '24h';
 
@@ -113,6 +114,7 @@ const errors = {
 
 export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
   await app.register(installRoutes, { ctx });
+  await app.register(pathHistoryRoutes, { ctx });
   app.post(
     '/api/v1/clusters',
     { schema: { body: CreateClusterBody, response: { 201: ClusterWithBootstrap, ...errors } } },

@@ -110,6 +110,17 @@ export const MIGRATIONS: readonly string[] = [
     reported_at BIGINT NOT NULL
   );
   `,
+  // 6: each agent's path changes, newest PATH_HISTORY_MAX kept (agent-path-row.ts).
+  `
+  CREATE TABLE agent_path_history (
+    cluster TEXT NOT NULL REFERENCES clusters (name) ON DELETE CASCADE,
+    at BIGINT NOT NULL,
+    path TEXT NOT NULL,
+    remote TEXT,
+    reason TEXT
+  );
+  CREATE INDEX agent_path_history_by_cluster ON agent_path_history (cluster, at);
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

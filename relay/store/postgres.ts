@@ -15,7 +15,13 @@ import {
   AGENT_PATH_COLS,
   type AgentPathRow,
   agentPathValues,
+  appendPathHistorySql,
+  PATH_HISTORY_COLS,
+  type PathHistoryRow,
+  pathHistoryValues,
   toAgentPath,
+  toPathChange,
+  trimPathHistorySql,
   upsertAgentPathSql,
 } from './agent-path-row.js';
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
@@ -50,6 +56,7 @@ import type {
   LeaseInput,
   NewCluster,
   NewSecret,
+  PathChange,
   RegisterInput,
   RegisterResult,
   RemoteKeyLoss,
@@ -422,10 +429,27 @@ export class PostgresStore implements Store {
   }
 
   async saveAgentPath(path: AgentPathRecord): Promise<void> {
-    await (await this.#read()).run(
+    const db = await this.#read();
+    await db.run(
+      appendPathHistorySql((i) => `$${i}`),
+      pathHistoryValues(path),
+    );
+    await db.run(
+      trimPathHistorySql((i) => `$${i}`),
+      [path.cluster, path.cluster],
+    );
+    await db.run(
       upsertAgentPathSql((i) => `$${i}`),
       agentPathValues(path),
     );
+  }
+
+  async pathHistory(cluster: string): Promise<PathChange[]> {
+    const rows = await (await this.#read()).all<PathHistoryRow>(
+      `SELECT ${PATH_HISTORY_COLS} FROM agent_path_history WHERE cluster = $1 ORDER BY at DESC`,
+      [cluster],
+    );
+    return rows.map(toPathChange);
   }
 
   async agentPaths(cluster?: string): Promise<AgentPathRecord[]> {

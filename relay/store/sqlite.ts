@@ -10,7 +10,13 @@ import {
   AGENT_PATH_COLS,
   type AgentPathRow,
   agentPathValues,
+  appendPathHistorySql,
+  PATH_HISTORY_COLS,
+  type PathHistoryRow,
+  pathHistoryValues,
   toAgentPath,
+  toPathChange,
+  trimPathHistorySql,
   upsertAgentPathSql,
 } from './agent-path-row.js';
 import { applyMigrations } from './migrations.js';
@@ -30,6 +36,7 @@ import type {
   LeaseInput,
   NewCluster,
   NewSecret,
+  PathChange,
   RegisterInput,
   RegisterResult,
   RemoteKeyLoss,
@@ -338,8 +345,21 @@ export class SqliteStore implements Store {
 
   saveAgentPath(path: AgentPathRecord): Promise<void> {
     return this.#tx(() => {
+      this.#db.prepare(appendPathHistorySql(() => '?')).run(...pathHistoryValues(path));
+      this.#db.prepare(trimPathHistorySql(() => '?')).run(path.cluster, path.cluster);
       this.#db.prepare(upsertAgentPathSql(() => '?')).run(...agentPathValues(path), path.cluster);
     });
+  }
+
+  pathHistory(cluster: string): Promise<PathChange[]> {
+    return this.#tx(() =>
+      this.#db
+        .prepare<[string], PathHistoryRow>(
+          `SELECT ${PATH_HISTORY_COLS} FROM agent_path_history WHERE cluster = ? ORDER BY at DESC`,
+        )
+        .all(cluster)
+        .map(toPathChange),
+    );
   }
 
   agentPaths(cluster?: string): Promise<AgentPathRecord[]> {

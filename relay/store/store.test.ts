@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../shared/errors.js';
+import { PATH_HISTORY_MAX } from './agent-path-row.js';
 import { SqliteStore } from './sqlite.js';
 import { PostgresBackend, sqliteBackend } from './test-backends.js';
 import type { AuditEntry, RegisterInput, Store } from './types.js';
@@ -293,6 +294,63 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     ]);
     await s.deleteCluster('pa', audit('d', 'pa'));
     expect((await s.agentPaths()).map((p) => p.cluster)).toEqual(['pb']);
+  });
+
+  it('keeps the newest path changes of each agent, newest first, and only real changes', async () => {
+    await s.createCluster(
+      { name: 'ph', group: 'g', displayName: 'ph', createdAt: 1 },
+      secret('p-ph'),
+      audit('c'),
+    );
+    const base = {
+      cluster: 'ph',
+      path: 'relayed' as const,
+      remote: null,
+      rttDirectMs: null,
+      rttRelayedMs: 3,
+      lastSwitchAt: 1_000,
+      reason: 'confirming',
+      reportedAt: 1_000,
+    };
+    await s.saveAgentPath(base);
+    // The same path, remote and reason again (an RTT refresh): no new entry.
+    await s.saveAgentPath({ ...base, rttRelayedMs: 9, reportedAt: 2_000 });
+    await s.saveAgentPath({
+      ...base,
+      path: 'direct',
+      remote: '198.51.100.7:41641',
+      reason: null,
+      lastSwitchAt: 3_000,
+    });
+    await s.saveAgentPath({
+      ...base,
+      path: 'direct',
+      remote: '198.51.100.7:50000',
+      reason: null,
+      lastSwitchAt: 4_000,
+    });
+    expect(await s.pathHistory('ph')).toEqual([
+      { at: 4_000, path: 'direct', remote: '198.51.100.7:50000', reason: null },
+      { at: 3_000, path: 'direct', remote: '198.51.100.7:41641', reason: null },
+      { at: 1_000, path: 'relayed', remote: null, reason: 'confirming' },
+    ]);
+    for (let i = 0; i < 30; i++) {
+      const direct = i % 2 === 0;
+      await s.saveAgentPath({
+        ...base,
+        path: direct ? 'direct' : 'relayed',
+        remote: direct ? '198.51.100.7:41641' : null,
+        reason: direct ? null : 'direct-silent',
+        lastSwitchAt: 10_000 + i,
+      });
+    }
+    const kept = await s.pathHistory('ph');
+    expect(kept).toHaveLength(PATH_HISTORY_MAX);
+    expect(kept[0]).toEqual({ at: 10_029, path: 'relayed', remote: null, reason: 'direct-silent' });
+    expect(kept.map((c) => c.at)).toEqual([...kept.map((c) => c.at)].sort((a, b) => b - a));
+    expect(await s.pathHistory('nobody')).toEqual([]);
+    await s.deleteCluster('ph', audit('d', 'ph'));
+    expect(await s.pathHistory('ph')).toEqual([]);
   });
 
   it('access keys, values and audit round-trip; audit is capped', async () => {

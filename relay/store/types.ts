@@ -154,6 +154,15 @@ export interface AgentPathRecord {
   reportedAt: number;
 }
 
+/** One change of an agent's path (path, direct remote or reason), as kept in its history. */
+export interface PathChange {
+  /** Wall-clock ms of the change. */
+  at: number;
+  path: 'direct' | 'relayed' | 'none';
+  remote: string | null;
+  reason: string | null;
+}
+
 export interface Store {
   close(): Promise<void>;
   /** Throws if the store cannot answer (readiness). */
@@ -206,6 +215,8 @@ export interface Store {
   saveAgentPath(path: AgentPathRecord): Promise<void>;
   /** The agents' paths as last written, every cluster's (`cluster` given: that one's, if any). */
   agentPaths(cluster?: string): Promise<AgentPathRecord[]>;
+  /** The cluster's path changes, newest first (saveAgentPath records them; at most PATH_HISTORY_MAX). */
+  pathHistory(cluster: string): Promise<PathChange[]>;
 
   /** LIMIT_EXCEEDED over maxAccessKeys. */
   createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void>;
