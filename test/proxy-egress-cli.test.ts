@@ -150,6 +150,10 @@ describe('tunnel-client egress', () => {
         expect(l.check).toBe('failed');
         expect(l.reason).toContain('CA_PIN_MISMATCH');
         expect(l.reason).toContain(WRONG_PIN);
+        // One full sentence naming the destination and what it is for.
+        expect(l.reason).toMatch(
+          /^Cannot use 127\.0\.0\.1:\d+ \(tcp\) for (registration|values|lease|relay \(DERP\)): .+\.$/,
+        );
       }
     }
   });

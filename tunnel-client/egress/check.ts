@@ -60,7 +60,11 @@ async function checkHttps(d: Destination, o: CheckOptions): Promise<CheckResult>
   });
   try {
     const res = await client.raw('GET', '/healthz', { token: null });
-    if (res.status >= 500) return { check: 'failed', reason: `relay answered HTTP ${res.status}` };
+    if (res.status >= 500)
+      return {
+        check: 'failed',
+        reason: `the relay answered HTTP ${res.status} (it is up but failing; its log says why)`,
+      };
     return { check: 'ok' };
   } catch (err) {
     return { check: 'failed', reason: reasonOf(err) };
@@ -120,7 +124,10 @@ function checkStun(d: Destination, o: CheckOptions): Promise<CheckResult> {
     };
     const timer = setTimeout(
       () =>
-        done({ check: 'failed', reason: `no STUN answer from ${d.host}:${d.port} (udp) within ${ms} ms` }),
+        done({
+          check: 'failed',
+          reason: `no STUN answer came within ${ms} ms (UDP to it is blocked, or nothing answers there)`,
+        }),
       ms,
     );
     const send = () => sock.send(req, d.port, d.host, () => {});
@@ -137,8 +144,21 @@ function checkStun(d: Destination, o: CheckOptions): Promise<CheckResult> {
   });
 }
 
-/** Runs the check for one destination (undefined: not probed). Never throws. */
+/** A failure as one full sentence naming the destination: `Cannot use HOST:PORT (tcp) for lease: WHY.` */
+export function failureSentence(d: Destination, why: string): string {
+  const host = d.host.includes(':') ? `[${d.host}]` : d.host;
+  return `Cannot use ${host}:${d.port} (${d.protocol}) for ${d.purpose}: ${why.trim().replace(/[.\s]+$/, '')}.`;
+}
+
+/** Runs the check for one destination (undefined: not probed); a failure's reason is a full sentence. */
 export async function checkDestination(d: Destination, o: CheckOptions): Promise<CheckResult | undefined> {
+  const r = await probe(d, o);
+  if (r === undefined || r.check === 'ok' || r.reason === undefined) return r;
+  return { ...r, reason: failureSentence(d, r.reason) };
+}
+
+/** Never throws. */
+async function probe(d: Destination, o: CheckOptions): Promise<CheckResult | undefined> {
   try {
     switch (d.purpose) {
       case 'registration':

@@ -128,7 +128,7 @@ describe('STUN check (real UDP socket on loopback)', () => {
       });
       expect(c).toEqual({
         check: 'failed',
-        reason: `no STUN answer from 127.0.0.1:${r.port} (udp) within 400 ms`,
+        reason: `Cannot use 127.0.0.1:${r.port} (udp) for STUN: no STUN answer came within 400 ms (UDP to it is blocked, or nothing answers there).`,
       });
     } finally {
       r.close();
