@@ -281,6 +281,9 @@ describe('web console', () => {
   it('shows values YAML errors inline and saves valid YAML into the merged view', async () => {
     const { page } = admin;
     await page.goto(`${ready.url}/ui/#/clusters/edge-lab-1`);
+    // The connected agent's path history: its newest change is the path the page shows.
+    const newest = page.locator('[data-path-history] tbody tr').first().locator('td[data-label="Path"]');
+    await expect.poll(() => newest.textContent(), { timeout: 10_000 }).toMatch(/^(relayed|direct)$/);
     const editor = page.getByLabel(/Cluster layer/);
     await expect.poll(() => editor.inputValue()).toBe('{}\n');
     await editor.fill('image:\n  tag: [v2\n');

@@ -74,3 +74,11 @@ export interface AuditItem {
   source: string;
   detail: unknown;
 }
+
+/** One entry of GET /api/v1/clusters/:name/path-history (newest first). */
+export interface PathChange {
+  at: string;
+  path: string;
+  remote: string | null;
+  reason: string | null;
+}

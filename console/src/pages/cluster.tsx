@@ -8,8 +8,8 @@ import { ErrorNote, PathCell, StatusBadge } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
 import { useConsole } from '../context.js';
 import { age, latest, when } from '../format.js';
-import { useNow } from '../hooks.js';
-import type { Bootstrap, Cluster, PathDetail } from '../types.js';
+import { useLoad, useNow } from '../hooks.js';
+import type { Bootstrap, Cluster, PathChange, PathDetail } from '../types.js';
 import { ValuesPanel } from './values-panel.js';
 
 export function ClusterPage({ name }: { name: string }) {
@@ -89,6 +89,8 @@ function ClusterDetail({ c }: { c: Cluster }) {
           </tbody>
         </table>
       </div>
+      <h2>Path history</h2>
+      <PathHistory c={c} now={now} />
       <h2>Claims</h2>
       <Claims claims={c.claims} />
       <h2>Agent values</h2>
@@ -124,6 +126,44 @@ function PathDetailFacts({ d, now }: { d: PathDetail; now: number }) {
         </>
       )}
     </>
+  );
+}
+
+/** The agent's recent path changes, newest first; read again whenever the cluster's path changes. */
+function PathHistory({ c, now }: { c: Cluster; now: number }) {
+  const { api } = useConsole();
+  const history = useLoad(
+    async () => (await api.get<{ items: PathChange[] }>(clusterPath(c.name, '/path-history'))).items,
+    [c.name, c.path, c.pathDetail?.remote, c.pathDetail?.reason, c.pathDetail?.lastSwitch],
+  );
+  if (history.error) return <ErrorNote error={history.error} />;
+  const items = history.data ?? [];
+  if (items.length === 0) return <p class="muted">No path changes recorded yet.</p>;
+  return (
+    <div class="table-wrap">
+      <table data-path-history>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Path</th>
+            <th scope="col">Direct remote</th>
+            <th scope="col">Why not direct</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((h) => (
+            <tr key={`${h.at}-${h.path}-${h.remote ?? ''}-${h.reason ?? ''}`}>
+              <td data-label="When" title={when(h.at)}>
+                {age(h.at, now)}
+              </td>
+              <td data-label="Path">{h.path}</td>
+              <td data-label="Direct remote">{h.remote ?? '-'}</td>
+              <td data-label="Why not direct">{h.reason ?? '-'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
