@@ -226,7 +226,8 @@ describe('web console', () => {
   it('a hostile display name is shown as text: no element, no script', async () => {
     const { page } = admin;
     await page.getByRole('button', { name: 'Connect cluster' }).click();
-    // The drawer is modal: Shift+Tab from its first field stays inside it.
+    // The drawer is modal: Shift+Tab from its first field (focused once the drawer is up) stays inside it.
+    await expect.poll(() => inPage(page, 'document.activeElement.id')).toBe('display-name');
     await page.keyboard.press('Shift+Tab');
     expect(await inPage(page, "document.activeElement.closest('[role=dialog]') !== null")).toBe(true);
     await page.getByLabel('Display Name').fill(XSS);
