@@ -17,8 +17,8 @@ import { connectDerp, type DerpClient } from '../shared/derp/client.js';
 import { FrameParser } from '../shared/derp/frame-parser.js';
 import { encodeSendPacket } from '../shared/derp/frames.js';
 import { pinOfCertificate } from '../shared/http/pin.js';
-import { makeSelfSignedCert } from '../shared/http/test-cert.js';
 import { generateKeyPair, type KeyPair } from '../shared/keys.js';
+import { makeSelfSignedCert } from '../test/helpers/test-cert.js';
 import { describeMachine, ratio } from './machine.js';
 
 interface RelayInfo {

@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../shared/errors.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { LogCapture } from '../test/helpers/test-relay.js';
 import { freePort } from '../test/helpers/tinyproxy.js';
 import { resolveRelayConfig } from './config.js';
 import { certAltNames, loadHubKey, loadOrCreateHubKey, loadOrCreateTls, loadPublicCa } from './identity.js';
 import { certCovers, startRelay } from './server.js';
 import { SqliteStore } from './store/sqlite.js';
-import { LogCapture } from './test-support.js';
 import { caPinOf, createSelfSignedCert } from './tls/self-signed.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'relay-identity-'));

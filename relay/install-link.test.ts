@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresBackend, sqliteBackend } from '../test/helpers/store-backends.js';
 import { issueInstallLink, openInstallLink } from './install-link.js';
 import { hashSecret, secretKind } from './secrets.js';
-import { PostgresBackend, sqliteBackend } from './store/test-backends.js';
 
 const postgres = new PostgresBackend();
 beforeAll(() => postgres.start(), 120_000);

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TunnelError } from '../shared/errors.js';
+import { LogCapture } from '../test/helpers/test-relay.js';
 import { serializeErr, serializeReq } from './log-serializers.js';
 import { createLogger } from './logger.js';
 import { newSecret, type SecretKind } from './secrets.js';
-import { LogCapture } from './test-support.js';
 
 const secretArb = fc.constantFrom<SecretKind>('accessKey', 'psk', 'agent').map((k) => newSecret(k));
 

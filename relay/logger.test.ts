@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { LogCapture } from '../test/helpers/test-relay.js';
 import { createLogger, redactUrl } from './logger.js';
 import { newSecret, redactSecrets, secretKind } from './secrets.js';
-import { LogCapture } from './test-support.js';
 
 describe('log redaction', () => {
   it('redacts the token query parameter and secret-shaped strings in URLs', () => {

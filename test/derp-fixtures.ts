@@ -16,8 +16,8 @@ import { FrameParser } from '../shared/derp/frame-parser.js';
 import { decodeServerKey, FRAME_HEADER_LEN, FrameType } from '../shared/derp/frames.js';
 import { encodeClientInfo, sharedKey } from '../shared/derp/handshake.js';
 import { pinOfCertificate } from '../shared/http/pin.js';
-import { makeSelfSignedCert, type TestCert } from '../shared/http/test-cert.js';
 import { generateKeyPair, type KeyPair } from '../shared/keys.js';
+import { makeSelfSignedCert, type TestCert } from './helpers/test-cert.js';
 
 let cert: TestCert | undefined;
 export function testCert(): TestCert {

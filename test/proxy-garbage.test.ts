@@ -16,7 +16,6 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HubProxy, hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
-import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { DerpCloseCode } from '../shared/derp/close-codes.js';
 import {
   encodeSendPacket,
@@ -30,6 +29,7 @@ import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { type TestRelay as DerpTestRelay, type RawClient, rawClient } from './derp-fixtures.js';
+import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 import { waitFor } from './helpers/wait.js';
 import { connectTunnel, listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 

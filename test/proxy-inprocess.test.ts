@@ -16,11 +16,11 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { type HubProxy, hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
-import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
+import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 import { connectTunnel } from './proxy-fixtures.js';
 
 const run = promisify(execFile);

@@ -5,9 +5,9 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { ERROR_CODES } from '../shared/errors.js';
 import { abuseRuns } from './abuse/scale.js';
+import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 
 let t: TestRelay;
 let admin: string;

@@ -3,9 +3,9 @@
  * bad keys and claims, and bad PSKs (wrong, reused, expired, revoked), plus rate limiting.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { FakeClock } from '../shared/clock.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 
 let t: TestRelay;
 let admin: string;

@@ -6,9 +6,9 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdmittedPeer, KeyEvent } from '../relay/hooks.js';
-import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { FakeClock } from '../shared/clock.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 
 let t: TestRelay;
 let admin: string;

@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 
 let t: TestRelay;
 beforeAll(async () => {

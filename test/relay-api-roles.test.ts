@@ -2,8 +2,8 @@
  * Every role against every route family (docs/API.md's table), on a real relay over TLS.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 
 let t: TestRelay;
 const tok: Record<string, string> = {};

@@ -11,7 +11,7 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveRelayConfig } from '../relay/config.js';
 import { type RunningRelay, startRelay, TLS_HANDSHAKE_TIMEOUT_MS } from '../relay/server.js';
-import { LogCapture } from '../relay/test-support.js';
+import { LogCapture } from './helpers/test-relay.js';
 
 let dir: string;
 let relay: RunningRelay;

@@ -8,13 +8,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type DataPlane, dataPlaneOf } from '../relay/data-plane.js';
 import { hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
-import { startTestRelay, type TestRelay } from '../relay/test-support.js';
 import { connectDerp, type DerpStateEvent } from '../shared/derp/client.js';
 import { buildUdpPacket, parseIpv4Address } from '../shared/ip/index.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { AgentSession } from '../tunnel-client/session/agent-session.js';
+import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 import { freePort } from './helpers/tinyproxy.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];

@@ -8,7 +8,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { HUB_ADDRESS } from '../relay/addresses.js';
-import { type FaultyLink, faultyPath } from '../shared/arq/faulty-path.js';
 import { FakeClock } from '../shared/clock.js';
 import { parseIpv4Address } from '../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey } from '../shared/keys.js';
@@ -18,6 +17,7 @@ import { MAX_PATH_MTU, type Path } from '../shared/tunnel-endpoint/path.js';
 import { TunnelEndpoint } from '../shared/tunnel-endpoint/tunnel-endpoint.js';
 import type { StreamBinding } from '../shared/tunnel-streams/stream-binding.js';
 import type { WireGuardTimers } from '../shared/wireguard/constants.js';
+import { type FaultyLink, faultyPath } from './helpers/faulty-path.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const AGENT_ADDRESS = '100.64.0.7';

@@ -5,10 +5,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ArqSession } from '../shared/arq/arq-session.js';
-import { faultyPath } from '../shared/arq/faulty-path.js';
 import { realClock } from '../shared/clock.js';
 import type { MuxStream } from '../shared/mux/mux-stream.js';
 import { muxOverArq } from '../shared/mux/transport.js';
+import { faultyPath } from './helpers/faulty-path.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
 import { type SseEvent, SseParser } from '../../shared/http/sse-parser.js';
 import { generateKeyPair, keyToBase64 } from '../../shared/keys.js';
-import { startTestRelay, type TestRelay } from '../test-support.js';
+import { startTestRelay, type TestRelay } from '../../test/helpers/test-relay.js';
 
 let t: TestRelay;
 let clock: FakeClock;

@@ -5,9 +5,9 @@
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PostgresBackend } from '../../test/helpers/store-backends.js';
 import { RelayHooks } from '../hooks.js';
 import { PostgresStore } from '../store/postgres.js';
-import { PostgresBackend } from '../store/test-backends.js';
 import { ReplicaMembership } from './replica-membership.js';
 
 const backend = new PostgresBackend();

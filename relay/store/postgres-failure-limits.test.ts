@@ -5,10 +5,10 @@
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
+import { PostgresBackend } from '../../test/helpers/store-backends.js';
 import { type FailOutcome, type FailureLimits, localFailureLimits } from '../failure-limits.js';
 import { FailureLimiter, type FailureLimiterOptions, type LimitEntry } from '../rate-limit.js';
 import { PostgresStore } from './postgres.js';
-import { PostgresBackend } from './test-backends.js';
 
 const backend = new PostgresBackend();
 beforeAll(() => backend.start(), 120_000);

@@ -5,9 +5,9 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../shared/errors.js';
+import { PostgresBackend } from '../../test/helpers/store-backends.js';
 import { PostgresStore } from './postgres.js';
 import { MAX_REPLICAS, type PgMeshTables } from './postgres-mesh.js';
-import { PostgresBackend } from './test-backends.js';
 
 const backend = new PostgresBackend();
 beforeAll(() => backend.start(), 120_000);

@@ -7,11 +7,11 @@ import { createServer, type Server } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isTunnelError } from '../../shared/errors.js';
+import { PostgresBackend } from '../../test/helpers/store-backends.js';
 import { freePort } from '../../test/helpers/tinyproxy.js';
 import { PostgresStore } from './postgres.js';
 import type { PostgresConnection } from './postgres-connection.js';
 import { PG_MIGRATIONS } from './postgres-migrations.js';
-import { PostgresBackend } from './test-backends.js';
 import type { AuditEntry, RegisterInput, RemoteKeyLoss, Store } from './types.js';
 
 const backend = new PostgresBackend();

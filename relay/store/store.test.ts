@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../shared/errors.js';
+import { PostgresBackend, sqliteBackend } from '../../test/helpers/store-backends.js';
 import { PATH_HISTORY_MAX } from './agent-path-row.js';
 import { SqliteStore } from './sqlite.js';
-import { PostgresBackend, sqliteBackend } from './test-backends.js';
 import type { AuditEntry, RegisterInput, Store } from './types.js';
 
 const audit = (action: string, target = 't'): AuditEntry => ({

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '../../shared/keys.js';
+import { startTestRelay, type TestRelay } from '../../test/helpers/test-relay.js';
 import { hubProxyPlugin } from '../proxy/proxy-plugin.js';
-import { startTestRelay, type TestRelay } from '../test-support.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -8,10 +8,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { faultyPath, pumpInto } from '../../test/helpers/faulty-path.js';
 import { BufferPool, PoolBudget, releaseSent } from '../buffer-pool.js';
 import { FakeClock } from '../clock.js';
 import { ArqSession } from './arq-session.js';
-import { faultyPath, pumpInto } from './faulty-path.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const POISON = 0xdb;

@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { type FaultyLinkOptions, faultyPath, pumpInto } from '../../test/helpers/faulty-path.js';
 import { FakeClock } from '../clock.js';
 import { isTunnelError, type TunnelError } from '../errors.js';
 import type { ArqOptions } from './arq-options.js';
 import { ArqSession } from './arq-session.js';
-import { type FaultyLinkOptions, faultyPath, pumpInto } from './faulty-path.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 

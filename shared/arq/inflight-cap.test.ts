@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { pumpInto } from '../../test/helpers/faulty-path.js';
 import { type Clock, FakeClock } from '../clock.js';
 import { ArqSession } from './arq-session.js';
-import { pumpInto } from './faulty-path.js';
 import { InflightCap } from './inflight-cap.js';
 
 /**

@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeSelfSignedCert, type TestCert } from '../../test/helpers/test-cert.js';
 import { ERROR_CODES, isTunnelError, TunnelError } from '../errors.js';
 import { errorFromResponse, RelayClient } from './client.js';
 import { pinOfCertificate } from './pin.js';
-import { makeSelfSignedCert, type TestCert } from './test-cert.js';
 import { trustFromFlags } from './trust.js';
 
 let cert: TestCert;

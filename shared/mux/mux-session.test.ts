@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { duplexPair, type PairOptions } from '../../test/helpers/duplex-pair.js';
 import { FakeClock, realClock } from '../clock.js';
 import { isTunnelError, TunnelError } from '../errors.js';
-import { duplexPair, type PairOptions } from './duplex-pair.js';
 import { encodeHeader, FLAG_SYN, TYPE_DATA, TYPE_WINDOW_UPDATE } from './frame.js';
 import { MuxSession } from './mux-session.js';
 import type { MuxStream } from './mux-stream.js';

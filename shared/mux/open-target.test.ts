@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { duplexPair } from '../../test/helpers/duplex-pair.js';
 import { realClock } from '../clock.js';
 import { isTunnelError, type TunnelError } from '../errors.js';
-import { duplexPair } from './duplex-pair.js';
 import type { MuxStream } from './mux-stream.js';
 import {
   encodeOpenMessage,

@@ -8,10 +8,10 @@ import { type AddressInfo, createServer, connect as netConnect, type Server, typ
 import { createServer as createTlsServer } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { makeSelfSignedCert, type TestCert } from '../../test/helpers/test-cert.js';
 import { isTunnelError } from '../errors.js';
 import { RelayClient } from '../http/client.js';
 import { pinOfCertificate } from '../http/pin.js';
-import { makeSelfSignedCert, type TestCert } from '../http/test-cert.js';
 import { proxyConnectVia } from './connect-via.js';
 import { parseProxyUrl, resolveProxySettings } from './proxy-config.js';
 import { relayConnectVia } from './transports.js';

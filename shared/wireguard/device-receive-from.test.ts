@@ -6,10 +6,10 @@
  * whose relayed sources are trusted (authenticatedSources).
  */
 import { describe, expect, it } from 'vitest';
+import { A_ADDR, B_ADDR, udpFrom } from '../../test/helpers/wireguard-link.js';
 import { FakeClock } from '../clock.js';
 import { generateKeyPair } from '../keys.js';
 import { type DatagramSource, Device, type ReceiveDrop } from './device.js';
-import { A_ADDR, B_ADDR, udpFrom } from './testing/link.js';
 
 const TO_B = { key: 'b' };
 

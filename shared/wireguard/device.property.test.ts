@@ -1,10 +1,10 @@
 /** Property tests: nothing a peer (or anyone) sends can make Device.receive throw. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { A_ADDR, B_ADDR, Link, udpFrom } from '../../test/helpers/wireguard-link.js';
 import { CookieGenerator } from './cookie.js';
 import { defaultAead } from './crypto/aead.js';
 import { MSG_INITIATION } from './messages.js';
-import { A_ADDR, B_ADDR, Link, udpFrom } from './testing/link.js';
 import { sealTransport } from './transport.js';
 
 describe('Device.receive under hostile input', () => {

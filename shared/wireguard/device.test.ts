@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { A_ADDR, B_ADDR, Link, udpFrom } from '../../test/helpers/wireguard-link.js';
 import { generateKeyPair } from '../keys.js';
 import { Device } from './device.js';
 import { KEEPALIVE_LEN, MSG_COOKIE_REPLY, MSG_INITIATION, MSG_RESPONSE, MSG_TRANSPORT } from './messages.js';
-import { A_ADDR, B_ADDR, Link, udpFrom } from './testing/link.js';
 
 const T = MSG_TRANSPORT;
 

@@ -1,10 +1,10 @@
 /** The timer state machine (reference §9), driven by FakeClock with shortened thresholds where useful. */
 import { describe, expect, it } from 'vitest';
+import { A_ADDR, B_ADDR, Link, udpFrom } from '../../test/helpers/wireguard-link.js';
 import { FakeClock } from '../clock.js';
 import { generateKeyPair } from '../keys.js';
 import { Device } from './device.js';
 import { MSG_INITIATION, MSG_RESPONSE, MSG_TRANSPORT } from './messages.js';
-import { A_ADDR, B_ADDR, Link, udpFrom } from './testing/link.js';
 
 const toB = (s: string) => udpFrom(A_ADDR, B_ADDR, s);
 const toA = (s: string) => udpFrom(B_ADDR, A_ADDR, s);

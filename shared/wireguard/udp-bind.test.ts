@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../test/helpers/wait.js';
+import { A_ADDR, B_ADDR, udpFrom } from '../../test/helpers/wireguard-link.js';
 import { generateKeyPair } from '../keys.js';
-import { A_ADDR, B_ADDR, udpFrom } from './testing/link.js';
 import { parseUdpEndpoint, UdpBind, udpEndpoint } from './udp-bind.js';
 
 const binds: UdpBind[] = [];

@@ -3,10 +3,10 @@ import net from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../shared/clock.js';
-import { duplexPair } from '../../shared/mux/duplex-pair.js';
 import type { MuxSession } from '../../shared/mux/mux-session.js';
 import { openTarget } from '../../shared/mux/open-target.js';
 import { muxOverDuplex } from '../../shared/mux/transport.js';
+import { duplexPair } from '../../test/helpers/duplex-pair.js';
 import { Allowlist, formatHostPort, parseHostPort } from './allowlist.js';
 import { Dialer } from './dialer.js';
 

@@ -2,12 +2,12 @@
  * Test helper: two Devices joined by an in-memory "network" that queues datagrams until pump()ed,
  * so tests can inspect, drop, duplicate or reorder them. Used by the unit tests only.
  */
-import { FakeClock } from '../../clock.js';
-import { parseIpv4Address } from '../../ip/address.js';
-import { buildUdpPacket } from '../../ip/udp.js';
-import { generateKeyPair, type KeyPair } from '../../keys.js';
-import type { WireGuardTimers } from '../constants.js';
-import { Device, type Endpoint, type Peer } from '../device.js';
+import { FakeClock } from '../../shared/clock.js';
+import { parseIpv4Address } from '../../shared/ip/address.js';
+import { buildUdpPacket } from '../../shared/ip/udp.js';
+import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
+import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
+import { Device, type Endpoint, type Peer } from '../../shared/wireguard/device.js';
 
 export interface Wire {
   from: 'a' | 'b';

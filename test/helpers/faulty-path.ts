@@ -3,7 +3,7 @@
  * latency + jitter, a path MTU (larger datagrams are dropped) and blackout windows. Driven by a Clock
  * (FakeClock for deterministic tests). One timer per link, armed for the earliest pending delivery.
  */
-import type { Clock, TimerHandle } from '../clock.js';
+import type { Clock, TimerHandle } from '../../shared/clock.js';
 
 export interface FaultyLinkOptions {
   clock: Clock;

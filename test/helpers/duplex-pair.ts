@@ -4,7 +4,7 @@
  * a write's callback waits until the reading end has room.
  */
 import { Duplex } from 'node:stream';
-import { mulberry32 } from '../arq/faulty-path.js';
+import { mulberry32 } from './faulty-path.js';
 
 export interface PairOptions {
   /** Re-chunk every write into pieces of 1..maxPiece bytes (0 = deliver writes as they are). */

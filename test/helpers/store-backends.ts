@@ -2,11 +2,12 @@
  * The stores the store test suite runs against: SQLite in memory, and PostgreSQL on a throw-away
  * server (test/helpers/postgres.ts) with a fresh database for every store opened.
  */
-import { startThrowawayPostgres, type ThrowawayPostgres } from '../../test/helpers/postgres.js';
-import { PostgresStore } from './postgres.js';
-import type { PostgresConnection } from './postgres-connection.js';
-import { SqliteStore } from './sqlite.js';
-import type { Store, StoreLimits } from './types.js';
+
+import { PostgresStore } from '../../relay/store/postgres.js';
+import type { PostgresConnection } from '../../relay/store/postgres-connection.js';
+import { SqliteStore } from '../../relay/store/sqlite.js';
+import type { Store, StoreLimits } from '../../relay/store/types.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from './postgres.js';
 
 export interface StoreBackend {
   readonly name: string;
