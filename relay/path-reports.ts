@@ -58,41 +58,43 @@ function changed(a: AgentPathRecord, b: AgentPathRecord): boolean {
 }
 
 export class PathReports {
-  readonly #o: PathReportsOptions;
+  readonly #options: PathReportsOptions;
   /** The last row written per cluster this hub holds (none once `none` is written). */
   readonly #written = new Map<string, AgentPathRecord>();
   readonly #writing = new Set<string>();
 
   constructor(o: PathReportsOptions) {
-    this.#o = o;
+    this.#options = o;
   }
 
   /** The hub's status of the cluster's agent (every status tick, and on changes). */
   note(cluster: string, status: ConnectionStatus): void {
-    const rec = pathRecord(cluster, status, this.#o.clock.wallNow());
+    const rec = pathRecord(cluster, status, this.#options.clock.wallNow());
     const prev = this.#written.get(cluster);
     if (!prev && rec.path === 'none') return;
     if (prev && !changed(prev, rec) && rec.reportedAt - prev.reportedAt < PATH_REPORT_REFRESH_MS) return;
-    if (!prev && this.#written.size >= this.#o.maxAgents) return;
+    if (!prev && this.#written.size >= this.#options.maxAgents) return;
     this.#write(rec);
   }
 
   /** The agent was removed from this hub (deleted, denied, unjoined): its row says `none` if it said more. */
   forget(cluster: string): void {
     if (!this.#written.has(cluster)) return;
-    this.#write(pathRecord(cluster, { connected: false, path: 'none' }, this.#o.clock.wallNow()));
+    this.#write(pathRecord(cluster, { connected: false, path: 'none' }, this.#options.clock.wallNow()));
   }
 
   #write(rec: AgentPathRecord): void {
     if (this.#writing.has(rec.cluster)) return; // the next status tick tries again
     this.#writing.add(rec.cluster);
-    this.#o.store
+    this.#options.store
       .saveAgentPath(rec)
       .then(() => {
         if (rec.path === 'none') this.#written.delete(rec.cluster);
         else this.#written.set(rec.cluster, rec);
       })
-      .catch((err: unknown) => this.#o.log?.({ cluster: rec.cluster, err }, 'store: agent path not saved'))
+      .catch((err: unknown) =>
+        this.#options.log?.({ cluster: rec.cluster, err }, 'store: agent path not saved'),
+      )
       .finally(() => this.#writing.delete(rec.cluster));
   }
 }

@@ -76,7 +76,7 @@ class WsDerpClient implements DerpClient {
     connects: 0,
   };
   #state: DerpClientState = 'connecting';
-  readonly #o: DerpClientOptions;
+  readonly #options: DerpClientOptions;
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #pin: string | undefined;
@@ -99,7 +99,7 @@ class WsDerpClient implements DerpClient {
   #closeWaiters: Array<(e: TunnelError) => void> = [];
 
   constructor(o: DerpClientOptions) {
-    this.#o = o;
+    this.#options = o;
     this.publicKey = o.keyPair.publicKey;
     this.#clock = o.clock ?? realClock;
     this.#random = o.random ?? Math.random;
@@ -119,7 +119,7 @@ class WsDerpClient implements DerpClient {
   }
 
   #emit(e: Omit<DerpStateEvent, 'attempt'>): void {
-    this.#o.onState?.({ ...e, attempt: this.#attempt });
+    this.#options.onState?.({ ...e, attempt: this.#attempt });
   }
 
   #connect(): void {
@@ -128,7 +128,7 @@ class WsDerpClient implements DerpClient {
     this.#phase = 'serverKey';
     this.#lastError = undefined;
     this.#emit({ state: 'connecting' });
-    const o = this.#o;
+    const o = this.#options;
     let ws: WebSocket;
     try {
       ws = this.#open();
@@ -150,7 +150,7 @@ class WsDerpClient implements DerpClient {
   }
 
   #open(): WebSocket {
-    const o = this.#o;
+    const o = this.#options;
     return new WebSocket(o.url, 'derp', {
       agent: o.agent,
       ca: o.ca,
@@ -211,7 +211,7 @@ class WsDerpClient implements DerpClient {
           const p = decodePacket(body);
           this.stats.packetsIn++;
           this.stats.bytesIn += p.payload.length;
-          this.#o.onPacket(p.key, p.payload);
+          this.#options.onPacket(p.key, p.payload);
           return;
         }
         case FrameType.Ping:
@@ -219,7 +219,7 @@ class WsDerpClient implements DerpClient {
           return;
         case FrameType.PeerGone: {
           const g = decodePeerGone(body);
-          this.#o.onPeerGone?.(g.peer, g.reason);
+          this.#options.onPeerGone?.(g.peer, g.reason);
           return;
         }
         case FrameType.Health:
@@ -236,13 +236,13 @@ class WsDerpClient implements DerpClient {
       if (type !== FrameType.ServerKey)
         throw new TunnelError('DERP_PROTOCOL', `expected ServerKey, got type ${type}`);
       const sk = decodeServerKey(body);
-      if (this.#o.serverPublicKey && !sk.serverKey.equals(this.#o.serverPublicKey)) {
+      if (this.#options.serverPublicKey && !sk.serverKey.equals(this.#options.serverPublicKey)) {
         throw new TunnelError(
           'DERP_AUTH_FAILED',
           'relay presented a different DERP server key than expected',
         );
       }
-      this.#key = sharedKey(sk.serverKey, this.#o.keyPair.privateKey);
+      this.#key = sharedKey(sk.serverKey, this.#options.keyPair.privateKey);
       ws.send(encodeClientInfo(this.publicKey, this.#key, sk.challenge), SEND_OPTS);
       this.#phase = 'serverInfo';
       return;
@@ -330,7 +330,7 @@ class WsDerpClient implements DerpClient {
   }
 
   #backoff(): BackoffOptions {
-    return this.#o.backoff ?? DEFAULT_BACKOFF;
+    return this.#options.backoff ?? DEFAULT_BACKOFF;
   }
 
   /**

@@ -104,7 +104,7 @@ export function registrationEnded(err: unknown, cluster: string, stateDir: strin
 }
 
 export class Agent {
-  readonly #o: AgentOptions;
+  readonly #options: AgentOptions;
   readonly #clock: Clock;
   readonly #log: (line: string) => void;
   readonly #random: () => number;
@@ -131,7 +131,7 @@ export class Agent {
   #lastProgressAt: number | undefined;
 
   constructor(opts: AgentOptions) {
-    this.#o = opts;
+    this.#options = opts;
     this.#clock = opts.clock ?? realClock;
     this.#log = opts.log ?? (() => {});
     this.#random = opts.random ?? Math.random;
@@ -184,7 +184,7 @@ export class Agent {
 
   /** Resolves once the data plane reports its session up (at once when the agent runs without one). */
   async whenSessionUp(): Promise<void> {
-    if (!this.#o.dataPlane) return;
+    if (!this.#options.dataPlane) return;
     const dp = this.#dataPlane ?? (await new Promise<DataPlane>((r) => this.#dataPlaneWaiters.push(r)));
     await dp.whenUp?.();
   }
@@ -204,7 +204,7 @@ export class Agent {
     if (!this.#running) return;
     let delay = jittered(PENDING_POLL_MS, 0.1, this.#random);
     try {
-      const info = await this.#o.api.info();
+      const info = await this.#options.api.info();
       this.#ok();
       this.#pollBackoff.reset();
       if (info.status === 'Accepted') {
@@ -215,7 +215,7 @@ export class Agent {
       this.#setStatus(info.status);
       this.#progress();
     } catch (err) {
-      const ended = registrationEnded(err, this.#state.cluster, this.#o.stateDir.dir);
+      const ended = registrationEnded(err, this.#state.cluster, this.#options.stateDir.dir);
       if (ended) {
         void this.#end(ended);
         return;
@@ -231,8 +231,8 @@ export class Agent {
     const waited = Math.round((now - (this.#pendingSince ?? now)) / 1000);
     const c = this.#state.cluster;
     const line = `cluster ${c} is ${this.#status}: waiting for an administrator to run 'tunnel-relay cluster accept ${c}' (${waited}s)`;
-    if (this.#o.progress) {
-      this.#o.progress(line);
+    if (this.#options.progress) {
+      this.#options.progress(line);
       return;
     }
     if (this.#lastProgressAt !== undefined && now - this.#lastProgressAt < PROGRESS_EVERY_MS) return;
@@ -249,12 +249,15 @@ export class Agent {
     void this.#startDataPlane();
     this.#lease = new LeaseLoop({
       clock: this.#clock,
-      ...(this.#o.random ? { random: this.#o.random } : {}),
+      ...(this.#options.random ? { random: this.#options.random } : {}),
       renew: () =>
-        this.#o.api.lease({ claims: { ...this.#state.claims }, agentVersion: this.#state.agentVersion }),
+        this.#options.api.lease({
+          claims: { ...this.#state.claims },
+          agentVersion: this.#state.agentVersion,
+        }),
       onRenewed: (res) => this.#onLease(res),
       onFailed: (err, failures, retryInMs) => {
-        const ended = registrationEnded(err, this.#state.cluster, this.#o.stateDir.dir);
+        const ended = registrationEnded(err, this.#state.cluster, this.#options.stateDir.dir);
         if (ended) {
           void this.#end(ended);
           return;
@@ -282,9 +285,9 @@ export class Agent {
     this.#clock.clearTimer(this.#valuesTimer);
     this.#valuesTimer = undefined;
     try {
-      this.#relayValues = await this.#o.api.values(this.#state.cluster);
+      this.#relayValues = await this.#options.api.values(this.#state.cluster);
       if (!this.#running) return;
-      this.#values = effectiveValues(this.#relayValues, this.#o.valuesFiles);
+      this.#values = effectiveValues(this.#relayValues, this.#options.valuesFiles);
       this.#dataPlane?.applyValues?.(this.#values);
       this.#valuesBackoff.reset();
       this.#writeStatus();
@@ -300,15 +303,15 @@ export class Agent {
   }
 
   async #startDataPlane(): Promise<void> {
-    const factory = this.#o.dataPlane;
+    const factory = this.#options.dataPlane;
     const tunnel = this.#state.tunnel;
     if (!factory || !tunnel || this.#dataPlane) return;
     try {
       this.#dataPlane = await factory({
         state: this.#state,
         tunnel,
-        privateKey: this.#o.stateDir.readPrivateKey(),
-        ...(this.#o.proxy ? { proxy: this.#o.proxy } : {}),
+        privateKey: this.#options.stateDir.readPrivateKey(),
+        ...(this.#options.proxy ? { proxy: this.#options.proxy } : {}),
         onChange: () => {
           if (this.#running) this.#writeStatus();
         },
@@ -336,7 +339,7 @@ export class Agent {
 
   #saveRegistration(status: RegistrationStatus, tunnel: Tunnel | null): void {
     this.#state = { ...this.#state, status, tunnel: tunnel ?? this.#state.tunnel };
-    this.#o.stateDir.saveState(this.#state);
+    this.#options.stateDir.saveState(this.#state);
     this.#setStatus(status);
   }
 
@@ -390,7 +393,7 @@ export class Agent {
 
   #writeStatus(): void {
     try {
-      this.#o.stateDir.writeStatus(this.statusFile());
+      this.#options.stateDir.writeStatus(this.statusFile());
     } catch (err) {
       this.#log(`cannot write status file: ${describe(err)}`);
     }

@@ -86,7 +86,7 @@ export class AgentSession {
   readonly endpoint: TunnelEndpoint;
   readonly derp: DerpClient;
   readonly hub: Peer<PeerPaths>;
-  readonly #o: AgentSessionOptions;
+  readonly #options: AgentSessionOptions;
   readonly #clock: Clock;
   readonly #hubKey: Buffer;
   readonly #self: number;
@@ -108,7 +108,7 @@ export class AgentSession {
   #closed = false;
 
   constructor(o: AgentSessionOptions) {
-    this.#o = o;
+    this.#options = o;
     this.#clock = o.clock ?? realClock;
     this.#probeMs = o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     this.#liveness = new Liveness({
@@ -292,7 +292,7 @@ export class AgentSession {
       const reply = echoReplyFor(ip, this.#self);
       if (reply) return void this.hub.send(reply);
     }
-    this.#o.onInnerPacket?.(packet);
+    this.#options.onInnerPacket?.(packet);
   }
 
   #relayUp(): boolean {
@@ -336,7 +336,7 @@ export class AgentSession {
     const up = !this.#closed && this.#relayUp() && this.hub.isSessionUp && !this.#liveness.stale;
     if (up === this.#connected) return;
     this.#connected = up;
-    this.#o.log?.(
+    this.#options.log?.(
       up ? 'WireGuard session to the hub is up (relayed)' : 'WireGuard session to the hub is down',
     );
     if (up) {
@@ -357,7 +357,7 @@ export class AgentSession {
 
   #changed(): void {
     this.#lastRefresh = this.#clock.now();
-    this.#o.onChange?.();
+    this.#options.onChange?.();
   }
 }
 

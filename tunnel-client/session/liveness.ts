@@ -21,26 +21,26 @@ export interface LivenessOptions {
 }
 
 export class Liveness {
-  readonly #o: LivenessOptions;
+  readonly #options: LivenessOptions;
   #lastProbeAt = Number.NEGATIVE_INFINITY;
   /** When the oldest probe not answered since was sent; null when every probe was answered. */
   #unansweredSince: number | null = null;
   #answeredOnce = false;
 
   constructor(o: LivenessOptions) {
-    this.#o = o;
+    this.#options = o;
   }
 
   /** Whether a probe is due now: active traffic, an unanswered probe, or the idle pace elapsed. */
   due(active: boolean): boolean {
-    const since = this.#o.clock.now() - this.#lastProbeAt;
-    if (this.retrying || active) return since >= this.#o.probeMs;
-    return since >= this.#o.idleProbeMs;
+    const since = this.#options.clock.now() - this.#lastProbeAt;
+    if (this.retrying || active) return since >= this.#options.probeMs;
+    return since >= this.#options.idleProbeMs;
   }
 
   /** A probe was sent now. */
   sent(): void {
-    const now = this.#o.clock.now();
+    const now = this.#options.clock.now();
     this.#lastProbeAt = now;
     this.#unansweredSince ??= now;
   }
@@ -54,12 +54,14 @@ export class Liveness {
   /** A probe has waited longer than probeMs for its answer. */
   get retrying(): boolean {
     const since = this.#unansweredSince;
-    return since !== null && this.#o.clock.now() - since >= this.#o.probeMs;
+    return since !== null && this.#options.clock.now() - since >= this.#options.probeMs;
   }
 
   /** The hub never answered, or a probe stayed unanswered for deadMs. */
   get stale(): boolean {
     const since = this.#unansweredSince;
-    return !this.#answeredOnce || (since !== null && this.#o.clock.now() - since >= this.#o.deadMs);
+    return (
+      !this.#answeredOnce || (since !== null && this.#options.clock.now() - since >= this.#options.deadMs)
+    );
   }
 }
