@@ -215,6 +215,16 @@ export const AgentReply = Type.Object(
   { cluster: Type.String(), status: Type.String(), tunnel: Nullable(Tunnel), valuesVersion: Type.String() },
   closed,
 );
+/** The error answers a route declares: every one is the one envelope (docs/API.md). */
+export const ERROR_REPLIES = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  429: ErrorBody,
+};
+
 /** GET /api/v1/clusters/:name/path-history: path changes, newest first. */
 export const PathHistory = Type.Object(
   {

@@ -29,7 +29,7 @@ import {
   ClusterWithBootstrap,
   CreateClusterBody,
   Deleted,
-  ErrorBody,
+  ERROR_REPLIES,
   NameParams,
   RotatePskBody,
 } from '../schemas.js';
@@ -103,14 +103,7 @@ function bootstrapView(ctx: RelayContext, cluster: string, issued: IssuedPsk, up
   };
 }
 
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  409: ErrorBody,
-  429: ErrorBody,
-};
+const errors = ERROR_REPLIES;
 
 export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
   await app.register(installRoutes, { ctx });

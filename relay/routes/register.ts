@@ -15,7 +15,7 @@ import { refuseRegistration } from '../registration-limit.js';
 import { agentPublicKey } from '../reserved-keys.js';
 import {
   AgentReply,
-  ErrorBody,
+  ERROR_REPLIES,
   LeaseBody,
   LeaseReply,
   RegisterBody,
@@ -28,14 +28,7 @@ import type { RegistrationRefusal } from '../store/psk-refusal.js';
 import type { ClusterRecord } from '../store/types.js';
 import { readClusterValues, readPlatformValues, valuesVersion } from '../values.js';
 
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  409: ErrorBody,
-  429: ErrorBody,
-};
+const errors = ERROR_REPLIES;
 
 async function agentOf(
   ctx: RelayContext,

@@ -4,17 +4,10 @@ import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { actorOf, parseRole, requireAdmin } from '../auth.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
-import { CreatedToken, CreateTokenBody, ErrorBody, IdParams, Revoked, TokenList } from '../schemas.js';
+import { CreatedToken, CreateTokenBody, ERROR_REPLIES, IdParams, Revoked, TokenList } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
 
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  409: ErrorBody,
-  429: ErrorBody,
-};
+const errors = ERROR_REPLIES;
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
