@@ -3,20 +3,22 @@
  * relay with curl (as the printed command runs it): the first fetch answers the agent manifests with the
  * PSK inside (schema-valid YAML); a second fetch, concurrent fetches beyond the first, a link whose PSK
  * expired or was replaced, and guessed tokens are all refused with their own code; a source that keeps
- * failing gets 429 while a valid link is still served to it; no token or PSK reaches the relay's log.
+ * failing gets 429 while a valid link is still served to it; no token, PSK or access key reaches the
+ * relay's log, JSON or pretty, even at debug level where every request's URL is logged.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale, cleanup, curl, RELAY_BIN, run, sleep, tempDir } from '../cli-harness.js';
 import { validateYamlStream } from '../helpers/kubernetes-schema.js';
-import { api, type ServedRelay, serve } from './relay-fixture.js';
+import { api, logLines, type ServedRelay, serve } from './relay-fixture.js';
 import { abuseScale } from './scale.js';
 
 let relay: ServedRelay;
 
 beforeAll(async () => {
   buildIfStale();
-  relay = await serve(tempDir('abuse-install-url-'));
+  // Debug level: the per-request lines (with the URL that holds the token) are logged, so their redaction is checked.
+  relay = await serve(tempDir('abuse-install-url-'), undefined, ['--log-level', 'debug']);
 }, 60_000);
 
 afterAll(async () => {
@@ -158,14 +160,47 @@ describe('one-time install URL', () => {
     expect(ok.status).toBe(200);
   });
 
-  it('no token and no PSK in the relay log', async () => {
+  it('no token, PSK or access key in the relay log; the request line shows the URL redacted', async () => {
     const b = await create('inst-logs');
     await fetchFrom(b.installUrl);
     await fetchFrom(b.installUrl);
     const token = b.installUrl.slice(b.installUrl.lastIndexOf('/') + 1);
-    expect(relay.proc.stderr).toContain('tin_[REDACTED]');
+    const urls = logLines(relay.proc)
+      .filter((l) => l.msg === 'incoming request' && l.level === 20)
+      .map((l) => (l.req as { url?: unknown } | undefined)?.url);
+    expect(urls.filter((u) => u === '/api/v1/install/tin_[REDACTED]').length).toBeGreaterThanOrEqual(2);
     expect(relay.proc.stderr).toContain('audit cluster.install-link inst-logs');
-    expect(relay.proc.stderr).not.toContain(token.slice(4));
-    expect(relay.proc.stderr).not.toContain(b.psk.slice(5));
+    for (const secret of [token, token.slice(4), b.psk, b.psk.slice(5), relay.adminKey])
+      expect(relay.proc.stderr).not.toContain(secret);
+  });
+
+  it('the pretty log format redacts the same', async () => {
+    const pretty = await serve(tempDir('abuse-install-url-pretty-'), undefined, [
+      '--log-level',
+      'debug',
+      '--log-format',
+      'pretty',
+    ]);
+    try {
+      const r = await api(pretty.ready.url, 'POST', '/api/v1/clusters', {
+        token: pretty.adminKey,
+        body: { name: 'inst-pretty' },
+      });
+      expect(r.status, r.text).toBe(201);
+      const b: Bootstrap = r.body.bootstrap;
+      await fetchFrom(b.installUrl);
+      await fetchFrom(b.installUrl);
+      const token = b.installUrl.slice(b.installUrl.lastIndexOf('/') + 1);
+      const requestLines = pretty.proc.stderr
+        .split('\n')
+        .filter((l) => l.includes(' DEBUG incoming request '));
+      expect(
+        requestLines.filter((l) => l.includes('/api/v1/install/tin_[REDACTED]')).length,
+      ).toBeGreaterThanOrEqual(2);
+      for (const secret of [token, token.slice(4), b.psk, b.psk.slice(5), pretty.adminKey])
+        expect(pretty.proc.stderr).not.toContain(secret);
+    } finally {
+      await pretty.proc.stop();
+    }
   });
 });
