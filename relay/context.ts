@@ -111,7 +111,10 @@ function pathDetailView(d: ConnectionPathDetail): PathDetailView {
 
 /**
  * Connected, path and its details: this relay's hub's own view while it holds the agent's session, else what
- * the replica holding it last wrote to the store (`reported`, while fresh: relay/path-reports.ts).
+ * the replica holding it last wrote to the store (`reported`, while fresh: relay/path-reports.ts). In a fleet
+ * with a mesh, the live status already names the session another live replica holds (relay/mesh/); one that no
+ * live replica holds (its replica was killed) is not connected, whatever a report written before says, as the
+ * proxies answer for it (503 AGENT_NOT_CONNECTED).
  */
 function pathView(
   ctx: ViewContext,
@@ -129,7 +132,8 @@ function pathView(
     reported &&
     reported.path !== 'none' &&
     ctx.clock.wallNow() - reported.reportedAt < PATH_REPORT_STALE_MS &&
-    c.publicKey !== null;
+    c.publicKey !== null &&
+    ctx.config.mesh.key === null;
   if (!fresh) return { connected: false, path: live.path, pathDetail: null };
   return {
     connected: true,

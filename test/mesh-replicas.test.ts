@@ -397,9 +397,12 @@ describe('the mesh key', () => {
 describe('the replica holding the agent dies (kill -9)', () => {
   it('B answers 502 MESH_UNREACHABLE naming the cluster, then 503 AGENT_NOT_CONNECTED once A is gone', async () => {
     await a.proc.stop('SIGKILL');
+    // A client with a 10 s timeout gets an answer: the wait for an agent on the move is 5 s at most.
     const proxied = () =>
       curl([
         '-sS',
+        '--max-time',
+        '10',
         '--cacert',
         caFile(),
         '-H',
@@ -434,6 +437,7 @@ describe('the replica holding the agent dies (kill -9)', () => {
       ['cluster', 'get', CLUSTER, '--output', 'json'],
       adminEnvOf({ ...b.ready, adminKey }),
     );
+    // The API agrees with the proxies: no live replica holds the session, whatever A wrote to the store before.
     expect(JSON.parse(r.stdout).connected).toBe(false);
   }, 40_000);
 });
