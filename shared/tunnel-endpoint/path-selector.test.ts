@@ -332,6 +332,29 @@ describe('path selector', () => {
     expect(strict.sel.snapshot().reason).toBe('443-only');
   });
 
+  it('drops the direct remote at once when the peer says it stopped UDP, even while idle', () => {
+    const sim = new Sim();
+    sim.link(A, true);
+    sim.link(B, true);
+    sim.sel.setCandidates([A]);
+    sim.sel.notePeerAddress(B);
+    sim.poll();
+    sim.clock.advance(40_000); // idle: the direct remote is trusted for the keepalive pace and more
+    expect(sim.sel.route).toBe('direct');
+    sim.link(A, false); // the peer went relay-only: it answers nothing over UDP any more
+    sim.link(B, false);
+    sim.sel.setCandidates([]);
+    expect(sim.sel.route).toBe('relayed');
+    expect(sim.sel.snapshot().candidates).toBe(0);
+    const before = sim.sent.length;
+    sim.clock.advance(60_000);
+    expect(sim.sent.slice(before).filter((s) => s.probe.target.via === 'udp')).toEqual([]);
+    sim.link(A, true); // auto again: its candidates come back and it goes direct
+    sim.sel.setCandidates([A]);
+    sim.poll();
+    expect(sim.until(10_000, () => sim.sel.route === 'direct')).toBeLessThanOrEqual(3_000);
+  });
+
   it('accepts a pong only once, for a ping in flight, over the way the ping went', () => {
     const sim = new Sim();
     sim.link(A, false);

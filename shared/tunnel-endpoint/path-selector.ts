@@ -196,9 +196,15 @@ export class PathSelector {
    * The peer's candidates (its call-me-maybe): replaces the earlier list, keeps what is known of addresses
    * still listed (and the direct remote), and pings them all at once (both sides do: hole punching), unless
    * the list brought nothing new while the route is direct or after giving up (a periodic repeat costs no
-   * burst).
+   * burst). An empty list says the peer does not use UDP now (relay-only, 443-only, or it gave up): every
+   * address but the configured ones is forgotten at once, the direct remote too (the peer no longer answers
+   * there, and an idle peer's trust window would keep it for half a minute).
    */
   setCandidates(list: readonly DiscoAddress[]): void {
+    if (list.length === 0) {
+      this.#peerStoppedUdp();
+      return;
+    }
     const listed = new Set<string>();
     let added = false;
     for (const a of list) {
@@ -213,6 +219,13 @@ export class PathSelector {
     for (const [key, c] of this.#candidates)
       if (c.source === 'call-me-maybe' && !listed.has(key) && c !== this.#best) this.#candidates.delete(key);
     if (added || (this.#route !== 'direct' && !this.#gaveUp)) this.#startConfirming();
+  }
+
+  #peerStoppedUdp(): void {
+    for (const [key, c] of this.#candidates) if (c.source !== 'configured') this.#candidates.delete(key);
+    if (!this.#best || this.#best.source === 'configured') return;
+    this.#best = undefined;
+    this.#setRoute('relayed', this.#clock.now());
   }
 
   /**
