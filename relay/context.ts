@@ -109,12 +109,26 @@ function pathDetailView(d: ConnectionPathDetail): PathDetailView {
   return { ...d, lastSwitch: isoOrNull(d.lastSwitch) };
 }
 
+/** The details the replica holding the agent's session last wrote, while fresh (relay/path-reports.ts). */
+function storedDetail(ctx: ViewContext, reported: AgentPathRecord | undefined): PathDetailView | null {
+  if (!reported || reported.path === 'none') return null;
+  if (ctx.clock.wallNow() - reported.reportedAt >= PATH_REPORT_STALE_MS) return null;
+  return pathDetailView({
+    remote: reported.remote,
+    rttDirectMs: reported.rttDirectMs,
+    rttRelayedMs: reported.rttRelayedMs,
+    lastSwitch: reported.lastSwitchAt,
+    reason: reported.reason,
+  });
+}
+
 /**
  * Connected, path and its details: this relay's hub's own view while it holds the agent's session, else what
- * the replica holding it last wrote to the store (`reported`, while fresh: relay/path-reports.ts). In a fleet
- * with a mesh, the live status already names the session another live replica holds (relay/mesh/); one that no
- * live replica holds (its replica was killed) is not connected, whatever a report written before says, as the
- * proxies answer for it (503 AGENT_NOT_CONNECTED).
+ * the replica holding it last wrote to the store (`reported`, while fresh). In a fleet with a mesh, the live
+ * status already names the session another live replica holds (relay/mesh/), and the details come from that
+ * replica's report; one that no live replica holds (its replica was killed) is not connected, whatever a report
+ * written before says, as the proxies answer for it (503 AGENT_NOT_CONNECTED). Without a mesh, a fresh report
+ * is all a replica knows of another's session.
  */
 function pathView(
   ctx: ViewContext,
@@ -122,30 +136,16 @@ function pathView(
   reported: AgentPathRecord | undefined,
 ): Pick<ClusterView, 'connected' | 'path' | 'pathDetail'> {
   const live = ctx.hooks.connection(c.name);
-  if (live.connected)
-    return {
-      connected: true,
-      path: live.path,
-      pathDetail: live.pathDetail ? pathDetailView(live.pathDetail) : null,
-    };
-  const fresh =
-    reported &&
-    reported.path !== 'none' &&
-    ctx.clock.wallNow() - reported.reportedAt < PATH_REPORT_STALE_MS &&
-    c.publicKey !== null &&
-    ctx.config.mesh.key === null;
-  if (!fresh) return { connected: false, path: live.path, pathDetail: null };
-  return {
-    connected: true,
-    path: reported.path,
-    pathDetail: pathDetailView({
-      remote: reported.remote,
-      rttDirectMs: reported.rttDirectMs,
-      rttRelayedMs: reported.rttRelayedMs,
-      lastSwitch: reported.lastSwitchAt,
-      reason: reported.reason,
-    }),
-  };
+  if (live.connected && live.pathDetail)
+    return { connected: true, path: live.path, pathDetail: pathDetailView(live.pathDetail) };
+  const stored = c.publicKey === null ? null : storedDetail(ctx, reported);
+  if (live.connected) {
+    // Held by another live replica: its report says which path and why.
+    return { connected: true, path: stored && reported ? reported.path : live.path, pathDetail: stored };
+  }
+  if (!stored || !reported || ctx.config.mesh.key !== null)
+    return { connected: false, path: live.path, pathDetail: null };
+  return { connected: true, path: reported.path, pathDetail: stored };
 }
 
 /** The API form of a cluster; `reported`: its agent's path as the store has it (GET routes pass it). */

@@ -207,7 +207,7 @@ const sample = (text: string, name: string): number => {
 };
 
 describe('a fleet of two replicas with the mesh on', () => {
-  it('cluster get on B shows the agent connected to A', async () => {
+  it("cluster get on B shows the agent connected to A, with A's path details", async () => {
     await vi.waitFor(
       async () => {
         const r = await run(
@@ -219,6 +219,8 @@ describe('a fleet of two replicas with the mesh on', () => {
         const c = JSON.parse(r.stdout);
         expect(c.connected).toBe(true);
         expect(c.path).toBe('relayed');
+        // A writes its view of the agent's path; B shows it (the same on every replica).
+        expect(c.pathDetail?.rttRelayedMs).toBeGreaterThanOrEqual(0);
       },
       { timeout: 10_000, interval: 250 },
     );
