@@ -4,7 +4,7 @@
  * secret added to a record can never leak through a route that does not name it.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
-import { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS } from '../shared/claims.js';
+import { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS } from '../shared/claim-limits.js';
 
 const closed = { additionalProperties: false } as const;
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);

@@ -4,7 +4,7 @@
  * be secrets (PSKs, keys) are never parsed here, so never echoed.
  */
 
-import { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS } from '../claims.js';
+import { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS } from '../claim-limits.js';
 import { TunnelError } from '../errors.js';
 
 export { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS };
