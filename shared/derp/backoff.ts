@@ -14,8 +14,12 @@ export interface BackoffOptions {
 export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 500, maxMs: 30_000 };
 /** No reconnect attempt follows the previous one sooner than this. */
 export const RECONNECT_FLOOR_MS = 100;
-/** A connection up this long resets the attempt count; one that ends sooner keeps counting. */
-export const STABLE_CONNECTION_MS = 10_000;
+/**
+ * A connection up this long resets the attempt count; one that ends sooner keeps counting. One second tells a
+ * relay that accepts and drops at once (backed off) from a replica that served and then died (its agents move
+ * to the next replica at once, however many died in turn: kill -9 of each replica, test/replicas-drain.test.ts).
+ */
+export const STABLE_CONNECTION_MS = 1_000;
 
 export function backoffDelay(attempt: number, opts: BackoffOptions, random: () => number): number {
   const n = Math.max(1, Math.min(attempt, 40));

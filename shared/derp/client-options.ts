@@ -10,7 +10,7 @@ export type DerpClientState = 'connecting' | 'connected' | 'reconnecting' | 'clo
 
 export interface DerpStateEvent {
   readonly state: DerpClientState;
-  /** Failed attempts the backoff counts (it starts over once a connection has stayed up 10 s). */
+  /** Failed attempts the backoff counts (it starts over once a connection has stayed up 1 s). */
   readonly attempt: number;
   /** For 'reconnecting': the wait before the next attempt. */
   readonly delayMs?: number;
