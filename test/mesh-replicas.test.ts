@@ -219,8 +219,10 @@ describe('a fleet of two replicas with the mesh on', () => {
         const c = JSON.parse(r.stdout);
         expect(c.connected).toBe(true);
         expect(c.path).toBe('relayed');
-        // A writes its view of the agent's path; B shows it (the same on every replica).
-        expect(c.pathDetail?.rttRelayedMs).toBeGreaterThanOrEqual(0);
+        // A writes its view of the agent's path; B shows it (the same on every replica). Its RTTs may still be
+        // null: an idle agent's path is pinged at keepalive pace (25 s).
+        expect(c.pathDetail).not.toBeNull();
+        expect(c.pathDetail.remote).toBeNull();
       },
       { timeout: 10_000, interval: 250 },
     );
