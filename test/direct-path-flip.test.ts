@@ -326,7 +326,12 @@ describe('direct path flips and the relay, real processes behind a NAT', () => {
     const n = 20 * 1024 * 1024;
     await until('direct', edge, (r) => r.path === 'direct', 30_000);
     // The hub's view, on the cluster in the API and `cluster get`: direct, to the router's mapping, with RTTs.
-    const onDirect = await untilCluster('direct in the API', (c) => c.path === 'direct', 15_000);
+    // With an RTT: an idle agent's path is pinged at keepalive pace (25 s), so it may not be measured yet.
+    const onDirect = await untilCluster(
+      'direct in the API with its RTT',
+      (c) => c.path === 'direct' && typeof c.pathDetail?.rttDirectMs === 'number',
+      40_000,
+    );
     expect(onDirect.connected).toBe(true);
     expect(onDirect.pathDetail?.remote).toMatch(
       new RegExp(`^${t.agentPublicAddress.replaceAll('.', '\\.')}:\\d+$`),
@@ -340,7 +345,7 @@ describe('direct path flips and the relay, real processes behind a NAT', () => {
       return listed.stdout.split('\n').find((l) => l.startsWith('edge-flip ')) ?? '';
     };
     let row = await listRow();
-    for (let i = 0; i < 10 && !/ direct [0-9.]+ ms /.test(row); i++) {
+    for (let i = 0; i < 30 && !/ direct [0-9.]+ ms /.test(row); i++) {
       await sleep(1_000);
       row = await listRow();
     }
