@@ -290,7 +290,8 @@ describe('GET /api/v1/events', () => {
   }, 60_000);
 
   it('cluster list --watch on a terminal redraws the table as clusters change; Ctrl-C exits 0', async () => {
-    // `script` gives the command a pseudo-terminal; Ctrl-C is typed into it.
+    // `script` gives the command a pseudo-terminal; Ctrl-C is typed into it. `exec` replaces script's shell
+    // (dash does not exec a lone command), so the signal reaches only the command.
     const command = [
       process.execPath,
       ...NODE_FLAGS,
@@ -301,7 +302,7 @@ describe('GET /api/v1/events', () => {
       '--group',
       'tty',
     ];
-    const tty = spawn('script', ['-qfec', command.map((w) => `'${w}'`).join(' '), '/dev/null'], {
+    const tty = spawn('script', ['-qfec', `exec ${command.map((w) => `'${w}'`).join(' ')}`, '/dev/null'], {
       env: { ...adminEnv, TERM: 'xterm', COLUMNS: '200' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
