@@ -4,77 +4,46 @@
  * LISTEN/NOTIFY) and the other's agent sessions coming up and going (the mesh's agent locations), and a key revoked
  * through the other ends its stream within about a second.
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  Proc,
-  type ReadyLine,
-  run,
-  startServe,
-  tempDir,
-} from './cli-harness.js';
+import { buildIfStale, CLIENT_BIN, cleanEnv, cleanup, Proc, run, tempDir } from './cli-harness.js';
 import { api, EventCurl } from './events-fixture.js';
 import { cleanupAll } from './helpers/cleanup.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
-import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
+import { type Replica, type ReplicaFleet, startReplicaFleet } from './helpers/replica-fleet.js';
 
-interface Replica {
-  proc: Proc;
-  ready: ReadyLine;
-  caFile: string;
-}
-
-let server: ThrowawayPostgres;
-let storeUrl: string;
-let passwordFile: string;
-const replicas: Replica[] = [];
+/** Every replica serves the fleet's one certificate and hub key (test/helpers/replica-fleet.ts). */
+let fleet: ReplicaFleet;
+let replicas: Replica[];
 let adminKey: string;
-let fleet: FleetFiles;
-
-/** Every replica serves the fleet's one certificate and hub key (test/helpers/relay-fleet.ts). */
-async function startReplica(): Promise<Replica> {
-  const { proc, ready } = await startServe(
-    tempDir('events-replica-'),
-    '127.0.0.1:0',
-    fleetServeArgs(fleet, { url: storeUrl, passwordFile }),
-  );
-  return { proc, ready, caFile: fleet.tlsCert };
-}
 
 const call = (r: Replica, method: string, path: string, body?: unknown, key = adminKey) =>
-  api({ url: r.ready.url, key, caFile: r.caFile }, method, path, body);
+  api({ url: r.ready.url, key, caFile: fleet.files.tlsCert }, method, path, body);
 
 beforeAll(async () => {
   buildIfStale();
-  server = await startThrowawayPostgres();
-  const db = await server.createDatabase('relay');
-  storeUrl = `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`;
-  passwordFile = join(tempDir('events-replica-secret-'), 'password');
-  writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
-  fleet = writeFleetFiles(tempDir('events-replica-fleet-'));
-  replicas.push(await startReplica());
-  replicas.push(await startReplica());
-  adminKey = replicas[0]!.ready.adminKey ?? '';
+  fleet = await startReplicaFleet('events-replica');
+  await fleet.startReplica();
+  await fleet.startReplica();
+  replicas = fleet.replicas;
+  adminKey = fleet.adminKey();
 }, 180_000);
 
 afterAll(async () => {
-  for (const r of replicas) await r.proc.stop();
+  await fleet?.stop();
   await cleanup();
-  await server?.stop();
   await cleanupAll();
 });
 
 describe('events feed on two PostgreSQL replicas', () => {
   it("shows the other replica's creates and deletes, and ends a stream whose key it revoked", async () => {
     const [a, b] = [replicas[0]!, replicas[1]!];
-    const stream = new EventCurl({ url: b.ready.url, key: adminKey, caFile: b.caFile });
+    const stream = new EventCurl({ url: b.ready.url, key: adminKey, caFile: fleet.files.tlsCert });
     const viewer = await call(a, 'POST', '/api/v1/tokens', { role: 'viewer' });
-    const watcher = new EventCurl({ url: b.ready.url, key: String(viewer.body.token), caFile: b.caFile });
+    const watcher = new EventCurl({
+      url: b.ready.url,
+      key: String(viewer.body.token),
+      caFile: fleet.files.tlsCert,
+    });
     try {
       await stream.waitFor((e) => e.event === 'ready', 15_000, 'ready on b');
       await watcher.waitFor((e) => e.event === 'ready', 15_000, 'viewer ready on b');
@@ -103,11 +72,20 @@ describe('events feed on two PostgreSQL replicas', () => {
 
   it("shows an agent's session on the other replica coming up and going (the mesh's locations)", async () => {
     const [a, b] = [replicas[0]!, replicas[1]!];
-    const stream = new EventCurl({ url: b.ready.url, key: adminKey, caFile: b.caFile });
+    const stream = new EventCurl({ url: b.ready.url, key: adminKey, caFile: fleet.files.tlsCert });
     const created = await call(a, 'POST', '/api/v1/clusters', { name: 'via-a' });
     const psk = String((created.body.bootstrap as { psk: string }).psk);
     const stateDir = join(tempDir('events-replica-agent-'), 'state');
-    const joinArgs = ['--relay', a.ready.url, '--cluster', 'via-a', '--psk', psk, '--ca-pin', fleet.caPin];
+    const joinArgs = [
+      '--relay',
+      a.ready.url,
+      '--cluster',
+      'via-a',
+      '--psk',
+      psk,
+      '--ca-pin',
+      fleet.files.caPin,
+    ];
     const joined = await run(
       CLIENT_BIN,
       ['join', ...joinArgs, '--state-dir', stateDir, '--wait'],

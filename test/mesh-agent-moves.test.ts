@@ -5,37 +5,28 @@
  * Its location in the store follows it (the latest session wins), and a request that reaches A is forwarded one hop
  * to B within seconds.
  */
-import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   adminEnvOf,
   buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
   cleanup,
   curl,
-  Proc,
+  type Proc,
   RELAY_BIN,
-  type ReadyLine,
   run,
-  startServe,
-  tempDir,
   waitConnected,
 } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
-import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
+import { startJoinedAgent } from './helpers/joined-agent.js';
+import { type Replica, type ReplicaFleet, startReplicaFleet } from './helpers/replica-fleet.js';
 import { listen, sampleHandler } from './proxy-fixtures.js';
 
 const CLUSTER = 'edge-moves';
-let server: ThrowawayPostgres;
-let fleet: FleetFiles;
-let dir: string;
-let a: { proc: Proc; ready: ReadyLine };
-let b: { proc: Proc; ready: ReadyLine };
+let fleet: ReplicaFleet;
+let a: Replica;
+let b: Replica;
 let adminKey: string;
 let upstream: http.Server;
 let agent: Proc;
@@ -69,69 +60,37 @@ const portOf = (url: string) => Number(new URL(url).port);
 
 beforeAll(async () => {
   buildIfStale();
-  dir = tempDir('mesh-moves-');
-  server = await startThrowawayPostgres();
-  const db = await server.createDatabase('relay');
-  const passwordFile = join(dir, 'pg-password');
-  writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
-  const store = {
-    url: `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`,
-    passwordFile,
-  };
-  fleet = writeFleetFiles(dir);
-  writeFileSync(join(dir, 'ca.pem'), fleet.caPem);
+  fleet = await startReplicaFleet('mesh-moves');
   upstream = http.createServer(sampleHandler('moved-upstream'));
   const upstreamPort = await listen(upstream);
   forwarder.server.listen(0, '127.0.0.1');
   await new Promise((r) => forwarder.server.once('listening', r));
   const publicUrl = `https://127.0.0.1:${(forwarder.server.address() as net.AddressInfo).port}`;
-  const replica = () =>
-    startServe(tempDir('mesh-moves-replica-'), '127.0.0.1:0', [
-      ...fleetServeArgs(fleet, store),
-      '--public-url',
-      publicUrl,
-    ]);
+  const replica = () => fleet.startReplica({ extraArgs: ['--public-url', publicUrl] });
   a = await replica();
   b = await replica();
-  adminKey = a.ready.adminKey ?? '';
+  adminKey = fleet.adminKey();
   forwarder.switchTo(portOf(a.ready.url));
   const admin = adminEnvOf({ ...a.ready, adminKey });
   const created = await run(RELAY_BIN, ['cluster', 'create', CLUSTER, '--output', 'json'], admin);
   expect(created.code, created.stderr).toBe(0);
-  const stateDir = join(tempDir('mesh-moves-agent-'), 'state');
-  const joined = await run(
-    CLIENT_BIN,
-    [
-      'join',
-      '--relay',
-      publicUrl,
-      '--cluster',
-      CLUSTER,
-      '--psk',
-      JSON.parse(created.stdout).bootstrap.psk,
-      '--ca-pin',
-      fleet.caPin,
-      '--state-dir',
-      stateDir,
-      '--upstream',
-      `http://127.0.0.1:${upstreamPort}`,
-      '--wait',
-    ],
-    cleanEnv(),
-    40_000,
-  );
-  expect(joined.code, joined.stderr).toBe(0);
-  agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  agent = await startJoinedAgent({
+    relayUrl: publicUrl,
+    cluster: CLUSTER,
+    psk: JSON.parse(created.stdout).bootstrap.psk,
+    caPin: fleet.files.caPin,
+    upstream: `http://127.0.0.1:${upstreamPort}`,
+    prefix: 'mesh-moves-agent',
+  });
   await waitConnected(admin, CLUSTER, 20_000);
 }, 180_000);
 
 afterAll(async () => {
   await agent?.stop('SIGTERM');
-  for (const r of [a, b]) await r?.proc.stop();
+  await fleet?.stop();
   forwarder.server.close();
   upstream?.close();
   await cleanup();
-  await server?.stop();
   await cleanupAll();
 });
 
@@ -141,7 +100,7 @@ const viaPathProxy = (url: string) =>
     '--max-time',
     '5',
     '--cacert',
-    join(dir, 'ca.pem'),
+    fleet.files.tlsCert,
     '-H',
     `Authorization: Bearer ${adminKey}`,
     `${url}/api/v1/clusters/${CLUSTER}/proxy/hello`,

@@ -17,32 +17,22 @@ import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import {
   adminEnvOf,
   buildIfStale,
-  CLIENT_BIN,
   cleanEnv,
   cleanup,
   curl,
-  Proc,
+  type Proc,
   RELAY_BIN,
-  type ReadyLine,
   run,
-  startServe,
   tempDir,
   waitConnected,
 } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
-import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
+import { startJoinedAgent } from './helpers/joined-agent.js';
+import { fleetServeArgs } from './helpers/relay-fleet.js';
+import { type Replica, type ReplicaFleet, startReplicaFleet } from './helpers/replica-fleet.js';
 import { listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 
-interface Replica {
-  proc: Proc;
-  ready: ReadyLine;
-}
-
-let server: ThrowawayPostgres;
-let store: { url: string; passwordFile: string };
-let fleet: FleetFiles;
-let dir: string;
+let fleet: ReplicaFleet;
 let a: Replica;
 let b: Replica;
 let adminKey: string;
@@ -50,10 +40,6 @@ let upstream: http.Server;
 let upstreamPort: number;
 let agent: Proc;
 const CLUSTER = 'edge-mesh';
-
-async function startReplica(extra: string[] = []): Promise<Replica> {
-  return startServe(tempDir('mesh-replica-'), '127.0.0.1:0', [...fleetServeArgs(fleet, store), ...extra]);
-}
 
 /** The upstream answers Upgrade requests with 101 and then echoes every byte back. */
 function echoOnUpgrade(s: http.Server): void {
@@ -66,65 +52,37 @@ function echoOnUpgrade(s: http.Server): void {
 
 beforeAll(async () => {
   buildIfStale();
-  dir = tempDir('mesh-');
-  server = await startThrowawayPostgres();
-  const db = await server.createDatabase('relay');
-  const passwordFile = join(dir, 'pg-password');
-  writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
-  store = {
-    url: `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`,
-    passwordFile,
-  };
-  fleet = writeFleetFiles(dir);
-  writeFileSync(join(dir, 'ca.pem'), fleet.caPem);
+  fleet = await startReplicaFleet('mesh');
   upstream = http.createServer(sampleHandler('mesh-upstream'));
   echoOnUpgrade(upstream);
   upstreamPort = await listen(upstream);
-  a = await startReplica();
-  b = await startReplica();
-  adminKey = a.ready.adminKey ?? '';
+  a = await fleet.startReplica();
+  b = await fleet.startReplica();
+  adminKey = fleet.adminKey();
   // The cluster is made on B; the agent joins and connects through A.
   const adminB = adminEnvOf({ ...b.ready, adminKey });
   const created = await run(RELAY_BIN, ['cluster', 'create', CLUSTER, '--output', 'json'], adminB);
   expect(created.code, created.stderr).toBe(0);
-  const psk = JSON.parse(created.stdout).bootstrap.psk as string;
-  const stateDir = join(tempDir('mesh-agent-'), 'state');
-  const joined = await run(
-    CLIENT_BIN,
-    [
-      'join',
-      '--relay',
-      a.ready.url,
-      '--cluster',
-      CLUSTER,
-      '--psk',
-      psk,
-      '--ca-pin',
-      fleet.caPin,
-      '--state-dir',
-      stateDir,
-      '--upstream',
-      `http://127.0.0.1:${upstreamPort}`,
-      '--wait',
-    ],
-    cleanEnv(),
-    40_000,
-  );
-  expect(joined.code, joined.stderr).toBe(0);
-  agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  agent = await startJoinedAgent({
+    relayUrl: a.ready.url,
+    cluster: CLUSTER,
+    psk: JSON.parse(created.stdout).bootstrap.psk as string,
+    caPin: fleet.files.caPin,
+    upstream: `http://127.0.0.1:${upstreamPort}`,
+    prefix: 'mesh-agent',
+  });
   await waitConnected(adminEnvOf({ ...a.ready, adminKey }), CLUSTER, 20_000);
 }, 180_000);
 
 afterAll(async () => {
   await agent?.stop('SIGTERM');
-  for (const r of [a, b]) await r?.proc.stop();
+  await fleet?.stop();
   upstream?.close();
   await cleanup();
-  await server?.stop();
   await cleanupAll();
 });
 
-const caFile = () => join(dir, 'ca.pem');
+const caFile = () => fleet.files.tlsCert;
 
 /** curl through replica `r` as a CONNECT proxy, with the admin key. */
 const viaProxy = (r: Replica) => [
@@ -160,7 +118,12 @@ async function sha256Of(args: string[]): Promise<{ code: number | null; bytes: n
 function rawExchange(r: Replica, text: string, until: RegExp = /$^/): Promise<string> {
   const u = new URL(r.ready.url);
   return new Promise((resolve, reject) => {
-    const s = connect({ host: u.hostname, port: Number(u.port), ca: fleet.caPem, servername: 'localhost' });
+    const s = connect({
+      host: u.hostname,
+      port: Number(u.port),
+      ca: fleet.files.caPem,
+      servername: 'localhost',
+    });
     let got = '';
     const t = setTimeout(() => {
       s.destroy();
@@ -187,7 +150,7 @@ function metrics(r: Replica): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request(
       new URL('/metrics', r.ready.url),
-      { ca: fleet.caPem, headers: { authorization: `Bearer ${adminKey}` } },
+      { ca: fleet.files.caPem, headers: { authorization: `Bearer ${adminKey}` } },
       (res) => {
         let text = '';
         res.on('data', (c: Buffer) => {
@@ -269,7 +232,7 @@ describe('a fleet of two replicas with the mesh on', () => {
   }, 60_000);
 
   it('a path-proxy POST through B carries its body to the agent on A, by length and chunked', async () => {
-    const body = join(dir, 'upload.bin');
+    const body = join(fleet.dir, 'upload.bin');
     writeFileSync(body, Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 251)));
     const want = createHash('sha256').update(readFileSync(body)).digest('hex');
     for (const framing of [[], ['-H', 'Transfer-Encoding: chunked']]) {
@@ -295,13 +258,13 @@ describe('a fleet of two replicas with the mesh on', () => {
   it('kubectl with a kubeconfig made on B reaches the agent on A through the path proxy', async () => {
     const k = await run(RELAY_BIN, ['kubeconfig', CLUSTER], adminEnvOf({ ...b.ready, adminKey }));
     expect(k.code, k.stderr).toBe(0);
-    const file = join(dir, 'kubeconfig');
+    const file = join(fleet.dir, 'kubeconfig');
     writeFileSync(file, k.stdout, { mode: 0o600 });
     const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
       execFile(
         'kubectl',
         ['--kubeconfig', file, '--request-timeout', '20s', 'version', '-o', 'json'],
-        { env: cleanEnv({ HOME: dir }), timeout: 30_000 },
+        { env: cleanEnv({ HOME: fleet.dir }), timeout: 30_000 },
         (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr }),
       ),
     );
@@ -352,7 +315,7 @@ describe('a fleet of two replicas with the mesh on', () => {
   });
 
   it('a replica with another hub key or another certificate refuses to start', async () => {
-    const otherKey = join(dir, 'other-hub.key');
+    const otherKey = join(fleet.dir, 'other-hub.key');
     writeFileSync(otherKey, `${keyToBase64(generateKeyPair().privateKey)}\n`, { mode: 0o600 });
     const common = ['serve', '--listen', '127.0.0.1:0', '--udp-port', 'off', '--stun-port', 'off'];
     const wrongKey = await run(
@@ -361,20 +324,22 @@ describe('a fleet of two replicas with the mesh on', () => {
         ...common,
         '--data-dir',
         tempDir('mesh-bad-'),
-        ...fleetServeArgs({ ...fleet, hubKeyFile: otherKey }, store),
+        ...fleetServeArgs({ ...fleet.files, hubKeyFile: otherKey }, fleet.store),
       ],
       cleanEnv(),
       30_000,
     );
     expect(wrongKey.code).toBe(2);
     expect(wrongKey.stderr).toContain(`BAD_CONFIG`);
-    expect(wrongKey.stderr).toContain(`fleet's ${fleet.hubPublicKey}`);
+    expect(wrongKey.stderr).toContain(`fleet's ${fleet.files.hubPublicKey}`);
     expect(wrongKey.stderr).toContain('--hub-key-file');
-    const ownCert = fleetServeArgs(fleet, store).filter(
-      (_, i, all) =>
-        !['--tls-cert', '--tls-key'].includes(all[i] ?? '') &&
-        !['--tls-cert', '--tls-key'].includes(all[i - 1] ?? ''),
-    );
+    const ownCert = fleet
+      .serveArgs()
+      .filter(
+        (_, i, all) =>
+          !['--tls-cert', '--tls-key'].includes(all[i] ?? '') &&
+          !['--tls-cert', '--tls-key'].includes(all[i - 1] ?? ''),
+      );
     const wrongCert = await run(
       RELAY_BIN,
       [...common, '--data-dir', tempDir('mesh-bad-'), ...ownCert],
@@ -382,14 +347,14 @@ describe('a fleet of two replicas with the mesh on', () => {
       30_000,
     );
     expect(wrongCert.code).toBe(2);
-    expect(wrongCert.stderr).toContain(`fleet's ${fleet.caPin}`);
+    expect(wrongCert.stderr).toContain(`fleet's ${fleet.files.caPin}`);
     expect(wrongCert.stderr).toContain('--tls-cert and --tls-key');
   });
 });
 
 describe('the mesh key', () => {
   it('never reaches a replica log', async () => {
-    const key = readFileSync(fleet.meshKeyFile, 'utf8').trim();
+    const key = readFileSync(fleet.files.meshKeyFile, 'utf8').trim();
     const sent = Buffer.from(key, 'latin1').toString('base64');
     for (const r of [a, b]) {
       expect(r.proc.stderr).toContain('mesh: joined the fleet');

@@ -3,51 +3,18 @@
  * as two replicas behind a load balancer: the first start mints the admin key once, a cluster created
  * on one is served by the other, and the same PSK sent to both at once joins exactly once.
  */
-import { writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
-import {
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  Proc,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  startServe,
-  tempDir,
-} from './cli-harness.js';
+import { buildIfStale, CLIENT_BIN, cleanEnv, cleanup, Proc, RELAY_BIN, run, tempDir } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
-import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
+import { type Replica, type ReplicaFleet, startReplicaFleet } from './helpers/replica-fleet.js';
 import { freePort } from './helpers/tinyproxy.js';
 
-interface Replica {
-  proc: Proc;
-  ready: ReadyLine;
-  ca: string;
-}
-
-let server: ThrowawayPostgres;
-let storeUrl: string;
-let passwordFile: string;
-const replicas: Replica[] = [];
+let fleet: ReplicaFleet;
+let replicas: Replica[];
 let adminKey: string;
-let fleet: FleetFiles;
-
-/** Every replica serves the fleet's one certificate and hub key (a replica with others refuses to start). */
-async function startReplica(): Promise<Replica> {
-  const dataDir = tempDir('pg-replica-');
-  const { proc, ready } = await startServe(
-    dataDir,
-    '127.0.0.1:0',
-    fleetServeArgs(fleet, { url: storeUrl, passwordFile }, { mesh: false }),
-  );
-  return { proc, ready, ca: fleet.caPem };
-}
 
 function call(
   r: Replica,
@@ -63,7 +30,7 @@ function call(
       url,
       {
         method,
-        ca: r.ca,
+        ca: fleet.files.caPem,
         timeout: 10_000,
         headers: {
           authorization: `Bearer ${token}`,
@@ -89,21 +56,17 @@ function call(
 
 beforeAll(async () => {
   buildIfStale();
-  server = await startThrowawayPostgres();
-  const db = await server.createDatabase('relay');
-  storeUrl = `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`;
-  passwordFile = join(tempDir('pg-replica-secret-'), 'password');
-  writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
-  fleet = writeFleetFiles(tempDir('pg-replica-fleet-'));
-  replicas.push(await startReplica());
-  replicas.push(await startReplica());
-  adminKey = replicas[0]!.ready.adminKey ?? '';
+  fleet = await startReplicaFleet('pg-replica');
+  // Every replica serves the fleet's one certificate and hub key (a replica with others refuses to start).
+  await fleet.startReplica({ mesh: false });
+  await fleet.startReplica({ mesh: false });
+  replicas = fleet.replicas;
+  adminKey = fleet.adminKey();
 }, 180_000);
 
 afterAll(async () => {
-  for (const r of replicas) await r.proc.stop();
+  await fleet?.stop();
   await cleanup();
-  await server?.stop();
   await cleanupAll();
 });
 
@@ -113,7 +76,7 @@ describe('two relay replicas on one PostgreSQL', () => {
     expect(replicas[1]!.ready.adminKey).toBeUndefined();
     for (const r of replicas) {
       expect(r.proc.stderr).toContain('store: PostgreSQL');
-      expect(r.proc.stderr + r.proc.stdout).not.toContain(server.password);
+      expect(r.proc.stderr + r.proc.stdout).not.toContain(fleet.postgres.password);
     }
   });
 
@@ -178,17 +141,26 @@ describe('admin-key create on a PostgreSQL store', () => {
   it('mints a key every replica accepts at once; an empty database is refused, not filled', async () => {
     const created = await run(
       RELAY_BIN,
-      ['admin-key', 'create', '--store', storeUrl, '--store-password-file', passwordFile, '--output', 'json'],
+      [
+        'admin-key',
+        'create',
+        '--store',
+        fleet.store.url,
+        '--store-password-file',
+        fleet.store.passwordFile,
+        '--output',
+        'json',
+      ],
       cleanEnv(),
     );
     expect(created.code, created.stderr).toBe(0);
     const { token } = JSON.parse(created.stdout) as { token: string };
     for (const r of replicas) expect((await call(r, 'GET', '/api/v1/clusters', token)).status).toBe(200);
-    const empty = await server.createDatabase('empty_relay');
+    const empty = await fleet.postgres.createDatabase('empty_relay');
     const emptyUrl = `postgres://${empty.target.user}@${empty.target.host}:${empty.target.port}/empty_relay`;
     const refused = await run(
       RELAY_BIN,
-      ['admin-key', 'create', '--store', emptyUrl, '--store-password-file', passwordFile],
+      ['admin-key', 'create', '--store', emptyUrl, '--store-password-file', fleet.store.passwordFile],
       cleanEnv(),
     );
     expect(refused.code).toBe(2);
@@ -249,7 +221,7 @@ describe('an agent on one replica, its cluster denied on the other', () => {
 describe('two relay replicas while PostgreSQL restarts', () => {
   it('are not ready while the server is down, and serve again once it is back', async () => {
     const [a, b] = replicas;
-    await server.halt();
+    await fleet.postgres.halt();
     try {
       await vi.waitFor(async () => expect((await call(a!, 'GET', '/readyz', '')).status).toBe(503), {
         timeout: 15_000,
@@ -258,7 +230,7 @@ describe('two relay replicas while PostgreSQL restarts', () => {
       const failed = await call(b!, 'POST', '/api/v1/clusters', adminKey, { name: 'while-down' });
       expect(failed.status).toBeGreaterThanOrEqual(500);
     } finally {
-      await server.resume();
+      await fleet.postgres.resume();
     }
     for (const r of replicas) {
       await vi.waitFor(async () => expect((await call(r, 'GET', '/readyz', '')).status).toBe(200), {
@@ -272,7 +244,7 @@ describe('two relay replicas while PostgreSQL restarts', () => {
     expect((await call(a!, 'GET', '/api/v1/clusters/after-restart', adminKey)).status).toBe(200);
     for (const r of replicas) {
       expect(r.proc.stderr).toContain('change notifications lost');
-      expect(r.proc.stderr + r.proc.stdout).not.toContain(server.password);
+      expect(r.proc.stderr + r.proc.stdout).not.toContain(fleet.postgres.password);
     }
   });
 });
@@ -320,7 +292,7 @@ describe('serve --store postgres:// that cannot start', () => {
         '--stun-port',
         'off',
         '--store',
-        storeUrl,
+        fleet.store.url,
       ],
       cleanEnv({ TUNNEL_RELAY_STORE_PASSWORD: 'wrong-pw-never-shown-43' }),
       30_000,

@@ -1,11 +1,11 @@
 /**
  * A relay fleet for the replica tests: three real `tunnel-relay serve` processes on fixed loopback ports,
- * sharing one throw-away PostgreSQL (helpers/postgres.ts) and the fleet's hub key, certificate and mesh key
- * (helpers/relay-fleet.ts), behind a real haproxy in TCP mode health-checked on /readyz (helpers/haproxy.ts);
- * the public URL is haproxy's, so agents join, connect and reconnect through it. Each replica can be stopped (SIGTERM: drain), killed (SIGKILL) and started again on its port and data
- * dir. `get` sends one HTTPS request with a fresh connection, to haproxy or to a replica directly.
+ * sharing one throw-away PostgreSQL and the fleet's hub key, certificate and mesh key (helpers/replica-fleet.ts),
+ * behind a real haproxy in TCP mode health-checked on /readyz (helpers/haproxy.ts); the public URL is haproxy's,
+ * so agents join, connect and reconnect through it. Each replica can be stopped (SIGTERM: drain), killed
+ * (SIGKILL) and started again on its port and data dir. `get` sends one HTTPS request with a fresh connection,
+ * to haproxy or to a replica directly.
  */
-import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -17,13 +17,11 @@ import {
   RELAY_BIN,
   type ReadyLine,
   run,
-  startServe,
   tempDir,
   waitConnected,
 } from './cli-harness.js';
 import { type Haproxy, startHaproxy } from './helpers/haproxy.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
-import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
+import { type ReplicaFleet, startReplicaFleet } from './helpers/replica-fleet.js';
 import { freePort } from './helpers/tinyproxy.js';
 import { listen, sampleHandler } from './proxy-fixtures.js';
 
@@ -48,7 +46,7 @@ export interface FleetOptions {
 
 export class RelayFleet {
   readonly replicas: Replica[] = [];
-  pg!: ThrowawayPostgres;
+  base!: ReplicaFleet;
   lb!: Haproxy;
   publicUrl = '';
   caPem = '';
@@ -57,23 +55,14 @@ export class RelayFleet {
   upstreamPort = 0;
   agent: Proc | null = null;
   readonly #opts: FleetOptions;
-  #serveArgs: string[] = [];
-  #files!: FleetFiles;
 
   constructor(opts: FleetOptions) {
     this.#opts = opts;
   }
 
   async start(): Promise<void> {
-    this.pg = await startThrowawayPostgres();
-    const db = await this.pg.createDatabase('relay');
-    const storeUrl = `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`;
-    const secrets = tempDir('fleet-secret-');
-    const passwordFile = join(secrets, 'password');
-    writeFileSync(passwordFile, `${this.pg.password}\n`, { mode: 0o600 });
-    this.#files = writeFleetFiles(secrets);
-    this.#serveArgs = fleetServeArgs(this.#files, { url: storeUrl, passwordFile });
-    this.caPem = this.#files.caPem;
+    this.base = await startReplicaFleet('fleet');
+    this.caPem = this.base.files.caPem;
     for (let i = 0; i < this.#opts.replicas; i++) {
       this.replicas.push({
         name: `r${i}`,
@@ -96,13 +85,11 @@ export class RelayFleet {
   }
 
   async startReplica(r: Replica): Promise<void> {
-    const { proc, ready } = await startServe(r.dataDir, `127.0.0.1:${r.port}`, [
-      ...this.#serveArgs,
-      '--public-url',
-      this.publicUrl,
-      '--drain-grace',
-      String(this.#opts.drainGraceS),
-    ]);
+    const { proc, ready } = await this.base.startReplica({
+      listen: `127.0.0.1:${r.port}`,
+      dataDir: r.dataDir,
+      extraArgs: ['--public-url', this.publicUrl, '--drain-grace', String(this.#opts.drainGraceS)],
+    });
     r.proc = proc;
     r.ready = ready;
   }
@@ -112,7 +99,7 @@ export class RelayFleet {
     return cleanEnv({
       TUNNEL_RELAY_URL: this.publicUrl,
       TUNNEL_ACCESS_KEY: this.adminKey,
-      TUNNEL_RELAY_CA_PIN: this.#files.caPin,
+      TUNNEL_RELAY_CA_PIN: this.base.files.caPin,
     });
   }
 
@@ -199,7 +186,7 @@ export class RelayFleet {
     await this.agent?.stop('SIGTERM');
     await Promise.all(this.replicas.map((r) => r.proc?.stop('SIGKILL')));
     await this.lb?.stop();
-    await this.pg?.stop();
+    await this.base?.stop();
     this.upstream?.close();
   }
 }

@@ -8,36 +8,29 @@
  * sees none of it.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { join } from 'node:path';
 import { connect } from 'node:tls';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adminEnvOf,
   buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
   cleanup,
-  Proc,
+  type Proc,
   RELAY_BIN,
-  type ReadyLine,
   run,
-  startServe,
-  tempDir,
   waitConnected,
 } from '../cli-harness.js';
 import { cleanupAll } from '../helpers/cleanup.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from '../helpers/postgres.js';
-import { type FleetFiles, fleetServeArgs, writeFleetFiles } from '../helpers/relay-fleet.js';
+import { startJoinedAgent } from '../helpers/joined-agent.js';
+import { type Replica, type ReplicaFleet, startReplicaFleet } from '../helpers/replica-fleet.js';
 import { listen } from '../proxy-fixtures.js';
 import { abuseRuns } from './scale.js';
 
 const CLUSTER = 'mesh-target';
-let server: ThrowawayPostgres;
-let fleet: FleetFiles;
-let replicas: Array<{ proc: Proc; ready: ReadyLine }> = [];
+let fleet: ReplicaFleet;
+let replicas: Replica[] = [];
 let agent: Proc;
 let upstream: http.Server;
 let upstreamPort: number;
@@ -46,17 +39,8 @@ let meshKeyText: string;
 
 beforeAll(async () => {
   buildIfStale();
-  const dir = tempDir('abuse-mesh-');
-  server = await startThrowawayPostgres();
-  const db = await server.createDatabase('relay');
-  const passwordFile = join(dir, 'pg-password');
-  writeFileSync(passwordFile, `${server.password}\n`, { mode: 0o600 });
-  const store = {
-    url: `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`,
-    passwordFile,
-  };
-  fleet = writeFleetFiles(dir);
-  meshKeyText = readFileSync(fleet.meshKeyFile, 'utf8').trim();
+  fleet = await startReplicaFleet('abuse-mesh');
+  meshKeyText = readFileSync(fleet.files.meshKeyFile, 'utf8').trim();
   upstream = http.createServer((_req, res) => {
     upstreamHits++;
     res.end('reached the upstream');
@@ -66,53 +50,33 @@ beforeAll(async () => {
     socket.destroy();
   });
   upstreamPort = await listen(upstream);
-  for (let i = 0; i < 2; i++) {
-    replicas.push(
-      await startServe(tempDir('abuse-mesh-replica-'), '127.0.0.1:0', fleetServeArgs(fleet, store)),
-    );
-  }
+  for (let i = 0; i < 2; i++) await fleet.startReplica();
+  replicas = fleet.replicas;
   const [a] = replicas;
-  const adminKey = a!.ready.adminKey ?? '';
+  const adminKey = fleet.adminKey();
   const created = await run(
     RELAY_BIN,
     ['cluster', 'create', CLUSTER, '--output', 'json'],
     adminEnvOf(a!.ready),
   );
   expect(created.code, created.stderr).toBe(0);
-  const stateDir = join(tempDir('abuse-mesh-agent-'), 'state');
-  const joined = await run(
-    CLIENT_BIN,
-    [
-      'join',
-      '--relay',
-      a!.ready.url,
-      '--cluster',
-      CLUSTER,
-      '--psk',
-      JSON.parse(created.stdout).bootstrap.psk,
-      '--ca-pin',
-      fleet.caPin,
-      '--state-dir',
-      stateDir,
-      '--upstream',
-      `http://127.0.0.1:${upstreamPort}`,
-      '--wait',
-    ],
-    cleanEnv(),
-    40_000,
-  );
-  expect(joined.code, joined.stderr).toBe(0);
-  agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  agent = await startJoinedAgent({
+    relayUrl: a!.ready.url,
+    cluster: CLUSTER,
+    psk: JSON.parse(created.stdout).bootstrap.psk,
+    caPin: fleet.files.caPin,
+    upstream: `http://127.0.0.1:${upstreamPort}`,
+    prefix: 'abuse-mesh-agent',
+  });
   await waitConnected(adminEnvOf({ ...a!.ready, adminKey }), CLUSTER, 20_000);
 }, 180_000);
 
 afterAll(async () => {
   await agent?.stop('SIGTERM');
-  for (const r of replicas) await r.proc.stop();
+  await fleet?.stop();
   replicas = [];
   upstream?.close();
   await cleanup();
-  await server?.stop();
   await cleanupAll();
 });
 
@@ -120,7 +84,12 @@ afterAll(async () => {
 function statusOf(url: string, text: string): Promise<string> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const s = connect({ host: u.hostname, port: Number(u.port), ca: fleet.caPem, servername: 'localhost' });
+    const s = connect({
+      host: u.hostname,
+      port: Number(u.port),
+      ca: fleet.files.caPem,
+      servername: 'localhost',
+    });
     let got = '';
     const timer = setTimeout(
       () => s.destroy(new Error(`no answer to ${JSON.stringify(text.slice(0, 60))}`)),
