@@ -339,3 +339,55 @@ describe('drain grace', () => {
     );
   });
 });
+
+describe('--mode', () => {
+  const meshKey = () => {
+    const p = join(dir, 'mesh.key');
+    writeFileSync(p, `${'k'.repeat(48)}\n`, { mode: 0o600 });
+    return p;
+  };
+  const relay = (extra: Record<string, unknown> = {}) => ({
+    cwd: dir,
+    flags: { mode: 'relay', store: 'postgres://u@h/db', meshKeyFile: meshKey(), ...extra },
+  });
+
+  it('is hub by default; relay mode defaults the UDP port off and keeps STUN', () => {
+    expect(resolveRelayConfig({ cwd: dir }).mode).toBe('hub');
+    const c = resolveRelayConfig(relay());
+    expect(c.mode).toBe('relay');
+    expect(c.udpPort).toBeNull();
+    expect(c.stunPort).toBe(3478);
+    expect(c.hubKeyFile).toBeNull();
+    expect(resolveRelayConfig(relay({ udpPort: 'off' })).udpPort).toBeNull();
+  });
+
+  it('refuses what would give a relay-mode replica a hub key or a WireGuard port, naming the flag', () => {
+    expect(badConfig(() => resolveRelayConfig({ cwd: dir, flags: { mode: 'edge' } }))).toMatch(
+      /^mode \(--mode\): expected hub or relay, got "edge"/,
+    );
+    expect(badConfig(() => resolveRelayConfig(relay({ hubKeyFile: 'hub.key' })))).toMatch(
+      /^hub-key-file \(--hub-key-file\): a relay-mode replica holds no hub key/,
+    );
+    expect(badConfig(() => resolveRelayConfig(relay({ udpPort: '51820' })))).toMatch(
+      /^udp-port \(--udp-port\): "51820": --mode relay has no WireGuard UDP port/,
+    );
+    expect(badConfig(() => resolveRelayConfig(relay({ derpMaxHandshakes: '100' })))).toMatch(
+      /^derp-max-handshakes \(--derp-max-handshakes\)/,
+    );
+    expect(
+      badConfig(() => resolveRelayConfig({ cwd: dir, flags: { mode: 'relay', meshKeyFile: meshKey() } })),
+    ).toMatch(/^store \(--mode\): --mode relay needs the fleet's postgres:\/\/ --store/);
+    expect(
+      badConfig(() => resolveRelayConfig({ cwd: dir, flags: { mode: 'relay', store: 'postgres://u@h/db' } })),
+    ).toMatch(/^mesh-key-file \(--mode\)/);
+    expect(
+      badConfig(() =>
+        resolveRelayConfig({
+          cwd: dir,
+          env: { TUNNEL_RELAY_MODE: 'relay', TUNNEL_RELAY_HUB_KEY_FILE: 'h' },
+          flags: relay().flags,
+        }),
+      ),
+    ).toMatch(/^hub-key-file \(TUNNEL_RELAY_HUB_KEY_FILE\)/);
+  });
+});

@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { TunnelError } from '../shared/errors.js';
+import { checkRelayMode, parseMode, type RelayMode } from './config-mode.js';
 import { parseStoreSettings, type StoreConfig } from './config-store.js';
 import {
   DEFAULT_BODY_TIMEOUT_S,
@@ -33,6 +34,8 @@ export type LogFormat = 'json' | 'pretty';
 const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
 
 export interface RelayConfig {
+  /** hub (default): the whole relay; relay: a forwarding-only replica with no hub key (config-mode.ts). */
+  mode: RelayMode;
   /** Address the TLS port binds to. Port 0 picks a free port (tests). */
   listen: { host: string; port: number };
   /** URL agents and tools use to reach the relay; null = derived from the bound address at start. */
@@ -116,6 +119,7 @@ const KEYS = {
   meshKeyFile: 'mesh-key-file',
   meshDeadAfter: 'mesh-dead-after',
   drainGrace: 'drain-grace',
+  mode: 'mode',
 } as const;
 type Key = keyof typeof KEYS;
 type Raw = Partial<Record<Key, unknown>>;
@@ -249,7 +253,7 @@ function parseWhole(found: [unknown, string], key: Key, range: WholeRange): numb
   return n;
 }
 
-type Pick = (key: Key) => [unknown, string] | undefined;
+type Picker = (key: Key) => [unknown, string] | undefined;
 
 const TIMEOUT_SECONDS: WholeRange = {
   ...TIMEOUT_RANGE_S,
@@ -271,14 +275,14 @@ const SOURCE_CONNECTIONS: WholeRange = {
 };
 
 /** The per-source cap: default 128, off by default with plain-http (the terminator is the only source). */
-function pendingPerSource(pick: Pick, plainHttp: boolean): number | null {
+function pendingPerSource(pick: Picker, plainHttp: boolean): number | null {
   const v = pick('maxConnectionsPerSource');
   if (!v) return plainHttp ? null : DEFAULT_MAX_PENDING_PER_SOURCE;
   if (v[0] === 'off' || v[0] === false) return null;
   return parseWhole(v, 'maxConnectionsPerSource', SOURCE_CONNECTIONS);
 }
 
-function resolveHttpLimits(pick: Pick, plainHttp: boolean): HttpLimitsConfig {
+function resolveHttpLimits(pick: Picker, plainHttp: boolean): HttpLimitsConfig {
   const seconds = (key: Key, fallback: number): number => {
     const v = pick(key);
     return (v ? parseWhole(v, key, TIMEOUT_SECONDS) : fallback) * 1000;
@@ -293,29 +297,29 @@ function resolveHttpLimits(pick: Pick, plainHttp: boolean): HttpLimitsConfig {
   };
 }
 
-/** Resolves the relay's configuration. Throws TunnelError('BAD_CONFIG') naming the bad key. */
-export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
-  const cwd = input.cwd ?? process.cwd();
+/** The layers in order of precedence (file < env < flags), each as [where, values]. */
+function configLayers(input: ResolveInput, cwd: string): Array<[string, Raw]> {
   const env = input.env ?? {};
   const flags = input.flags ?? {};
   const configPath = input.configFile ?? (typeof flags.config === 'string' ? flags.config : null);
   const file = configPath ? readConfigFile(pathValue(configPath, 'config', 'flag', cwd)) : {};
-
-  const layers: Array<[string, Raw]> = [[configPath ?? 'file', file]];
   const fromEnv: Raw = {};
+  const fromFlags: Raw = {};
   for (const key of Object.keys(KEYS) as Key[]) {
     const v = env[envName(key)];
     if (v !== undefined && v !== '') fromEnv[key] = v;
-  }
-  layers.push(['env', fromEnv]);
-  const fromFlags: Raw = {};
-  for (const key of Object.keys(KEYS) as Key[]) {
     if (flags[key] !== undefined) fromFlags[key] = flags[key];
   }
-  layers.push(['flag', fromFlags]);
+  return [
+    [configPath ?? 'file', file],
+    ['env', fromEnv],
+    ['flag', fromFlags],
+  ];
+}
 
-  /** The winning value for `key` and where it came from. */
-  const pick: Pick = (key) => {
+/** The winning value for a key and where it came from, over `layers`. */
+function pickerOf(layers: Array<[string, Raw]>): Picker {
+  return (key) => {
     for (let i = layers.length - 1; i >= 0; i--) {
       const [source, raw] = layers[i]!;
       if (raw[key] !== undefined && raw[key] !== null) {
@@ -324,22 +328,12 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     }
     return undefined;
   };
+}
 
-  const listenV = pick('listen');
-  const listen = listenV ? parseListen(listenV[0], listenV[1]) : { host: '127.0.0.1', port: 8443 };
-  const publicV = pick('publicUrl');
-  const publicUrl = publicV ? parseUrl(publicV[0], publicV[1]) : null;
-  const dataV = pick('dataDir');
-  const dataDir = dataV ? pathValue(dataV[0], 'data-dir', dataV[1], cwd) : join(homedir(), '.tunnel-relay');
-  const store = parseStoreSettings({
-    store: pick('store'),
-    passwordFile: pick('storePasswordFile'),
-    caFile: pick('storeCaFile'),
-    poolSize: pick('storePoolSize'),
-    env,
-    cwd,
-    defaultSqlitePath: join(dataDir, 'relay.db'),
-  });
+type TlsFiles = Pick<RelayConfig, 'tlsCert' | 'tlsKey' | 'plainHttp' | 'publicCaFile'>;
+
+/** --tls-cert/--tls-key (both or neither), --plain-http (needs --public-url, no certificate) and --public-ca-file. */
+function resolveTls(pick: Picker, cwd: string): TlsFiles {
   const certV = pick('tlsCert');
   const keyV = pick('tlsKey');
   const tlsCert = certV ? pathValue(certV[0], 'tls-cert', certV[1], cwd) : null;
@@ -348,8 +342,35 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     const [k, s] = certV ? ['tls-key', certV[1]] : ['tls-cert', keyV![1]];
     bad(k, s, 'tls-cert and tls-key must be given together');
   }
+  const plainV = pick('plainHttp');
+  const plainHttp = plainV ? parseBool(plainV[0], 'plain-http', plainV[1]) : false;
+  const caFileV = pick('publicCaFile');
+  const publicCaFile = caFileV ? pathValue(caFileV[0], 'public-ca-file', caFileV[1], cwd) : null;
+  if (plainHttp) {
+    const where = plainV![1];
+    if (!pick('publicUrl')) {
+      bad(
+        'public-url',
+        where,
+        'plain-http needs --public-url https://... (the URL agents and users reach through the TLS terminator)',
+      );
+    }
+    for (const [key, v] of [['tls-cert', certV] as const, ['tls-key', keyV] as const]) {
+      if (v)
+        bad(key, v[1], `${JSON.stringify(v[0])} cannot be used with plain-http (TLS is terminated in front)`);
+    }
+  } else if (caFileV) {
+    bad('public-ca-file', caFileV[1], `${JSON.stringify(caFileV[0])} only applies with plain-http`);
+  }
+  return { tlsCert, tlsKey, plainHttp, publicCaFile };
+}
+
+type UdpSettings = Pick<RelayConfig, 'udpPort' | 'udpPublicEndpoint' | 'stunPort' | 'stunServers'>;
+
+/** The WireGuard UDP port (default 51820 on a hub, off in relay mode), its public endpoint, STUN. */
+function resolveUdp(pick: Picker, mode: RelayMode): UdpSettings {
   const udpV = pick('udpPort');
-  const udpPort = udpV ? parsePort(udpV[0], 'udp-port', udpV[1], true) : 51820;
+  const udpPort = udpV ? parsePort(udpV[0], 'udp-port', udpV[1], true) : mode === 'hub' ? 51820 : null;
   const udpPublicV = pick('udpPublicEndpoint');
   const udpPublicEndpoint = udpPublicV ? parseUdpPublicEndpoint(udpPublicV[0], udpPublicV[1]) : null;
   if (udpPublicV && udpPort === null) {
@@ -362,9 +383,14 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   if (stunServersV && udpPort === null) {
     bad('stun-server', stunServersV[1], 'only applies while --udp-port is on (it is off)');
   }
+  return { udpPort, udpPublicEndpoint, stunPort, stunServers };
+}
+
+/** --log-level and --log-format. */
+function resolveLogging(pick: Picker): Pick<RelayConfig, 'logLevel' | 'logFormat'> {
   const levelV = pick('logLevel');
-  const logLevel = (levelV ? levelV[0] : 'info') as LogLevel;
-  if (!LOG_LEVELS.includes(logLevel)) {
+  const logLevel = LOG_LEVELS.find((l) => l === (levelV ? levelV[0] : 'info'));
+  if (logLevel === undefined) {
     bad(
       'log-level',
       levelV![1],
@@ -372,82 +398,91 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     );
   }
   const formatV = pick('logFormat');
-  const logFormat = formatV ? (formatV[0] as LogFormat) : null;
-  if (logFormat !== null && !LOG_FORMATS.includes(logFormat)) {
-    bad('log-format', formatV![1], `expected json or pretty, got ${JSON.stringify(formatV![0])}`);
+  const logFormat = formatV ? (LOG_FORMATS.find((f) => f === formatV[0]) ?? null) : null;
+  if (formatV && logFormat === null) {
+    bad('log-format', formatV[1], `expected json or pretty, got ${JSON.stringify(formatV[0])}`);
   }
+  return { logLevel, logFormat };
+}
+
+function leaseDurationSeconds(pick: Picker): number {
   const leaseV = pick('leaseDuration');
-  let leaseDurationSeconds = 60;
-  if (leaseV) {
-    const n = typeof leaseV[0] === 'number' ? leaseV[0] : Number(leaseV[0]);
-    if (!Number.isInteger(n) || n < 10 || n > 3600) {
-      bad('lease-duration', leaseV[1], `expected whole seconds 10-3600, got ${JSON.stringify(leaseV[0])}`);
-    }
-    leaseDurationSeconds = n;
+  if (!leaseV) return 60;
+  const n = typeof leaseV[0] === 'number' ? leaseV[0] : Number(leaseV[0]);
+  if (!Number.isInteger(n) || n < 10 || n > 3600) {
+    bad('lease-duration', leaseV[1], `expected whole seconds 10-3600, got ${JSON.stringify(leaseV[0])}`);
   }
-  const plainV = pick('plainHttp');
-  const plainHttp = plainV ? parseBool(plainV[0], 'plain-http', plainV[1]) : false;
-  const caFileV = pick('publicCaFile');
-  const publicCaFile = caFileV ? pathValue(caFileV[0], 'public-ca-file', caFileV[1], cwd) : null;
-  const derpMaxHandshakes = parseDerpMaxHandshakes(pick('derpMaxHandshakes'));
+  return n;
+}
+
+/** --mode with what it refuses, then the fleet's files: --hub-key-file and the mesh. */
+function resolveFleet(
+  pick: Picker,
+  o: { cwd: string; store: StoreConfig; listen: RelayConfig['listen']; plainHttp: boolean },
+): Pick<RelayConfig, 'mode' | 'hubKeyFile' | 'mesh'> {
+  const postgres = o.store.kind === 'postgres';
+  checkRelayMode({
+    mode: pick('mode'),
+    postgres,
+    meshKeyFile: pick('meshKeyFile'),
+    hubKeyFile: pick('hubKeyFile'),
+    udpPort: pick('udpPort'),
+    plainHttp: o.plainHttp,
+    derpMaxHandshakes: pick('derpMaxHandshakes'),
+  });
   const hubKeyV = pick('hubKeyFile');
-  if (plainHttp) {
-    const where = plainV![1];
-    if (!publicV) {
-      bad(
-        'public-url',
-        where,
-        'plain-http needs --public-url https://... (the URL agents and users reach through the TLS terminator)',
-      );
-    }
-    if (certV)
-      bad(
-        'tls-cert',
-        certV[1],
-        `${JSON.stringify(certV[0])} cannot be used with plain-http (TLS is terminated in front)`,
-      );
-    if (keyV)
-      bad(
-        'tls-key',
-        keyV[1],
-        `${JSON.stringify(keyV[0])} cannot be used with plain-http (TLS is terminated in front)`,
-      );
-  } else if (caFileV) {
-    bad('public-ca-file', caFileV[1], `${JSON.stringify(caFileV[0])} only applies with plain-http`);
-  }
   return {
-    listen,
-    publicUrl,
-    dataDir,
-    store,
-    tlsCert,
-    tlsKey,
-    udpPort,
-    udpPublicEndpoint,
-    stunPort,
-    stunServers,
-    logLevel,
-    logFormat,
-    leaseDurationSeconds,
-    plainHttp,
-    publicCaFile,
-    derpMaxHandshakes,
-    http: resolveHttpLimits(pick, plainHttp),
-    hubKeyFile: hubKeyV ? filePath(hubKeyV[0], 'hub-key-file', hubKeyV[1], cwd) : null,
+    mode: parseMode(pick('mode')),
+    hubKeyFile: hubKeyV ? filePath(hubKeyV[0], 'hub-key-file', hubKeyV[1], o.cwd) : null,
     mesh: parseMeshSettings({
       meshUrl: pick('meshUrl'),
       meshKeyFile: pick('meshKeyFile'),
       deadAfter: pick('meshDeadAfter'),
-      listen,
-      plainHttp,
-      postgres: store.kind === 'postgres',
-      cwd,
+      listen: o.listen,
+      plainHttp: o.plainHttp,
+      postgres,
+      cwd: o.cwd,
     }),
+  };
+}
+
+/** Resolves the relay's configuration. Throws TunnelError('BAD_CONFIG') naming the bad key. */
+export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
+  const cwd = input.cwd ?? process.cwd();
+  const pick = pickerOf(configLayers(input, cwd));
+  const listenV = pick('listen');
+  const listen = listenV ? parseListen(listenV[0], listenV[1]) : { host: '127.0.0.1', port: 8443 };
+  const publicV = pick('publicUrl');
+  const dataV = pick('dataDir');
+  const dataDir = dataV ? pathValue(dataV[0], 'data-dir', dataV[1], cwd) : join(homedir(), '.tunnel-relay');
+  const store = parseStoreSettings({
+    store: pick('store'),
+    passwordFile: pick('storePasswordFile'),
+    caFile: pick('storeCaFile'),
+    poolSize: pick('storePoolSize'),
+    env: input.env ?? {},
+    cwd,
+    defaultSqlitePath: join(dataDir, 'relay.db'),
+  });
+  const tls = resolveTls(pick, cwd);
+  const fleet = resolveFleet(pick, { cwd, store, listen, plainHttp: tls.plainHttp });
+  return {
+    listen,
+    publicUrl: publicV ? parseUrl(publicV[0], publicV[1]) : null,
+    dataDir,
+    store,
+    ...tls,
+    ...resolveUdp(pick, fleet.mode),
+    ...resolveLogging(pick),
+    leaseDurationSeconds: leaseDurationSeconds(pick),
+    derpMaxHandshakes: parseDerpMaxHandshakes(pick('derpMaxHandshakes')),
+    http: resolveHttpLimits(pick, tls.plainHttp),
+    ...fleet,
     drainGraceMs: drainGraceMs(pick),
   };
 }
 
-function drainGraceMs(pick: Pick): number {
+function drainGraceMs(pick: Picker): number {
   const v = pick('drainGrace');
   return (v ? parseWhole(v, 'drainGrace', DRAIN_GRACE_SECONDS) : DRAIN_GRACE_RANGE_S.default) * 1000;
 }

@@ -146,6 +146,8 @@ export function loadOrCreateHubKey(dataDir: string, onModeFixed?: OnModeFixed): 
 
 /** The hub's key pair: --hub-key-file when given (never created), else <dataDir>/hub.key (created on first start). */
 export function loadHubKey(config: RelayConfig, onModeFixed?: OnModeFixed): KeyPair {
+  // A relay-mode replica never reads or creates one (config-mode.ts refuses --hub-key-file there).
+  if (config.mode === 'relay') throw new TunnelError('INTERNAL', 'a relay-mode replica holds no hub key');
   if (config.hubKeyFile === null) return loadOrCreateHubKey(config.dataDir, onModeFixed);
   const path = config.hubKeyFile;
   protectSecretFile(path, 'hub private key', onModeFixed);

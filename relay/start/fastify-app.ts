@@ -1,0 +1,150 @@
+/**
+ * The Fastify server of a relay process (either mode) on its one port: TLS with the relay's certificate (or plain
+ * HTTP behind a terminator), the connection guard and limits, JSON-only bodies, the error envelope for every
+ * failure, and while closing `Connection: close` on answers and 503 CLOSED for new requests.
+ */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
+import { TunnelError } from '../../shared/errors.js';
+import type { RelayConfig } from '../config.js';
+import type { DrainState } from '../drain.js';
+import { ConnectionGuard } from '../http/connection-guard.js';
+import { answerExpectation, frameworkErrorReply } from '../http/error-replies.js';
+import { defaultMaxConnections, type HttpLimits } from '../http/http-limits.js';
+import { httpConnectionFamilies } from '../http/http-metrics.js';
+import { DebugRequestLog } from '../http/request-log-controller.js';
+import { addRequestChecks, nodeServerLimits } from '../http/server-options.js';
+import type { TlsIdentity } from '../identity.js';
+import { redactUrl } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { BODY_LIMIT, PROBE_PATHS, TLS_HANDSHAKE_TIMEOUT_MS } from './limits.js';
+import { mapError } from './map-error.js';
+
+/** The configured HTTP limits, with the total connection cap derived from the open-file limit when not set. */
+export function httpLimitsOf(config: RelayConfig, openFileLimit: number | null): HttpLimits {
+  return {
+    ...config.http,
+    maxConnections: config.http.maxConnections ?? defaultMaxConnections(openFileLimit),
+  };
+}
+
+export interface AppOptions {
+  tls: TlsIdentity | null;
+  limits: HttpLimits;
+  log: Logger;
+  metrics: Metrics;
+  drain: DrainState;
+}
+
+/** Set once the relay starts closing (never unset). */
+export class ClosingFlag {
+  #closing = false;
+
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  set(): void {
+    this.#closing = true;
+  }
+}
+
+export interface RelayApp {
+  app: FastifyInstance;
+  guard: ConnectionGuard;
+  detachGuard(): void;
+  closing: ClosingFlag;
+}
+
+function sendError(reply: FastifyReply, e: TunnelError): void {
+  reply.code(e.status).send(e.toJSON());
+}
+
+function createFastify(o: AppOptions, guard: ConnectionGuard): FastifyInstance {
+  const serverLimits = nodeServerLimits(o.limits);
+  const app = Fastify({
+    ...(o.tls
+      ? {
+          https: {
+            cert: o.tls.certPem,
+            key: o.tls.keyPem,
+            handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+            ...serverLimits,
+          },
+        }
+      : { http: serverLimits }),
+    loggerInstance: o.log,
+    // Per-request lines at debug, not info.
+    logController: new DebugRequestLog(),
+    bodyLimit: BODY_LIMIT,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    // The onRequest check answers requests during close with the error envelope (503 CLOSED).
+    return503OnClosing: false,
+    keepAliveTimeout: o.limits.idleTimeoutMs,
+    requestTimeout: 0,
+    forceCloseConnections: 'idle',
+    clientErrorHandler: (err, socket) => guard.handleClientError(err, socket),
+    frameworkErrors: (err, req, reply) => sendError(reply, frameworkErrorReply(err.code, req.raw.url ?? '')),
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  return app as unknown as FastifyInstance;
+}
+
+/** Only JSON bodies are parsed (others get 415); an empty body counts as {} so body-less POSTs work. */
+function jsonBodies(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body).trim();
+    if (text === '') return done(null, {});
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new TunnelError('BAD_INPUT', 'body: not valid JSON'), undefined);
+    }
+  });
+  // A POST without a body (accept, deny, rotate-psk without options) is validated as {}.
+  app.addHook('preValidation', async (req) => {
+    if (req.method === 'POST' && req.body === undefined) req.body = {};
+  });
+}
+
+function errorReplies(app: FastifyInstance, metrics: Metrics): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const e = mapError(err);
+    if (e.code === 'INTERNAL') req.log.error({ err }, 'request failed');
+    else if (e.code === 'UNAUTHENTICATED' || e.code === 'BOOTSTRAP_REJECTED') metrics.authFailures.inc();
+    reply.code(e.status).send(e.toJSON());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = new TunnelError('NOT_FOUND', `no route ${req.method} ${redactUrl(req.url).split('?')[0]}`);
+    reply.code(404).send(e.toJSON());
+  });
+}
+
+/** The relay's Fastify server, not yet listening. */
+export function createRelayApp(o: AppOptions): RelayApp {
+  const guard = new ConnectionGuard({ limits: o.limits, log: o.log.child({ component: 'http' }) });
+  const app = createFastify(o, guard);
+  const detachGuard = guard.attach(app.server);
+  app.server.on('checkExpectation', answerExpectation);
+  o.metrics.addCollector(() => httpConnectionFamilies(guard));
+  jsonBodies(app);
+  errorReplies(app, o.metrics);
+  // While closing, answers carry `Connection: close` so keep-alive sockets end after their last
+  // in-flight response instead of holding close() open, and new requests get 503 CLOSED.
+  const closing = new ClosingFlag();
+  addRequestChecks(app, () => closing.closing);
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (closing.closing) reply.header('connection', 'close');
+    return payload;
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    o.metrics.requests.inc({ route: req.routeOptions.url ?? 'unmatched', code: String(reply.statusCode) });
+  });
+  // Requests other than health checks count as traffic for the drain's quiet wait (CONNECTs and Upgrades are
+  // counted by whoever answers those events).
+  app.addHook('onRequest', async (req) => {
+    if (!PROBE_PATHS.has((req.raw.url ?? '').split('?', 1)[0] ?? '')) o.drain.noteActivity();
+  });
+  return { app, guard, detachGuard, closing };
+}

@@ -1,0 +1,41 @@
+/**
+ * Opens the configured store: SQLite (file prepared 0600 first) or PostgreSQL (connects and migrates;
+ * BAD_CONFIG naming the server when it cannot).
+ */
+import { isTunnelError, TunnelError } from '../../shared/errors.js';
+import { type OnModeFixed, warnOnStderr } from '../../shared/secret-file.js';
+import type { RelayConfig } from '../config.js';
+import { prepareDbFile } from '../store/db-file.js';
+import { PostgresStore } from '../store/postgres.js';
+import { SqliteStore } from '../store/sqlite.js';
+import type { Store } from '../store/types.js';
+
+export interface OpenStoreOptions {
+  /** A SQLite file whose mode had to be narrowed (default: a warning on stderr). */
+  onModeFixed?: OnModeFixed;
+  /** PostgreSQL connection trouble after the start (default: a line on stderr). */
+  onStoreError?: (message: string) => void;
+  /** PostgreSQL: refuse a database without a relay store instead of creating one (offline tools). */
+  existingOnly?: boolean;
+}
+
+export async function openStore(config: RelayConfig, opts: OpenStoreOptions = {}): Promise<Store> {
+  const onModeFixed = opts.onModeFixed ?? warnOnStderr;
+  if (config.store.kind === 'postgres') {
+    const pgConfig = config.store;
+    return PostgresStore.open({
+      connection: { target: pgConfig.target, password: pgConfig.password?.reveal() ?? null, ca: pgConfig.ca },
+      poolSize: pgConfig.poolSize,
+      onError: opts.onStoreError ?? ((m) => process.stderr.write(`${m}\n`)),
+      existingOnly: opts.existingOnly ?? false,
+    });
+  }
+  try {
+    prepareDbFile(config.store.path, onModeFixed);
+    return new SqliteStore(config.store.path);
+  } catch (err) {
+    if (isTunnelError(err)) throw err;
+    const reason = (err as { code?: string }).code ?? (err as Error).message;
+    throw new TunnelError('BAD_CONFIG', `store: cannot open sqlite:${config.store.path} (${reason})`);
+  }
+}
