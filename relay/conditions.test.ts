@@ -17,6 +17,7 @@ const base: ClusterRecord = {
   registeredAt: null,
   leaseRenewAt: null,
   availableSince: null,
+  agentReason: null,
 };
 const iso = (ms: number) => new Date(ms).toISOString();
 

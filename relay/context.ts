@@ -15,6 +15,7 @@ import type { FailureLimits } from './failure-limits.js';
 import type { ConnectionPathDetail, RelayHooks } from './hooks.js';
 import type { MeshNode } from './mesh/mesh-node.js';
 import type { Metrics } from './metrics.js';
+import { type HubPathDetail, type ReasonedPathDetail, withReason } from './path-reason.js';
 import { PATH_REPORT_STALE_MS } from './path-reports.js';
 import type { ReservedKeys } from './reserved-keys.js';
 import type { PskSummary } from './store/psk-refusal.js';
@@ -92,25 +93,19 @@ export interface ClusterView {
   createdAt: string;
 }
 
-export interface PathDetailView {
-  remote: string | null;
-  rttDirectMs: number | null;
-  rttRelayedMs: number | null;
-  lastSwitch: string | null;
-  reason: string | null;
-}
+export type PathDetailView = ReasonedPathDetail;
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** What a cluster's view reads besides its record: the live status, the clock and the lease duration. */
 export type ViewContext = Pick<RelayContext, 'hooks' | 'clock' | 'config'>;
 
-function pathDetailView(d: ConnectionPathDetail): PathDetailView {
+function pathDetailView(d: ConnectionPathDetail): HubPathDetail {
   return { ...d, lastSwitch: isoOrNull(d.lastSwitch) };
 }
 
 /** The details the replica holding the agent's session last wrote, while fresh (relay/path-reports.ts). */
-function storedDetail(ctx: ViewContext, reported: AgentPathRecord | undefined): PathDetailView | null {
+function storedDetail(ctx: ViewContext, reported: AgentPathRecord | undefined): HubPathDetail | null {
   if (!reported || reported.path === 'none') return null;
   if (ctx.clock.wallNow() - reported.reportedAt >= PATH_REPORT_STALE_MS) return null;
   return pathDetailView({
@@ -130,11 +125,11 @@ function storedDetail(ctx: ViewContext, reported: AgentPathRecord | undefined): 
  * written before says, as the proxies answer for it (503 AGENT_NOT_CONNECTED). Without a mesh, a fresh report
  * is all a replica knows of another's session.
  */
-function pathView(
+function hubPathView(
   ctx: ViewContext,
   c: ClusterRecord,
   reported: AgentPathRecord | undefined,
-): Pick<ClusterView, 'connected' | 'path' | 'pathDetail'> {
+): { connected: boolean; path: string; pathDetail: HubPathDetail | null } {
   const live = ctx.hooks.connection(c.name);
   if (live.connected && live.pathDetail)
     return { connected: true, path: live.path, pathDetail: pathDetailView(live.pathDetail) };
@@ -146,6 +141,16 @@ function pathView(
   if (!stored || !reported || ctx.config.mesh.key !== null)
     return { connected: false, path: live.path, pathDetail: null };
   return { connected: true, path: reported.path, pathDetail: stored };
+}
+
+/** The hub's view, with the reason the agent reported first (relay/path-reason.ts). */
+function pathView(
+  ctx: ViewContext,
+  c: ClusterRecord,
+  reported: AgentPathRecord | undefined,
+): Pick<ClusterView, 'connected' | 'path' | 'pathDetail'> {
+  const v = hubPathView(ctx, c, reported);
+  return { ...v, pathDetail: withReason(v, v.pathDetail, c.agentReason) };
 }
 
 /** The API form of a cluster; `reported`: its agent's path as the store has it (GET routes pass it). */

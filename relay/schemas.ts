@@ -5,6 +5,7 @@
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS } from '../shared/claim-limits.js';
+import { REASON_CODE_MAX } from './agent-reason.js';
 
 const closed = { additionalProperties: false } as const;
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
@@ -18,6 +19,7 @@ export const LIMITS = {
   claimValueMax: MAX_CLAIM_VALUE,
   agentVersionMax: 64,
   durationTextMax: 32,
+  reasonCodeMax: REASON_CODE_MAX,
 } as const;
 
 export const ErrorBody = Type.Object(
@@ -68,6 +70,8 @@ export const Cluster = Type.Object(
           rttRelayedMs: Nullable(Type.Number()),
           lastSwitch: Nullable(Type.String()),
           reason: Nullable(Type.String()),
+          /** Who said `reason`: the agent (its lease) or the hub holding its session; null with no reason. */
+          reasonFrom: Nullable(Type.Union([Type.Literal('agent'), Type.Literal('hub')])),
         },
         closed,
       ),
@@ -247,11 +251,19 @@ export const LeaseBody = Type.Object(
   {
     claims: Type.Optional(Claims),
     agentVersion: Type.Optional(Type.String({ minLength: 1, maxLength: LIMITS.agentVersionMax })),
+    /** Why the agent's traffic is relayed, as the agent sees it; checked by relay/agent-reason.ts. */
+    relayedReason: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.reasonCodeMax }))),
   },
   closed,
 );
 export const LeaseReply = Type.Object(
-  { leaseDurationSeconds: Type.Number(), renewAfterSeconds: Type.Number(), valuesVersion: Type.String() },
+  {
+    leaseDurationSeconds: Type.Number(),
+    renewAfterSeconds: Type.Number(),
+    valuesVersion: Type.String(),
+    /** This relay takes `relayedReason` in the lease body (an older relay refuses the unknown field). */
+    takesRelayedReason: Type.Boolean(),
+  },
   closed,
 );
 

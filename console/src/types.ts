@@ -39,6 +39,8 @@ export interface PathDetail {
   rttRelayedMs: number | null;
   lastSwitch: string | null;
   reason: string | null;
+  /** Who reported `reason`: the agent (its lease) or the hub; absent from older relays. */
+  reasonFrom?: 'agent' | 'hub' | null;
 }
 
 export interface Bootstrap {

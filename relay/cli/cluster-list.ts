@@ -10,7 +10,7 @@ import { oneOf, parseClusterName } from '../../shared/cli/parsers.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import type { Cluster } from './cluster.js';
 import { watchClusters } from './cluster-watch.js';
-import { pathCell } from './path-text.js';
+import { pathListCell } from './path-text.js';
 
 /** --status values: the cluster's status, or where its agent stands (Pending covers both of the latter). */
 export const STATUS_FILTERS = ['accepted', 'pending', 'denied', 'no-agent', 'awaiting-acceptance'] as const;
@@ -60,7 +60,7 @@ export function clusterRows(items: readonly Cluster[], nowMs: number): string {
       c.status,
       agentState(c),
       available(c),
-      pathCell(c),
+      pathListCell(c),
       c.address ?? '-',
       c.leaseRenewTime ? `${ageOf(c.leaseRenewTime, nowMs)} ago` : '-',
       ageOf(c.createdAt, nowMs),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatRtt, pathCell, pathLines } from './path-text.js';
+import { formatRtt, pathCell, pathLines, pathListCell } from './path-text.js';
 
 const now = Date.parse('2026-11-25T12:00:00Z');
 const detail = {
@@ -30,9 +30,23 @@ describe('path text', () => {
       'path remote:   -',
       'path rtt:      relayed 13 ms',
       'path switched: 2026-11-25T11:58:00.000Z (2m ago)',
-      'relayed why:   direct-silent',
+      'relayed why:   direct-silent (the direct path went silent; probing in the background)',
     ]);
     expect(pathLines({ pathDetail: null }, now)).toEqual([]);
+  });
+
+  it('says who reported the reason, and the list cell carries the code while relayed', () => {
+    const byAgent = { ...detail, remote: null, reason: '443-only', reasonFrom: 'agent' as const };
+    expect(pathLines({ pathDetail: byAgent }, now).at(-1)).toBe(
+      'relayed why:   443-only (--egress 443-only: no UDP at all), reported by the agent',
+    );
+    const byHub = { ...detail, reason: 'no-candidates', reasonFrom: 'hub' as const };
+    expect(pathLines({ pathDetail: byHub }, now).at(-1)).toBe(
+      'relayed why:   no-candidates (the peer sent no addresses to try), reported by the hub',
+    );
+    expect(pathListCell({ path: 'relayed', pathDetail: byAgent })).toBe('relayed 13 ms (443-only)');
+    expect(pathListCell({ path: 'direct', pathDetail: detail })).toBe('direct 0.41 ms');
+    expect(pathListCell({ path: 'none' })).toBe('none');
   });
 
   it('formats RTTs', () => {

@@ -1,8 +1,10 @@
 /**
  * How `cluster list` (the PATH column) and `cluster get` print an agent's path: the path with the RTT of the
- * path in use, and in detail the remote, each path's RTT, the last switch and why it is not direct.
+ * path in use (and, relayed, the reason's code), and in detail the remote, each path's RTT, the last switch and
+ * why it is not direct (the code, its words and who reported it: the agent or the hub).
  */
 import { ageOf } from '../../shared/cli/age.js';
+import { relayedReasonText } from '../../shared/tunnel-endpoint/relayed-reasons.js';
 
 /** The API's `pathDetail` (relay/context.ts PathDetailView). */
 export interface PathDetail {
@@ -11,6 +13,8 @@ export interface PathDetail {
   rttRelayedMs: number | null;
   lastSwitch: string | null;
   reason: string | null;
+  /** Who reported `reason` (relay/path-reason.ts); absent from older relays. */
+  reasonFrom?: 'agent' | 'hub' | null;
 }
 
 interface WithPath {
@@ -38,6 +42,18 @@ export function pathCell(c: WithPath): string {
   return rtt === null ? path : `${path} ${formatRtt(rtt)}`;
 }
 
+/** `cluster list`'s PATH cell: `relayed 12 ms (443-only)`, `direct 0.41 ms`, `none`. */
+export function pathListCell(c: WithPath): string {
+  const reason = c.path === 'relayed' ? c.pathDetail?.reason : null;
+  return reason ? `${pathCell(c)} (${reason})` : pathCell(c);
+}
+
+function reasonLine(d: PathDetail): string[] {
+  if (!d.reason) return [];
+  const from = d.reasonFrom ? `, reported by the ${d.reasonFrom}` : '';
+  return [`relayed why:   ${relayedReasonText(d.reason)}${from}`];
+}
+
 /** `cluster get`'s path lines (none while the agent is not connected). */
 export function pathLines(c: WithPath, nowMs: number): string[] {
   const d = c.pathDetail;
@@ -48,6 +64,6 @@ export function pathLines(c: WithPath, nowMs: number): string[] {
     `path remote:   ${d.remote ?? '-'}`,
     `path rtt:      ${rtts.length > 0 ? rtts.join(', ') : '-'}`,
     `path switched: ${d.lastSwitch ? `${d.lastSwitch} (${ageOf(d.lastSwitch, nowMs)} ago)` : '-'}`,
-    ...(d.reason ? [`relayed why:   ${d.reason}`] : []),
+    ...reasonLine(d),
   ];
 }

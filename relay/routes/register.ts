@@ -7,6 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
 import { deepMerge } from '../../shared/values/deep-merge.js';
+import { parseAgentReason } from '../agent-reason.js';
 import { bearerToken, type Principal, parseRole } from '../auth.js';
 import { graceMs } from '../conditions.js';
 import { auditEntry, logAudit, principalOf, type RelayContext, tunnelView } from '../context.js';
@@ -140,9 +141,11 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       }
       const c = { name: p.cluster };
       const lease = ctx.config.leaseDurationSeconds;
+      const agentReason = parseAgentReason(req.body.relayedReason);
       const renewed = await ctx.store.renewLease(c.name, {
         now: ctx.clock.wallNow(),
         graceMs: graceMs(lease),
+        agentReason,
         ...(req.body.claims ? { claims: req.body.claims } : {}),
         ...(req.body.agentVersion ? { agentVersion: req.body.agentVersion } : {}),
       });
@@ -153,6 +156,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
         leaseDurationSeconds: lease,
         renewAfterSeconds: lease,
         valuesVersion: await clusterValuesVersion(ctx, c.name),
+        takesRelayedReason: true,
       };
     },
   );

@@ -121,6 +121,10 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX agent_path_history_by_cluster ON agent_path_history (cluster, at);
   `,
+  // 7: why the agent says its traffic is relayed (its lease renewals; relay/agent-reason.ts).
+  `
+  ALTER TABLE clusters ADD COLUMN agent_reason TEXT;
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

@@ -392,7 +392,7 @@ export class PostgresStore implements Store {
       `UPDATE clusters SET lease_renew_at = $1,
            available_since = CASE WHEN lease_renew_at IS NULL OR available_since IS NULL
              OR $1 >= lease_renew_at + $2 THEN $1 ELSE available_since END,
-           claims = COALESCE($3, claims), agent_version = COALESCE($4, agent_version)
+           claims = COALESCE($3, claims), agent_version = COALESCE($4, agent_version), agent_reason = $6
          WHERE name = $5 AND public_key IS NOT NULL`,
       [
         lease.now,
@@ -400,6 +400,7 @@ export class PostgresStore implements Store {
         lease.claims ? JSON.stringify(lease.claims) : null,
         lease.agentVersion ?? null,
         cluster,
+        lease.agentReason ?? null,
       ],
     );
     return changes === 1;
@@ -416,7 +417,8 @@ export class PostgresStore implements Store {
       ]);
       await tx.run(
         `UPDATE clusters SET public_key = NULL, addr_index = NULL, preshared_key = NULL, agent_version = NULL,
-             claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, status = 'Pending',
+             claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, agent_reason = NULL,
+             status = 'Pending',
              status_changed_at = CASE WHEN status = 'Pending' THEN status_changed_at ELSE $1 END
            WHERE name = $2`,
         [now, cluster],

@@ -17,6 +17,7 @@ export interface ClusterRow {
   registered_at: number | null;
   lease_renew_at: number | null;
   available_since: number | null;
+  agent_reason: string | null;
 }
 
 export interface KeyRow {
@@ -69,6 +70,7 @@ export function toCluster(r: ClusterRow): ClusterRecord {
     registeredAt: r.registered_at,
     leaseRenewAt: r.lease_renew_at,
     availableSince: r.available_since,
+    agentReason: r.agent_reason,
   };
 }
 
@@ -84,4 +86,4 @@ export function toKey(r: KeyRow): AccessKeyRecord {
 }
 
 export const CLUSTER_COLS =
-  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since';
+  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since, agent_reason';

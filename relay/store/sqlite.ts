@@ -88,7 +88,8 @@ export class SqliteStore implements Store {
         `UPDATE clusters SET lease_renew_at = @now,
            available_since = CASE WHEN lease_renew_at IS NULL OR available_since IS NULL
              OR @now >= lease_renew_at + @grace THEN @now ELSE available_since END,
-           claims = COALESCE(@claims, claims), agent_version = COALESCE(@agentVersion, agent_version)
+           claims = COALESCE(@claims, claims), agent_version = COALESCE(@agentVersion, agent_version),
+           agent_reason = @agentReason
          WHERE name = @name AND public_key IS NOT NULL`,
       ),
       findKey: db.prepare<[string], KeyRow>(
@@ -310,6 +311,7 @@ export class SqliteStore implements Store {
         grace: lease.graceMs,
         claims: lease.claims ? JSON.stringify(lease.claims) : null,
         agentVersion: lease.agentVersion ?? null,
+        agentReason: lease.agentReason ?? null,
       }).changes;
       return changes === 1;
     });
@@ -326,7 +328,8 @@ export class SqliteStore implements Store {
       this.#db
         .prepare(
           `UPDATE clusters SET public_key = NULL, addr_index = NULL, preshared_key = NULL, agent_version = NULL,
-             claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, status = 'Pending',
+             claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, agent_reason = NULL,
+             status = 'Pending',
              status_changed_at = CASE WHEN status = 'Pending' THEN status_changed_at ELSE ? END
            WHERE name = ?`,
         )

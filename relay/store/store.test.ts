@@ -1,10 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../shared/errors.js';
 import { PostgresBackend, sqliteBackend } from '../../test/helpers/store-backends.js';
 import { PATH_HISTORY_MAX } from './agent-path-row.js';
+import { MIGRATIONS } from './migrations.js';
 import { SqliteStore } from './sqlite.js';
 import type { AuditEntry, RegisterInput, Store } from './types.js';
 
@@ -256,6 +258,29 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     expect(await s.getCluster('l')).toMatchObject({ leaseRenewAt: 1200, availableSince: 1200 });
   });
 
+  it("keeps the agent's relayed reason of its last renewal; unjoin clears it", async () => {
+    await s.createCluster(
+      { name: 'why', group: 'default', displayName: 'why', createdAt: 1 },
+      secret('p-why'),
+      audit('c'),
+    );
+    expect((await s.getCluster('why'))?.agentReason).toBeNull();
+    expect(await s.renewLease('why', { now: 1, graceMs: 100, agentReason: '443-only' })).toBe(false);
+    expect((await s.getCluster('why'))?.agentReason).toBeNull(); // no agent: nothing written
+    await s.register(regInput('why'), audit('r'));
+    await s.renewLease('why', { now: 1000, graceMs: 100, agentReason: '443-only' });
+    expect(await s.getCluster('why')).toMatchObject({ leaseRenewAt: 1000, agentReason: '443-only' });
+    expect((await s.listClusters()).find((c) => c.name === 'why')?.agentReason).toBe('443-only');
+    await s.renewLease('why', { now: 1010, graceMs: 100, agentReason: 'mapping-varies' });
+    expect((await s.getCluster('why'))?.agentReason).toBe('mapping-varies');
+    // A renewal without a reason (the agent went direct, or an older agent) clears it.
+    await s.renewLease('why', { now: 1020, graceMs: 100 });
+    expect((await s.getCluster('why'))?.agentReason).toBeNull();
+    await s.renewLease('why', { now: 1030, graceMs: 100, agentReason: 'relay-only' });
+    await s.unjoin('why', 1040, audit('unjoin'));
+    expect((await s.getCluster('why'))?.agentReason).toBeNull();
+  });
+
   it("keeps each agent's last reported path; deleting the cluster removes it", async () => {
     for (const name of ['pa', 'pb'])
       await s.createCluster(
@@ -422,5 +447,25 @@ describe('SqliteStore on disk', () => {
     const b = new SqliteStore(path);
     expect((await b.getCluster('keep'))?.name).toBe('keep');
     await b.close();
+  });
+
+  it('migrates a version-6 database: its clusters read with no agent reason, renewals store one', async () => {
+    const path = join(dir, 'v6.db');
+    const db = new Database(path);
+    db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT)');
+    MIGRATIONS.slice(0, 6).forEach((sql, i) => {
+      db.exec(sql);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)').run(i + 1);
+    });
+    db.prepare(
+      `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at, public_key, claims)
+         VALUES ('old', 'default', 'old', 'Accepted', 1, 1, ?, '{}')`,
+    ).run(key(7));
+    db.close();
+    const s7 = new SqliteStore(path);
+    expect(await s7.getCluster('old')).toMatchObject({ name: 'old', agentReason: null });
+    expect(await s7.renewLease('old', { now: 5, graceMs: 100, agentReason: 'udp-blocked' })).toBe(true);
+    expect((await s7.getCluster('old'))?.agentReason).toBe('udp-blocked');
+    await s7.close();
   });
 });

@@ -29,6 +29,11 @@ export interface ClusterRecord {
   leaseRenewAt: number | null;
   /** Start of the current unbroken run of fresh leases (Available=True's lastTransitionTime). */
   availableSince: number | null;
+  /**
+   * Why the agent says its traffic is relayed (a code of AGENT_REASONS, from its last lease renewal), null when
+   * its last renewal reported none.
+   */
+  agentReason: string | null;
 }
 
 export interface NewCluster {
@@ -130,6 +135,8 @@ export interface LeaseInput {
   graceMs: number;
   claims?: Record<string, string>;
   agentVersion?: string;
+  /** The agent's relayed reason (relay/agent-reason.ts); every renewal replaces it (absent: none). */
+  agentReason?: string | null;
 }
 
 export interface StoreLimits {

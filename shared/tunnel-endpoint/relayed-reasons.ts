@@ -20,3 +20,22 @@ export function relayedReasonText(reason: string): string {
   const words = BY_CODE.get(reason);
   return words ? `${reason} (${words})` : reason;
 }
+
+/**
+ * The reasons only the agent can know (its egress, its cluster's path value, its UDP socket, its STUN verdicts):
+ * the agent reports these to the relay with its lease (`relayedReason`, docs/API.md); the relay takes no other.
+ */
+export const AGENT_REASONS = [
+  '443-only',
+  'relay-only',
+  'udp-blocked',
+  'no-stun-answer',
+  'mapping-varies',
+] as const satisfies readonly RelayedReason[];
+export type AgentReason = (typeof AGENT_REASONS)[number];
+
+const AGENT_REASON_SET: ReadonlySet<string> = new Set(AGENT_REASONS);
+
+export function isAgentReason(reason: string): reason is AgentReason {
+  return AGENT_REASON_SET.has(reason);
+}

@@ -14,6 +14,7 @@ import { effectiveValues } from '../../shared/values/values-file.js';
 import type { AgentApi } from './api.js';
 import { BACKOFF_CAP_MS, Backoff, jittered } from './backoff.js';
 import { LeaseLoop } from './lease-loop.js';
+import { ReasonReport } from './reason-report.js';
 import { type StateDir, stateDirFlag } from './state-dir.js';
 import {
   type AgentState,
@@ -116,6 +117,7 @@ export class Agent {
   readonly #valuesBackoff: Backoff;
   #valuesTimer: TimerHandle | undefined;
   #lease: LeaseLoop | undefined;
+  readonly #reasonReport = new ReasonReport(() => this.#dataPlane?.stats() ?? DISCONNECTED);
   #dataPlane: DataPlane | undefined;
   readonly #dataPlaneWaiters: Array<(dp: DataPlane) => void> = [];
   #relayValues: Values = {};
@@ -250,12 +252,20 @@ export class Agent {
     this.#lease = new LeaseLoop({
       clock: this.#clock,
       ...(this.#options.random ? { random: this.#options.random } : {}),
-      renew: () =>
-        this.#options.api.lease({
+      renew: async () => {
+        const report = this.#reasonReport.body();
+        const res = await this.#options.api.lease({
           claims: { ...this.#state.claims },
           agentVersion: this.#state.agentVersion,
-        }),
-      onRenewed: (res) => this.#onLease(res),
+          ...report,
+        });
+        this.#reasonReport.renewed(report, res);
+        return res;
+      },
+      onRenewed: (res) => {
+        this.#onLease(res);
+        this.#reportReasonChange();
+      },
       onFailed: (err, failures, retryInMs) => {
         const ended = registrationEnded(err, this.#state.cluster, this.#options.stateDir.dir);
         if (ended) {
@@ -279,6 +289,11 @@ export class Agent {
     } else {
       this.#writeStatus();
     }
+  }
+
+  /** The relayed reason the relay has is not the current one: renew early (lease-loop.ts bounds how often). */
+  #reportReasonChange(): void {
+    if (this.#reasonReport.due()) this.#lease?.renewNow();
   }
 
   async #refreshValues(): Promise<void> {
@@ -313,7 +328,9 @@ export class Agent {
         privateKey: this.#options.stateDir.readPrivateKey(),
         ...(this.#options.proxy ? { proxy: this.#options.proxy } : {}),
         onChange: () => {
-          if (this.#running) this.#writeStatus();
+          if (!this.#running) return;
+          this.#writeStatus();
+          this.#reportReasonChange();
         },
       });
       this.#dataPlane.applyValues?.(this.#values);

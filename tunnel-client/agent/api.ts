@@ -2,7 +2,7 @@
 import type { RelayClient } from '../../shared/http/client.js';
 import type { Values } from '../../shared/values/deep-merge.js';
 import { parseValuesYaml } from '../../shared/values/values-file.js';
-import type { AgentInfo, LeaseResponse, RegisterRequest, RegisterResponse } from './types.js';
+import type { AgentInfo, LeaseRequest, LeaseResponse, RegisterRequest, RegisterResponse } from './types.js';
 
 export class AgentApi {
   readonly #client: RelayClient;
@@ -28,7 +28,7 @@ export class AgentApi {
     return this.#client.json<AgentInfo>('GET', '/api/v1/agent', { token: this.#need() });
   }
 
-  lease(body: { claims?: Record<string, string>; agentVersion?: string }): Promise<LeaseResponse> {
+  lease(body: LeaseRequest): Promise<LeaseResponse> {
     return this.#client.json<LeaseResponse>('POST', '/api/v1/agent/lease', { body, token: this.#need() });
   }
 

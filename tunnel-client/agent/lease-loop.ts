@@ -1,7 +1,8 @@
 /**
  * The lease loop: renew now, then every `renewAfterSeconds` (+-10 % jitter) while renewals succeed;
  * after a failure retry with exponential backoff (1 s doubling to a 30 s cap, jittered), forever. One
- * renewal is in flight at a time; stop() cancels the pending timer and ignores a late answer.
+ * renewal is in flight at a time; stop() cancels the pending timer and ignores a late answer. renewNow()
+ * renews early (what the agent reports changed), at most once per EARLY_RENEW_GAP_MS.
  */
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import { Backoff, jittered } from './backoff.js';
@@ -11,6 +12,8 @@ import type { LeaseResponse } from './types.js';
 export const MIN_RENEW_SECONDS = 1;
 export const MAX_RENEW_SECONDS = 3600;
 export const RENEW_JITTER = 0.1;
+/** An early renewal (renewNow) starts at least this long after the last renewal started. */
+export const EARLY_RENEW_GAP_MS = 5_000;
 
 export interface LeaseLoopOptions {
   readonly clock: Clock;
@@ -26,8 +29,14 @@ export class LeaseLoop {
   readonly #backoff: Backoff;
   readonly #random: () => number;
   #timer: TimerHandle | undefined;
+  /** When the pending timer fires (monotonic ms). */
+  #dueAt = Number.POSITIVE_INFINITY;
+  /** When the last renewal started (monotonic ms). */
+  #startedAt = Number.NEGATIVE_INFINITY;
   #running = false;
   #inFlight = false;
+  /** renewNow() was called while a renewal was in flight: renew early again after it. */
+  #again = false;
 
   constructor(opts: LeaseLoopOptions) {
     this.#opts = opts;
@@ -47,16 +56,38 @@ export class LeaseLoop {
     this.#timer = undefined;
   }
 
-  /** Renews at once (for example after a values or claims change), unless a renewal is in flight. */
+  /**
+   * Renews early, as what the renewal carries changed: at once if the last renewal started EARLY_RENEW_GAP_MS
+   * ago, else when it is that old; after the one in flight if there is one. Not while retrying after a failure
+   * (the retry carries the change).
+   */
   renewNow(): void {
-    if (!this.#running || this.#inFlight) return;
+    if (!this.#running) return;
+    if (this.#inFlight) {
+      this.#again = true;
+      return;
+    }
+    if (this.#backoff.attempts > 0) return;
+    const delay = this.#earlyDelay();
+    if (this.#opts.clock.now() + delay < this.#dueAt) this.#schedule(delay);
+  }
+
+  #earlyDelay(): number {
+    return Math.max(0, this.#startedAt + EARLY_RENEW_GAP_MS - this.#opts.clock.now());
+  }
+
+  #schedule(delay: number): void {
     this.#opts.clock.clearTimer(this.#timer);
-    void this.#tick();
+    this.#dueAt = this.#opts.clock.now() + delay;
+    this.#timer = this.#opts.clock.setTimer(delay, () => void this.#tick());
   }
 
   async #tick(): Promise<void> {
     this.#timer = undefined;
+    this.#dueAt = Number.POSITIVE_INFINITY;
+    this.#startedAt = this.#opts.clock.now();
     this.#inFlight = true;
+    this.#again = false;
     let delay: number;
     try {
       const res = await this.#opts.renew();
@@ -68,6 +99,7 @@ export class LeaseLoop {
         : 60;
       delay = jittered(secs * 1000, RENEW_JITTER, this.#random);
       this.#opts.onRenewed(res);
+      if (this.#again) delay = Math.min(delay, this.#earlyDelay());
     } catch (err) {
       if (!this.#running) return;
       delay = this.#backoff.next();
@@ -75,6 +107,6 @@ export class LeaseLoop {
     } finally {
       this.#inFlight = false;
     }
-    if (this.#running) this.#timer = this.#opts.clock.setTimer(delay, () => void this.#tick());
+    if (this.#running) this.#schedule(delay);
   }
 }

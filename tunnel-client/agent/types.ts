@@ -41,6 +41,16 @@ export interface LeaseResponse {
   readonly leaseDurationSeconds: number;
   readonly renewAfterSeconds: number;
   readonly valuesVersion: string;
+  /** The relay takes `relayedReason` in the lease body; absent from relays that refuse it. */
+  readonly takesRelayedReason?: boolean;
+}
+
+/** POST /api/v1/agent/lease's body. */
+export interface LeaseRequest {
+  readonly claims?: Record<string, string>;
+  readonly agentVersion?: string;
+  /** Why the agent's traffic is relayed, when only the agent can know (AGENT_REASONS); null: none. */
+  readonly relayedReason?: string | null;
 }
 
 /**

@@ -43,10 +43,12 @@ export function PathCell({ c }: { c: Cluster }) {
   const label = c.connected ? c.path : 'none';
   const ms = rttOf(c);
   const rtt = ms !== null ? ` · ${Math.round(ms)} ms` : '';
+  const reason = c.connected && c.path === 'relayed' ? c.pathDetail?.reason : null;
   return (
     <span class={`path path-${c.connected ? 'up' : 'down'}`}>
       {label}
       {rtt}
+      {reason ? ` · ${reason}` : ''}
     </span>
   );
 }

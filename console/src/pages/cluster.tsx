@@ -122,7 +122,10 @@ function PathDetailFacts({ d, now }: { d: PathDetail; now: number }) {
       {d.reason && (
         <>
           <dt>Why not direct</dt>
-          <dd>{d.reason}</dd>
+          <dd>
+            {d.reason}
+            {d.reasonFrom ? ` (reported by the ${d.reasonFrom})` : ''}
+          </dd>
         </>
       )}
     </>

@@ -1,0 +1,48 @@
+/**
+ * What the agent tells the relay of its path with its lease renewals (`relayedReason`, docs/API.md): why its
+ * traffic is relayed when only the agent can know it (AGENT_REASONS: --egress 443-only, the path value
+ * relay-only, UDP blocked, no STUN answer, a NAT mapping per destination), else null. Sent only to a relay
+ * whose last lease answer said it takes the field (an older relay refuses unknown fields, and the lease with
+ * them); a change is due at once (the agent renews early, LeaseLoop.renewNow).
+ */
+import { type AgentReason, isAgentReason } from '../../shared/tunnel-endpoint/relayed-reasons.js';
+import type { ConnectionStats, LeaseResponse } from './types.js';
+
+/** The reason to report for these figures: an agent-only reason while connected and not direct. */
+export function agentReasonOf(stats: ConnectionStats): AgentReason | null {
+  const reason = stats.connected && stats.path !== 'direct' ? stats.pathDetail?.reason : null;
+  return reason && isAgentReason(reason) ? reason : null;
+}
+
+/** The lease body's part this report fills in (LeaseRequest's `relayedReason`). */
+export interface ReasonBody {
+  readonly relayedReason?: AgentReason | null;
+}
+
+export class ReasonReport {
+  readonly #stats: () => ConnectionStats;
+  #relayTakesIt = false;
+  /** What the last renewal carried; undefined when none did. */
+  #sent: AgentReason | null | undefined;
+
+  /** `stats`: the data plane's figures now. */
+  constructor(stats: () => ConnectionStats) {
+    this.#stats = stats;
+  }
+
+  /** The lease body's part: `relayedReason` for a relay that takes it, nothing otherwise. */
+  body(): ReasonBody {
+    return this.#relayTakesIt ? { relayedReason: agentReasonOf(this.#stats()) } : {};
+  }
+
+  /** A renewal carrying `body` succeeded with `res`. */
+  renewed(body: ReasonBody, res: LeaseResponse): void {
+    this.#relayTakesIt = res.takesRelayedReason === true;
+    this.#sent = this.#relayTakesIt ? body.relayedReason : undefined;
+  }
+
+  /** The relay takes the reason and has not got the current one. */
+  due(): boolean {
+    return this.#relayTakesIt && this.#sent !== agentReasonOf(this.#stats());
+  }
+}
