@@ -12,7 +12,9 @@ export const REASON_CODE_MAX = 32;
 const CODE = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 function shown(raw: unknown): string {
-  if (typeof raw !== 'string') return `a ${Array.isArray(raw) ? 'list' : typeof raw}`;
+  if (Array.isArray(raw)) return 'a list';
+  if (typeof raw === 'object') return 'an object';
+  if (typeof raw !== 'string') return `a ${typeof raw}`;
   return JSON.stringify(raw.length > REASON_CODE_MAX ? `${raw.slice(0, REASON_CODE_MAX)}...` : raw);
 }
 

@@ -70,6 +70,8 @@ beforeAll(async () => {
     caPin: fleet.files.caPin,
     upstream: `http://127.0.0.1:${upstreamPort}`,
     prefix: 'mesh-agent',
+    // No UDP: the agent's own reason (443-only, from its lease) shows on every replica.
+    joinArgs: ['--egress', '443-only'],
   });
   await waitConnected(adminEnvOf({ ...a.ready, adminKey }), CLUSTER, 20_000);
 }, 180_000);
@@ -186,8 +188,11 @@ describe('a fleet of two replicas with the mesh on', () => {
         // null: an idle agent's path is pinged at keepalive pace (25 s).
         expect(c.pathDetail).not.toBeNull();
         expect(c.pathDetail.remote).toBeNull();
+        // The agent renewed its lease through A; B reads the reason from the store.
+        expect(c.pathDetail.reason).toBe('443-only');
+        expect(c.pathDetail.reasonFrom).toBe('agent');
       },
-      { timeout: 10_000, interval: 250 },
+      { timeout: 20_000, interval: 250 },
     );
   });
 

@@ -15,6 +15,8 @@ export interface JoinedAgentOptions {
   upstream: string;
   /** Names the agent's temporary state directory. */
   prefix: string;
+  /** More `join` flags (e.g. `--egress 443-only`). */
+  joinArgs?: readonly string[];
 }
 
 /** Joins, then starts the agent; the caller stops the returned process. */
@@ -36,6 +38,7 @@ export async function startJoinedAgent(o: JoinedAgentOptions): Promise<Proc> {
       stateDir,
       '--upstream',
       o.upstream,
+      ...(o.joinArgs ?? []),
       '--wait',
     ],
     cleanEnv(),

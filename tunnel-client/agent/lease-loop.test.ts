@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
-import { LeaseLoop } from './lease-loop.js';
+import { EARLY_RENEW_GAP_MS, LeaseLoop } from './lease-loop.js';
 import type { LeaseResponse } from './types.js';
 
 const flush = () => new Promise((r) => setImmediate(r));
@@ -74,6 +74,69 @@ describe('LeaseLoop', () => {
     expect(h.calls.length).toBe(n);
     await advance(h.clock, 1);
     expect(h.calls.length).toBe(n + 1);
+    h.loop.stop();
+  });
+
+  it('renewNow renews early, at most once per EARLY_RENEW_GAP_MS, then keeps the schedule', async () => {
+    const h = harness(['ok'], 60);
+    const t0 = h.clock.now();
+    const at = () => h.calls.map((t) => t - t0);
+    h.loop.start();
+    await flush();
+    expect(at()).toEqual([0]);
+    await advance(h.clock, 1_000);
+    h.loop.renewNow(); // 1 s after the last renewal started: waits for the gap
+    h.loop.renewNow(); // asked twice: still one renewal
+    await advance(h.clock, EARLY_RENEW_GAP_MS - 1_001);
+    expect(at()).toEqual([0]);
+    await advance(h.clock, 1);
+    expect(at()).toEqual([0, EARLY_RENEW_GAP_MS]);
+    await advance(h.clock, 30_000);
+    h.loop.renewNow(); // the last one started 30 s ago: at once
+    await advance(h.clock, 0);
+    expect(at()).toEqual([0, EARLY_RENEW_GAP_MS, EARLY_RENEW_GAP_MS + 30_000]);
+    await advance(h.clock, 60_000); // the period counts from the early renewal
+    expect(h.calls.length).toBe(4);
+    h.loop.stop();
+  });
+
+  it('renewNow during a renewal in flight renews again after it, past the gap', async () => {
+    const clock = new FakeClock();
+    const t0 = clock.now();
+    const calls: number[] = [];
+    let release: (() => void) | undefined;
+    const loop = new LeaseLoop({
+      clock,
+      random: () => 0.5,
+      renew: async (): Promise<LeaseResponse> => {
+        calls.push(clock.now() - t0);
+        if (calls.length === 1) await new Promise<void>((r) => (release = r));
+        return { leaseDurationSeconds: 60, renewAfterSeconds: 60, valuesVersion: 'v1' };
+      },
+      onRenewed: () => {},
+      onFailed: () => {},
+    });
+    loop.start();
+    await flush();
+    loop.renewNow();
+    await advance(clock, 2_000);
+    release?.();
+    await flush();
+    expect(calls).toEqual([0]);
+    await advance(clock, EARLY_RENEW_GAP_MS - 2_000);
+    expect(calls).toEqual([0, EARLY_RENEW_GAP_MS]);
+    loop.stop();
+  });
+
+  it('renewNow while retrying after a failure leaves the backoff alone', async () => {
+    const h = harness(['fail', 'ok'], 60);
+    h.loop.start();
+    await flush();
+    h.loop.renewNow();
+    await advance(h.clock, 999);
+    expect(h.calls.length).toBe(1);
+    await advance(h.clock, 1);
+    expect(h.calls.length).toBe(2);
     h.loop.stop();
   });
 

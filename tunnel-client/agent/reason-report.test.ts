@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { agentReasonOf, ReasonReport } from './reason-report.js';
+import { type ConnectionStats, DISCONNECTED, type LeaseResponse } from './types.js';
+
+const relayedFor = (reason: string | null): ConnectionStats => ({
+  ...DISCONNECTED,
+  connected: true,
+  path: 'relayed',
+  pathDetail: { remote: null, rttDirectMs: null, rttRelayedMs: 9, lastSwitch: null, reason },
+});
+const answer = (takes?: boolean): LeaseResponse => ({
+  leaseDurationSeconds: 60,
+  renewAfterSeconds: 60,
+  valuesVersion: 'v',
+  ...(takes === undefined ? {} : { takesRelayedReason: takes }),
+});
+
+describe('ReasonReport', () => {
+  it('reports only the reasons the agent alone knows, while connected and not direct', () => {
+    expect(agentReasonOf(relayedFor('443-only'))).toBe('443-only');
+    expect(agentReasonOf(relayedFor('mapping-varies'))).toBe('mapping-varies');
+    expect(agentReasonOf(relayedFor('no-answer'))).toBeNull();
+    expect(agentReasonOf(relayedFor('confirming'))).toBeNull();
+    expect(agentReasonOf({ ...relayedFor('udp-blocked'), path: 'direct' })).toBeNull();
+    expect(agentReasonOf({ ...relayedFor('udp-blocked'), connected: false })).toBeNull();
+    expect(agentReasonOf(DISCONNECTED)).toBeNull();
+  });
+
+  it('sends nothing to a relay that did not say it takes the field (an older relay refuses it)', () => {
+    const r = new ReasonReport(() => relayedFor('443-only'));
+    expect(r.body()).toEqual({});
+    expect(r.due()).toBe(false);
+    r.renewed({}, answer());
+    expect(r.body()).toEqual({});
+    expect(r.due()).toBe(false);
+  });
+
+  it('once the relay takes it: due until a renewal carried the current reason, again on a change', () => {
+    let stats = relayedFor('443-only');
+    const r = new ReasonReport(() => stats);
+    r.renewed(r.body(), answer(true));
+    expect(r.due()).toBe(true);
+    const body = r.body();
+    expect(body).toEqual({ relayedReason: '443-only' });
+    r.renewed(body, answer(true));
+    expect(r.due()).toBe(false);
+    stats = { ...stats, path: 'direct' };
+    expect(r.due()).toBe(true);
+    expect(r.body()).toEqual({ relayedReason: null });
+    r.renewed(r.body(), answer(true));
+    expect(r.due()).toBe(false);
+    r.renewed(r.body(), answer(false)); // the relay was rolled back
+    expect(r.body()).toEqual({});
+    expect(r.due()).toBe(false);
+  });
+});
