@@ -189,7 +189,8 @@ describe('web console', () => {
     const cmd = commandOf(joinText);
     const joined = await run(
       CLIENT_BIN,
-      [...cmd.args, '--state-dir', stateDir, '--wait'],
+      // No UDP: the agent reports why it is relayed (443-only), which the cluster's pages show.
+      [...cmd.args, '--state-dir', stateDir, '--egress', '443-only', '--wait'],
       cleanEnv(cmd.env),
       30_000,
     );
@@ -278,6 +279,17 @@ describe('web console', () => {
     expect(await Promise.race([joining.exited, sleep(20_000).then(() => 'timeout')])).toBe(0);
     await card.waitFor({ state: 'detached' });
   }, 45_000);
+
+  it("shows why the agent is relayed, as the agent reported it, in the list and on the cluster's page", async () => {
+    const { page } = admin;
+    await page.goto(`${ready.url}/ui/#/clusters`);
+    const cell = page.locator('tr[data-cluster="edge-lab-1"] .path');
+    await expect.poll(() => cell.textContent(), { timeout: 15_000 }).toMatch(/^relayed.* · 443-only$/);
+    await page.goto(`${ready.url}/ui/#/clusters/edge-lab-1`);
+    await expect
+      .poll(() => page.locator('[data-field="path-reason"]').textContent(), { timeout: 15_000 })
+      .toBe('443-only (reported by the agent)');
+  });
 
   it('shows values YAML errors inline and saves valid YAML into the merged view', async () => {
     const { page } = admin;

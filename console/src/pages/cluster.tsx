@@ -122,7 +122,7 @@ function PathDetailFacts({ d, now }: { d: PathDetail; now: number }) {
       {d.reason && (
         <>
           <dt>Why not direct</dt>
-          <dd>
+          <dd data-field="path-reason">
             {d.reason}
             {d.reasonFrom ? ` (reported by the ${d.reasonFrom})` : ''}
           </dd>
