@@ -36,9 +36,12 @@ export interface ArqOptions {
    * instead of dropping (the relay's TCP), where it bounds how long new bytes wait behind a bulk transfer.
    */
   queueTargetMs?: number;
-  /** Longest delay before a pending ACK is sent (default 10 ms). */
+  /** Longest delay before a pending ACK is sent (default 10 ms, at most 60,000). Changeable with setAckPolicy(). */
   ackDelayMs?: number;
-  /** Send ACKs at once when this many are pending (default 2, like TCP's every-second-segment rule). */
+  /**
+   * Send ACKs at once when this many are pending (default 2, like TCP's every-second-segment rule).
+   * Changeable with setAckPolicy() (pending-acks.ts).
+   */
   ackEvery?: number;
   initialRtoMs?: number;
   minRtoMs?: number;
@@ -159,6 +162,8 @@ export interface ArqStats {
   /** Valid segments dropped by the receiver, by reason. */
   dropped: { duplicate: number; window: number; bytes: number; reassembly: number; reentrant: number };
   probesSent: number;
+  /** WASKs sent behind new data to ask for ACKs at once (a window too small for the peer's ACK policy). */
+  ackAsks: number;
 }
 
 export function newArqStats(): ArqStats {
@@ -174,5 +179,6 @@ export function newArqStats(): ArqStats {
     garbage: { short: 0, conv: 0, cmd: 0, length: 0, fragment: 0 },
     dropped: { duplicate: 0, window: 0, bytes: 0, reassembly: 0, reentrant: 0 },
     probesSent: 0,
+    ackAsks: 0,
   };
 }

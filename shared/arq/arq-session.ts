@@ -25,8 +25,10 @@ import {
 import { Congestion, RttEstimator } from './congestion.js';
 import { DatagramWriter, type SegmentFields } from './datagram-writer.js';
 import { InflightCap } from './inflight-cap.js';
+import { type AckPolicy, PendingAcks } from './pending-acks.js';
 import { RecvWindow } from './recv-window.js';
 import {
+  ACK_DELAY_BYTES,
   CMD_ACK,
   CMD_PUSH,
   CMD_PUSHF,
@@ -35,10 +37,12 @@ import {
   FRAG_HEADER,
   isKnownCmd,
   MAX_SEGMENT_DATA,
+  readAckDelayMs,
   readHeader,
   SEG_HEADER,
   type SegmentHeader,
   seqDiff,
+  writeAckDelay,
 } from './segment.js';
 import { SendQueue } from './send-queue.js';
 import { type OutSeg, SendWindow } from './send-window.js';
@@ -93,9 +97,9 @@ export class ArqSession extends EventEmitter {
   readonly #recvWindow: RecvWindow;
   #paused = false;
   #emitting = false;
-  #acks: number[] = [];
-  #ackDueAt = Number.POSITIVE_INFINITY;
-  #ackNow = false;
+  readonly #acks: PendingAcks;
+  /** The data of the ACK segment being put (its delay), reused. */
+  readonly #ackData = Buffer.alloc(ACK_DELAY_BYTES);
   #lastRecvAt: number;
   #flushing = false;
   #reentrant: Buffer[] = [];
@@ -133,6 +137,7 @@ export class ArqSession extends EventEmitter {
     this.#rtt = new RttEstimator(cfg.initialRtoMs, cfg.minRtoMs, cfg.maxRtoMs, cfg.ackDelayMs);
     this.#probeWait = cfg.probeMinMs;
     this.#lastRecvAt = this.#clock.now();
+    this.#acks = new PendingAcks({ ackEvery: cfg.ackEvery, ackDelayMs: cfg.ackDelayMs });
   }
 
   get mtu(): number {
@@ -176,6 +181,23 @@ export class ArqSession extends EventEmitter {
   /** Segments between una and the next sn to send. */
   get inFlight(): number {
     return this.#sendWindow.inFlight;
+  }
+
+  /** How this side acknowledges now (pending-acks.ts). */
+  get ackPolicy(): AckPolicy {
+    return this.#acks.policy;
+  }
+
+  /**
+   * Acknowledges by `policy` from now on, ACKs already pending included (they go at once if the new policy
+   * says they are due). Throws BAD_CONFIG for a bad policy.
+   */
+  setAckPolicy(policy: AckPolicy): void {
+    this.#acks.setPolicy(policy);
+    if (!this.#closed && this.#acks.count > 0) {
+      if (this.#acks.due(this.#clock.now())) this.flush(false);
+      else this.#arm();
+    }
   }
 
   /** Changes the datagram size from now on; segments already in flight that no longer fit are fragmented. */
@@ -233,6 +255,7 @@ export class ArqSession extends EventEmitter {
     this.#sendQueue.clear();
     this.#sendWindow.clear();
     this.#recvWindow.clear();
+    this.#acks.clear();
     this.#fast = [];
     if (err && this.listenerCount('error') > 0) this.emit('error', err);
     this.emit('close', err);
@@ -289,8 +312,10 @@ export class ArqSession extends EventEmitter {
       if (h.cmd === CMD_ACK) {
         const rtt = seqDiff(ts32, h.ts) / TS_PER_MS;
         if (rtt >= 0 && rtt < 120_000) {
-          this.#rtt.sample(rtt);
-          this.#cap.onRttSample(rtt, now);
+          // The time the peer held the ACK is not path delay (it never exceeds the round trip it is part of).
+          const sample = Math.max(0, rtt - readAckDelayMs(datagram, off, h.len));
+          this.#rtt.sample(sample);
+          this.#cap.onRttSample(sample, now);
         }
         this.#sendWindow.onAck(h.sn);
         if (maxAck < 0 || seqDiff(h.sn, maxAck) > 0) {
@@ -298,10 +323,10 @@ export class ArqSession extends EventEmitter {
           maxAckTs = h.ts;
         }
       } else if (h.cmd === CMD_PUSH || h.cmd === CMD_PUSHF) {
-        this.#onPush(h.cmd, h.sn, h.ts, datagram.subarray(off + SEG_HEADER, off + SEG_HEADER + h.len));
+        this.#onPush(h, datagram.subarray(off + SEG_HEADER, off + SEG_HEADER + h.len), now);
       } else if (h.cmd === CMD_WASK) {
         this.#needWins = true;
-        this.#ackNow = true;
+        this.#acks.ackNow();
       }
     }
     if (off < datagram.length && off + SEG_HEADER > datagram.length) this.stats.garbage.short++;
@@ -318,10 +343,9 @@ export class ArqSession extends EventEmitter {
       this.#congestion.onAdvance(advanced, this.#sendWindow.una);
       this.#cap.onAdvance(this.#sendWindow.una, this.#sendWindow.sndNxt, this.#sendWindow.delivered, now);
     }
-    if (this.#acks.length >= 2 * this.#config.ackEvery) this.#ackNow = true;
-    if (this.#acks.length > 0 && this.#ackDueAt === Number.POSITIVE_INFINITY) {
-      this.#ackDueAt = now + this.#config.ackDelayMs;
-    }
+    // A sender held by our small window must not also wait for our ACK delay.
+    const acks = this.#acks;
+    if (acks.count > 0 && this.#recvWindow.advertised(this.mss) < 2 * acks.ackEvery) acks.ackNow();
     this.flush(false);
     this.#emitData();
     this.#maybeDrain();
@@ -352,17 +376,10 @@ export class ArqSession extends EventEmitter {
     const now = this.#clock.now();
     const wnd = this.#recvWindow.advertised(this.mss);
     const una = this.#recvWindow.rcvNxt;
-    if (this.#ackNow || now >= this.#ackDueAt || this.#wouldSend(tailAsked, now)) {
-      const acks = this.#acks;
-      const fields = this.#segmentFields(CMD_ACK, wnd, una);
-      for (let i = 0; i < acks.length; i += 2) {
-        fields.ts = acks[i + 1]!;
-        fields.sn = acks[i]!;
-        this.#writer.put(fields, null);
-      }
-      this.#acks = [];
-      this.#ackNow = false;
-      this.#ackDueAt = Number.POSITIVE_INFINITY;
+    const acks = this.#acks;
+    if (acks.due(now) || (acks.count > 0 && this.#wouldSend(tailAsked, now))) {
+      this.#segmentFields(CMD_ACK, wnd, una);
+      acks.take(now, this.#putAck);
     }
     this.#probe(now, wnd, una);
     // A datagram is going out anyway: let a partial last segment ride along.
@@ -382,10 +399,13 @@ export class ArqSession extends EventEmitter {
     const size = this.#writer.bufferSize;
     const pool =
       this.#sendQueue.bytes >= POOLED_MIN_BYTES && size >= POOLED_MIN_BYTES ? this.#pools(size) : null;
+    let sentNew = false;
     while (this.#sendQueue.bytes > 0 && this.#roomToSend() && (tail || this.#sendQueue.bytes >= mss)) {
       this.#transmit(sw.add(this.#sendQueue.take(mss, pool), this.#rtt.rto, pool), now, wnd, una);
+      sentNew = true;
     }
     this.#tailDue = this.#sendQueue.bytes > 0;
+    if (sentNew && this.#tailDue) this.#askForAcks(now, wnd, una);
     if (this.#fast.length > 0) {
       const fast = this.#fast;
       this.#fast = [];
@@ -436,6 +456,20 @@ export class ArqSession extends EventEmitter {
       this.#writer.put(fields, null);
       this.#needWins = false;
     }
+  }
+
+  /**
+   * New data just went out and the window is full again with more waiting. If the window is so small that the
+   * peer may not collect `ackEvery` segments to acknowledge at once, it would hold its ACKs for its delay while
+   * this side waits for them: a WASK behind the data makes it answer at once (with its ACKs and a WINS).
+   */
+  #askForAcks(now: number, wnd: number, una: number): void {
+    const ackEvery = this.#acks.ackEvery;
+    if (ackEvery <= 1 || this.#roomToSend() || this.#sendWindow.pipe >= 2 * ackEvery) return;
+    const fields = this.#segmentFields(CMD_WASK, wnd, una);
+    fields.ts = tsAt(now);
+    this.#writer.put(fields, null);
+    this.stats.ackAsks++;
   }
 
   #wouldSend(tail: boolean, now: number): boolean {
@@ -490,19 +524,31 @@ export class ArqSession extends EventEmitter {
     return fields;
   }
 
-  #onPush(cmd: number, sn: number, ts: number, data: Buffer): void {
-    switch (this.#recvWindow.push(cmd, sn, data)) {
+  /** Puts one ACK segment (the fields were set for CMD_ACK), with the time it was held. */
+  readonly #putAck = (sn: number, ts: number, heldMs: number): void => {
+    const fields = this.#fields;
+    fields.sn = sn;
+    fields.ts = ts;
+    writeAckDelay(this.#ackData, heldMs);
+    this.#writer.put(fields, this.#ackData);
+  };
+
+  #onPush(h: SegmentHeader, data: Buffer, now: number): void {
+    const acks = this.#acks;
+    switch (this.#recvWindow.push(h.cmd, h.sn, data)) {
       case 'stored':
-        this.#acks.push(sn, ts);
+        acks.add(h.sn, h.ts, now);
+        // A short segment: the sender had no more to send, so no more is coming to share the ACK with.
+        if (h.len < this.mss) acks.ackNow();
         return;
       case 'stored-out-of-order':
-        this.#acks.push(sn, ts);
-        this.#ackNow = true; // a gap: tell the sender at once (fast retransmit)
+        acks.add(h.sn, h.ts, now);
+        acks.ackNow(); // a gap: tell the sender at once (fast retransmit)
         return;
       case 'duplicate':
         this.stats.dropped.duplicate++;
-        this.#acks.push(sn, ts);
-        this.#ackNow = true;
+        acks.add(h.sn, h.ts, now);
+        acks.ackNow();
         return;
       case 'window':
         this.stats.dropped.window++;
@@ -551,7 +597,7 @@ export class ArqSession extends EventEmitter {
         this.#defer(this.#onDeferred);
       }
     }
-    if (this.#acks.length > 0) at = Math.min(at, this.#ackDueAt);
+    at = Math.min(at, this.#acks.dueAt);
     if (sw.inFlight > 0) at = Math.min(at, sw.nextResendAt, this.#lastRecvAt + this.#config.deadLinkMs);
     if (this.#probeAt > 0) at = Math.min(at, this.#probeAt);
     else if (this.#remoteWindow === 0 && this.#sendQueue.bytes > 0) at = Math.min(at, now + this.#probeWait);

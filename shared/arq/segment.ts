@@ -12,7 +12,7 @@
  *    8   4  ts    u32  PUSH/PUSHF: send time (sender's clock, sender's unit: ours is 1/16 ms); ACK: the ts echoed
  *   12   4  sn    u32  PUSH/PUSHF: sequence number; ACK: the sn acknowledged; WASK/WINS: 0
  *   16   4  una   u32  every sn < una has been received (cumulative ack)
- *   20   4  len   u32  bytes of data that follow (0 for ACK/WASK/WINS)
+ *   20   4  len   u32  bytes of data that follow (0 for WASK/WINS; 0 or 4 for ACK, see below)
  *   24 len  data
  *
  * PUSHF carries part of one segment (sent when the MTU shrank below a segment already in flight). Its data starts
@@ -22,10 +22,19 @@
  *    0   2  off    u16  offset of this piece inside the segment
  *    2   2  total  u16  length of the whole segment (1..65535)
  *    4   *  piece  len - 4 bytes
+ *
+ * ACK data, when len >= 4 (older senders send ACKs with len 0; bytes beyond the first 4 are ignored):
+ *
+ *   off len field
+ *    0   4  delay  u32  microseconds the receiver held this ACK between the segment's arrival and sending it
  */
 
 export const SEG_HEADER = 24;
 export const FRAG_HEADER = 4;
+/** Data bytes of an ACK that carries its delay (u32 LE microseconds). */
+export const ACK_DELAY_BYTES = 4;
+/** Largest ACK delay a u32 of microseconds carries (~71 minutes); longer delays are sent as this. */
+export const MAX_ACK_DELAY_US = 0xffffffff;
 
 export const CMD_PUSH = 81;
 export const CMD_ACK = 82;
@@ -72,6 +81,20 @@ export function readHeader(buf: Buffer, off: number, out: SegmentHeader): void {
   out.sn = buf.readUInt32LE(off + 12);
   out.una = buf.readUInt32LE(off + 16);
   out.len = buf.readUInt32LE(off + 20);
+}
+
+/**
+ * The ACK delay (ms) carried by an ACK segment whose header is at `off` and whose data is `len` bytes long
+ * (checked to lie inside `buf`): 0 when it carries none (len < ACK_DELAY_BYTES, an older sender).
+ */
+export function readAckDelayMs(buf: Buffer, off: number, len: number): number {
+  return len >= ACK_DELAY_BYTES ? buf.readUInt32LE(off + SEG_HEADER) / 1000 : 0;
+}
+
+/** Writes an ACK delay of `ms` milliseconds into `out` (ACK_DELAY_BYTES long): whole microseconds, clamped. */
+export function writeAckDelay(out: Buffer, ms: number): void {
+  const us = Math.round(ms * 1000);
+  out.writeUInt32LE(us <= 0 ? 0 : us >= MAX_ACK_DELAY_US ? MAX_ACK_DELAY_US : us, 0);
 }
 
 export function isKnownCmd(cmd: number): boolean {

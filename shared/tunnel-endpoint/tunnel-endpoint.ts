@@ -20,7 +20,8 @@
  * its own, so that every layer writes its header in place in the one buffer the ARQ allocates. A direct
  * path's MTU is searched (pmtu-probes.ts: DPLPMTUD, padded disco probes) while a disco peer's route uses it;
  * whenever the MTU of a peer's current path changes (path switch or search), its stream link follows
- * (StreamBinding.setInnerMtu: the ARQ sizes new segments to it and splits those in flight if it shrank).
+ * (StreamBinding.setPath: the ARQ sizes new segments to it and splits those in flight if it shrank, and
+ * acknowledges by the path's kind: tunnel-streams/constants.ts).
  */
 import type { Clock } from '../clock.js';
 import type { DiscoAddress } from '../disco/disco-codec.js';
@@ -153,7 +154,7 @@ export class TunnelEndpoint {
       sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
     });
     this.paths = new PathManager({
-      onPathChange: (p) => this.streams.setInnerMtu(p.address, this.roomFor(p.address).mtu),
+      onPathChange: (p) => this.#streamPathChanged(p),
     });
     const udp = o.udp;
     this.disco = o.disco
@@ -186,6 +187,7 @@ export class TunnelEndpoint {
       clock: o.clock,
       send: (p) => this.#sendApp(p),
       roomFor: (remote) => this.roomFor(remote),
+      kindFor: (remote) => this.paths.forAddress(remote)?.path?.kind ?? 'relayed',
     });
   }
 
@@ -294,8 +296,13 @@ export class TunnelEndpoint {
   /** A direct path's MTU changed: the peer's stream link follows while that path is its current one. */
   #mtuChanged(key: Buffer): void {
     const paths = this.paths.get(keyToBase64(key));
-    if (paths?.path?.kind === 'direct')
-      this.streams.setInnerMtu(paths.address, this.roomFor(paths.address).mtu);
+    if (paths?.path?.kind === 'direct') this.#streamPathChanged(paths);
+  }
+
+  /** The peer's stream link follows its current path: that path's MTU and kind (its ACK policy). */
+  #streamPathChanged(paths: PeerPaths): void {
+    const kind = paths.path?.kind ?? 'relayed';
+    this.streams.setPath(paths.address, { kind, mtu: this.roomFor(paths.address).mtu });
   }
 
   /** The peer's direct path, made or moved to `to` (nothing without a UDP transport). */

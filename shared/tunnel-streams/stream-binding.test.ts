@@ -4,7 +4,7 @@ import { realClock } from '../clock.js';
 import { parseIpv4Address } from '../ip/index.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { OPEN_OK, readOpenRequest, replyOpen } from '../mux/open-target.js';
-import { STREAMS_PORT } from './constants.js';
+import { STREAM_ACK_POLICIES, STREAMS_PORT, type StreamPathKind } from './constants.js';
 import { pickStreamDatagram, wrapStreamDatagram } from './inner-udp.js';
 import { StreamBinding } from './stream-binding.js';
 
@@ -12,8 +12,9 @@ const HUB = parseIpv4Address('100.64.0.1');
 const AGENT = parseIpv4Address('100.64.0.2');
 
 /** A hub and an agent binding wired back to back (each packet delivered on a later tick, like a network). */
-function pair(onStream: (s: MuxStream) => void) {
+function pair(onStream: (s: MuxStream) => void, hubKind?: StreamPathKind) {
   const hub: StreamBinding = new StreamBinding({
+    ...(hubKind ? { kindFor: () => hubKind } : {}),
     role: 'client',
     local: HUB,
     clock: realClock,
@@ -72,6 +73,26 @@ describe('StreamBinding', () => {
     expect(await got).toBe('target=svc:80;HELLO');
     expect(agent.stats.linksStarted).toBe(1);
     expect(hub.link(AGENT)?.conv).toBe(agent.link(HUB)?.conv);
+  });
+
+  it("follows the peer's path: a link starts with its kind's ACK policy and switches policy and MTU at once", async () => {
+    const { hub, agent } = pair(echoUpper, 'direct');
+    open.push(hub, agent);
+    const s = await hub.open(AGENT, 'svc:80');
+    const hubArq = hub.link(AGENT)!.arq;
+    const agentArq = agent.link(HUB)!.arq;
+    expect(hubArq.ackPolicy).toEqual(STREAM_ACK_POLICIES.direct);
+    expect(agentArq.ackPolicy).toEqual(STREAM_ACK_POLICIES.relayed);
+    agent.setPath(HUB, { kind: 'direct', mtu: 1420 });
+    expect(agentArq.ackPolicy).toEqual(STREAM_ACK_POLICIES.direct);
+    expect(agentArq.mtu).toBe(1420 - 28);
+    const got = readAll(s);
+    const body = 'x'.repeat(200_000);
+    s.write(body.slice(0, 100_000));
+    hub.setPath(AGENT, { kind: 'relayed', mtu: 65_000 });
+    expect(hubArq.ackPolicy).toEqual(STREAM_ACK_POLICIES.relayed);
+    s.end(body.slice(100_000));
+    expect(await got).toBe(`target=svc:80;${body.toUpperCase()}`);
   });
 
   it('agent adopts a new conv when the hub restarts its session; stale datagrams are dropped at the hub', async () => {

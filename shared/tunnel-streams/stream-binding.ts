@@ -18,7 +18,7 @@ import { IPV4_MAX_PACKET } from '../ip/ipv4.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { openTarget } from '../mux/open-target.js';
 import type { PacketRoom } from '../packet-room.js';
-import { RELAYED_ARQ_TUNING, STREAMS_PORT } from './constants.js';
+import { STREAM_ARQ_TUNING, STREAMS_PORT, type StreamPath, type StreamPathKind } from './constants.js';
 import { type InnerDropReason, pickStreamDatagram } from './inner-udp.js';
 import { addLinkTotals, type LinkTotals, newLinkTotals, sumLinkTotals } from './link-totals.js';
 import { type LinkArqOptions, type LinkMuxOptions, StreamLink } from './stream-link.js';
@@ -42,6 +42,8 @@ export interface StreamBindingOptions {
    * starts. Default NOTHING_BELOW (bindings joined back to back in memory).
    */
   roomFor?: (remote: number) => PacketRoom;
+  /** The kind of path towards a peer, consulted when a link starts (its ACK policy). Default 'relayed'. */
+  kindFor?: (remote: number) => StreamPathKind;
   /** server: whether datagrams from `remote` may start a session (default: any). */
   accept?: (remote: number) => boolean;
   /** server: a new inbound stream. */
@@ -156,9 +158,9 @@ export class StreamBinding {
     return openTarget(link.mux, target, { clock: this.#options.clock, timeoutMs });
   }
 
-  /** The largest inner packet towards a peer changed (its path changed): its live link follows. */
-  setInnerMtu(remote: number, mtu: number): void {
-    this.#links.get(remote)?.setInnerMtu(mtu);
+  /** The path towards a peer changed (its kind or its MTU): its live link follows. */
+  setPath(remote: number, path: StreamPath): void {
+    this.#links.get(remote)?.setPath(path);
   }
 
   /** Ends the session with a peer (agent removed). */
@@ -196,10 +198,11 @@ export class StreamBinding {
       remote,
       port: this.#port,
       room: o.roomFor?.(remote) ?? NOTHING_BELOW,
+      kind: o.kindFor?.(remote) ?? 'relayed',
       clock: o.clock,
       send: o.send,
       ...(o.defer ? { defer: o.defer } : {}),
-      arq: { ...RELAYED_ARQ_TUNING, ...o.arq },
+      arq: { ...STREAM_ARQ_TUNING, ...o.arq },
       ...(o.mux ? { mux: o.mux } : {}),
     });
     this.#links.set(remote, link);

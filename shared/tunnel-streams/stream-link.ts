@@ -16,6 +16,7 @@ import type { MuxSession } from '../mux/mux-session.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { type MuxBindingOptions, muxOverArq } from '../mux/transport.js';
 import type { PacketRoom } from '../packet-room.js';
+import { STREAM_ACK_POLICIES, type StreamPath, type StreamPathKind } from './constants.js';
 import { streamDatagramRoom, wrapStreamDatagram } from './inner-udp.js';
 
 /** ARQ tuning a binding may pass through (everything but what the link decides). */
@@ -31,6 +32,8 @@ export interface StreamLinkOptions {
   port: number;
   /** What the layers below the inner packet allow towards the peer (largest inner packet, room). */
   room: PacketRoom;
+  /** The kind of path the datagrams take at first (its ACK policy); setPath() follows a switch. */
+  kind: StreamPathKind;
   clock: Clock;
   /** Sends one inner IP packet (the link does not touch it afterwards); false when it was dropped. */
   send(packet: Buffer): boolean;
@@ -52,6 +55,7 @@ export class StreamLink extends EventEmitter {
     this.remote = o.remote;
     const room = streamDatagramRoom(o.room);
     this.arq = new ArqSession({
+      ...STREAM_ACK_POLICIES[o.kind],
       ...o.arq,
       conv: o.conv,
       mtu: room.mtu,
@@ -87,9 +91,14 @@ export class StreamLink extends EventEmitter {
     if (!this.#closed) this.arq.input(datagram);
   }
 
-  /** The largest inner packet towards the peer changed (its path changed). */
-  setInnerMtu(mtu: number): void {
-    if (!this.#closed) this.arq.setMtu(streamDatagramRoom({ mtu, headroom: 0, tailroom: 0 }).mtu);
+  /**
+   * The peer's path changed (or its MTU did): the session sizes new segments to it (splitting those in flight
+   * if it shrank) and acknowledges by its kind's policy from now on.
+   */
+  setPath(path: StreamPath): void {
+    if (this.#closed) return;
+    this.arq.setMtu(streamDatagramRoom({ mtu: path.mtu, headroom: 0, tailroom: 0 }).mtu);
+    this.arq.setAckPolicy(STREAM_ACK_POLICIES[path.kind]);
   }
 
   /** Closes the session; its streams (and pending opens) fail with `err`. */
