@@ -35,6 +35,16 @@ describe('ReasonReport', () => {
     expect(r.due()).toBe(false);
   });
 
+  it('a relay that takes the field holds null after a renewal without it: nothing to send while direct', () => {
+    let stats: ConnectionStats = { ...relayedFor(null), path: 'direct' };
+    const r = new ReasonReport(() => stats);
+    r.renewed(r.body(), answer(true));
+    expect(r.due()).toBe(false);
+    stats = relayedFor('udp-blocked');
+    expect(r.due()).toBe(true);
+    expect(r.body()).toEqual({ relayedReason: 'udp-blocked' });
+  });
+
   it('once the relay takes it: due until a renewal carried the current reason, again on a change', () => {
     let stats = relayedFor('443-only');
     const r = new ReasonReport(() => stats);

@@ -22,7 +22,7 @@ export interface ReasonBody {
 export class ReasonReport {
   readonly #stats: () => ConnectionStats;
   #relayTakesIt = false;
-  /** What the last renewal carried; undefined when none did. */
+  /** What the relay holds since the last renewal; undefined for a relay that does not take it. */
   #sent: AgentReason | null | undefined;
 
   /** `stats`: the data plane's figures now. */
@@ -35,10 +35,10 @@ export class ReasonReport {
     return this.#relayTakesIt ? { relayedReason: agentReasonOf(this.#stats()) } : {};
   }
 
-  /** A renewal carrying `body` succeeded with `res`. */
+  /** A renewal carrying `body` succeeded with `res` (a relay that takes the field stores an absent one as null). */
   renewed(body: ReasonBody, res: LeaseResponse): void {
     this.#relayTakesIt = res.takesRelayedReason === true;
-    this.#sent = this.#relayTakesIt ? body.relayedReason : undefined;
+    this.#sent = this.#relayTakesIt ? (body.relayedReason ?? null) : undefined;
   }
 
   /** The relay takes the reason and has not got the current one. */
