@@ -9,21 +9,13 @@
  * (nearly) where they were while the same download relayed moves them by its size; a `--egress 443-only`
  * agent sends no UDP at all (an iptables counter in its namespace).
  */
-import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
   adminEnvOf,
   buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
   cleanup,
   curl,
   freeUdpPort,
@@ -35,22 +27,21 @@ import {
   startServe,
   tempDir,
 } from './cli-harness.js';
+import { readAgentStatus, waitForAgentStatus } from './helpers/agent-status.js';
 import { cleanupAll } from './helpers/cleanup.js';
+import { connectDownload, type Download } from './helpers/connect-download.js';
 import { addRule } from './helpers/iptables.js';
+import { type NamespaceAgent, startNamespaceAgent } from './helpers/namespace-agent.js';
 import { createNatTopology, type NatTopology } from './helpers/nat-topology.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
-import type { ProcessHandle } from './helpers/process.js';
+import { writeRelayCaFile } from './helpers/relay-ca-file.js';
+import { pollUntil } from './helpers/wait.js';
 import { sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 
 interface StatusReport {
   connected: boolean;
   path: string;
   pathDetail: { remote: string | null; reason: string | null } | null;
-}
-
-interface Agent {
-  stateDir: string;
-  proc: ProcessHandle;
 }
 
 let t: NatTopology;
@@ -60,63 +51,32 @@ let adminEnv: NodeJS.ProcessEnv;
 let upstream: http.Server;
 let upstreamPort: number;
 let relayCaFile: string;
-let edge: Agent;
+let edge: NamespaceAgent;
 
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 
 /** Creates cluster `name`, joins it from the agent namespace (upstream: the host's HTTP server) and runs it. */
-async function joinAndRun(name: string, extra: readonly string[] = []): Promise<Agent> {
+async function joinAndRun(name: string, extra: readonly string[] = []): Promise<NamespaceAgent> {
   const created = await admin('cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);
-  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
-  const stateDir = join(tempDir('flip-agent-'), 'state');
-  const upstreamUrl = `http://${t.hubPublicAddress}:${upstreamPort}`;
-  const joined = await t.agent.exec(
-    process.execPath,
-    [
-      ...NODE_FLAGS,
-      CLIENT_BIN,
-      ...args,
-      '--state-dir',
-      stateDir,
-      '--upstream',
-      upstreamUrl,
-      ...extra,
-      '--wait',
-    ],
-    { timeoutMs: 40_000 },
-  );
-  expect(joined.stderr).not.toMatch(/error/i);
-  const proc = t.agent.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
-    timeoutMs: 280_000,
+  return startNamespaceAgent(t.agent, {
+    joinCommand: JSON.parse(created.stdout).bootstrap.joinCommand as string,
+    extraArgs: ['--upstream', `http://${t.hubPublicAddress}:${upstreamPort}`, ...extra],
+    prefix: 'flip-agent',
+    runTimeoutMs: 280_000,
   });
-  return { stateDir, proc };
 }
 
-async function status(agent: Agent): Promise<StatusReport> {
-  const r = await run(CLIENT_BIN, ['status', '--state-dir', agent.stateDir, '--output', 'json'], cleanEnv());
-  return JSON.parse(r.stdout) as StatusReport;
-}
+const status = (agent: NamespaceAgent) => readAgentStatus<StatusReport>(agent.stateDir);
 
 /** Polls the agent's status until `pred` holds; returns the ms it took. */
 async function until(
   what: string,
-  agent: Agent,
+  agent: NamespaceAgent,
   pred: (r: StatusReport) => boolean,
   ms: number,
 ): Promise<number> {
-  const start = Date.now();
-  let last: StatusReport | undefined;
-  for (;;) {
-    try {
-      last = await status(agent);
-      if (pred(last)) return Date.now() - start;
-    } catch {
-      // status.json being rewritten
-    }
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
-    await sleep(200);
-  }
+  return (await waitForAgentStatus({ stateDir: agent.stateDir, what, until: pred, timeoutMs: ms })).elapsedMs;
 }
 
 /** One scrape of the relay's /metrics: `value(name, labels)` is the sample with those labels (NaN if none). */
@@ -200,57 +160,20 @@ async function untilCluster(
   pred: (c: ClusterPath) => boolean,
   ms: number,
 ): Promise<ClusterPath> {
-  const start = Date.now();
-  for (;;) {
-    const c = await clusterPath('edge-flip');
-    if (pred(c)) return c;
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(c)}`);
-    await sleep(300);
-  }
-}
-
-interface Download {
-  /** Bytes read so far. */
-  received(): number;
-  /** Resolves when curl exits: its code, stderr, the bytes and their sha256. */
-  done: Promise<{ code: number | null; stderr: string; bytes: number; sha256: string }>;
+  const read = () => clusterPath('edge-flip');
+  return (await pollUntil({ what, read, until: pred, timeoutMs: ms, intervalMs: 300 })).value;
 }
 
 /** curl through the relay's CONNECT proxy to the agent's upstream, `n` pattern bytes, hashed as they arrive. */
 function download(n: number, limitRate?: string): Download {
-  const args = [
-    '-sS',
-    '-p',
-    '-x',
-    ready.url,
-    '--proxy-cacert',
-    relayCaFile,
-    '--proxy-header',
-    `Proxy-Authorization: Bearer ${ready.adminKey}`,
-    ...(limitRate ? ['--limit-rate', limitRate] : []),
-    `http://edge-flip.clusters.local:${upstreamPort}/bytes?n=${n}`,
-  ];
-  const c = spawn('curl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const h = createHash('sha256');
-  let bytes = 0;
-  let stderr = '';
-  c.stdout.on('data', (d: Buffer) => {
-    bytes += d.length;
-    h.update(d);
+  return connectDownload({
+    proxyUrl: ready.url,
+    caFile: relayCaFile,
+    adminKey: ready.adminKey ?? '',
+    url: `http://edge-flip.clusters.local:${upstreamPort}/bytes?n=${n}`,
+    limitRate,
+    killAfterMs: 150_000,
   });
-  c.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const done = new Promise<{ code: number | null; stderr: string; bytes: number; sha256: string }>(
-    (resolve) => {
-      const timer = setTimeout(() => c.kill('SIGKILL'), 150_000);
-      c.on('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stderr, bytes, sha256: h.digest('hex') });
-      });
-    },
-  );
-  return { received: () => bytes, done };
 }
 
 beforeAll(async () => {
@@ -271,11 +194,7 @@ beforeAll(async () => {
   ready = started.ready;
   adminEnv = adminEnvOf(ready);
   edge = await joinAndRun('edge-flip');
-  const k = await admin('kubeconfig', 'edge-flip', '--output', 'json');
-  expect(k.code, k.stderr).toBe(0);
-  relayCaFile = join(tempDir('flip-ca-'), 'relay-ca.pem');
-  const ca = JSON.parse(k.stdout).clusters[0].cluster['certificate-authority-data'] as string;
-  writeFileSync(relayCaFile, Buffer.from(ca, 'base64'));
+  relayCaFile = await writeRelayCaFile(adminEnv, 'edge-flip', 'flip-ca');
   await until('direct', edge, (r) => r.connected && r.path === 'direct', 30_000);
 }, 120_000);
 

@@ -10,27 +10,17 @@
  *   relayed with reason mapping-varies, and after the first attempts neither side sends it any more probes
  *   (iptables counters over several seconds).
  */
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
-import {
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  sleep,
-  tempDir,
-} from './cli-harness.js';
+import { buildIfStale, CLIENT_BIN, cleanEnv, cleanup, RELAY_BIN, run, sleep } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { addRule } from './helpers/iptables.js';
+import { startNamespaceAgent } from './helpers/namespace-agent.js';
+import { startNamespaceRelay } from './helpers/namespace-relay.js';
 import { type AgentNat, createDoubleNatTopology, type DoubleNatTopology } from './helpers/nat-topology.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
 import type { ProcessHandle } from './helpers/process.js';
 import { type StunServers, startStunServers } from './helpers/stun-server.js';
+import { pollUntil } from './helpers/wait.js';
 
 beforeAll(() => {
   requireIntegrationPrivileges(['ip', 'iptables', 'sysctl']);
@@ -77,55 +67,27 @@ async function setup(nat: AgentNat): Promise<Setup> {
   try {
     stun = await startStunServers(t.inet, { hosts: [t.inetAddress, t.inetAgentSideAddress], port: STUN });
     const stunFlags = stun.endpoints.flatMap((e) => ['--stun-server', e]);
-    relay = t.hub.spawn(process.execPath, [
-      ...NODE_FLAGS,
-      RELAY_BIN,
-      'serve',
-      '--output',
-      'json',
-      '--listen',
-      `0.0.0.0:${TLS}`,
-      '--data-dir',
-      tempDir('hub-nat-relay-'),
-      '--public-url',
-      `https://${t.hubPublicAddress}:${TLS}`,
-      '--udp-port',
-      String(UDP),
-      '--stun-port',
-      'off',
-      ...stunFlags,
-    ]);
-    const proc = relay;
-    const readyLine = () =>
-      proc
-        .output()
-        .split('\n')
-        .find((l) => l.includes('"event":"ready"'));
-    const deadline = Date.now() + 20_000;
-    while (!readyLine() && Date.now() < deadline) await sleep(100);
-    const ready = JSON.parse(readyLine() ?? '{}') as ReadyLine;
-    const adminEnv = cleanEnv({
-      TUNNEL_RELAY_URL: `https://${t.hubManagementAddress}:${TLS}`,
-      TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-      TUNNEL_RELAY_CA_PIN: ready.caPin,
+    const started = await startNamespaceRelay(t, {
+      tlsPort: TLS,
+      args: ['--udp-port', String(UDP), '--stun-port', 'off', ...stunFlags],
+      prefix: 'hub-nat-relay',
     });
+    const proc = started.proc;
+    relay = proc;
     const created = await run(
       RELAY_BIN,
       ['cluster', 'create', `hub-nat-${nat}`, '--output', 'json'],
-      adminEnv,
+      started.adminEnv,
     );
     expect(created.code, created.stderr).toBe(0);
-    const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
-    const stateDir = join(tempDir('hub-nat-agent-'), 'state');
-    const joined = await t.agent.exec(
-      process.execPath,
-      [...NODE_FLAGS, CLIENT_BIN, ...args, ...stunFlags, '--state-dir', stateDir, '--wait'],
-      { timeoutMs: 40_000 },
-    );
-    expect(joined.stderr).not.toMatch(/error/i);
-    agent = t.agent.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
-      timeoutMs: 60_000,
+    const joined = await startNamespaceAgent(t.agent, {
+      joinCommand: JSON.parse(created.stdout).bootstrap.joinCommand,
+      extraArgs: stunFlags,
+      prefix: 'hub-nat-agent',
+      runTimeoutMs: 60_000,
     });
+    agent = joined.proc;
+    const { stateDir } = joined;
     const statusRun = (output: string) =>
       run(CLIENT_BIN, ['status', '--state-dir', stateDir, '--output', output], cleanEnv());
     return {
@@ -149,24 +111,14 @@ async function setup(nat: AgentNat): Promise<Setup> {
   }
 }
 
+/** Polls `status` every 250 ms until `pred` holds; resolves with that status. */
 async function until(
   what: string,
   status: () => Promise<StatusReport>,
   pred: (r: StatusReport) => boolean,
   ms: number,
 ): Promise<StatusReport> {
-  const start = Date.now();
-  let last: StatusReport | undefined;
-  for (;;) {
-    try {
-      last = await status();
-      if (pred(last)) return last;
-    } catch {
-      // status.json being rewritten
-    }
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
-    await sleep(250);
-  }
+  return (await pollUntil({ what, read: status, until: pred, timeoutMs: ms, intervalMs: 250 })).value;
 }
 
 describe('the hub behind NAT with no inbound UDP, real processes', () => {

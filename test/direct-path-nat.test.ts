@@ -9,35 +9,18 @@
  * direct all the same and reports that the NAT maps per destination. With the hub behind its own NAT
  * (its UDP port forwarded, `--udp-public-endpoint` the forward's outside address), the agent goes direct to it.
  */
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
-import {
-  adminEnvOf,
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  freeUdpPort,
-  type Proc,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  sleep,
-  startServe,
-  tempDir,
-} from './cli-harness.js';
+import { buildIfStale, cleanup, RELAY_BIN, run, sleep } from './cli-harness.js';
+import { type AgentStatus, readAgentStatus } from './helpers/agent-status.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { addRule } from './helpers/iptables.js';
-import {
-  type AgentNat,
-  createDoubleNatTopology,
-  createNatTopology,
-  type NatTopology,
-} from './helpers/nat-topology.js';
+import { startNamespaceAgent } from './helpers/namespace-agent.js';
+import { startNamespaceRelay } from './helpers/namespace-relay.js';
+import { startNatAgent } from './helpers/nat-agent.js';
+import { type AgentNat, createDoubleNatTopology } from './helpers/nat-topology.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
 import type { ProcessHandle } from './helpers/process.js';
+import { pollUntil } from './helpers/wait.js';
 
 beforeAll(() => {
   requireIntegrationPrivileges(['ip', 'iptables', 'sysctl']);
@@ -49,87 +32,17 @@ afterAll(async () => {
   await cleanupAll();
 });
 
-interface StatusReport {
-  connected: boolean;
-  path: string;
-  pathDetail: { remote: string | null; reason: string | null; nat?: string } | null;
-}
-
-interface Setup {
-  t: NatTopology;
-  relay: Proc;
-  ready: ReadyLine;
-  udpPort: number;
-  stateDir: string;
-  agent: ProcessHandle;
-  status(): Promise<StatusReport>;
-  done(): Promise<void>;
-}
-
 /** The relay on the WAN's host side, a cluster, and its agent joined and running in the agent namespace. */
-async function setup(nat: AgentNat): Promise<Setup> {
-  const t = await createNatTopology({ nat });
-  const udpPort = await freeUdpPort(t.hubPublicAddress);
-  const { proc: relay, ready } = await startServe(tempDir('nat-direct-relay-'), `${t.hubPublicAddress}:0`, [
-    '--udp-port',
-    String(udpPort),
-    '--stun-port',
-    String(await freeUdpPort(t.hubPublicAddress)),
-  ]);
-  const adminEnv = adminEnvOf(ready);
-  const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-nat', '--output', 'json'], adminEnv);
-  expect(created.code, created.stderr).toBe(0);
-  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
-  const stateDir = join(tempDir('nat-direct-agent-'), 'state');
-  const joined = await t.agent.exec(
-    process.execPath,
-    [...NODE_FLAGS, CLIENT_BIN, ...args, '--state-dir', stateDir, '--wait'],
-    {
-      timeoutMs: 40_000,
-    },
-  );
-  expect(joined.stderr).not.toMatch(/error/i);
-  const agent = t.agent.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
-    timeoutMs: 110_000,
-  });
-  const status = async () => {
-    const r = await run(CLIENT_BIN, ['status', '--state-dir', stateDir, '--output', 'json'], cleanEnv());
-    return JSON.parse(r.stdout) as StatusReport;
-  };
-  return {
-    t,
-    relay,
-    ready,
-    udpPort,
-    stateDir,
-    agent,
-    status,
-    done: async () => {
-      await agent.stop();
-      await relay.stop();
-      await t.destroy();
-    },
-  };
-}
+const setup = (nat: AgentNat) => startNatAgent({ nat, cluster: 'edge-nat', timeoutMs: 110_000 });
 
+/** Polls `status` every 200 ms until `pred` holds; resolves with the ms it took. */
 async function until(
   what: string,
-  status: () => Promise<StatusReport>,
-  pred: (r: StatusReport) => boolean,
+  status: () => Promise<AgentStatus>,
+  pred: (r: AgentStatus) => boolean,
   ms: number,
 ): Promise<number> {
-  const start = Date.now();
-  let last: StatusReport | undefined;
-  for (;;) {
-    try {
-      last = await status();
-      if (pred(last)) return Date.now() - start;
-    } catch {
-      // status.json being rewritten
-    }
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
-    await sleep(200);
-  }
+  return (await pollUntil({ what, read: status, until: pred, timeoutMs: ms, intervalMs: 200 })).elapsedMs;
 }
 
 describe('direct path through a NAT, real processes', () => {
@@ -205,70 +118,40 @@ describe('direct path through a NAT, real processes', () => {
   it('the hub behind its own NAT with its UDP port forwarded: the agent goes direct to the forward', async () => {
     const [tls, udp, stun] = [8443, 51820, 3478];
     const t = await createDoubleNatTopology({ nat: 'masquerade', forward: { udp: [udp, stun], tcp: [tls] } });
-    const relay = t.hub.spawn(process.execPath, [
-      ...NODE_FLAGS,
-      RELAY_BIN,
-      'serve',
-      '--output',
-      'json',
-      '--listen',
-      `0.0.0.0:${tls}`,
-      '--data-dir',
-      tempDir('nat-hub-relay-'),
-      '--public-url',
-      `https://${t.hubPublicAddress}:${tls}`,
-      '--udp-port',
-      String(udp),
-      '--udp-public-endpoint',
-      `${t.hubPublicAddress}:${udp}`,
-      '--stun-port',
-      String(stun),
-    ]);
+    let relay: ProcessHandle | undefined;
     let agent: ProcessHandle | undefined;
     try {
-      // The ready line (stdout and the logs on stderr share the handle's output).
-      const readyLine = () =>
-        relay
-          .output()
-          .split('\n')
-          .find((l) => l.includes('"event":"ready"'));
-      const deadline = Date.now() + 20_000;
-      while (!readyLine() && Date.now() < deadline) await sleep(100);
-      const ready = JSON.parse(readyLine() ?? '{}') as ReadyLine;
-      const adminEnv = cleanEnv({
-        TUNNEL_RELAY_URL: `https://${t.hubManagementAddress}:${tls}`,
-        TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
-        TUNNEL_RELAY_CA_PIN: ready.caPin,
+      const started = await startNamespaceRelay(t, {
+        tlsPort: tls,
+        args: [
+          '--udp-port',
+          String(udp),
+          '--udp-public-endpoint',
+          `${t.hubPublicAddress}:${udp}`,
+          '--stun-port',
+          String(stun),
+        ],
+        prefix: 'nat-hub-relay',
       });
-      const created = await run(RELAY_BIN, ['cluster', 'create', 'edge-nat2', '--output', 'json'], adminEnv);
-      expect(created.code, created.stderr).toBe(0);
-      const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
-      const stateDir = join(tempDir('nat-hub-agent-'), 'state');
-      await t.agent.exec(
-        process.execPath,
-        [...NODE_FLAGS, CLIENT_BIN, ...args, '--state-dir', stateDir, '--wait'],
-        {
-          timeoutMs: 40_000,
-        },
+      relay = started.proc;
+      const created = await run(
+        RELAY_BIN,
+        ['cluster', 'create', 'edge-nat2', '--output', 'json'],
+        started.adminEnv,
       );
-      agent = t.agent.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
-        timeoutMs: 60_000,
+      expect(created.code, created.stderr).toBe(0);
+      const joined = await startNamespaceAgent(t.agent, {
+        joinCommand: JSON.parse(created.stdout).bootstrap.joinCommand as string,
+        prefix: 'nat-hub-agent',
+        runTimeoutMs: 60_000,
       });
-      const s = {
-        status: async () => {
-          const r = await run(
-            CLIENT_BIN,
-            ['status', '--state-dir', stateDir, '--output', 'json'],
-            cleanEnv(),
-          );
-          return JSON.parse(r.stdout) as StatusReport;
-        },
-      };
+      agent = joined.proc;
+      const s = { status: () => readAgentStatus(joined.stateDir) };
       await until('direct through both NATs', s.status, (r) => r.connected && r.path === 'direct', 30_000);
       expect((await s.status()).pathDetail?.remote).toBe(`${t.hubPublicAddress}:${udp}`);
     } finally {
       await agent?.stop();
-      await relay.stop();
+      await relay?.stop();
       await t.destroy();
     }
   }, 110_000);

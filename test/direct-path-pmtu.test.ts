@@ -7,21 +7,13 @@
  * - a download on the jumbo link across direct (8,920) -> relayed (65,503) -> direct (1,420, then 8,920
  *   again) switches arrives byte-identical, with no stream error.
  */
-import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
 import {
   adminEnvOf,
   buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
   cleanup,
   freeUdpPort,
   type Proc,
@@ -32,11 +24,15 @@ import {
   startServe,
   tempDir,
 } from './cli-harness.js';
+import { readAgentStatus, waitForAgentStatus } from './helpers/agent-status.js';
 import { cleanupAll } from './helpers/cleanup.js';
+import { connectDownload, type Download } from './helpers/connect-download.js';
 import { addRule } from './helpers/iptables.js';
+import { startNamespaceAgent } from './helpers/namespace-agent.js';
 import { createNetns, type Netns } from './helpers/netns.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
 import { execCommand, type ProcessHandle } from './helpers/process.js';
+import { writeRelayCaFile } from './helpers/relay-ca-file.js';
 import { sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 
 interface StatusReport {
@@ -81,31 +77,13 @@ async function site(mtu: number, cluster: string): Promise<Site> {
   const env = adminEnvOf(started.ready);
   const created = await run(RELAY_BIN, ['cluster', 'create', cluster, '--output', 'json'], env);
   expect(created.code, created.stderr).toBe(0);
-  const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
-  const stateDir = join(tempDir('pmtu-agent-'), 'state');
-  const joined = await ns.exec(
-    process.execPath,
-    [
-      ...NODE_FLAGS,
-      CLIENT_BIN,
-      ...args,
-      '--state-dir',
-      stateDir,
-      '--upstream',
-      `http://${hostAddress}:${upstreamPort}`,
-      '--wait',
-    ],
-    { timeoutMs: 40_000 },
-  );
-  expect(joined.stderr).not.toMatch(/error/i);
-  const agent = ns.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
-    timeoutMs: 200_000,
+  const { stateDir, proc: agent } = await startNamespaceAgent(ns, {
+    joinCommand: JSON.parse(created.stdout).bootstrap.joinCommand,
+    extraArgs: ['--upstream', `http://${hostAddress}:${upstreamPort}`],
+    prefix: 'pmtu-agent',
+    runTimeoutMs: 200_000,
   });
-  const k = await run(RELAY_BIN, ['kubeconfig', cluster, '--output', 'json'], env);
-  expect(k.code, k.stderr).toBe(0);
-  const caFile = join(tempDir('pmtu-ca-'), 'relay-ca.pem');
-  const ca = JSON.parse(k.stdout).clusters[0].cluster['certificate-authority-data'] as string;
-  writeFileSync(caFile, Buffer.from(ca, 'base64'));
+  const caFile = await writeRelayCaFile(env, cluster, 'pmtu-ca');
   const s: Site = {
     ns,
     relay: started.proc,
@@ -121,61 +99,23 @@ async function site(mtu: number, cluster: string): Promise<Site> {
   return s;
 }
 
-async function status(s: Site): Promise<StatusReport> {
-  const r = await run(CLIENT_BIN, ['status', '--state-dir', s.stateDir, '--output', 'json'], cleanEnv());
-  return JSON.parse(r.stdout) as StatusReport;
-}
+const status = (s: Site) => readAgentStatus<StatusReport>(s.stateDir);
 
+/** Polls the site's agent status until `pred` holds; returns the ms it took. */
 async function until(what: string, s: Site, pred: (r: StatusReport) => boolean, ms: number): Promise<number> {
-  const start = Date.now();
-  let last: StatusReport | undefined;
-  for (;;) {
-    try {
-      last = await status(s);
-      if (pred(last)) return Date.now() - start;
-    } catch {
-      // status.json being rewritten
-    }
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
-    await sleep(200);
-  }
+  return (await waitForAgentStatus({ stateDir: s.stateDir, what, until: pred, timeoutMs: ms })).elapsedMs;
 }
 
 /** curl through the relay's CONNECT proxy to the site's upstream: `n` pattern bytes, hashed as they arrive. */
-function download(s: Site, n: number, limitRate?: string) {
-  const args = [
-    '-sS',
-    '-p',
-    '-x',
-    s.ready.url,
-    '--proxy-cacert',
-    s.caFile,
-    '--proxy-header',
-    `Proxy-Authorization: Bearer ${s.ready.adminKey}`,
-    ...(limitRate ? ['--limit-rate', limitRate] : []),
-    `http://${s.cluster}.clusters.local:${s.upstreamPort}/bytes?n=${n}`,
-  ];
-  const c = spawn('curl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const h = createHash('sha256');
-  let bytes = 0;
-  let stderr = '';
-  c.stdout.on('data', (d: Buffer) => {
-    bytes += d.length;
-    h.update(d);
+function download(s: Site, n: number, limitRate?: string): Download {
+  return connectDownload({
+    proxyUrl: s.ready.url,
+    caFile: s.caFile,
+    adminKey: s.ready.adminKey ?? '',
+    url: `http://${s.cluster}.clusters.local:${s.upstreamPort}/bytes?n=${n}`,
+    limitRate,
+    killAfterMs: 120_000,
   });
-  c.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const done = new Promise<{ code: number | null; stderr: string; bytes: number; sha256: string }>(
-    (resolve) => {
-      const timer = setTimeout(() => c.kill('SIGKILL'), 120_000);
-      c.on('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stderr, bytes, sha256: h.digest('hex') });
-      });
-    },
-  );
-  return { received: () => bytes, done };
 }
 
 const direct = (r: StatusReport) => r.connected && r.path === 'direct';

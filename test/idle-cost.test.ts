@@ -1,6 +1,6 @@
 /**
  * What an idle connected agent costs the relay, with real processes: the agent (`tunnel-client run`) behind a
- * MASQUERADE router (test/nat-agent-fixture.ts), the relay on the host side. Once the agent is connected and
+ * MASQUERADE router (test/helpers/nat-agent.ts), the relay on the host side. Once the agent is connected and
  * no application traffic flows, counting rules on the router (no target: they only count) tally every packet
  * between the agent and the relay for 30 s, TCP (the relay connection on 443) and UDP (the direct path,
  * disco, STUN) apart. At keepalive pace (liveness probes and disco pings every 25 s, docs/LIMITS.md) that is
@@ -16,7 +16,7 @@ import { iptables, ruleCounters } from './helpers/iptables.js';
 import type { AgentNat } from './helpers/nat-topology.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
 import { pollUntil } from './helpers/wait.js';
-import { startNatAgent } from './nat-agent-fixture.js';
+import { startNatAgent } from './helpers/nat-agent.js';
 
 const WINDOW_MS = 30_000;
 /** After the path settles: the selector's confirm window (5 s) and active window (10 s) are over by then. */

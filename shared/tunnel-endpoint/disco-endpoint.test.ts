@@ -6,120 +6,52 @@
  * The selectors run on short timers so the test takes seconds.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { realClock } from '../clock.js';
-import { isDiscoMessage } from '../disco/disco-codec.js';
+import {
+  AGENT_ADDRESS,
+  connectNodes,
+  HUB_ADDRESS,
+  type LoopbackNode,
+  startLoopbackNode,
+} from '../../test/helpers/loopback-endpoints.js';
+import { pollUntil } from '../../test/helpers/wait.js';
 import { parseIpv4Address } from '../ip/index.js';
 import { buildUdpPacket } from '../ip/udp.js';
-import { generateKeyPair, generatePresharedKey, type KeyPair } from '../keys.js';
 import { STREAM_ACK_POLICIES } from '../tunnel-streams/constants.js';
-import type { Path } from './path.js';
-import type { PathTimers } from './path-timers.js';
-import type { PeerPaths } from './peer-paths.js';
-import { TunnelEndpoint } from './tunnel-endpoint.js';
-import { UdpTransport } from './udp-transport.js';
 
-const HUB = '100.64.0.1';
-const AGENT = '100.64.0.2';
+const HUB = HUB_ADDRESS;
+const AGENT = AGENT_ADDRESS;
 const LO = '127.0.0.1';
 const ECHO_PORT = 7;
-/** A tenth of the defaults: trust 250 ms, pings every 100 ms under traffic. */
-const FAST: Partial<PathTimers> = {
-  activeMs: 1_000,
-  directPingMs: 100,
-  candidatePingMs: 200,
-  backgroundPingMs: 3_000,
-  idlePingMs: 2_500,
-  trustMs: 250,
-  pingTimeoutMs: 300,
-  confirmMs: 500,
-  relayPingMs: 500,
-  stableMs: 3_000,
-  holdDownMaxMs: 800,
-};
 
 const closers: Array<() => unknown> = [];
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c();
 });
 
+/** Resolves with the ms it took `pred` to hold (polled every 5 ms). */
 async function until(pred: () => boolean, ms: number): Promise<number> {
-  const start = Date.now();
-  while (!pred()) {
-    if (Date.now() - start > ms) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return Date.now() - start;
+  return (
+    await pollUntil({ what: 'the condition', read: pred, until: (ok) => ok, timeoutMs: ms, intervalMs: 5 })
+  ).elapsedMs;
 }
 
-interface Node {
-  keys: KeyPair;
-  endpoint: TunnelEndpoint;
-  udp: UdpTransport;
-  paths?: PeerPaths;
-  relayedOut: number;
-  got: number;
-  /** When each packet arrived (Date.now()). */
-  gotAt: number[];
-}
-
-async function node(address: string, role: 'client' | 'server', gate: { open: boolean }): Promise<Node> {
-  const keys = generateKeyPair();
-  const udp = await UdpTransport.open({ host: LO, port: 0 });
-  closers.push(() => udp.close());
-  const gated = { send: (d: Buffer, host: string, port: number) => gate.open && udp.send(d, host, port) };
-  const n: Node = {
-    keys,
-    udp,
-    relayedOut: 0,
-    got: 0,
-    gotAt: [],
-    endpoint: new TunnelEndpoint({
-      privateKey: keys.privateKey,
-      address: parseIpv4Address(address),
-      clock: realClock,
-      udp: gated,
-      disco: { timers: FAST },
-      streams: { role },
-      onPacket: (p) => {
-        n.got++;
-        n.gotAt.push(Date.now());
-        if (p.readUInt16BE(22) !== ECHO_PORT) return;
-        n.endpoint.send(
-          buildUdpPacket(
-            { src: p.readUInt32BE(16), dst: p.readUInt32BE(12), srcPort: ECHO_PORT, dstPort: ECHO_PORT + 1 },
-            p.subarray(28),
-          ),
-        );
-      },
-    }),
-  };
-  closers.push(() => n.endpoint.close());
-  udp.listen({
-    onWireGuard: (d, from) => n.endpoint.receiveFrom(d, from),
-    onDisco: (d, from) => n.endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
-  });
-  return n;
-}
-
-/** The relayed path from `from` to `to`: the relay hands each payload over on the next turn. */
-function relayed(from: Node, to: () => Node): Path {
-  return {
-    kind: 'relayed',
-    mtu: 65_535,
-    headroom: 0,
-    tailroom: 0,
-    send: (d) => {
-      from.relayedOut++;
-      const copy = Buffer.from(d);
-      setImmediate(() => {
-        const peer = to();
-        if (isDiscoMessage(copy))
-          peer.endpoint.receiveDisco(copy, { via: 'relay', key: from.keys.publicKey });
-        else if (peer.paths) peer.endpoint.receive(copy, peer.paths);
-      });
-      return true;
+/** A node whose UDP sends pass while the gate is open; it answers every echo it gets. */
+function node(address: string, role: 'client' | 'server', gate: { open: boolean }): Promise<LoopbackNode> {
+  return startLoopbackNode({
+    address,
+    gate: (_d, send) => gate.open && send(),
+    endpoint: { streams: { role } },
+    closers,
+    onPacket: (p, n) => {
+      if (p.readUInt16BE(22) !== ECHO_PORT) return;
+      n.endpoint.send(
+        buildUdpPacket(
+          { src: p.readUInt32BE(16), dst: p.readUInt32BE(12), srcPort: ECHO_PORT, dstPort: ECHO_PORT + 1 },
+          p.subarray(28),
+        ),
+      );
     },
-  };
+  });
 }
 
 /**
@@ -138,24 +70,7 @@ describe('TunnelEndpoint with disco', () => {
     const gate = { open: true };
     const hub = await node(HUB, 'client', gate);
     const agent = await node(AGENT, 'server', gate);
-    const psk = generatePresharedKey();
-    hub.paths = hub.endpoint.addPeer({
-      publicKey: agent.keys.publicKey,
-      presharedKey: psk,
-      address: AGENT,
-      paths: [relayed(hub, () => agent)],
-      disco: true,
-    }).paths;
-    const toHub = agent.endpoint.addPeer({
-      publicKey: hub.keys.publicKey,
-      presharedKey: psk,
-      address: HUB,
-      paths: [relayed(agent, () => hub)],
-      disco: true,
-    });
-    agent.paths = toHub.paths;
-    hub.endpoint.disco?.setLocalCandidates([{ host: LO, port: hub.udp.port }]);
-    agent.endpoint.disco?.setLocalCandidates([{ host: LO, port: agent.udp.port }]);
+    connectNodes(hub, agent);
 
     // Traffic every 20 ms from the agent; the hub answers each echo.
     let seq = 0;
@@ -210,23 +125,7 @@ describe('TunnelEndpoint with disco', () => {
     const hub = await node(HUB, 'client', gate);
     const agent = await node(AGENT, 'server', gate);
     agent.endpoint.disco?.setConditions({ policy: 'relay-only' });
-    const psk = generatePresharedKey();
-    hub.paths = hub.endpoint.addPeer({
-      publicKey: agent.keys.publicKey,
-      presharedKey: psk,
-      address: AGENT,
-      paths: [relayed(hub, () => agent)],
-      disco: true,
-    }).paths;
-    agent.paths = agent.endpoint.addPeer({
-      publicKey: hub.keys.publicKey,
-      presharedKey: psk,
-      address: HUB,
-      paths: [relayed(agent, () => hub)],
-      disco: true,
-    }).paths;
-    hub.endpoint.disco?.setLocalCandidates([{ host: LO, port: hub.udp.port }]);
-    agent.endpoint.disco?.setLocalCandidates([{ host: LO, port: agent.udp.port }]);
+    connectNodes(hub, agent);
     let seq = 0;
     const traffic = setInterval(() => agent.endpoint.send(echo(++seq)), 20);
     closers.push(() => clearInterval(traffic));

@@ -7,36 +7,22 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  AGENT_ADDRESS,
+  connectNodes,
+  HUB_ADDRESS,
+  type LoopbackNode,
+  startLoopbackNode,
+} from '../../test/helpers/loopback-endpoints.js';
+import { pollUntil } from '../../test/helpers/wait.js';
 import { realClock } from '../clock.js';
-import { isDiscoMessage } from '../disco/disco-codec.js';
 import { parseIpv4Address } from '../ip/index.js';
-import { generateKeyPair, generatePresharedKey, type KeyPair } from '../keys.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { OPEN_OK, readOpenRequest, replyOpen } from '../mux/open-target.js';
 import { DEFAULT_DIRECT_MTU } from './direct-path.js';
-import type { Path } from './path.js';
-import type { PathTimers } from './path-timers.js';
-import type { PeerPaths } from './peer-paths.js';
-import { PMTU_IP_UDP_HEADROOM, PMTU_OUTER_STEPS } from './pmtu-probes.js';
-import { TunnelEndpoint } from './tunnel-endpoint.js';
-import { UdpTransport } from './udp-transport.js';
+import { PMTU_IP_UDP_HEADROOM, PMTU_OUTER_STEPS, type PmtuProbesOptions } from './pmtu-probes.js';
 
-const HUB = '100.64.0.1';
-const AGENT = '100.64.0.2';
-const LO = '127.0.0.1';
-const FAST: Partial<PathTimers> = {
-  activeMs: 1_000,
-  directPingMs: 100,
-  candidatePingMs: 200,
-  backgroundPingMs: 3_000,
-  idlePingMs: 2_500,
-  trustMs: 250,
-  pingTimeoutMs: 300,
-  confirmMs: 500,
-  relayPingMs: 500,
-  stableMs: 3_000,
-  holdDownMaxMs: 800,
-};
+type PmtuOptions = Pick<PmtuProbesOptions, 'timers' | 'firstHopMtu'>;
 const PMTU = { probeTimeoutMs: 150, maxProbes: 3, confirmMs: 300, raiseMs: 60_000 };
 const LOOPBACK_TOP = (PMTU_OUTER_STEPS.at(-1) ?? 0) - PMTU_IP_UDP_HEADROOM;
 
@@ -52,20 +38,9 @@ afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c();
 });
 
+/** Resolves with the ms it took `pred` to hold (polled every 5 ms). */
 async function until(what: string, pred: () => boolean, ms: number): Promise<number> {
-  const start = Date.now();
-  while (!pred()) {
-    if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return Date.now() - start;
-}
-
-interface Node {
-  keys: KeyPair;
-  endpoint: TunnelEndpoint;
-  udp: UdpTransport;
-  paths?: PeerPaths;
+  return (await pollUntil({ what, read: pred, until: (ok) => ok, timeoutMs: ms, intervalMs: 5 })).elapsedMs;
 }
 
 function echoServer(s: MuxStream): void {
@@ -76,73 +51,32 @@ function echoServer(s: MuxStream): void {
   });
 }
 
-async function node(address: string, role: 'client' | 'server', gate: Gate): Promise<Node> {
-  const keys = generateKeyPair();
-  const udp = await UdpTransport.open({ host: LO, port: 0 });
-  closers.push(() => udp.close());
-  const gated = {
-    send: (d: Buffer, host: string, port: number) => {
+/** A node whose UDP sends pass through `gate`; the server side echoes every stream. */
+function node(
+  address: string,
+  role: 'client' | 'server',
+  gate: Gate,
+  pmtu: PmtuOptions = { timers: PMTU },
+): Promise<LoopbackNode> {
+  return startLoopbackNode({
+    address,
+    gate: (d, send) => {
       if (!gate.open || d.length > gate.maxSize) return true; // lost on the way
       gate.largest = Math.max(gate.largest, d.length);
-      return udp.send(d, host, port);
+      return send();
     },
-  };
-  const endpoint = new TunnelEndpoint({
-    privateKey: keys.privateKey,
-    address: parseIpv4Address(address),
-    clock: realClock,
-    udp: gated,
-    disco: { timers: FAST },
-    pmtu: { timers: PMTU },
-    streams: role === 'server' ? { role, onStream: echoServer } : { role },
-    onPacket: () => {},
+    endpoint: {
+      pmtu,
+      streams: role === 'server' ? { role, onStream: echoServer } : { role },
+    },
+    closers,
   });
-  closers.push(() => endpoint.close());
-  udp.listen({
-    onWireGuard: (d, from) => endpoint.receiveFrom(d, from),
-    onDisco: (d, from) => endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
-  });
-  return { keys, udp, endpoint };
 }
 
-function relayed(from: Node, to: () => Node): Path {
-  return {
-    kind: 'relayed',
-    mtu: 65_535,
-    headroom: 0,
-    tailroom: 0,
-    send: (d) => {
-      const copy = Buffer.from(d);
-      setImmediate(() => {
-        const peer = to();
-        if (isDiscoMessage(copy))
-          peer.endpoint.receiveDisco(copy, { via: 'relay', key: from.keys.publicKey });
-        else if (peer.paths) peer.endpoint.receive(copy, peer.paths);
-      });
-      return true;
-    },
-  };
-}
-
-async function pair(gate: Gate): Promise<{ hub: Node; agent: Node }> {
-  const hub = await node(HUB, 'client', gate);
-  const agent = await node(AGENT, 'server', gate);
-  const psk = generatePresharedKey();
-  const common = { presharedKey: psk, disco: true };
-  hub.paths = hub.endpoint.addPeer({
-    ...common,
-    publicKey: agent.keys.publicKey,
-    address: AGENT,
-    paths: [relayed(hub, () => agent)],
-  }).paths;
-  agent.paths = agent.endpoint.addPeer({
-    ...common,
-    publicKey: hub.keys.publicKey,
-    address: HUB,
-    paths: [relayed(agent, () => hub)],
-  }).paths;
-  hub.endpoint.disco?.setLocalCandidates([{ host: LO, port: hub.udp.port }]);
-  agent.endpoint.disco?.setLocalCandidates([{ host: LO, port: agent.udp.port }]);
+async function pair(gate: Gate): Promise<{ hub: LoopbackNode; agent: LoopbackNode }> {
+  const hub = await node(HUB_ADDRESS, 'client', gate);
+  const agent = await node(AGENT_ADDRESS, 'server', gate);
+  connectNodes(hub, agent);
   return { hub, agent };
 }
 
@@ -179,15 +113,15 @@ function pump(s: MuxStream) {
   };
 }
 
-const directMtu = (n: Node) => (n.paths?.get('direct')?.mtu ?? 0) as number;
+const directMtu = (n: LoopbackNode) => (n.paths?.get('direct')?.mtu ?? 0) as number;
 
 describe('path MTU search on the direct path (real UDP on loopback)', () => {
   it('climbs to the largest loopback step; the stream link follows; a black hole and path switches lose no byte', async () => {
     const gate: Gate = { open: true, maxSize: 65_535, largest: 0 };
     const { hub, agent } = await pair(gate);
-    const s = await hub.endpoint.streams.open(parseIpv4Address(AGENT), 'echo:1');
+    const s = await hub.endpoint.streams.open(parseIpv4Address(AGENT_ADDRESS), 'echo:1');
     const p = pump(s);
-    const link = () => hub.endpoint.streams.link(parseIpv4Address(AGENT));
+    const link = () => hub.endpoint.streams.link(parseIpv4Address(AGENT_ADDRESS));
 
     await until('direct', () => hub.paths?.path?.kind === 'direct' && !hub.paths.duplicating, 5_000);
     await until(
@@ -196,7 +130,7 @@ describe('path MTU search on the direct path (real UDP on loopback)', () => {
       5_000,
     );
     // The link's datagrams follow the path: inner MTU less its IPv4/UDP header.
-    expect(link()?.arq.mtu).toBe(hub.endpoint.roomFor(parseIpv4Address(AGENT)).mtu - 28);
+    expect(link()?.arq.mtu).toBe(hub.endpoint.roomFor(parseIpv4Address(AGENT_ADDRESS)).mtu - 28);
     const before = p.received();
     await until('bytes move at the large MTU', () => p.received() > before + 1_000_000, 10_000);
     expect(gate.largest).toBeGreaterThan(DEFAULT_DIRECT_MTU);
@@ -232,44 +166,12 @@ describe('path MTU search on the direct path (real UDP on loopback)', () => {
 
   it('a first hop of 1,500 bytes keeps the base: no probe goes out', async () => {
     const gate: Gate = { open: true, maxSize: 65_535, largest: 0 };
-    const hub = await node(HUB, 'client', gate);
-    // The same wiring, but the first hop says 1,500 (as a veth at 1,500 would).
-    hub.endpoint.close();
-    const limited = new TunnelEndpoint({
-      privateKey: hub.keys.privateKey,
-      address: parseIpv4Address(HUB),
-      clock: realClock,
-      udp: { send: (d, host, port) => hub.udp.send(d, host, port) },
-      disco: { timers: FAST },
-      pmtu: { timers: PMTU, firstHopMtu: () => 1_500 },
-      streams: { role: 'client' },
-      onPacket: () => {},
-    });
-    closers.push(() => limited.close());
-    const agent = await node(AGENT, 'server', gate);
-    const l: Node = { keys: hub.keys, udp: hub.udp, endpoint: limited };
-    hub.udp.listen({
-      onWireGuard: (d, from) => limited.receiveFrom(d, from),
-      onDisco: (d, from) => limited.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
-    });
-    const psk = generatePresharedKey();
-    l.paths = limited.addPeer({
-      publicKey: agent.keys.publicKey,
-      presharedKey: psk,
-      address: AGENT,
-      paths: [relayed(l, () => agent)],
-      disco: true,
-    }).paths;
-    agent.paths = agent.endpoint.addPeer({
-      publicKey: hub.keys.publicKey,
-      presharedKey: psk,
-      address: HUB,
-      paths: [relayed(agent, () => l)],
-      disco: true,
-    }).paths;
-    limited.disco?.setLocalCandidates([{ host: LO, port: hub.udp.port }]);
-    agent.endpoint.disco?.setLocalCandidates([{ host: LO, port: agent.udp.port }]);
-    const s = await limited.streams.open(parseIpv4Address(AGENT), 'echo:1');
+    // The same wiring, but the hub's first hop says 1,500 (as a veth at 1,500 would).
+    const l = await node(HUB_ADDRESS, 'client', gate, { timers: PMTU, firstHopMtu: () => 1_500 });
+    const agent = await node(AGENT_ADDRESS, 'server', gate);
+    connectNodes(l, agent);
+    const limited = l.endpoint;
+    const s = await limited.streams.open(parseIpv4Address(AGENT_ADDRESS), 'echo:1');
     const p = pump(s);
     await until('direct', () => l.paths?.path?.kind === 'direct', 5_000);
     // The agent's side climbs (its first hop is loopback); the limited side never probes.

@@ -33,6 +33,10 @@ export interface PollOptions<T> {
  * Reads a value until `until` accepts it; resolves with that value and the time it took. On timeout the
  * error names `what` and shows the last value read (or the last error).
  */
+export function pollUntil<T, U extends T>(
+  opts: PollOptions<T> & { until: (value: T) => value is U },
+): Promise<{ value: U; elapsedMs: number }>;
+export function pollUntil<T>(opts: PollOptions<T>): Promise<{ value: T; elapsedMs: number }>;
 export async function pollUntil<T>(opts: PollOptions<T>): Promise<{ value: T; elapsedMs: number }> {
   const start = Date.now();
   const intervalMs = opts.intervalMs ?? 50;
