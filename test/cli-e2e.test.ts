@@ -20,6 +20,7 @@ import {
   startServe,
   tempDir,
 } from './cli-harness.js';
+import { pollUntil } from './helpers/wait.js';
 
 let relay: Proc;
 let ready: ReadyLine;
@@ -194,19 +195,11 @@ describe('PSK join', () => {
     const readStatus = () =>
       JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as Record<string, unknown>;
     const waitStatus = async (pred: (s: Record<string, unknown>) => boolean, ms: number, what: string) => {
-      const deadline = Date.now() + ms;
-      for (;;) {
-        let s: Record<string, unknown> | undefined;
-        try {
-          s = readStatus();
-        } catch {
-          s = undefined;
-        }
-        if (s && pred(s)) return s;
-        if (Date.now() > deadline)
-          throw new Error(`timed out waiting for ${what}: ${JSON.stringify(s)}\n${agent.stderr}`);
-        await sleep(100);
-      }
+      const polled = pollUntil({ what, read: readStatus, until: pred, timeoutMs: ms, intervalMs: 100 });
+      const { value } = await polled.catch((err: Error) => {
+        throw new Error(`${err.message}\n${agent.stderr}`);
+      });
+      return value;
     };
     try {
       const first = await waitStatus(

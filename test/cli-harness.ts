@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../shared/node-flags.js';
-import { sleep } from './helpers/wait.js';
+import { pollUntil, sleep } from './helpers/wait.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const RELAY_BIN = join(ROOT, 'dist/relay/cli/main.js');
@@ -152,13 +152,14 @@ export { sleep };
 
 /** Polls `tunnel-relay cluster get NAME` (with the admin env `env`) until the relay shows it connected. */
 export async function waitConnected(env: NodeJS.ProcessEnv, name: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const r = await run(RELAY_BIN, ['cluster', 'get', name, '--output', 'json'], env);
-    if (r.code === 0 && JSON.parse(r.stdout).connected === true) return;
-    if (Date.now() > end) throw new Error(`${name} never connected: ${r.stdout}${r.stderr}`);
-    await sleep(200);
-  }
+  await pollUntil({
+    what: `${name} connected`,
+    read: async () =>
+      JSON.parse((await run(RELAY_BIN, ['cluster', 'get', name, '--output', 'json'], env)).stdout),
+    until: (cluster: { connected?: boolean }) => cluster.connected === true,
+    timeoutMs: ms,
+    intervalMs: 200,
+  });
 }
 
 export interface ReadyLine {

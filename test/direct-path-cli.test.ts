@@ -26,6 +26,7 @@ import {
   startServe,
   tempDir,
 } from './cli-harness.js';
+import { pollUntil } from './helpers/wait.js';
 
 let relay: Proc;
 let ready: ReadyLine;
@@ -82,14 +83,7 @@ async function until<T>(
   pred: (v: T) => boolean,
   ms: number,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: T | undefined;
-  for (;;) {
-    last = await get();
-    if (pred(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
-    await sleep(250);
-  }
+  return (await pollUntil({ what, read: get, until: pred, timeoutMs: ms, intervalMs: 250 })).value;
 }
 
 async function udpReceived(): Promise<number> {

@@ -29,6 +29,7 @@ import {
   tempDir,
 } from './cli-harness.js';
 import { api, EventCurl } from './events-fixture.js';
+import { pollUntil } from './helpers/wait.js';
 
 let relay: Proc;
 let ready: ReadyLine;
@@ -56,19 +57,17 @@ async function createCluster(name: string, group = 'default') {
 
 /** The agent's handshake time from its status.json (it writes it a moment after the handshake). */
 async function firstHandshakeOf(stateDir: string): Promise<number> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      const status = JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as {
-        lastHandshake: string | null;
-      };
-      if (status.lastHandshake !== null) return Date.parse(status.lastHandshake);
-    } catch {
-      // not written yet, or being rewritten
-    }
-    if (Date.now() > deadline) throw new Error('the agent never reported a handshake');
-    await sleep(50);
-  }
+  // A read before status.json is written, or while it is rewritten, is "not yet".
+  const { value } = await pollUntil({
+    what: "the agent's handshake",
+    read: () =>
+      (JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as { lastHandshake: string | null })
+        .lastHandshake,
+    until: (at) => at !== null,
+    timeoutMs: 10_000,
+    intervalMs: 50,
+  });
+  return Date.parse(value ?? '');
 }
 
 beforeAll(async () => {
@@ -312,13 +311,8 @@ describe('GET /api/v1/events', () => {
     });
     const exited = new Promise<number | null>((resolve) => tty.on('close', (code) => resolve(code)));
     const lastFrame = () => screen.slice(screen.lastIndexOf('\u001b[2J'));
-    const until = async (pred: () => boolean, what: string) => {
-      const deadline = Date.now() + 15_000;
-      while (!pred()) {
-        if (Date.now() > deadline) throw new Error(`no ${what} on the terminal: ${JSON.stringify(screen)}`);
-        await sleep(50);
-      }
-    };
+    const until = (pred: () => boolean, what: string) =>
+      pollUntil({ what: `${what} on the terminal`, read: lastFrame, until: pred, timeoutMs: 15_000 });
     try {
       await until(
         () => /no clusters[\s\S]*watching .*: 0 cluster\(s\); Ctrl-C to quit/.test(lastFrame()),

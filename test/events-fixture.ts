@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Agent, type Dispatcher, request } from 'undici';
 import { type SseEvent, SseParser } from '../shared/http/sse-parser.js';
-import { sleep } from './cli-harness.js';
+import { pollUntil } from './helpers/wait.js';
 
 export interface ReceivedEvent extends SseEvent {
   /** Date.now() when curl printed it. */
@@ -55,17 +55,17 @@ export class EventCurl {
     what: string,
     from = 0,
   ): Promise<ReceivedEvent> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const hit = this.events.slice(from).find(pred);
-      if (hit) return hit;
-      if (Date.now() > deadline) {
-        throw new Error(
-          `no ${what} within ${ms} ms; got: ${this.events.map((e) => e.event).join(',')} ${this.stderr}`,
-        );
-      }
-      await sleep(20);
-    }
+    const got = () => `got: ${this.events.map((e) => e.event).join(',')} ${this.stderr}`;
+    const hit = await pollUntil({
+      what,
+      read: () => this.events.slice(from).find(pred),
+      until: (e): e is ReceivedEvent => e !== undefined,
+      timeoutMs: ms,
+      intervalMs: 20,
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}; ${got()}`);
+    });
+    return hit.value;
   }
 
   /** The `cluster` events' data for `name`, parsed. */

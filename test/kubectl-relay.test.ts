@@ -24,6 +24,7 @@ import {
   startServe,
   tempDir,
 } from './cli-harness.js';
+import { pollUntil } from './helpers/wait.js';
 import { listen, sampleHandler } from './proxy-fixtures.js';
 
 let relay: Proc;
@@ -56,14 +57,13 @@ function kubectl(kubeconfig: string, args: string[]): Promise<Kubectl> {
 }
 
 async function waitConnection(name: string, connected: boolean): Promise<void> {
-  const end = Date.now() + 25_000;
-  for (;;) {
-    const r = await admin('cluster', 'get', name, '--output', 'json');
-    if (r.code === 0 && JSON.parse(r.stdout).connected === connected) return;
-    if (Date.now() > end)
-      throw new Error(`${name}: connected never became ${connected}: ${r.stdout}${r.stderr}`);
-    await sleep(200);
-  }
+  await pollUntil({
+    what: `${name}: connected to become ${connected}`,
+    read: async () => JSON.parse((await admin('cluster', 'get', name, '--output', 'json')).stdout).connected,
+    until: (now) => now === connected,
+    timeoutMs: 25_000,
+    intervalMs: 200,
+  });
 }
 
 async function joinAndRun(name: string, flags: string[]): Promise<void> {

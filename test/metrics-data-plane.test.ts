@@ -27,11 +27,11 @@ import {
   type ReadyLine,
   ROOT,
   run,
-  sleep,
   startServe,
   tempDir,
   waitConnected,
 } from './cli-harness.js';
+import { waitFor as waitUntil } from './helpers/wait.js';
 import { listen, sampleHandler } from './proxy-fixtures.js';
 
 let relay: Proc;
@@ -172,13 +172,7 @@ function agentPublicKey(name: string): Buffer {
   return publicKeyFromPrivate(pk);
 }
 
-async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
+const waitFor = (cond: () => Promise<boolean>, ms: number, what: string) => waitUntil(cond, ms, what, 200);
 
 describe('data-plane counters on /metrics', () => {
   it('move with real traffic, refusals and drops, and never go back when the link closes', async () => {

@@ -13,7 +13,8 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_FLAGS } from '../shared/node-flags.js';
-import { buildIfStale, CLIENT_BIN, cleanEnv, cleanup, RELAY_BIN, sleep, tempDir } from './cli-harness.js';
+import { buildIfStale, CLIENT_BIN, cleanEnv, cleanup, RELAY_BIN, tempDir } from './cli-harness.js';
+import { pollUntil } from './helpers/wait.js';
 
 /** A command the programs printed for the user to run. */
 type Hint = string;
@@ -89,21 +90,24 @@ async function runToEnd(command: string, ms = 30_000): Promise<{ code: number | 
 }
 
 async function waitOutput(s: Shell, pattern: RegExp, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pattern.test(s.out)) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${s.out}`);
-    await sleep(100);
-  }
+  await pollUntil({
+    what,
+    read: () => s.out,
+    until: (out) => pattern.test(out),
+    timeoutMs: ms,
+    intervalMs: 100,
+  });
 }
 
 async function connected(cluster: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const r = await runToEnd(`tunnel-relay cluster get ${cluster} -o json`);
-    if (r.code === 0 && JSON.parse(r.out).connected === true) return;
-    if (Date.now() > end) throw new Error(`${cluster} never connected: ${r.out}`);
-    await sleep(250);
-  }
+  await pollUntil({
+    what: `${cluster} connected`,
+    read: async () =>
+      JSON.parse((await runToEnd(`tunnel-relay cluster get ${cluster} -o json`)).out).connected,
+    until: (now) => now === true,
+    timeoutMs: ms,
+    intervalMs: 250,
+  });
 }
 
 function signal(s: Shell, sig: NodeJS.Signals): void {

@@ -31,6 +31,7 @@ import {
   tempDir,
   waitConnected,
 } from './cli-harness.js';
+import { pollUntil } from './helpers/wait.js';
 import { certFor, connectTunnel, listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 
 let relay: Proc;
@@ -317,13 +318,14 @@ describe('faults', () => {
   it('503 at once while the agent is down', async () => {
     const a = agents['edge-1']!;
     await a.proc.stop('SIGKILL');
-    const end = Date.now() + 25_000;
-    for (;;) {
-      const r = await admin('cluster', 'get', 'edge-1', '--output', 'json');
-      if (JSON.parse(r.stdout).connected === false) break;
-      if (Date.now() > end) throw new Error('still connected');
-      await sleep(300);
-    }
+    await pollUntil({
+      what: 'edge-1 disconnected',
+      read: async () =>
+        JSON.parse((await admin('cluster', 'get', 'edge-1', '--output', 'json')).stdout).connected,
+      until: (connected) => connected === false,
+      timeoutMs: 25_000,
+      intervalMs: 300,
+    });
     const started = Date.now();
     const r = await curl([
       ...viaRelay(),

@@ -21,11 +21,11 @@ import {
   RELAY_BIN,
   type ReadyLine,
   run,
-  sleep,
   startServe,
   tempDir,
   waitConnected,
 } from './cli-harness.js';
+import { waitForAgentStatus } from './helpers/agent-status.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { startTinyproxy, type Tinyproxy } from './helpers/tinyproxy.js';
 import { listen, sampleHandler } from './proxy-fixtures.js';
@@ -147,14 +147,16 @@ describe('agent through tinyproxy', () => {
         20_000,
         'the lease failure in the log',
       );
-      const deadline = Date.now() + 15_000;
-      let status: { lastError: string | null; failures: number; agentRunning: boolean } | undefined;
-      for (;;) {
-        const r = await run(CLIENT_BIN, ['status', '--state-dir', stateDir, '--output', 'json'], cleanEnv());
-        status = JSON.parse(r.stdout);
-        if (status?.lastError?.includes('PROXY_FAILED') || Date.now() > deadline) break;
-        await sleep(200);
-      }
+      const { value: status } = await waitForAgentStatus<{
+        lastError: string | null;
+        failures: number;
+        agentRunning: boolean;
+      }>({
+        stateDir,
+        what: 'PROXY_FAILED in the status',
+        until: (s) => s.lastError?.includes('PROXY_FAILED') === true,
+        timeoutMs: 15_000,
+      });
       expect(status?.agentRunning).toBe(true);
       expect(status?.lastError).toContain(
         `answered 407 Proxy Authentication Required to CONNECT 127.0.0.1:${relayPort}`,

@@ -69,11 +69,9 @@ async function startAgent(name: string, upPort: number): Promise<void> {
   });
   agents.push(dp);
   await dp.whenUp?.(10_000);
-  const end = Date.now() + 10_000;
-  while (!(await t.call('GET', `/api/v1/clusters/${name}`, { token: admin })).body.connected) {
-    if (Date.now() > end) throw new Error(`hub never saw ${name} connected`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const connected = async () =>
+    (await t.call('GET', `/api/v1/clusters/${name}`, { token: admin })).body.connected;
+  await waitFor(connected, 10_000, `the hub to see ${name} connected`, 100);
 }
 
 beforeAll(async () => {

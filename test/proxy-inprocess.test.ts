@@ -21,6 +21,7 @@ import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
+import { waitFor } from './helpers/wait.js';
 import { connectTunnel } from './proxy-fixtures.js';
 
 const run = promisify(execFile);
@@ -123,11 +124,9 @@ beforeAll(async () => {
   });
   await agentDp.whenUp?.(10_000);
   // The hub's view (handshake + fresh datagrams) is what the proxies check.
-  const end = Date.now() + 10_000;
-  while (!(await t.call('GET', '/api/v1/clusters/edge-1', { token: admin })).body.connected) {
-    if (Date.now() > end) throw new Error('hub never saw the agent connected');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const connected = async () =>
+    (await t.call('GET', '/api/v1/clusters/edge-1', { token: admin })).body.connected;
+  await waitFor(connected, 10_000, 'the hub to see the agent connected', 100);
 }, 30_000);
 
 afterAll(async () => {
@@ -388,11 +387,9 @@ describe('revocation', () => {
       privateKey,
       onChange: () => {},
     });
-    const end = Date.now() + 10_000;
-    while (!(await t.call('GET', '/api/v1/clusters/edge-3', { token: admin })).body.connected) {
-      if (Date.now() > end) throw new Error('edge-3 never connected');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const connected = async () =>
+      (await t.call('GET', '/api/v1/clusters/edge-3', { token: admin })).body.connected;
+    await waitFor(connected, 10_000, 'edge-3 connected', 100);
     const s = await connectTunnel(t.relay.url, t.relay.caPem, `edge-3.clusters.local:${upPort}`, admin);
     s.write('GET /hang HTTP/1.1\r\nHost: x\r\n\r\n');
     let got = '';

@@ -19,6 +19,7 @@ import {
   startServe,
   tempDir,
 } from './cli-harness.js';
+import { waitFor } from './helpers/wait.js';
 
 beforeAll(() => buildIfStale(), 180_000);
 afterAll(cleanup);
@@ -110,9 +111,8 @@ describe('relay log format', () => {
       p.stdout.on('data', (c: Buffer) => {
         out += c.toString();
       });
-      const end = Date.now() + 20_000;
-      while (!/relay listening/.test(out.split('\n').slice(1).join('\n')) && Date.now() < end)
-        await new Promise((r) => setTimeout(r, 100));
+      const listening = () => /relay listening/.test(out.split('\n').slice(1).join('\n'));
+      await waitFor(listening, 20_000, 'relay listening', 100);
       // SIGTERM to serve itself: the node process among script's descendants.
       for (const pid of descendants(p.pid ?? 0)) if (isNode(pid)) process.kill(pid, 'SIGTERM');
       await new Promise((r) => p.on('close', r));

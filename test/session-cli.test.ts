@@ -22,6 +22,7 @@ import {
   startServe,
   tempDir,
 } from './cli-harness.js';
+import { pollUntil } from './helpers/wait.js';
 
 let relay: Proc;
 let ready: ReadyLine;
@@ -69,24 +70,14 @@ const getCluster = async (name: string) =>
 const getStatus = async (stateDir: string) =>
   json<StatusReport>(await client('status', '--state-dir', stateDir, '--output', 'json'));
 
+/** Reads `get` every 200 ms (a read that fails, e.g. while the relay restarts, is "not yet") until `pred` holds. */
 async function until<T>(
   what: string,
   get: () => Promise<T>,
   pred: (v: T) => boolean,
   ms: number,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: T | undefined;
-  for (;;) {
-    try {
-      last = await get();
-      if (pred(last)) return last;
-    } catch {
-      // the relay may be restarting
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
-    await sleep(200);
-  }
+  return (await pollUntil({ what, read: get, until: pred, timeoutMs: ms, intervalMs: 200 })).value;
 }
 
 async function joinCluster(name: string): Promise<string> {

@@ -16,20 +16,15 @@ import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { AgentSession } from '../tunnel-client/session/agent-session.js';
 import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 import { freePort } from './helpers/tinyproxy.js';
+import { waitFor } from './helpers/wait.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const until = (what: string, cond: () => boolean | Promise<boolean>, ms = 10_000) =>
+  waitFor(cond, ms, what, 50);
 
 interface Setup {
   t: TestRelay;

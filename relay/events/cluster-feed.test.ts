@@ -10,6 +10,7 @@ import { FakeClock } from '../../shared/clock.js';
 import { type SseEvent, SseParser } from '../../shared/http/sse-parser.js';
 import { generateKeyPair, keyToBase64 } from '../../shared/keys.js';
 import { startTestRelay, type TestRelay } from '../../test/helpers/test-relay.js';
+import { waitFor } from '../../test/helpers/wait.js';
 
 let t: TestRelay;
 let clock: FakeClock;
@@ -36,13 +37,7 @@ async function openFeed(): Promise<Feed> {
   return feed;
 }
 
-async function until(pred: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until = (pred: () => boolean, what: string) => waitFor(pred, 5_000, what);
 
 /** The views of `name` the feed sent from event index `from` on. */
 function views(feed: Feed, name: string, from = 0) {

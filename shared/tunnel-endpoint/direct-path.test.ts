@@ -8,6 +8,7 @@
  */
 import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/helpers/wait.js';
 import { realClock } from '../clock.js';
 import { DISCO_MAGIC } from '../disco/disco-codec.js';
 import { buildIcmpEchoPacket, ICMP_ECHO_REQUEST, parseIpv4Address } from '../ip/index.js';
@@ -28,13 +29,7 @@ afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c();
 });
 
-async function until(pred: () => boolean, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until = (pred: () => boolean, ms = 5_000) => waitFor(pred, ms);
 
 /** The hub side: an endpoint fed by a UDP transport, with one peer (no relayed path unless given). */
 async function hubWith(agent: KeyPair, psk: Buffer, relayed?: Path) {

@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../test/helpers/wait.js';
 import { type Clock, FakeClock, realClock } from '../clock.js';
 import { DISCO_MAGIC, type DiscoAddress, newTxid, openDisco, sealDisco } from '../disco/disco-codec.js';
 import { DiscoKeyring } from '../disco/disco-keyring.js';
@@ -329,9 +330,7 @@ describe('disco peers over real UDP sockets', () => {
     b.setLocalCandidates([{ host: '127.0.0.1', port: sb.address().port }]);
     a.addPeer(kb.publicKey);
     b.addPeer(ka.publicKey);
-    const deadline = Date.now() + 3_000;
-    while (a.snapshot(kb.publicKey)?.route !== 'direct' && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => a.snapshot(kb.publicKey)?.route === 'direct', 3_000, 'a direct route', 20);
     expect(a.snapshot(kb.publicKey)).toMatchObject({
       route: 'direct',
       remote: { host: '127.0.0.1', port: sb.address().port },

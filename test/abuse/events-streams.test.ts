@@ -19,6 +19,7 @@ import {
   tempDir,
 } from '../cli-harness.js';
 import { api, EventCurl } from '../events-fixture.js';
+import { pollUntil } from '../helpers/wait.js';
 import { abuseScale } from './scale.js';
 
 /** The relay's caps (relay/routes/events.ts, docs/LIMITS.md). */
@@ -61,11 +62,7 @@ function rawStream(key: string) {
     stall: () => socket.pause(),
     destroy: () => socket.destroy(),
     async until(pred: (t: string) => boolean, ms: number, what: string) {
-      const deadline = Date.now() + ms;
-      while (!pred(text)) {
-        if (Date.now() > deadline) throw new Error(`no ${what} within ${ms} ms: ${text.slice(0, 300)}`);
-        await sleep(20);
-      }
+      await pollUntil({ what, read: () => text, until: pred, timeoutMs: ms, intervalMs: 20 });
     },
   };
 }

@@ -10,6 +10,7 @@ import { FakeClock } from '../../shared/clock.js';
 import { isTunnelError } from '../../shared/errors.js';
 import { RelayClient } from '../../shared/http/client.js';
 import { startTestRelay, type TestRelay } from '../../test/helpers/test-relay.js';
+import { pollUntil } from '../../test/helpers/wait.js';
 import { Agent } from './agent.js';
 import { AgentApi } from './api.js';
 import { register } from './registration.js';
@@ -43,13 +44,8 @@ function newApi(): AgentApi {
 }
 
 async function eventually<T>(fn: () => T | undefined | false, what: string, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const found = (v: T | undefined | false): v is T => Boolean(v);
+  return (await pollUntil({ what, read: fn, until: found, timeoutMs: ms, intervalMs: 20 })).value;
 }
 
 const params = (cluster: string) => ({
