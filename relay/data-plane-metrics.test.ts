@@ -7,10 +7,10 @@ import { FakeClock } from '../shared/clock.js';
 import { buildUdpPacket, parseIpv4Address } from '../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey, keyToBase64 } from '../shared/keys.js';
 import { Device } from '../shared/wireguard/device.js';
+import type { AdmittedPeer } from './admission.js';
 import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
 import { DROP_REASONS } from './derp/peer.js';
 import { createDerpServer } from './derp/server.js';
-import type { AdmittedPeer } from './hooks.js';
 import { HubNode } from './hub/hub-node.js';
 import type { Family } from './metrics.js';
 

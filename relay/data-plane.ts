@@ -25,15 +25,16 @@
 import type { FastifyInstance } from 'fastify';
 import { CandidateGatherer, type StunServer } from '../shared/disco/candidates.js';
 import { resolveEndpoint } from '../shared/disco/resolve-endpoint.js';
+import type { AdmittedPeer } from './admission.js';
 import type { RelayConfig } from './config.js';
 import type { RelayContext } from './context.js';
 import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
 import type { DerpLimits } from './derp/limits.js';
 import { createDerpServer, type DerpServer, type DerpServerOptions } from './derp/server.js';
-import type { AdmittedPeer, KeyEvent } from './hooks.js';
 import { HUB_DEFAULT_MAX_PEERS, HubNode, type HubNodeOptions } from './hub/hub-node.js';
 import { loadHubKey } from './identity.js';
 import { PathReports } from './path-reports.js';
+import type { KeyEvent } from './relay-events.js';
 import { discoFamilies, hubUdpFamilies } from './udp/udp-metrics.js';
 
 export interface DataPlaneOptions {

@@ -10,9 +10,10 @@ import { generateKeyPair, generatePresharedKey, type KeyPair, keyToBase64 } from
 import { allocPacket, headroomOf } from '../../shared/packet-room.js';
 import { streamDatagramRoom, wrapStreamDatagram } from '../../shared/tunnel-streams/inner-udp.js';
 import { Device } from '../../shared/wireguard/device.js';
+import type { AdmittedPeer } from '../admission.js';
+import type { ConnectionStatus } from '../connection-status.js';
 import { HubMetrics } from '../data-plane-metrics.js';
 import { createDerpServer, type DerpServer } from '../derp/server.js';
-import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
 import { HANDSHAKE_VIEW_MAX_BACKING, HubNode, type HubNodeOptions, MAX_PENDING_PER_KEY } from './hub-node.js';
 
 const closers: Array<() => unknown> = [];

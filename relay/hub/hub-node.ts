@@ -29,7 +29,8 @@ import type { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js
 import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
 import type { Device, DeviceStats, Peer } from '../../shared/wireguard/device.js';
 import { HUB_ADDRESS } from '../addresses.js';
-import type { AdmittedPeer, ConnectionStatus } from '../hooks.js';
+import type { AdmittedPeer } from '../admission.js';
+import type { ConnectionStatus } from '../connection-status.js';
 import type { Defer } from './handshake-queue.js';
 import { HubStatus } from './hub-status.js';
 import { PacketIntake } from './packet-intake.js';

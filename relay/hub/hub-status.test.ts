@@ -8,7 +8,7 @@ import { EchoProber, echoReplyFor, tryParseIpv4 } from '../../shared/ip/echo-pro
 import { parseIpv4Address } from '../../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey } from '../../shared/keys.js';
 import { Device } from '../../shared/wireguard/device.js';
-import { type ConnectionStatus, NO_CONNECTION } from '../hooks.js';
+import { type ConnectionStatus, NO_CONNECTION } from '../connection-status.js';
 import { HubStatus, type HubStatusOptions, type StatusRecord } from './hub-status.js';
 
 const closers: Array<() => void> = [];

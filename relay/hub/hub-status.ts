@@ -11,7 +11,7 @@ import type { Clock, TimerHandle } from '../../shared/clock.js';
 import type { PathKind } from '../../shared/tunnel-endpoint/path.js';
 import type { PathSnapshot } from '../../shared/tunnel-endpoint/path-selector.js';
 import type { Peer } from '../../shared/wireguard/device.js';
-import type { ConnectionPathDetail, ConnectionStatus } from '../hooks.js';
+import type { ConnectionPathDetail, ConnectionStatus } from '../connection-status.js';
 import type { AgentRecord } from './peer-directory.js';
 
 export const DEFAULT_STATUS_INTERVAL_MS = 2_000;

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
 import { generateKeyPair, generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
 import { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
-import type { AdmittedPeer } from '../hooks.js';
+import type { AdmittedPeer } from '../admission.js';
 import {
   type AgentRecord,
   MAX_PENDING_LOOKUPS,

@@ -12,7 +12,7 @@ import { keyToBase64, parseKey } from '../../shared/keys.js';
 import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
 import type { TunnelPeer } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
 import type { Peer } from '../../shared/wireguard/device.js';
-import type { AdmittedPeer } from '../hooks.js';
+import type { AdmittedPeer } from '../admission.js';
 
 /** Agents whose first datagrams wait for a store lookup at once; more are dropped. */
 export const MAX_PENDING_LOOKUPS = 256;

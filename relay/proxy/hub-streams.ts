@@ -15,7 +15,7 @@ import { parseIpv4Address } from '../../shared/ip/index.js';
 import type { MuxStream } from '../../shared/mux/mux-stream.js';
 import type { StreamBinding } from '../../shared/tunnel-streams/stream-binding.js';
 import type { RelayContext } from '../context.js';
-import type { KeyEvent } from '../hooks.js';
+import type { KeyEvent } from '../relay-events.js';
 import { lastSeenText } from './last-seen.js';
 
 export const DEFAULT_DISCONNECT_GRACE_MS = 8_000;
