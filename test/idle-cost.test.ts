@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale, cleanup, sleep } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { iptables, ruleCounters } from './helpers/iptables.js';
+import { startNatAgent } from './helpers/nat-agent.js';
 import type { AgentNat } from './helpers/nat-topology.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
 import { pollUntil } from './helpers/wait.js';
-import { startNatAgent } from './helpers/nat-agent.js';
 
 const WINDOW_MS = 30_000;
 /** After the path settles: the selector's confirm window (5 s) and active window (10 s) are over by then. */
