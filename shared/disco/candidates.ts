@@ -100,7 +100,7 @@ export class CandidateGatherer {
     const candidates = [...(this.#reflexive ? [this.#reflexive] : []), ...this.#local]
       .filter((c, i, all) => all.findIndex((d) => sameAddress(c, d)) === i)
       .slice(0, DISCO_MAX_CANDIDATES);
-    return { candidates, ...(this.#reflexive ? { reflexive: this.#reflexive } : {}), stun: this.#stun };
+    return { candidates, reflexive: this.#reflexive, stun: this.#stun };
   }
 
   /** Gathers now and keeps gathering until stop(). */

@@ -74,8 +74,8 @@ export class RelayClient {
       opts.dispatcher ??
       createRelayDispatcher({
         trust: opts.trust,
-        ...(opts.connectTimeoutMs !== undefined ? { connectTimeoutMs: opts.connectTimeoutMs } : {}),
-        ...(opts.connectVia ? { connectVia: opts.connectVia } : {}),
+        connectTimeoutMs: opts.connectTimeoutMs,
+        connectVia: opts.connectVia,
       });
   }
 

@@ -43,14 +43,25 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 type ConnectOptions = buildConnector.Options;
 type ConnectCallback = buildConnector.Callback;
 
+/**
+ * The connector's TLS options for each trust: a pin is checked after the handshake (so the chain is not, and no
+ * session is resumed without it); a CA is the only one trusted; the system store is Node's default.
+ */
+function tlsOptionsFor(trust: Trust): Partial<buildConnector.BuildOptions> {
+  switch (trust.kind) {
+    case 'pin':
+      return { rejectUnauthorized: false, maxCachedSessions: 0 };
+    case 'ca':
+      return { ca: trust.ca, rejectUnauthorized: true };
+    case 'system':
+      return {};
+  }
+}
+
 export function createConnector(opts: DispatcherOptions): buildConnector.connector {
   const { trust } = opts;
   const timeout = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const base = buildConnector({
-    timeout,
-    ...(trust.kind === 'pin' ? { rejectUnauthorized: false, maxCachedSessions: 0 } : {}),
-    ...(trust.kind === 'ca' ? { ca: trust.ca, rejectUnauthorized: true } : {}),
-  });
+  const base = buildConnector({ timeout, ...tlsOptionsFor(trust) });
 
   const finish = (options: ConnectOptions, callback: ConnectCallback) => {
     base(options, (err, socket) => {

@@ -251,7 +251,7 @@ export class Agent {
     void this.#startDataPlane();
     this.#lease = new LeaseLoop({
       clock: this.#clock,
-      ...(this.#options.random ? { random: this.#options.random } : {}),
+      random: this.#options.random,
       renew: async () => {
         const report = this.#reasonReport.body();
         const res = await this.#options.api.lease({
@@ -326,7 +326,7 @@ export class Agent {
         state: this.#state,
         tunnel,
         privateKey: this.#options.stateDir.readPrivateKey(),
-        ...(this.#options.proxy ? { proxy: this.#options.proxy } : {}),
+        proxy: this.#options.proxy,
         onChange: () => {
           if (!this.#running) return;
           this.#writeStatus();

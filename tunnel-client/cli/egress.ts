@@ -155,7 +155,7 @@ async function relayNetwork(
   proxy: ProxySettings,
 ): Promise<RelayNetwork | null> {
   const connectVia = relayConnectVia(proxy, new URL(relay).protocol);
-  const client = new RelayClient({ baseUrl: relay, trust, ...(connectVia ? { connectVia } : {}) });
+  const client = new RelayClient({ baseUrl: relay, trust, connectVia });
   try {
     return await client.json<RelayNetwork>('GET', '/api/v1/network');
   } catch {
@@ -178,9 +178,9 @@ function toLine(d: Destination, c: CheckResult | undefined): EgressLine {
     protocol: d.protocol,
     purpose: d.purpose,
     viaProxy: d.viaProxy,
-    ...(c ? { check: c.check } : {}),
-    ...(c?.reason ? { reason: c.reason } : {}),
-    ...(c?.mapped ? { mapped: c.mapped } : {}),
+    check: c?.check,
+    reason: c?.reason,
+    mapped: c?.mapped,
   };
 }
 

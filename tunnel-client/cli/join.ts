@@ -192,7 +192,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   const proxyCaFile = flags.proxyCaFile ? resolve(flags.proxyCaFile) : undefined;
   const proxy = agentProxySettings({ proxy: flags.proxy, proxyCaFile });
   const connectVia = relayConnectVia(proxy, new URL(flags.relay).protocol);
-  const client = new RelayClient({ baseUrl: flags.relay, trust, ...(connectVia ? { connectVia } : {}) });
+  const client = new RelayClient({ baseUrl: flags.relay, trust, connectVia });
   let agent: Agent | undefined;
   let unlock: (() => void) | undefined;
   try {
@@ -230,7 +230,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       log: stderrLog,
       progress: terminalProgress(),
       proxy,
-      ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
+      dataPlane: opts.dataPlane,
     });
     agent.start();
     if (flags.wait) {

@@ -61,7 +61,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
       const client = new RelayClient({
         baseUrl: state.relay,
         trust: trustFromFlags({ caPin: state.caPin ?? undefined, caFile: state.caFile ?? undefined }),
-        ...(connectVia ? { connectVia } : {}),
+        connectVia,
       });
       const api = new AgentApi(client, stateDir.readCredential());
       if (proxy.https || proxy.http) stderrLog(`relay ${describeProxy(proxy, targetOf(state.relay))}`);
@@ -80,7 +80,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
         log: stderrLog,
         progress: terminalProgress(),
         proxy,
-        ...(opts.dataPlane ? { dataPlane: opts.dataPlane } : {}),
+        dataPlane: opts.dataPlane,
       });
       try {
         stderrLog(

@@ -25,7 +25,7 @@ export function upstreamTrust(env: NodeJS.ProcessEnv, upstream: string | null): 
   const podToken = inCluster !== null && upstream === inCluster.url ? inCluster.tokenFile : undefined;
   const tokenFile = env.TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE || podToken;
   if (tokenFile) readToken(tokenFile); // fail at start, naming the file, rather than on the first request
-  const base = { insecure, ...(tokenFile ? { tokenFile } : {}) };
+  const base = { insecure, tokenFile };
   const podCa = join(serviceAccountDir(env), 'ca.crt');
   const file = env.TUNNEL_CLIENT_UPSTREAM_CA || (existsSync(podCa) ? podCa : '');
   if (!file) return base;

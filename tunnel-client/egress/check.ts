@@ -56,7 +56,7 @@ async function checkHttps(d: Destination, o: CheckOptions): Promise<CheckResult>
     baseUrl: url.origin,
     trust: o.trust,
     timeoutMs: o.timeoutMs ?? CHECK_TIMEOUT_MS,
-    ...(connectVia ? { connectVia } : {}),
+    connectVia,
   });
   try {
     const res = await client.raw('GET', '/healthz', { token: null });

@@ -65,7 +65,7 @@ function tcp(url: string, purpose: Purpose, proxy: ProxySettings): Destination {
     protocol: 'tcp',
     purpose,
     viaProxy: p !== null,
-    ...(p ? { proxy: redactUrl(p.url) } : {}),
+    proxy: p ? redactUrl(p.url) : undefined,
     url,
   };
 }

@@ -134,19 +134,19 @@ export class AgentSession {
           tunnel: t,
           hubKey: this.#hubKey,
           stunServers: o.stunServers ?? [],
-          ...(o.log ? { log: o.log } : {}),
+          log: o.log,
         })
       : undefined;
     this.endpoint = new TunnelEndpoint({
       privateKey: priv,
       address: this.#self,
       clock: this.#clock,
-      ...(o.timers ? { timers: o.timers } : {}),
-      ...(this.#direct ? { udp: this.#direct.sender } : {}),
+      timers: o.timers,
+      udp: this.#direct?.sender,
       disco: {
         conditions: { egress: egress === '443-only' ? '443-only' : 'any', policy: o.pathPolicy ?? 'auto' },
         onObserved: (_hub, observed) => this.#direct?.observedByHub(observed, this.endpoint),
-        ...(o.pathTimers ? { timers: o.pathTimers } : {}),
+        timers: o.pathTimers,
       },
       streams: {
         role: 'server',
