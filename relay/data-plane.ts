@@ -31,7 +31,12 @@ import type { RelayContext } from './context.js';
 import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
 import type { DerpLimits } from './derp/limits.js';
 import { createDerpServer, type DerpServer, type DerpServerOptions } from './derp/server.js';
-import { HUB_DEFAULT_MAX_PEERS, HubNode, type HubNodeOptions } from './hub/hub-node.js';
+import {
+  HUB_DEFAULT_MAX_PEERS,
+  HubNode,
+  type HubNodeOptions,
+  type HubStatusSettings,
+} from './hub/hub-node.js';
 import { loadHubKey } from './identity.js';
 import { PathReports } from './path-reports.js';
 import type { KeyEvent } from './relay-events.js';
@@ -41,18 +46,11 @@ export interface DataPlaneOptions {
   /** Test hook: every payload the DERP server routes (views: copy to keep). */
   onPacket?: DerpServerOptions['onPacket'];
   derpLimits?: Partial<DerpLimits>;
-  /** Hub node settings (timers, intervals, maxPeers, stream binding tuning, onInnerPacket). */
+  /** Hub node settings (timers, status intervals, maxPeers, stream binding tuning, onInnerPacket). */
   hub?: Partial<
-    Pick<
-      HubNodeOptions,
-      | 'onInnerPacket'
-      | 'maxPeers'
-      | 'timers'
-      | 'statusIntervalMs'
-      | 'probeIntervalMs'
-      | 'deadAfterMs'
-      | 'streams'
-    >
+    Pick<HubNodeOptions, 'onInnerPacket' | 'maxPeers' | 'timers' | 'streams'> & {
+      status: Omit<HubStatusSettings, 'onStatus'>;
+    }
   >;
 }
 
@@ -135,15 +133,18 @@ export async function mountDataPlane(
       if (p) setImmediate(() => watchAgent(p.publicKey));
       return p;
     },
-    onStatus: (cluster, s) => {
-      ctx.hooks.updateConnection(cluster, s);
-      pathReports.note(cluster, s);
-    },
     // Disco with every agent: with no UDP port it paces the agents' probes and measures the relayed RTT.
     disco: {},
-    ...(ctx.udp ? { udp: ctx.udp.transport } : {}),
+    udp: ctx.udp?.transport,
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
+    status: {
+      ...opts.hub?.status,
+      onStatus: (cluster, s) => {
+        ctx.hooks.updateConnection(cluster, s);
+        pathReports.note(cluster, s);
+      },
+    },
   });
   // The lookup above runs on a datagram (after attach()), so hubMetrics is set by then.
   const hubMetrics = new HubMetrics(hub);

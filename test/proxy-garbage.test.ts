@@ -82,7 +82,7 @@ beforeAll(async () => {
   }
   t = await startTestRelay({
     plugins: [
-      hubProxyPlugin({ dataPlane: { hub: { statusIntervalMs: 200 } } }, (p) => {
+      hubProxyPlugin({ dataPlane: { hub: { status: { statusIntervalMs: 200 } } } }, (p) => {
         hp = p;
       }),
     ],

@@ -101,7 +101,7 @@ beforeAll(async () => {
   await startUpstream();
   t = await startTestRelay({
     plugins: [
-      hubProxyPlugin({ dataPlane: { hub: { statusIntervalMs: 200 } } }, (p) => {
+      hubProxyPlugin({ dataPlane: { hub: { status: { statusIntervalMs: 200 } } } }, (p) => {
         hp = p;
       }),
     ],

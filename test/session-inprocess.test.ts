@@ -44,7 +44,7 @@ async function setup(): Promise<Setup> {
         {
           dataPlane: {
             onPacket: (_s, _d, payload) => routed.push(Buffer.from(payload)),
-            hub: { onInnerPacket: (p) => inner.push(Buffer.from(p)), statusIntervalMs: 200 },
+            hub: { onInnerPacket: (p) => inner.push(Buffer.from(p)), status: { statusIntervalMs: 200 } },
           },
         },
         (p) => {
@@ -328,7 +328,7 @@ describe('agent session across a relay restart on the same address', () => {
     const port = await freePort();
     const t = await startTestRelay({
       flags: { listen: `127.0.0.1:${port}` },
-      plugins: [hubProxyPlugin({ dataPlane: { hub: { statusIntervalMs: 200 } } })],
+      plugins: [hubProxyPlugin({ dataPlane: { hub: { status: { statusIntervalMs: 200 } } } })],
     });
     cleanups.push(() => t.cleanup());
     const s: Setup = {

@@ -61,9 +61,8 @@ function world(
       await opts.lookupDelay;
       return w.admitted.get(keyToBase64(k)) ?? null;
     },
-    onStatus: (c, s) => w.statuses.set(c, s),
+    status: { onStatus: (c, s) => w.statuses.set(c, s), statusIntervalMs: 1_000 },
     onInnerPacket: (p) => w.inner.push(Buffer.from(p)),
-    statusIntervalMs: 1_000,
     ...(opts.maxPeers ? { maxPeers: opts.maxPeers } : {}),
     ...opts.hub,
   });
@@ -311,7 +310,7 @@ describe('HubNode handshake queue', () => {
     const N = 40;
     const K = 8;
     const t = turns();
-    const w = world({ hub: { defer: t.defer, handshakeBatch: K } });
+    const w = world({ hub: { handshakes: { defer: t.defer, batch: K } } });
     const agents = Array.from({ length: N }, (_, i) => agent(w, i + 2));
     const order: number[] = [];
     agents.forEach((a, i) => {
@@ -344,7 +343,7 @@ describe('HubNode handshake queue', () => {
 
   it('transport data is not delayed behind waiting handshakes', () => {
     const t = turns();
-    const w = world({ hub: { defer: t.defer, handshakeBatch: 4 } });
+    const w = world({ hub: { handshakes: { defer: t.defer, batch: 4 } } });
     const live = agent(w, 2);
     w.hub.addAgent(live.info);
     live.hubPeer.send(live.prober.probe());
@@ -369,7 +368,7 @@ describe('HubNode handshake queue', () => {
   it('a full queue drops new handshake messages, counts them (metrics too), and the agents retry later', () => {
     const t = turns();
     const cap = 5;
-    const w = world({ hub: { defer: t.defer, handshakeBatch: 2, handshakeQueueCap: cap } });
+    const w = world({ hub: { handshakes: { defer: t.defer, batch: 2, cap: cap } } });
     const metrics = new HubMetrics(w.hub);
     const agents = Array.from({ length: 8 }, (_, i) => agent(w, i + 2));
     for (const a of agents) {
@@ -405,7 +404,7 @@ describe('HubNode handshake queue', () => {
 
   it('held datagrams of a key looked up on demand go through the queue; close empties it', async () => {
     const t = turns();
-    const w = world({ hub: { defer: t.defer } });
+    const w = world({ hub: { handshakes: { defer: t.defer } } });
     const a = agent(w, 2);
     w.admitted.set(a.info.publicKey, a.info);
     a.hubPeer.send(a.prober.probe());
@@ -430,7 +429,7 @@ describe('HubNode handshake queue', () => {
 
   it('a handshake message that waited a whole retry interval is dropped as stale; the retry is answered', () => {
     const t = turns();
-    const w = world({ hub: { defer: t.defer, handshakeBatch: 1 } });
+    const w = world({ hub: { handshakes: { defer: t.defer, batch: 1 } } });
     const [a, b] = [agent(w, 2), agent(w, 3)];
     for (const x of [a, b]) {
       w.hub.addAgent(x.info);
@@ -449,7 +448,7 @@ describe('HubNode handshake queue', () => {
 
   it('a queued handshake message that is a view into a large buffer is copied; the buffer may change meanwhile', () => {
     const t = turns();
-    const w = world({ hub: { defer: t.defer } });
+    const w = world({ hub: { handshakes: { defer: t.defer } } });
     const a = agent(w, 2);
     w.hub.addAgent(a.info);
     // The agent's transport hands over views into one 64 KiB buffer and rewrites it after each send.

@@ -31,9 +31,8 @@ import type { Device, DeviceStats, Peer } from '../../shared/wireguard/device.js
 import { HUB_ADDRESS } from '../addresses.js';
 import type { AdmittedPeer } from '../admission.js';
 import type { ConnectionStatus } from '../connection-status.js';
-import type { Defer } from './handshake-queue.js';
-import { HubStatus } from './hub-status.js';
-import { PacketIntake } from './packet-intake.js';
+import { HubStatus, type HubStatusOptions } from './hub-status.js';
+import { PacketIntake, type PacketIntakeOptions } from './packet-intake.js';
 import { type HubAgent, PeerDirectory } from './peer-directory.js';
 
 export {
@@ -64,7 +63,6 @@ export interface HubNodeOptions {
   derp: HubDerp;
   /** Whether a key may be a peer, and its parameters (the store: registered and Accepted). */
   lookup(publicKey: Buffer): Promise<AdmittedPeer | null>;
-  onStatus?: (cluster: string, status: ConnectionStatus) => void;
   /** Inner packets that are neither stream datagrams nor ICMP echo for the hub. `packet` is a view into
    * the decrypted datagram, which nothing reuses (see Device.receive). */
   onInnerPacket?: (packet: Buffer, agent: HubAgent) => void;
@@ -80,17 +78,17 @@ export interface HubNodeOptions {
   disco?: TunnelEndpointOptions['disco'];
   maxPeers?: number;
   timers?: Partial<WireGuardTimers>;
-  statusIntervalMs?: number;
-  probeIntervalMs?: number;
-  deadAfterMs?: number;
   log?: (obj: object, msg: string) => void;
-  /** Schedules a turn of the handshake queue (default setImmediate). */
-  defer?: Defer;
-  /** Handshake messages processed per turn (default HANDSHAKE_BATCH). */
-  handshakeBatch?: number;
-  /** Handshake messages waiting at most (default HANDSHAKE_QUEUE_CAP). */
-  handshakeQueueCap?: number;
+  /** Each agent's live status (hub-status.ts): where it goes and how often it is taken. */
+  status?: HubStatusSettings;
+  /** The handshake queue (packet-intake.ts): its turn scheduler (default setImmediate), batch and cap. */
+  handshakes?: Pick<PacketIntakeOptions, 'defer' | 'batch' | 'cap'>;
 }
+
+export type HubStatusSettings = Pick<
+  HubStatusOptions,
+  'onStatus' | 'statusIntervalMs' | 'probeIntervalMs' | 'deadAfterMs'
+>;
 
 export interface HubStats {
   device: DeviceStats;
@@ -130,31 +128,26 @@ export class HubNode {
       // A relayed datagram comes from a DERP key the relay admitted: no cookie round trips under load for
       // those (UDP sources still need one: Device.receiveFrom).
       authenticatedSources: true,
-      ...(opts.udp ? { udp: opts.udp } : {}),
-      ...(opts.disco ? { disco: opts.disco } : {}),
-      ...(opts.timers ? { timers: opts.timers } : {}),
+      udp: opts.udp,
+      disco: opts.disco,
+      timers: opts.timers,
       // One stream link per agent with streams in use: as many as the hub holds sessions.
       streams: { maxLinks: maxPeers, ...opts.streams, role: 'client' },
       onPacket: (p, peer) => this.#onInner(p, peer),
     });
     this.publicKey = this.endpoint.publicKey;
     this.#intake = new PacketIntake({
+      ...opts.handshakes,
       clock,
       deliver: (d, from) => this.endpoint.receive(d, from),
       staleAfterMs: () => this.endpoint.device.timers.rekeyTimeout,
-      ...(opts.defer ? { defer: opts.defer } : {}),
-      ...(opts.handshakeBatch !== undefined ? { batch: opts.handshakeBatch } : {}),
-      ...(opts.handshakeQueueCap !== undefined ? { cap: opts.handshakeQueueCap } : {}),
     });
     this.#status = new HubStatus({
+      ...opts.status,
       clock,
       isConnected: (k) => opts.derp.isConnected(k),
       agents: () => this.#peers.values(),
       pathOf: (key) => this.endpoint.disco?.snapshot(key),
-      ...(opts.onStatus ? { onStatus: opts.onStatus } : {}),
-      ...(opts.statusIntervalMs !== undefined ? { statusIntervalMs: opts.statusIntervalMs } : {}),
-      ...(opts.probeIntervalMs !== undefined ? { probeIntervalMs: opts.probeIntervalMs } : {}),
-      ...(opts.deadAfterMs !== undefined ? { deadAfterMs: opts.deadAfterMs } : {}),
     });
     this.#peers = new PeerDirectory({
       addPeer: (p) =>

@@ -90,7 +90,7 @@ function setup() {
     // Disco as the relay runs it (relay/data-plane.ts): the agent's pacing follows its traffic.
     disco: {},
     // The hub drains its handshake queue on deferred turns: on the fake clock here, not setImmediate.
-    defer: (fn) => void clock.setTimer(0, fn),
+    handshakes: { defer: (fn) => void clock.setTimer(0, fn) },
   });
   const agentKey = generateKeyPair();
   const psk = keyToBase64(generatePresharedKey());
