@@ -15,6 +15,7 @@ import type { DrainState } from './drain.js';
 import type { FailureLimits } from './failure-limits.js';
 import type { RelayHooks } from './hooks.js';
 import type { MeshNode } from './mesh/mesh-node.js';
+import { requestSource } from './mesh/mesh-source.js';
 import type { Metrics } from './metrics.js';
 import { type HubPathDetail, type ReasonedPathDetail, withReason } from './path-reason.js';
 import { PATH_REPORT_STALE_MS } from './path-reports.js';
@@ -53,6 +54,14 @@ export function principalOf(ctx: RelayContext, req: FastifyRequest, allowQuery =
   return authenticate(ctx.store, bearerToken(req, allowQuery), ctx.clock.wallNow());
 }
 
+/**
+ * The client's address a request is counted and logged under: the connection's peer, or on a request another
+ * replica of the fleet forwarded with the mesh key, the client address it names (relay/mesh/mesh-source.ts).
+ */
+export function clientAddress(ctx: Pick<RelayContext, 'mesh'>, req: FastifyRequest): string {
+  return requestSource(ctx.mesh?.key ?? null, req.raw) ?? req.ip;
+}
+
 /** An audit row for this request; the route passes it to the store and, once the change happened, to logAudit. */
 export function auditEntry(
   ctx: RelayContext,
@@ -62,7 +71,7 @@ export function auditEntry(
   target: string,
   detail: Record<string, unknown> = {},
 ): AuditEntry {
-  return { at: ctx.clock.wallNow(), actor, action, target, source: req.ip, detail };
+  return { at: ctx.clock.wallNow(), actor, action, target, source: clientAddress(ctx, req), detail };
 }
 
 /** The structured log line of an audit entry (who, what, when, from where). */

@@ -38,6 +38,7 @@ import {
   type HubStatusSettings,
 } from './hub/hub-node.js';
 import { loadHubKey } from './identity.js';
+import { requestSource } from './mesh/mesh-source.js';
 import { PathReports } from './path-reports.js';
 import type { KeyEvent } from './relay-events.js';
 import { discoFamilies, hubUdpFamilies } from './udp/udp-metrics.js';
@@ -113,6 +114,7 @@ export async function mountDataPlane(
     },
     policy: { canSend: (src, dst) => src.equals(hubPub) || dst.equals(hubPub) },
     reservedKeys: ctx.reservedKeys,
+    sourceOf: (req) => requestSource(ctx.mesh?.key ?? null, req),
     logger: log,
     ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
     limits: { ...configuredDerpLimits(ctx.config), ...opts.derpLimits },

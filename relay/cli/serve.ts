@@ -12,7 +12,11 @@ import { keepAlive, untilSignal } from '../../shared/cli/signals.js';
 import { resolveRelayConfig } from '../config.js';
 import { STORE_PASSWORD_ENV } from '../config-store.js';
 import { prettyLogStream } from '../pretty-log.js';
-import { type StartOptions, startRelay } from '../server.js';
+import { type RunningRelay, type StartOptions, startRelay } from '../server.js';
+import { startRelayTier } from '../tier/tier-start.js';
+
+/** What serve prints and drains, in either mode. */
+type ServedRelay = Pick<RunningRelay, 'url' | 'publicUrl' | 'caPin' | 'plainHttp' | 'adminKey' | 'drain'>;
 
 interface ServeFlags {
   listen?: string;
@@ -45,6 +49,7 @@ interface ServeFlags {
   meshKeyFile?: string;
   meshDeadAfter?: string;
   drainGrace?: string;
+  mode?: string;
   output: OutputFormat;
 }
 
@@ -53,6 +58,10 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
   return new Command('serve')
     .description(
       'run the relay (control-plane API, packet relay, hub node) on one TLS port (or plain HTTP behind a TLS terminator)',
+    )
+    .option(
+      '--mode <hub|relay>',
+      'hub: the whole relay (default); relay: a forwarding-only replica of a fleet, no hub key (postgres:// store, mesh key)',
     )
     .option('--listen <host:port>', 'address of the TLS port (default 127.0.0.1:8443; port 0 picks one)')
     .option('--public-url <url>', 'URL agents and tools use to reach this relay (default: the bound address)')
@@ -155,7 +164,10 @@ async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<voi
   const out = streamPrinter();
   const pretty = (config.logFormat ?? (process.stderr.isTTY ? 'pretty' : 'json')) === 'pretty';
   const logStream = pretty ? prettyLogStream(process.stderr) : jsonLogStream(process.stderr);
-  const relay = await startRelay(config, { logStream, ...startOptions });
+  const relay: ServedRelay =
+    config.mode === 'relay'
+      ? await startRelayTier(config, { logStream })
+      : await startRelay(config, { logStream, ...startOptions });
   if (output === 'json') {
     out.jsonLine({
       event: 'ready',

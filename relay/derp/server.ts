@@ -62,6 +62,11 @@ export interface DerpServerOptions {
   path?: string;
   /** Keys closeClient never disconnects (the hub nodes'); the server's own key never is either. */
   reservedKeys?: { has(key: Buffer): boolean };
+  /**
+   * The client address an upgrade counts under for the per-source handshake cap (default: the connection's
+   * peer; a hub replica behind the relay tier gives the address the tier names, relay/mesh/mesh-source.ts).
+   */
+  sourceOf?: (req: IncomingMessage) => string | undefined;
 }
 
 export interface AttachOptions {
@@ -116,6 +121,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
   readonly #onPacket: DerpServerOptions['onPacket'];
   readonly #path: string;
   readonly #reserved: DerpServerOptions['reservedKeys'];
+  readonly #sourceOf: (req: IncomingMessage) => string | undefined;
   readonly #wss: WebSocketServer;
   readonly #clients = new Map<string, RoutedPeer>();
   readonly #conns = new Set<WsPeer>();
@@ -137,6 +143,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
     this.#onPacket = opts.onPacket;
     this.#path = opts.path ?? '/derp';
     this.#reserved = opts.reservedKeys;
+    this.#sourceOf = opts.sourceOf ?? ((req) => req.socket.remoteAddress);
     this.#slots = new HandshakeSlots({
       maxTotal: this.limits.maxHandshaking,
       maxPerSource: this.limits.maxHandshakingPerSource,
@@ -184,7 +191,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
       this.#refuse(socket, new TunnelError('AT_CAPACITY', 'relay is at its connection limit'));
       return;
     }
-    const source = sourceKey(req.socket.remoteAddress);
+    const source = sourceKey(this.#sourceOf(req));
     const slot = this.#slots.take(source, () => socket.destroy());
     if (slot === 'source_limit') {
       refuseUpgrade(

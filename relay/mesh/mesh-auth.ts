@@ -17,7 +17,12 @@ import type { MeshKey } from './mesh-settings.js';
 /** The header a forwarding replica sets (lower case, as Node gives header names). */
 export const MESH_KEY_HEADER = 'tunnel-mesh-key';
 
-export type MeshOrigin = 'client' | 'mesh';
+/** Set by a relay-mode replica on what it forwards (mesh-source.ts): such a request may still go one hop. */
+export const MESH_VIA_HEADER = 'tunnel-mesh-via';
+export const VIA_RELAY = 'relay';
+
+/** A client's request, a hub replica's mesh request (served here), or one a relay-mode replica forwarded. */
+export type MeshOrigin = 'client' | 'mesh' | 'tier';
 
 /** The header value a replica sends: the key's bytes, base64. */
 export function meshHeaderValue(key: MeshKey): string {
@@ -52,5 +57,5 @@ export function meshOrigin(
     );
   }
   if (stats) stats.accepted++;
-  return 'mesh';
+  return headers[MESH_VIA_HEADER] === VIA_RELAY ? 'tier' : 'mesh';
 }

@@ -14,14 +14,16 @@ export const MESH_DIAL_TIMEOUT_MS = 5_000;
 export interface MeshDialTarget {
   /** https://HOST:PORT of the replica. */
   meshUrl: string;
-  /** The cluster the request is for (named in errors). */
-  cluster: string;
+  /** The cluster the request is for (named in errors); null when it is for any hub replica (relay mode). */
+  cluster: string | null;
 }
 
 function unreachable(t: MeshDialTarget, why: string): TunnelError {
   return new TunnelError(
     'MESH_UNREACHABLE',
-    `the agent of cluster ${t.cluster} is connected to replica ${t.meshUrl}, which cannot be reached: ${why}`,
+    t.cluster === null
+      ? `hub replica ${t.meshUrl} cannot be reached: ${why}`
+      : `the agent of cluster ${t.cluster} is connected to replica ${t.meshUrl}, which cannot be reached: ${why}`,
   );
 }
 

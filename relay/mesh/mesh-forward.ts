@@ -10,13 +10,24 @@
  */
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import { TunnelError } from '../../shared/errors.js';
 import { bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
 import { exchange } from '../proxy/http-exchange.js';
-import type { AgentLocation } from '../store/postgres-mesh.js';
-import { MESH_KEY_HEADER } from './mesh-auth.js';
-import type { ForwardKind, MeshNode } from './mesh-node.js';
+import { MESH_KEY_HEADER, MESH_VIA_HEADER } from './mesh-auth.js';
+import { MESH_SOURCE_HEADER } from './mesh-source.js';
+
+export type ForwardKind = 'connect' | 'upgrade' | 'request';
+
+/** One hop over the mesh: how to reach the replica, and the mesh headers (key, client address) to send it. */
+export interface MeshHop {
+  /** A TLS connection to the replica, its certificate checked against the fleet pin. */
+  dial(): Promise<TLSSocket>;
+  /** Flat name/value list (mesh-source.ts meshHeaders). */
+  headers: readonly string[];
+  stats: { forwarded: Record<ForwardKind, number>; open: number };
+}
 
 /** Hop-by-hop headers (RFC 9110 7.6.1), re-made for the mesh hop; the caller's credentials are kept. */
 const HOP_BY_HOP = new Set([
@@ -30,6 +41,8 @@ const HOP_BY_HOP = new Set([
   'upgrade',
   'content-length',
   MESH_KEY_HEADER,
+  MESH_SOURCE_HEADER,
+  MESH_VIA_HEADER,
 ]);
 
 /** End-to-end headers of `raw` (flat name/value list), minus those its Connection header names. */
@@ -67,25 +80,19 @@ function headText(line: string, headers: readonly string[]): string {
   return `${text}\r\n`;
 }
 
-function track(node: MeshNode, kind: ForwardKind, peer: Duplex): void {
-  node.stats.forwarded[kind]++;
-  node.stats.open++;
+function track(hop: MeshHop, kind: ForwardKind, peer: Duplex): void {
+  hop.stats.forwarded[kind]++;
+  hop.stats.open++;
   peer.once('close', () => {
-    node.stats.open--;
+    hop.stats.open--;
   });
 }
 
-async function forwardRaw(
-  node: MeshNode,
-  l: AgentLocation,
-  kind: ForwardKind,
-  text: string,
-  o: RawSide,
-): Promise<void> {
-  const peer = await node.dial(l);
+async function forwardRaw(hop: MeshHop, kind: ForwardKind, text: string, o: RawSide): Promise<void> {
+  const peer = await hop.dial();
   peer.on('error', () => {});
   if (o.socket.destroyed) return void peer.destroy();
-  track(node, kind, peer);
+  track(hop, kind, peer);
   peer.write(text);
   if (o.head.length > 0) peer.write(o.head);
   splice(peer, o.socket, (e) => new TunnelError('STREAM_RESET', `client: ${e.message}`));
@@ -96,27 +103,17 @@ interface RawSide {
   head: Buffer;
 }
 
-/** Forwards a CONNECT (its Proxy-Authorization kept) to the replica at `l`. */
-export function forwardConnect(
-  node: MeshNode,
-  l: AgentLocation,
-  req: IncomingMessage,
-  o: RawSide,
-): Promise<void> {
+/** Forwards a CONNECT (its Proxy-Authorization kept) over `hop`. */
+export function forwardConnect(hop: MeshHop, req: IncomingMessage, o: RawSide): Promise<void> {
   const target = req.url ?? '';
   const auth = req.headers['proxy-authorization'];
   const headers = ['host', target, ...(typeof auth === 'string' ? ['proxy-authorization', auth] : [])];
-  headers.push(MESH_KEY_HEADER, node.headerValue());
-  return forwardRaw(node, l, 'connect', headText(`CONNECT ${target} HTTP/1.1`, headers), o);
+  headers.push(...hop.headers);
+  return forwardRaw(hop, 'connect', headText(`CONNECT ${target} HTTP/1.1`, headers), o);
 }
 
-/** Forwards an Upgrade request (its Authorization kept) to the replica at `l`. */
-export function forwardUpgrade(
-  node: MeshNode,
-  l: AgentLocation,
-  req: IncomingMessage,
-  o: RawSide,
-): Promise<void> {
+/** Forwards an Upgrade request (its Authorization kept) over `hop`. */
+export function forwardUpgrade(hop: MeshHop, req: IncomingMessage, o: RawSide): Promise<void> {
   const lengthHeader = req.headers['content-length'];
   const headers = [
     ...endToEnd(req.rawHeaders),
@@ -125,37 +122,29 @@ export function forwardUpgrade(
     'Upgrade',
     'upgrade',
     req.headers.upgrade ?? '',
-    MESH_KEY_HEADER,
-    node.headerValue(),
+    ...hop.headers,
   ];
   return forwardRaw(
-    node,
-    l,
+    hop,
     'upgrade',
     headText(`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`, headers),
     o,
   );
 }
 
-/** Forwards a plain request to the replica at `l` and streams its answer back; resolves when it is done. */
-export async function forwardRequest(
-  node: MeshNode,
-  l: AgentLocation,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
+/** Forwards a plain request over `hop` and streams its answer back; resolves when it is done. */
+export async function forwardRequest(hop: MeshHop, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const framing = bodyFraming(req.rawHeaders);
-  const peer = await node.dial(l);
+  const peer = await hop.dial();
   peer.on('error', () => {});
   if (res.destroyed) return void peer.destroy();
-  track(node, 'request', peer);
+  track(hop, 'request', peer);
   const headers = [
     ...endToEnd(req.rawHeaders),
     ...framingHeaders(framing),
     'connection',
     'close',
-    MESH_KEY_HEADER,
-    node.headerValue(),
+    ...hop.headers,
   ];
   const upstream = http.request({
     method: req.method ?? 'GET',

@@ -5,16 +5,19 @@
  * here; a mesh request is always served locally (one hop, no loops).
  */
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { RelayHooks } from '../hooks.js';
 import type { AgentLocation, PgMeshTables } from '../store/postgres-mesh.js';
 import { type MeshAuthStats, meshHeaderValue } from './mesh-auth.js';
 import { dialReplica } from './mesh-dial.js';
+import type { ForwardKind, MeshHop } from './mesh-forward.js';
 import type { MeshConfig, MeshKey } from './mesh-settings.js';
+import { meshHeaders, requestSource } from './mesh-source.js';
 import { ReplicaMembership } from './replica-membership.js';
 
-export type ForwardKind = 'connect' | 'upgrade' | 'request';
+export type { ForwardKind } from './mesh-forward.js';
 
 /** Counters of the mesh (exported on /metrics by the proxy plugin). */
 export interface MeshStats {
@@ -73,8 +76,8 @@ export class MeshNode {
       hooks: o.hooks,
       deadAfterMs: o.config.deadAfterMs,
       log: o.log.child({ component: 'mesh' }),
-      onLiveReplicas: (n) => {
-        this.stats.replicas = n;
+      onHeartbeat: (view) => {
+        this.stats.replicas = view.replicas.length;
       },
     });
   }
@@ -111,5 +114,14 @@ export class MeshNode {
   /** The value of the mesh header this replica sends. */
   headerValue(): string {
     return meshHeaderValue(this.key);
+  }
+
+  /** The hop of a client's request `req` to the replica at `l`, naming the client's address. */
+  hopTo(l: AgentLocation, req: IncomingMessage): MeshHop {
+    return {
+      dial: () => this.dial(l),
+      headers: meshHeaders(this.key, requestSource(this.key, req), null),
+      stats: this.stats,
+    };
   }
 }

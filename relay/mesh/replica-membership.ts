@@ -14,19 +14,27 @@
  */
 import type { Logger } from 'pino';
 import type { ConnectionChange, ConnectionStatus, RelayHooks } from '../hooks.js';
-import type { AgentLocation, PgMeshTables } from '../store/postgres-mesh.js';
+import type { AgentLocation, PgMeshTables, ReplicaRow } from '../store/postgres-mesh.js';
 
 export const HEARTBEAT_MS = 1_000;
 
+/** What a heartbeat read: the live replicas (this one included) and where the other replicas' agents are. */
+export interface FleetView {
+  replicas: ReplicaRow[];
+  locations: AgentLocation[];
+}
+
 export interface MembershipOptions {
   id: string;
+  /** `hub`, or `relay` for a relay-mode replica (it holds no agent sessions: no hooks). */
   mode: string;
   tables: PgMeshTables;
-  hooks: RelayHooks;
+  /** The hub's hooks: its sessions are written as locations, the others' shown; null on a relay-mode replica. */
+  hooks: RelayHooks | null;
   deadAfterMs: number;
   log: Logger;
-  /** Receives the number of live replicas (this one included) after each heartbeat. */
-  onLiveReplicas?: (count: number) => void;
+  /** Receives what each heartbeat read. */
+  onHeartbeat?: (view: FleetView) => void;
 }
 
 function remoteStatus(l: AgentLocation): ConnectionStatus {
@@ -63,7 +71,7 @@ export class ReplicaMembership {
     );
     this.#joined = true;
     this.#options.log.info({ replica: this.#options.id, meshUrl }, 'mesh: joined the fleet');
-    this.#options.hooks.on('connection-changed', this.#onChange);
+    this.#options.hooks?.on('connection-changed', this.#onChange);
     this.#schedule();
   }
 
@@ -72,7 +80,7 @@ export class ReplicaMembership {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
-    this.#options.hooks.off('connection-changed', this.#onChange);
+    this.#options.hooks?.off('connection-changed', this.#onChange);
     await this.#flushing;
     if (this.#joined) {
       await this.#options.tables.leave(this.#options.id).catch((err: Error) => {
@@ -97,17 +105,18 @@ export class ReplicaMembership {
         );
         await tables.join({ id, meshUrl: this.#meshUrl, mode: this.#options.mode }, deadAfterMs);
       }
+      const locations = await tables.remoteLocations(id, deadAfterMs);
       const remote = new Map<string, ConnectionStatus>();
-      for (const l of await tables.remoteLocations(id, deadAfterMs)) remote.set(l.cluster, remoteStatus(l));
-      hooks.setRemoteConnections(remote);
-      this.#options.onLiveReplicas?.((await tables.liveReplicas(deadAfterMs)).length);
+      for (const l of locations) remote.set(l.cluster, remoteStatus(l));
+      hooks?.setRemoteConnections(remote);
+      this.#options.onHeartbeat?.({ replicas: await tables.liveReplicas(deadAfterMs), locations });
       if (this.#failing) log.info({ replica: id }, 'mesh: heartbeat back');
       this.#failing = false;
       // Location writes that failed while the store was away are retried (only their latest state).
       this.#flush();
     } catch (err) {
       // Without fresh data, other replicas' sessions are not shown rather than shown stale.
-      hooks.setRemoteConnections(new Map());
+      hooks?.setRemoteConnections(new Map());
       if (!this.#failing) log.warn({ err: (err as Error).message }, 'mesh: heartbeat failed');
       this.#failing = true;
     }

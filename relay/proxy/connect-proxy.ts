@@ -87,7 +87,7 @@ export function attachConnectProxy(o: ConnectProxyOptions): () => void {
     // Registered before the stream opens: a key that ends while it opens ends the tunnel too.
     pipes.hold(key, socket);
     const hop = await hopFor(o.mesh, origin, c);
-    if (hop && o.mesh?.node) return forwardConnect(o.mesh.node, hop, req, { socket, head });
+    if (hop && o.mesh?.node) return forwardConnect(o.mesh.node.hopTo(hop, req), req, { socket, head });
     const stream = await streams.open(target.cluster, `@port:${target.port}`);
     if (socket.destroyed) return void stream.destroy();
     stream.on('error', () => {});

@@ -26,9 +26,10 @@ import type { MuxStream } from '../../shared/mux/mux-stream.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
 import { authenticate, canSeeCluster, type KeyPrincipal, proxyScope } from '../auth.js';
 import type { RelayContext } from '../context.js';
-import { MESH_KEY_HEADER } from '../mesh/mesh-auth.js';
+import { MESH_KEY_HEADER, MESH_VIA_HEADER } from '../mesh/mesh-auth.js';
 import { forwardRequest, forwardUpgrade } from '../mesh/mesh-forward.js';
 import { hopFor, type MeshRouting, meshOriginOf } from '../mesh/mesh-routing.js';
+import { MESH_SOURCE_HEADER } from '../mesh/mesh-source.js';
 import type { ClusterRecord } from '../store/types.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 import { exchange } from './http-exchange.js';
@@ -44,6 +45,8 @@ const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
 const DROP = new Set([
   'authorization',
   MESH_KEY_HEADER,
+  MESH_SOURCE_HEADER,
+  MESH_VIA_HEADER,
   'connection',
   'keep-alive',
   'proxy-authorization',
@@ -210,7 +213,7 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   const allowed = await authorize(ctx, req, p.cluster, false);
   pipes.hold(allowed.key, res);
   const hop = await hopFor(deps.mesh, origin, allowed.cluster);
-  if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node, hop, req, res);
+  if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node.hopTo(hop, req), req, res);
   const stream = await openUpstream(streams, p.cluster);
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
@@ -257,7 +260,7 @@ export function handleProxyUpgrade(
     const allowed = await authorize(ctx, req, p.cluster, true);
     pipes.hold(allowed.key, socket);
     const hop = await hopFor(deps.mesh, origin, allowed.cluster);
-    if (hop && deps.mesh?.node) return forwardUpgrade(deps.mesh.node, hop, req, { socket, head });
+    if (hop && deps.mesh?.node) return forwardUpgrade(deps.mesh.node.hopTo(hop, req), req, { socket, head });
     const stream: MuxStream = await openUpstream(streams, p.cluster);
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();

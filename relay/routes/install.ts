@@ -9,7 +9,7 @@
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
-import { auditEntry, logAudit, type RelayContext } from '../context.js';
+import { auditEntry, clientAddress, logAudit, type RelayContext } from '../context.js';
 import { openInstallLink } from '../install-link.js';
 import { AGENT_DEFAULT_RESOURCES, agentManifests, DEFAULT_UPSTREAM } from '../manifests/agent-manifests.js';
 import { DEFAULT_NAMESPACE, defaultImage } from '../manifests/common.js';
@@ -80,10 +80,11 @@ export const installRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
     },
     async (req, reply) => {
       const token = req.params.token;
-      if (secretKind(token) !== 'install') return refuse(ctx, reply, req.ip, { reason: 'unknown' });
+      if (secretKind(token) !== 'install')
+        return refuse(ctx, reply, clientAddress(ctx, req), { reason: 'unknown' });
       const audit = auditEntry(ctx, req, 'install-link', 'cluster.install-link', '');
       const taken = await ctx.store.takeInstallLink(hashSecret(token), ctx.clock.wallNow(), audit);
-      if (!taken.ok) return refuse(ctx, reply, req.ip, taken);
+      if (!taken.ok) return refuse(ctx, reply, clientAddress(ctx, req), taken);
       const psk = openInstallLink(token, taken);
       if (psk === null) throw new TunnelError('INTERNAL', 'install link cannot be opened');
       logAudit(ctx, { ...audit, target: taken.cluster, detail: { pskId: taken.pskId } });

@@ -10,7 +10,14 @@ import { deepMerge } from '../../shared/values/deep-merge.js';
 import { parseAgentReason } from '../agent-reason.js';
 import { bearerToken, type Principal, parseRole } from '../auth.js';
 import { graceMs } from '../conditions.js';
-import { auditEntry, logAudit, principalOf, type RelayContext, tunnelView } from '../context.js';
+import {
+  auditEntry,
+  clientAddress,
+  logAudit,
+  principalOf,
+  type RelayContext,
+  tunnelView,
+} from '../context.js';
 import { checkName } from '../names.js';
 import { refuseRegistration } from '../registration-limit.js';
 import { agentPublicKey } from '../reserved-keys.js';
@@ -57,7 +64,11 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       const name = checkName(req.body.cluster, 'cluster');
       // Only failures are limited (relay/registration-limit.ts): a valid credential always registers.
       const fail = (reason: RegistrationRefusal | 'not-bootstrap', via: string): Promise<never> =>
-        refuseRegistration(ctx, { req, reply }, { source: sourceKey(req.ip), cluster: name, reason, via });
+        refuseRegistration(
+          ctx,
+          { req, reply },
+          { source: sourceKey(clientAddress(ctx, req)), cluster: name, reason, via },
+        );
       const token = bearerToken(req);
       const kind = token === null ? null : secretKind(token);
       let via: { kind: 'psk'; pskHash: string } | { kind: 'bootstrap'; keyId: string; group: string };

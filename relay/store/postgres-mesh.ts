@@ -81,6 +81,16 @@ export class PgMeshTables {
     return { hubPublicKey: String(stored.hubPublicKey), caPin: String(stored.caPin) };
   }
 
+  /** The fleet identity the first hub replica stored, or null before one started (read only: relay mode). */
+  async fleet(): Promise<FleetIdentity | null> {
+    const row = await (await this.#db()).one<{ value: string }>('SELECT value FROM meta WHERE key = $1', [
+      FLEET_KEY,
+    ]);
+    if (!row) return null;
+    const stored = JSON.parse(row.value) as Partial<FleetIdentity>;
+    return { hubPublicKey: String(stored.hubPublicKey), caPin: String(stored.caPin) };
+  }
+
   /**
    * Adds this replica's row (LIMIT_EXCEEDED when MAX_REPLICAS rows are held after pruning the long-dead ones).
    * Returns the database time it was written.

@@ -1,0 +1,272 @@
+/**
+ * `serve --mode relay` with real processes: one hub replica and two relay-mode replicas on one throw-away
+ * PostgreSQL, the relay-mode ones behind a real haproxy whose address is the fleet's public URL (the hub replica is
+ * not behind it: agents and users reach only the relay tier). An agent joins and connects through the tier; a
+ * CONNECT download through the tier reaches it byte for byte; the tier's data dir holds no hub key; the hub replica
+ * records the client's own address (curl --interface), not the tier's; kill -9 of the tier replica carrying the
+ * agent makes it reconnect through the other one; bad configurations exit 2 naming the flag.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { joinCommandWords } from '../shared/cli/join-command-words.js';
+import {
+  buildIfStale,
+  CLIENT_BIN,
+  cleanEnv,
+  cleanup,
+  curl,
+  Proc,
+  RELAY_BIN,
+  type ReadyLine,
+  run,
+  startServe,
+  tempDir,
+  waitConnected,
+} from './cli-harness.js';
+import { cleanupAll } from './helpers/cleanup.js';
+import { type Haproxy, startHaproxy } from './helpers/haproxy.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
+import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
+import { freePort } from './helpers/tinyproxy.js';
+import { listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
+
+interface Tier {
+  name: string;
+  port: number;
+  dataDir: string;
+  proc: Proc;
+}
+
+const CLUSTER = 'edge-tier';
+let pg: ThrowawayPostgres;
+let dir: string;
+let fleet: FleetFiles;
+let store: { url: string; passwordFile: string };
+let hub: { proc: Proc; ready: ReadyLine };
+let tiers: Tier[];
+let lb: Haproxy;
+let publicUrl: string;
+let upstream: http.Server;
+let upstreamPort: number;
+let agent: Proc;
+
+/** The flags of a relay-mode replica: the fleet's store, certificate and mesh key; no hub key. */
+function tierArgs(): string[] {
+  return [
+    '--mode',
+    'relay',
+    '--store',
+    store.url,
+    '--store-password-file',
+    store.passwordFile,
+    '--tls-cert',
+    fleet.tlsCert,
+    '--tls-key',
+    fleet.tlsKey,
+    '--mesh-key-file',
+    fleet.meshKeyFile,
+    '--public-url',
+    publicUrl,
+  ];
+}
+
+async function startTier(name: string, port: number): Promise<Tier> {
+  const dataDir = tempDir(`tier-${name}-`);
+  const { proc } = await startServe(dataDir, `127.0.0.1:${port}`, tierArgs());
+  return { name, port, dataDir, proc };
+}
+
+const adminEnv = () =>
+  cleanEnv({
+    TUNNEL_RELAY_URL: publicUrl,
+    TUNNEL_ACCESS_KEY: hub.ready.adminKey ?? '',
+    TUNNEL_RELAY_CA_PIN: fleet.caPin,
+  });
+
+/** A sample of `name` (with labels) from a replica's /metrics, or null when it does not answer. */
+async function sample(port: number, name: string): Promise<number | null> {
+  const r = await curl(['-sS', '--cacert', join(dir, 'ca.pem'), `https://127.0.0.1:${port}/metrics`], 5_000);
+  if (r.code !== 0) return null;
+  const line = r.stdout.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? null : Number(line.split(' ')[1]);
+}
+
+async function joinAgent(): Promise<void> {
+  const created = await run(RELAY_BIN, ['cluster', 'create', CLUSTER, '--output', 'json'], adminEnv());
+  expect(created.code, created.stderr).toBe(0);
+  const joinArgs = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
+  const stateDir = join(tempDir('tier-agent-'), 'state');
+  const upstreamFlag = ['--upstream', `http://127.0.0.1:${upstreamPort}`];
+  const j = await run(
+    CLIENT_BIN,
+    [...joinArgs, '--state-dir', stateDir, ...upstreamFlag, '--wait'],
+    cleanEnv(),
+    40_000,
+  );
+  expect(j.code, j.stderr).toBe(0);
+  agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  await waitConnected(adminEnv(), CLUSTER, 20_000);
+}
+
+beforeAll(async () => {
+  buildIfStale();
+  dir = tempDir('relay-mode-');
+  pg = await startThrowawayPostgres();
+  const db = await pg.createDatabase('relay');
+  const passwordFile = join(dir, 'pg-password');
+  writeFileSync(passwordFile, `${pg.password}\n`, { mode: 0o600 });
+  store = {
+    url: `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`,
+    passwordFile,
+  };
+  fleet = writeFleetFiles(dir);
+  writeFileSync(join(dir, 'ca.pem'), fleet.caPem);
+  upstream = http.createServer(sampleHandler('tier-upstream'));
+  upstreamPort = await listen(upstream);
+  const ports = [await freePort(), await freePort()];
+  lb = await startHaproxy({ servers: ports.map((port, i) => ({ name: `t${i}`, host: '127.0.0.1', port })) });
+  publicUrl = `https://127.0.0.1:${lb.port}`;
+  hub = await startServe(tempDir('tier-hub-'), '127.0.0.1:0', [
+    ...fleetServeArgs(fleet, store),
+    '--public-url',
+    publicUrl,
+  ]);
+  tiers = await Promise.all(ports.map((port, i) => startTier(`t${i}`, port)));
+  await lb.waitForUp(['t0', 't1'], 15_000);
+  await joinAgent();
+}, 120_000);
+
+afterAll(async () => {
+  await agent?.stop('SIGTERM');
+  for (const t of tiers ?? []) await t.proc.stop('SIGKILL');
+  await hub?.proc.stop();
+  await lb?.stop();
+  upstream?.close();
+  await cleanup();
+  await pg?.stop();
+  await cleanupAll();
+});
+
+/** The tier replica the agent's /derp connection passes through. */
+async function agentTier(): Promise<Tier | undefined> {
+  for (const t of tiers) if ((await sample(t.port, 'tunnel_relay_tier_agents')) === 1) return t;
+  return undefined;
+}
+
+async function download(n: number): Promise<{ code: number | null; sha: string; bytes: number }> {
+  const r = await curl(
+    [
+      '-sS',
+      '-p',
+      '-x',
+      publicUrl,
+      '--proxy-cacert',
+      join(dir, 'ca.pem'),
+      '--proxy-header',
+      `Proxy-Authorization: Bearer ${hub.ready.adminKey}`,
+      '-o',
+      join(dir, 'download'),
+      '-w',
+      '%{size_download}',
+      `http://${CLUSTER}.clusters.local:${upstreamPort}/bytes?n=${n}`,
+    ],
+    30_000,
+  );
+  const body = r.code === 0 ? readFileSync(join(dir, 'download')) : Buffer.alloc(0);
+  return { code: r.code, bytes: body.length, sha: createHash('sha256').update(body).digest('hex') };
+}
+
+describe('serve --mode relay', () => {
+  it('carries the agent: its /derp passes through a tier replica to the hub replica', async () => {
+    const t = await agentTier();
+    expect(t).toBeDefined();
+    // The hub's own in-process client and the agent.
+    expect(await sample(Number(new URL(hub.ready.url).port), 'tunnel_relay_derp_clients')).toBe(2);
+  });
+
+  it('a CONNECT download through the tier reaches the agent byte for byte', async () => {
+    const n = 4 * 1024 * 1024;
+    const got = await download(n);
+    expect(got.code).toBe(0);
+    expect(got.bytes).toBe(n);
+    expect(got.sha).toBe(sha256OfPattern(n));
+  }, 40_000);
+
+  it('holds no hub key: none in its data dir, none given', () => {
+    for (const t of tiers) {
+      const files = existsSync(t.dataDir) ? readdirSync(t.dataDir, { recursive: true }).map(String) : [];
+      expect(files.filter((f) => f.includes('hub'))).toEqual([]);
+      expect(t.proc.child.spawnargs.join(' ')).not.toContain('--hub-key-file');
+    }
+    expect(hub.proc.child.spawnargs.join(' ')).toContain('--hub-key-file');
+  });
+
+  it("the hub replica records the client's own address, not the tier's", async () => {
+    const r = await curl([
+      '-sS',
+      '--interface',
+      '127.0.0.9',
+      '--cacert',
+      join(dir, 'ca.pem'),
+      '-H',
+      `authorization: Bearer ${hub.ready.adminKey}`,
+      '-H',
+      'content-type: application/json',
+      '-d',
+      JSON.stringify({ name: 'from-nine' }),
+      // Straight to a tier replica: haproxy in TCP mode would show its own address to the tier.
+      `https://127.0.0.1:${tiers[0]!.port}/api/v1/clusters`,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    await vi.waitFor(
+      () =>
+        expect(hub.proc.stderr).toMatch(
+          /"source":"(::ffff:)?127\.0\.0\.9"[^\n]*from-nine|from-nine[^\n]*"source":"(::ffff:)?127\.0\.0\.9"/,
+        ),
+      {
+        timeout: 5_000,
+      },
+    );
+  });
+
+  it('kill -9 of the tier replica carrying the agent: it reconnects through the other one', async () => {
+    const t = (await agentTier())!;
+    const other = tiers.find((x) => x !== t)!;
+    await t.proc.stop('SIGKILL');
+    await lb.waitForUp([other.name], 10_000);
+    const started = Date.now();
+    await vi.waitFor(async () => expect(await sample(other.port, 'tunnel_relay_tier_agents')).toBe(1), {
+      timeout: 10_000,
+      interval: 200,
+    });
+    await waitConnected(adminEnv(), CLUSTER, 10_000);
+    const got = await download(1024 * 1024);
+    expect(got.sha).toBe(sha256OfPattern(1024 * 1024));
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 40_000);
+
+  it('refuses a hub key, a WireGuard UDP port or a store no fleet shares, exit 2 naming the flag', async () => {
+    const base = [
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--data-dir',
+      tempDir('tier-bad-'),
+      '--stun-port',
+      'off',
+    ];
+    const cases: Array<[string[], RegExp]> = [
+      [[...tierArgs(), '--hub-key-file', fleet.hubKeyFile], /hub-key-file \(--hub-key-file\)/],
+      [[...tierArgs(), '--udp-port', '51820'], /udp-port \(--udp-port\)/],
+      [['--mode', 'relay', '--mesh-key-file', fleet.meshKeyFile], /store \(--mode\)/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await run(RELAY_BIN, [...base, ...args], cleanEnv(), 20_000);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+  }, 60_000);
+});
