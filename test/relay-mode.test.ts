@@ -11,16 +11,13 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import {
   buildIfStale,
-  CLIENT_BIN,
   cleanEnv,
   cleanup,
   curl,
-  Proc,
+  type Proc,
   RELAY_BIN,
-  type ReadyLine,
   run,
   startServe,
   tempDir,
@@ -28,8 +25,8 @@ import {
 } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { type Haproxy, startHaproxy } from './helpers/haproxy.js';
-import { startThrowawayPostgres, type ThrowawayPostgres } from './helpers/postgres.js';
-import { type FleetFiles, fleetServeArgs, writeFleetFiles } from './helpers/relay-fleet.js';
+import { startJoinedAgent } from './helpers/joined-agent.js';
+import { type Replica, type ReplicaFleet, startReplicaFleet } from './helpers/replica-fleet.js';
 import { freePort } from './helpers/tinyproxy.js';
 import { listen, sampleHandler, sha256OfPattern } from './proxy-fixtures.js';
 
@@ -41,35 +38,23 @@ interface Tier {
 }
 
 const CLUSTER = 'edge-tier';
-let pg: ThrowawayPostgres;
-let dir: string;
-let fleet: FleetFiles;
-let store: { url: string; passwordFile: string };
-let hub: { proc: Proc; ready: ReadyLine };
+let fleet: ReplicaFleet;
+let hub: Replica;
 let tiers: Tier[];
 let lb: Haproxy;
 let publicUrl: string;
 let upstream: http.Server;
 let upstreamPort: number;
 let agent: Proc;
+const caFile = () => join(fleet.dir, 'ca.pem');
 
 /** The flags of a relay-mode replica: the fleet's store, certificate and mesh key; no hub key. */
 function tierArgs(): string[] {
+  const f = fleet.files;
   return [
-    '--mode',
-    'relay',
-    '--store',
-    store.url,
-    '--store-password-file',
-    store.passwordFile,
-    '--tls-cert',
-    fleet.tlsCert,
-    '--tls-key',
-    fleet.tlsKey,
-    '--mesh-key-file',
-    fleet.meshKeyFile,
-    '--public-url',
-    publicUrl,
+    ...['--mode', 'relay', '--store', fleet.store.url, '--store-password-file', fleet.store.passwordFile],
+    ...['--tls-cert', f.tlsCert, '--tls-key', f.tlsKey, '--mesh-key-file', f.meshKeyFile],
+    ...['--public-url', publicUrl, '--drain-grace', '3'],
   ];
 }
 
@@ -82,58 +67,46 @@ async function startTier(name: string, port: number): Promise<Tier> {
 const adminEnv = () =>
   cleanEnv({
     TUNNEL_RELAY_URL: publicUrl,
-    TUNNEL_ACCESS_KEY: hub.ready.adminKey ?? '',
-    TUNNEL_RELAY_CA_PIN: fleet.caPin,
+    TUNNEL_ACCESS_KEY: fleet.adminKey(),
+    TUNNEL_RELAY_CA_PIN: fleet.files.caPin,
   });
+
+async function get(port: number, path: string): Promise<{ code: number | null; body: string }> {
+  const r = await curl(['-sS', '--cacert', caFile(), `https://127.0.0.1:${port}${path}`], 5_000);
+  return { code: r.code, body: r.stdout };
+}
 
 /** A sample of `name` (with labels) from a replica's /metrics, or null when it does not answer. */
 async function sample(port: number, name: string): Promise<number | null> {
-  const r = await curl(['-sS', '--cacert', join(dir, 'ca.pem'), `https://127.0.0.1:${port}/metrics`], 5_000);
-  if (r.code !== 0) return null;
-  const line = r.stdout.split('\n').find((l) => l.startsWith(`${name} `));
-  return line === undefined ? null : Number(line.split(' ')[1]);
+  const r = await get(port, '/metrics');
+  const line = r.body.split('\n').find((l) => l.startsWith(`${name} `));
+  return r.code !== 0 || line === undefined ? null : Number(line.split(' ')[1]);
 }
 
 async function joinAgent(): Promise<void> {
   const created = await run(RELAY_BIN, ['cluster', 'create', CLUSTER, '--output', 'json'], adminEnv());
   expect(created.code, created.stderr).toBe(0);
-  const joinArgs = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand as string);
-  const stateDir = join(tempDir('tier-agent-'), 'state');
-  const upstreamFlag = ['--upstream', `http://127.0.0.1:${upstreamPort}`];
-  const j = await run(
-    CLIENT_BIN,
-    [...joinArgs, '--state-dir', stateDir, ...upstreamFlag, '--wait'],
-    cleanEnv(),
-    40_000,
-  );
-  expect(j.code, j.stderr).toBe(0);
-  agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  agent = await startJoinedAgent({
+    relayUrl: publicUrl,
+    cluster: CLUSTER,
+    psk: JSON.parse(created.stdout).bootstrap.psk as string,
+    caPin: fleet.files.caPin,
+    upstream: `http://127.0.0.1:${upstreamPort}`,
+    prefix: 'tier-agent',
+  });
   await waitConnected(adminEnv(), CLUSTER, 20_000);
 }
 
 beforeAll(async () => {
   buildIfStale();
-  dir = tempDir('relay-mode-');
-  pg = await startThrowawayPostgres();
-  const db = await pg.createDatabase('relay');
-  const passwordFile = join(dir, 'pg-password');
-  writeFileSync(passwordFile, `${pg.password}\n`, { mode: 0o600 });
-  store = {
-    url: `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`,
-    passwordFile,
-  };
-  fleet = writeFleetFiles(dir);
-  writeFileSync(join(dir, 'ca.pem'), fleet.caPem);
+  fleet = await startReplicaFleet('relay-mode');
+  writeFileSync(caFile(), fleet.files.caPem);
   upstream = http.createServer(sampleHandler('tier-upstream'));
   upstreamPort = await listen(upstream);
   const ports = [await freePort(), await freePort()];
   lb = await startHaproxy({ servers: ports.map((port, i) => ({ name: `t${i}`, host: '127.0.0.1', port })) });
   publicUrl = `https://127.0.0.1:${lb.port}`;
-  hub = await startServe(tempDir('tier-hub-'), '127.0.0.1:0', [
-    ...fleetServeArgs(fleet, store),
-    '--public-url',
-    publicUrl,
-  ]);
+  hub = await fleet.startReplica({ extraArgs: ['--public-url', publicUrl] });
   tiers = await Promise.all(ports.map((port, i) => startTier(`t${i}`, port)));
   await lb.waitForUp(['t0', 't1'], 15_000);
   await joinAgent();
@@ -142,11 +115,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop('SIGTERM');
   for (const t of tiers ?? []) await t.proc.stop('SIGKILL');
-  await hub?.proc.stop();
   await lb?.stop();
   upstream?.close();
+  await fleet?.stop();
   await cleanup();
-  await pg?.stop();
   await cleanupAll();
 });
 
@@ -164,18 +136,18 @@ async function download(n: number): Promise<{ code: number | null; sha: string; 
       '-x',
       publicUrl,
       '--proxy-cacert',
-      join(dir, 'ca.pem'),
+      caFile(),
       '--proxy-header',
-      `Proxy-Authorization: Bearer ${hub.ready.adminKey}`,
+      `Proxy-Authorization: Bearer ${fleet.adminKey()}`,
       '-o',
-      join(dir, 'download'),
+      join(fleet.dir, 'download'),
       '-w',
       '%{size_download}',
       `http://${CLUSTER}.clusters.local:${upstreamPort}/bytes?n=${n}`,
     ],
     30_000,
   );
-  const body = r.code === 0 ? readFileSync(join(dir, 'download')) : Buffer.alloc(0);
+  const body = r.code === 0 ? readFileSync(join(fleet.dir, 'download')) : Buffer.alloc(0);
   return { code: r.code, bytes: body.length, sha: createHash('sha256').update(body).digest('hex') };
 }
 
@@ -210,9 +182,9 @@ describe('serve --mode relay', () => {
       '--interface',
       '127.0.0.9',
       '--cacert',
-      join(dir, 'ca.pem'),
+      caFile(),
       '-H',
-      `authorization: Bearer ${hub.ready.adminKey}`,
+      `authorization: Bearer ${fleet.adminKey()}`,
       '-H',
       'content-type: application/json',
       '-d',
@@ -259,9 +231,9 @@ describe('serve --mode relay', () => {
       'off',
     ];
     const cases: Array<[string[], RegExp]> = [
-      [[...tierArgs(), '--hub-key-file', fleet.hubKeyFile], /hub-key-file \(--hub-key-file\)/],
+      [[...tierArgs(), '--hub-key-file', fleet.files.hubKeyFile], /hub-key-file \(--hub-key-file\)/],
       [[...tierArgs(), '--udp-port', '51820'], /udp-port \(--udp-port\)/],
-      [['--mode', 'relay', '--mesh-key-file', fleet.meshKeyFile], /store \(--mode\)/],
+      [['--mode', 'relay', '--mesh-key-file', fleet.files.meshKeyFile], /store \(--mode\)/],
     ];
     for (const [args, message] of cases) {
       const r = await run(RELAY_BIN, [...base, ...args], cleanEnv(), 20_000);
@@ -269,4 +241,23 @@ describe('serve --mode relay', () => {
       expect(r.stderr).toMatch(message);
     }
   }, 60_000);
+
+  it('drains on SIGTERM, and is ready only while a hub replica is', async () => {
+    const t = (await agentTier())!;
+    expect((await get(t.port, '/readyz')).code).toBe(0);
+    await hub.proc.stop('SIGKILL');
+    // The hub's heartbeat goes stale after --mesh-dead-after (5 s): then nothing could be forwarded.
+    await vi.waitFor(
+      async () => expect((await get(t.port, '/readyz')).body).toContain('no hub replica is live'),
+      {
+        timeout: 12_000,
+        interval: 250,
+      },
+    );
+    expect((await get(t.port, '/healthz')).body).toBe('ok\n');
+    const started = Date.now();
+    expect(await t.proc.stop('SIGTERM')).toBe(0);
+    expect(Date.now() - started).toBeLessThan(3_000 + 1_000);
+    expect(t.proc.stderr).toContain('draining: moving agents (ending their /derp connections)');
+  }, 30_000);
 });

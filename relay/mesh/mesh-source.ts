@@ -22,7 +22,7 @@ const MAX_SOURCE_CHARS = 45;
 /** The address a forwarder named, or null when the value is not one IP address (no zone, no port). */
 export function parseMeshSource(value: unknown): string | null {
   if (typeof value !== 'string' || value.length > MAX_SOURCE_CHARS) return null;
-  return isIP(value) !== 0 ? value : null;
+  return isIP(value) !== 0 && !value.includes('%') ? value : null;
 }
 
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'latin1').digest();
