@@ -204,6 +204,23 @@ describe('serve --mode relay', () => {
     );
   });
 
+  it('refuses a client request that carries a mesh key header', async () => {
+    const r = await curl([
+      '-sS',
+      '--cacert',
+      caFile(),
+      '-H',
+      `authorization: Bearer ${fleet.adminKey()}`,
+      '-H',
+      `tunnel-mesh-key: ${readFileSync(fleet.files.meshKeyFile, 'latin1').trim()}`,
+      '-w',
+      '\n%{http_code}',
+      `https://127.0.0.1:${tiers[0]!.port}/api/v1/clusters`,
+    ]);
+    expect(r.stdout).toContain('MESH_UNAUTHENTICATED');
+    expect(r.stdout.trim().split('\n').at(-1)).toBe('403');
+  });
+
   it('kill -9 of the tier replica carrying the agent: it reconnects through the other one', async () => {
     const t = (await agentTier())!;
     const other = tiers.find((x) => x !== t)!;
