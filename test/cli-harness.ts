@@ -97,20 +97,21 @@ export class Proc {
 
   /** Resolves once `pred` holds for the output so far; rejects on exit or after `ms`. */
   async waitFor(pred: (p: Proc) => boolean, ms: number, what: string): Promise<void> {
-    const deadline = Date.now() + ms;
     let exited = false;
     void this.exited.then(() => {
       exited = true;
     });
-    while (!pred(this)) {
-      if (exited)
-        throw new Error(
-          `process exited while waiting for ${what}\nstdout:${this.stdout}\nstderr:${this.stderr}`,
-        );
-      if (Date.now() > deadline)
-        throw new Error(`timed out waiting for ${what}\nstdout:${this.stdout}\nstderr:${this.stderr}`);
-      await sleep(50);
-    }
+    const output = () => `\nstdout:${this.stdout}\nstderr:${this.stderr}`;
+    await pollUntil({
+      what,
+      read: () => pred(this),
+      until: (ok) => ok,
+      timeoutMs: ms,
+      intervalMs: 50,
+      abort: () => (exited ? `process exited while waiting for ${what}${output()}` : undefined),
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}${err.message.startsWith('process exited') ? '' : output()}`);
+    });
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM', ms = 10_000): Promise<number | null> {

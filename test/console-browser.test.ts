@@ -28,6 +28,7 @@ import {
   tempDir,
 } from './cli-harness.js';
 import { buildConsoleIfStale, launchChromium } from './console-harness.js';
+import { waitFor } from './helpers/wait.js';
 
 const XSS = '<img src=x onerror=alert(1)>';
 const shotsDir = process.env.CONSOLE_SCREENSHOTS_DIR
@@ -93,16 +94,17 @@ function commandOf(text: string): { env: Record<string, string>; args: string[] 
  * measured from it is an upper bound: it errs late, never early.
  */
 async function tunnelUpBound(name: string, agent: Proc): Promise<number> {
-  const deadline = Date.now() + 20_000;
   let lastDown = Date.now();
-  for (;;) {
+  const connected = async () => {
     const sent = Date.now();
     const r = await api(ready.url, 'GET', `/api/v1/clusters/${name}`, { token: ready.adminKey! });
-    if (r.body.connected === true) return lastDown;
-    lastDown = sent;
-    if (Date.now() > deadline) throw new Error(`the tunnel never came up\n${agent.stderr}`);
-    await sleep(25);
-  }
+    if (r.body.connected !== true) lastDown = sent;
+    return r.body.connected === true;
+  };
+  await waitFor(connected, 20_000, 'the tunnel to come up', 25).catch((err: Error) => {
+    throw new Error(`${err.message}\n${agent.stderr}`);
+  });
+  return lastDown;
 }
 
 beforeAll(async () => {

@@ -27,6 +27,8 @@ export interface PollOptions<T> {
   until: (value: T) => boolean;
   timeoutMs: number;
   intervalMs?: number;
+  /** Asked after each value `until` refused: a message ends the wait at once with that error (say, a process exited). */
+  abort?: () => string | undefined;
 }
 
 /**
@@ -49,6 +51,8 @@ export async function pollUntil<T>(opts: PollOptions<T>): Promise<{ value: T; el
     } catch (err) {
       last = `last error: ${err instanceof Error ? err.message : String(err)}`;
     }
+    const aborted = opts.abort?.();
+    if (aborted !== undefined) throw new Error(aborted);
     if (Date.now() - start >= opts.timeoutMs) {
       throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${opts.what} (${last})`);
     }
