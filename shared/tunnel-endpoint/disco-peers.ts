@@ -178,7 +178,7 @@ export class DiscoPeers {
       selector: new PathSelector({
         clock: this.#clock,
         conditions: this.#conditions,
-        ...(this.#options.timers ? { timers: this.#options.timers } : {}),
+        timers: this.#options.timers,
         counts: this.pingOutcomes,
         onRouteChange: () => this.#routeChanged(state),
       }),

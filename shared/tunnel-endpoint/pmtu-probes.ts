@@ -83,7 +83,7 @@ export class PmtuProbes {
       base: this.#options.base,
       steps: this.#steps,
       ceiling: this.#ceiling(direct.remote.host),
-      ...(this.#options.timers ? { timers: this.#options.timers } : {}),
+      timers: this.#options.timers,
     });
     const entry: Entry = {
       key: Buffer.from(key),
