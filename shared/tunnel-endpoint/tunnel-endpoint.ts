@@ -145,9 +145,9 @@ export class TunnelEndpoint {
       privateKey: o.privateKey,
       clock: o.clock,
       mtu: ENDPOINT_INNER_MTU,
-      ...(o.maxPeers !== undefined ? { maxPeers: o.maxPeers } : {}),
-      ...(o.timers ? { timers: o.timers } : {}),
-      ...(o.authenticatedSources ? { authenticatedSources: true } : {}),
+      maxPeers: o.maxPeers,
+      timers: o.timers,
+      authenticatedSources: o.authenticatedSources,
       send: sendOnPath,
       onPacket: (p, peer) => this.#up(p, peer),
       onAuthenticated: (peer, source) => this.#authenticated(peer, source),
@@ -163,11 +163,11 @@ export class TunnelEndpoint {
           clock: o.clock,
           privateKey: o.privateKey,
           sendRelay: (peer, d) => this.paths.get(keyToBase64(peer))?.get('relayed')?.send(d) === true,
-          ...(udp ? { sendUdp: (d: Buffer, host: string, port: number) => udp.send(d, host, port) } : {}),
+          sendUdp: udp ? (d: Buffer, host: string, port: number) => udp.send(d, host, port) : undefined,
           onRouteChange: (peer, route, remote) => this.#routeChanged(peer, route, remote),
           onHeard: (peer) => this.#heard(peer),
           onProbeAck: (peer, txid, size) => this.pmtu?.ack(peer, txid, size) ?? false,
-          ...(o.maxPeers !== undefined ? { maxPeers: o.maxPeers } : {}),
+          maxPeers: o.maxPeers,
         })
       : undefined;
     const disco = this.disco;
