@@ -43,7 +43,9 @@ export function serializeReq(req: unknown): SerializedRequest {
   return {
     method: text(read(req, 'method')) ?? '',
     url: redactUrl(text(read(req, 'url')) ?? ''),
-    remoteAddress: text(read(req, 'ip')) ?? text(read(socket, 'remoteAddress')),
+    // clientAddress: a hub replica's own (relay/start/client-address.ts), the client a mesh forwarder names.
+    remoteAddress:
+      text(read(req, 'clientAddress')) ?? text(read(req, 'ip')) ?? text(read(socket, 'remoteAddress')),
   };
 }
 

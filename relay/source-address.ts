@@ -1,7 +1,8 @@
 /**
  * The source a request is counted under for per-source limits. It is the TCP peer address of the
- * connection (the relay does not read X-Forwarded-For or any other header, so a client cannot name
- * another source). IPv4-mapped IPv6 addresses (`::ffff:192.0.2.1`, what a dual-stack listener sees)
+ * connection (the relay does not read X-Forwarded-For, so a client cannot name another source), or on a
+ * request another replica of the fleet forwarded with the mesh key, the client address that replica names
+ * (relay/mesh/mesh-source.ts). IPv4-mapped IPv6 addresses (`::ffff:192.0.2.1`, what a dual-stack listener sees)
  * count as the IPv4 address; other IPv6 addresses count by their /64, since one host is routinely
  * given a whole /64 and could otherwise step to a fresh address per attempt.
  */

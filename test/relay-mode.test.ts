@@ -106,7 +106,8 @@ beforeAll(async () => {
   const ports = [await freePort(), await freePort()];
   lb = await startHaproxy({ servers: ports.map((port, i) => ({ name: `t${i}`, host: '127.0.0.1', port })) });
   publicUrl = `https://127.0.0.1:${lb.port}`;
-  hub = await fleet.startReplica({ extraArgs: ['--public-url', publicUrl] });
+  // Debug: the request log lines, whose remoteAddress is checked below.
+  hub = await fleet.startReplica({ extraArgs: ['--public-url', publicUrl, '--log-level', 'debug'] });
   tiers = await Promise.all(ports.map((port, i) => startTier(`t${i}`, port)));
   await lb.waitForUp(['t0', 't1'], 15_000);
   await joinAgent();
@@ -193,14 +194,13 @@ describe('serve --mode relay', () => {
       `https://127.0.0.1:${tiers[0]!.port}/api/v1/clusters`,
     ]);
     expect(r.code, r.stderr).toBe(0);
+    // The audit row, and the request's log line.
     await vi.waitFor(
-      () =>
-        expect(hub.proc.stderr).toMatch(
-          /"source":"(::ffff:)?127\.0\.0\.9"[^\n]*from-nine|from-nine[^\n]*"source":"(::ffff:)?127\.0\.0\.9"/,
-        ),
-      {
-        timeout: 5_000,
-      },
+      () => expect(hub.proc.stderr).toMatch(/"target":"from-nine","source":"(::ffff:)?127\.0\.0\.9"/),
+      { timeout: 5_000 },
+    );
+    expect(hub.proc.stderr).toMatch(
+      /"method":"POST","url":"\/api\/v1\/clusters","remoteAddress":"(::ffff:)?127\.0\.0\.9"/,
     );
   });
 

@@ -10,7 +10,7 @@ import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { RelayHooks } from '../hooks.js';
 import type { AgentLocation, PgMeshTables } from '../store/postgres-mesh.js';
-import { type MeshAuthStats, meshHeaderValue } from './mesh-auth.js';
+import type { MeshAuthStats } from './mesh-auth.js';
 import { dialReplica } from './mesh-dial.js';
 import type { ForwardKind, MeshHop } from './mesh-forward.js';
 import type { MeshConfig, MeshKey } from './mesh-settings.js';
@@ -109,11 +109,6 @@ export class MeshNode {
       this.stats.failed++;
       throw err;
     });
-  }
-
-  /** The value of the mesh header this replica sends. */
-  headerValue(): string {
-    return meshHeaderValue(this.key);
   }
 
   /** The hop of a client's request `req` to the replica at `l`, naming the client's address. */

@@ -18,6 +18,7 @@ import { createLogger } from '../logger.js';
 import type { RunningRelay, StartOptions } from '../server.js';
 import { stunFamilies } from '../stun/stun-metrics.js';
 import { UndoStack } from '../undo-stack.js';
+import { decorateClientAddress } from './client-address.js';
 import { createRelayApp, httpLimitsOf, type RelayApp } from './fastify-app.js';
 import { hubContext } from './hub-context.js';
 import { registerHubRoutes } from './hub-routes.js';
@@ -147,6 +148,7 @@ export async function startHub(config: RelayConfig, opts: StartOptions = {}): Pr
   // Moving the agents: other replicas forget them here first, then the data plane sends them away.
   ctx.drain.onMove(() => ctx.mesh?.stop());
   const app: FastifyInstance = relayApp.app;
+  decorateClientAddress(app, ctx.mesh?.key ?? null);
   await undo.guard(() => registerHubRoutes(app, ctx, opts.plugins ?? []));
   bound.url = await undo.guard(() => listenOn(app, config, ports.listen));
   try {
