@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
+import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   buildIfStale,
@@ -152,6 +153,25 @@ async function download(n: number): Promise<{ code: number | null; sha: string; 
   return { code: r.code, bytes: body.length, sha: createHash('sha256').update(body).digest('hex') };
 }
 
+/** A CONNECT tunnel through the tier replica on `port` to the agent's upstream, left open. */
+async function openTunnel(port: number): Promise<{ closed: Promise<void> }> {
+  const socket = connect({ host: '127.0.0.1', port, ca: fleet.files.caPem, servername: 'localhost' });
+  const target = `${CLUSTER}.clusters.local:${upstreamPort}`;
+  await new Promise<void>((resolve, reject) => {
+    socket.once('secureConnect', () => {
+      socket.write(
+        `CONNECT ${target} HTTP/1.1\r\nhost: ${target}\r\nproxy-authorization: Bearer ${fleet.adminKey()}\r\n\r\n`,
+      );
+    });
+    socket.once('data', (d: Buffer) =>
+      d.toString().startsWith('HTTP/1.1 200') ? resolve() : reject(new Error(d.toString())),
+    );
+    socket.once('error', reject);
+  });
+  socket.on('error', () => {});
+  return { closed: new Promise((resolve) => socket.once('close', () => resolve())) };
+}
+
 describe('serve --mode relay', () => {
   it('carries the agent: its /derp passes through a tier replica to the hub replica', async () => {
     const t = await agentTier();
@@ -259,22 +279,31 @@ describe('serve --mode relay', () => {
     }
   }, 60_000);
 
-  it('drains on SIGTERM, and is ready only while a hub replica is', async () => {
+  it('drains on SIGTERM: moves the agent, cuts a CONNECT tunnel still open when the grace ends, exits 0', async () => {
     const t = (await agentTier())!;
-    expect((await get(t.port, '/readyz')).code).toBe(0);
-    await hub.proc.stop('SIGKILL');
-    // The hub's heartbeat goes stale after --mesh-dead-after (5 s): then nothing could be forwarded.
-    await vi.waitFor(
-      async () => expect((await get(t.port, '/readyz')).body).toContain('no hub replica is live'),
-      {
-        timeout: 12_000,
-        interval: 250,
-      },
-    );
-    expect((await get(t.port, '/healthz')).body).toBe('ok\n');
+    const tunnel = await openTunnel(t.port);
     const started = Date.now();
     expect(await t.proc.stop('SIGTERM')).toBe(0);
     expect(Date.now() - started).toBeLessThan(3_000 + 1_000);
+    await tunnel.closed;
+    expect(t.proc.stderr).toContain('draining: grace ran out with forwarded requests in flight');
     expect(t.proc.stderr).toContain('draining: moving agents (ending their /derp connections)');
+    // Closed by the relay itself, not by serve's last-resort exit at the end of the grace.
+    expect(t.proc.stderr).not.toContain('drain grace of 3 s over');
+  }, 30_000);
+
+  it('is ready only while a hub replica is live and ready', async () => {
+    const t = await startTier('t2', await freePort());
+    await vi.waitFor(async () => expect((await get(t.port, '/readyz')).code).toBe(0), {
+      timeout: 10_000,
+      interval: 250,
+    });
+    await hub.proc.stop('SIGKILL');
+    await vi.waitFor(
+      async () => expect((await get(t.port, '/readyz')).body).toContain('no hub replica is live'),
+      { timeout: 12_000, interval: 250 },
+    );
+    expect((await get(t.port, '/healthz')).body).toBe('ok\n');
+    tiers.push(t);
   }, 30_000);
 });

@@ -44,6 +44,8 @@ export class TierForwarder {
   readonly #o: TierForwardOptions;
   /** The agents' /derp pass-throughs (client side), ended when the drain moves the agents. */
   readonly #agents = new Set<Duplex>();
+  /** Every CONNECT and Upgrade pass-through (client side), /derp included: cut when the server closes. */
+  readonly #tunnels = new Set<Duplex>();
   /** Forwarded requests other than /derp in flight (the drain waits for them). */
   #inFlight = 0;
 
@@ -58,8 +60,11 @@ export class TierForwarder {
     return this.#agents.size;
   }
 
-  /** Takes 'connect' and 'upgrade' on the server, and every request to a path not answered here. */
-  attach(app: FastifyInstance): () => void {
+  /**
+   * Takes 'connect' and 'upgrade' on the server, and every request to a path not answered here; when the server
+   * closes, the tunnels still open are cut (the drain waited for them first).
+   */
+  attach(app: FastifyInstance): void {
     const onConnect = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
       this.#o.drain.noteActivity();
       this.#raw(req, socket, () => forwardConnect(this.#hop(req), req, { socket, head }), true);
@@ -82,10 +87,13 @@ export class TierForwarder {
       this.#plain(request.raw, reply.raw);
     };
     app.addHook('onRequest', onRequest);
-    return () => {
+    // Upgraded sockets are not the HTTP server's to close: without this, close() would wait for every tunnel.
+    app.addHook('preClose', async () => {
       app.server.off('connect', onConnect);
       app.server.off('upgrade', onUpgrade);
-    };
+      for (const socket of this.#tunnels) socket.destroy();
+      this.#tunnels.clear();
+    });
   }
 
   #hop(req: IncomingMessage): MeshHop {
@@ -111,6 +119,8 @@ export class TierForwarder {
   /** A CONNECT or Upgrade: forwarded, or answered with the error envelope on the socket. */
   #raw(req: IncomingMessage, socket: Duplex, forward: () => Promise<void>, counted: boolean): void {
     if (counted) this.#count(socket);
+    this.#tunnels.add(socket);
+    socket.once('close', () => this.#tunnels.delete(socket));
     let started: Promise<void>;
     try {
       started = forward();
