@@ -5,39 +5,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  adminEnvOf,
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  Proc,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  startServe,
-  tempDir,
-} from './cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { CLIENT_BIN, cleanEnv, Proc, run, tempDir } from './cli-harness.js';
+import { serveForFile } from './helpers/served-relay.js';
 
-let relay: Proc;
-let ready: ReadyLine;
-let adminEnv: NodeJS.ProcessEnv;
+const relay = serveForFile({ prefix: 'cli-stops-relay', args: ['--lease-duration', '10'] });
 
-beforeAll(async () => {
-  buildIfStale();
-  const started = await startServe(tempDir('cli-stops-relay-'), '127.0.0.1:0', ['--lease-duration', '10']);
-  relay = started.proc;
-  ready = started.ready;
-  adminEnv = adminEnvOf(ready);
-}, 180_000);
-
-afterAll(async () => {
-  await relay?.stop();
-  await cleanup();
-});
-
-const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+const admin = (...args: string[]) => relay.admin(...args);
 
 async function joinArgs(name: string, token?: string): Promise<string[]> {
   let psk = token;
@@ -46,7 +20,7 @@ async function joinArgs(name: string, token?: string): Promise<string[]> {
     expect(r.code, r.stderr).toBe(0);
     psk = (JSON.parse(r.stdout) as { bootstrap: { psk: string } }).bootstrap.psk;
   }
-  return ['join', '--relay', ready.url, '--cluster', name, '--psk', psk, '--ca-pin', ready.caPin];
+  return ['join', '--relay', relay.ready.url, '--cluster', name, '--psk', psk, '--ca-pin', relay.ready.caPin];
 }
 
 function leased(stateDir: string): boolean {

@@ -4,36 +4,11 @@
  * errors on stdout with --output json, and shell completion sourced into a real bash.
  */
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  type Proc,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  startServe,
-  tempDir,
-} from './cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { CLIENT_BIN, cleanEnv, RELAY_BIN, run, tempDir } from './cli-harness.js';
+import { serveForFile } from './helpers/served-relay.js';
 
-let relay: Proc;
-let ready: ReadyLine;
-let certFile: string;
-
-beforeAll(async () => {
-  buildIfStale();
-  const dataDir = tempDir('cli-habits-');
-  ({ proc: relay, ready } = await startServe(dataDir, '127.0.0.1:0'));
-  certFile = join(dataDir, 'tls', 'cert.pem');
-}, 180_000);
-
-afterAll(async () => {
-  await relay?.stop();
-  await cleanup();
-});
+const relay = serveForFile({ prefix: 'cli-habits' });
 
 /** A pin that parses but is not the relay's. */
 const WRONG_PIN = `sha256:${'ab'.repeat(32)}`;
@@ -78,9 +53,9 @@ describe('-o json', () => {
       expect(r.code).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ version: expect.any(String) });
     }
-    const listed = await relayCli(['cluster', 'list', '-o', 'json', '--ca-pin', ready.caPin], {
-      TUNNEL_RELAY_URL: ready.url,
-      TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+    const listed = await relayCli(['cluster', 'list', '-o', 'json', '--ca-pin', relay.ready.caPin], {
+      TUNNEL_RELAY_URL: relay.ready.url,
+      TUNNEL_ACCESS_KEY: relay.ready.adminKey ?? '',
     });
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toEqual({ items: [] });
@@ -90,8 +65,8 @@ describe('-o json', () => {
 describe('JSON errors with --output json', () => {
   it('prints {"error":{code,message}} on stdout for a runtime failure, a usage error and a bad value', async () => {
     const runtime = await relayCli(['cluster', 'list', '--output', 'json', '--ca-pin', WRONG_PIN], {
-      TUNNEL_RELAY_URL: ready.url,
-      TUNNEL_ACCESS_KEY: ready.adminKey ?? '',
+      TUNNEL_RELAY_URL: relay.ready.url,
+      TUNNEL_ACCESS_KEY: relay.ready.adminKey ?? '',
     });
     expect(runtime.code).toBe(1);
     expect(JSON.parse(runtime.stdout)).toEqual({
@@ -138,10 +113,10 @@ describe('JSON errors with --output json', () => {
 });
 
 describe('a flag beats the environment', () => {
-  const base = () => ({ TUNNEL_RELAY_URL: ready.url, TUNNEL_ACCESS_KEY: ready.adminKey ?? '' });
+  const base = () => ({ TUNNEL_RELAY_URL: relay.ready.url, TUNNEL_ACCESS_KEY: relay.ready.adminKey ?? '' });
 
   it('--ca-file is used when TUNNEL_RELAY_CA_PIN is set', async () => {
-    const r = await relayCli(['cluster', 'list', '-o', 'json', '--ca-file', certFile], {
+    const r = await relayCli(['cluster', 'list', '-o', 'json', '--ca-file', relay.certFile], {
       ...base(),
       TUNNEL_RELAY_CA_PIN: WRONG_PIN,
     });
@@ -150,7 +125,7 @@ describe('a flag beats the environment', () => {
   });
 
   it('--ca-pin is used when TUNNEL_RELAY_CA_FILE is set', async () => {
-    const r = await relayCli(['cluster', 'list', '-o', 'json', '--ca-pin', ready.caPin], {
+    const r = await relayCli(['cluster', 'list', '-o', 'json', '--ca-pin', relay.ready.caPin], {
       ...base(),
       TUNNEL_RELAY_CA_FILE: '/nonexistent/ca.pem',
     });
@@ -159,12 +134,15 @@ describe('a flag beats the environment', () => {
   });
 
   it('two flags, or two variables, still conflict', async () => {
-    const flags = await relayCli(['cluster', 'list', '--ca-file', certFile, '--ca-pin', ready.caPin], base());
+    const flags = await relayCli(
+      ['cluster', 'list', '--ca-file', relay.certFile, '--ca-pin', relay.ready.caPin],
+      base(),
+    );
     expect(flags.stderr).toBe('error BAD_INPUT: give either --ca-pin or --ca-file, not both\n');
     const vars = await relayCli(['cluster', 'list'], {
       ...base(),
-      TUNNEL_RELAY_CA_FILE: certFile,
-      TUNNEL_RELAY_CA_PIN: ready.caPin,
+      TUNNEL_RELAY_CA_FILE: relay.certFile,
+      TUNNEL_RELAY_CA_PIN: relay.ready.caPin,
     });
     expect(vars.stderr).toBe('error BAD_INPUT: give either --ca-pin or --ca-file, not both\n');
   });

@@ -5,39 +5,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  adminEnvOf,
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  type Proc,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  startServe,
-  tempDir,
-} from './cli-harness.js';
+import { describe, expect, it } from 'vitest';
+import { CLIENT_BIN, cleanEnv, run, tempDir } from './cli-harness.js';
+import { serveForFile } from './helpers/served-relay.js';
 
-let relay: Proc;
-let ready: ReadyLine;
-let adminEnv: NodeJS.ProcessEnv;
+const relay = serveForFile({ prefix: 'cli-refused-relay' });
 
-beforeAll(async () => {
-  buildIfStale();
-  const started = await startServe(tempDir('cli-refused-relay-'), '127.0.0.1:0', []);
-  relay = started.proc;
-  ready = started.ready;
-  adminEnv = adminEnvOf(ready);
-}, 180_000);
-
-afterAll(async () => {
-  await relay?.stop();
-  await cleanup();
-});
-
-const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+const admin = (...args: string[]) => relay.admin(...args);
 const client = (...args: string[]) => run(CLIENT_BIN, args, cleanEnv());
 
 interface AuditItem {
@@ -62,7 +36,17 @@ async function create(name: string): Promise<string> {
 }
 
 function joinWith(cluster: string, psk: string) {
-  const args = ['join', '--relay', ready.url, '--cluster', cluster, '--psk', psk, '--ca-pin', ready.caPin];
+  const args = [
+    'join',
+    '--relay',
+    relay.ready.url,
+    '--cluster',
+    cluster,
+    '--psk',
+    psk,
+    '--ca-pin',
+    relay.ready.caPin,
+  ];
   return client(...args, '--state-dir', join(tempDir('cli-refused-state-'), 's'), '--wait');
 }
 

@@ -4,35 +4,18 @@
  * and accepting a cluster no agent has registered for fails with NO_AGENT_WAITING.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  adminEnvOf,
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  type Proc,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  startServe,
-  tempDir,
-} from './cli-harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT_BIN, cleanEnv, run, tempDir } from './cli-harness.js';
+import { serveForFile } from './helpers/served-relay.js';
 
-let relay: Proc;
-let ready: ReadyLine;
-let adminEnv: NodeJS.ProcessEnv;
-
-const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+const relay = serveForFile({ prefix: 'cluster-list' });
+const admin = (...args: string[]) => relay.admin(...args);
 
 interface Listed {
   items: { name: string; status: string; group: string }[];
 }
 
 beforeAll(async () => {
-  buildIfStale();
-  ({ proc: relay, ready } = await startServe(tempDir('cluster-list-'), '127.0.0.1:0'));
-  adminEnv = adminEnvOf(ready);
   const created = await admin(
     'cluster',
     'create',
@@ -50,22 +33,21 @@ beforeAll(async () => {
   const agentDir = join(tempDir('cluster-list-agent-'), 'agent');
   const joined = await run(
     CLIENT_BIN,
-    ['join', '--relay', ready.url, '--cluster', 'waiting', '--psk', token, '--ca-pin', ready.caPin].concat([
-      '--state-dir',
-      agentDir,
-      '--wait',
-      '--wait-timeout',
-      '1s',
-    ]),
+    [
+      'join',
+      '--relay',
+      relay.ready.url,
+      '--cluster',
+      'waiting',
+      '--psk',
+      token,
+      '--ca-pin',
+      relay.ready.caPin,
+    ].concat(['--state-dir', agentDir, '--wait', '--wait-timeout', '1s']),
     cleanEnv(),
   );
   expect(joined.stderr).toMatch(/error TIMEOUT: cluster waiting is still Pending/);
 }, 180_000);
-
-afterAll(async () => {
-  await relay?.stop();
-  await cleanup();
-});
 
 describe('cluster list', () => {
   it('tells "awaiting acceptance" from "no agent yet", with display names and ages', async () => {

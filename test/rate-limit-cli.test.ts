@@ -3,47 +3,20 @@
  * failed registrations (bound to 127.0.0.x) is listed with when it may retry, an admin clears it (audited),
  * a viewer may list but not clear, and bad flags exit 2 naming the value.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
-import {
-  adminEnvOf,
-  buildIfStale,
-  cleanup,
-  type Proc,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  startServe,
-  tempDir,
-} from './cli-harness.js';
+import { RELAY_BIN, run } from './cli-harness.js';
 import { type FromSourceReply, requestFrom } from './helpers/from-source.js';
+import { serveForFile } from './helpers/served-relay.js';
 
-let relay: Proc;
-let ready: ReadyLine;
-let caPem: string;
-let adminEnv: NodeJS.ProcessEnv;
+const relay = serveForFile({ prefix: 'rate-limit-cli' });
 
-beforeAll(async () => {
-  buildIfStale();
-  const dataDir = tempDir('rate-limit-cli-');
-  ({ proc: relay, ready } = await startServe(dataDir, '127.0.0.1:0'));
-  caPem = readFileSync(join(dataDir, 'tls', 'cert.pem'), 'utf8');
-  adminEnv = adminEnvOf(ready);
-}, 180_000);
-
-afterAll(async () => {
-  await relay?.stop();
-  await cleanup();
-});
-
-const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
+const admin = (...args: string[]) => relay.admin(...args);
 
 function failFrom(from: string): Promise<FromSourceReply> {
   return requestFrom({
-    url: ready.url,
-    caPem,
+    url: relay.ready.url,
+    caPem: relay.caPem,
     localAddress: from,
     method: 'POST',
     path: '/api/v1/register',
@@ -106,7 +79,7 @@ describe('tunnel-relay rate-limit', () => {
 
   it('a viewer may list but not clear; unknown sources and bad flags are named', async () => {
     const created = await admin('token', 'create', '--role', 'viewer', '--output', 'json');
-    const viewerEnv = { ...adminEnv, TUNNEL_ACCESS_KEY: JSON.parse(created.stdout).token };
+    const viewerEnv = { ...relay.adminEnv, TUNNEL_ACCESS_KEY: JSON.parse(created.stdout).token };
     expect((await run(RELAY_BIN, ['rate-limit', 'list'], viewerEnv)).code).toBe(0);
     const denied = await run(RELAY_BIN, ['rate-limit', 'clear', '--all'], viewerEnv);
     expect(denied.code).toBe(1);
@@ -120,12 +93,12 @@ describe('tunnel-relay rate-limit', () => {
     expect(bad.stderr).toMatch(/^error BAD_INPUT: --source "relay\.example" is not an IP address/);
     for (const query of ['', '?source=127.0.0.7&all=true', '?all=yes', '?source=10.0.0.0%2F8', '?other=1']) {
       const r = await requestFrom({
-        url: ready.url,
-        caPem,
+        url: relay.ready.url,
+        caPem: relay.caPem,
         localAddress: '127.0.0.1',
         method: 'DELETE',
         path: `/api/v1/rate-limits${query}`,
-        token: ready.adminKey!,
+        token: relay.ready.adminKey!,
       });
       expect([r.status, r.body.error?.code], query).toEqual([400, 'BAD_INPUT']);
     }

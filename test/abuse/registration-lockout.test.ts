@@ -5,25 +5,13 @@
  * must still get in at once, and so must a correct PSK sent from the limited source itself. Sources are
  * loopback addresses 127.0.0.x, which Linux lets a client bind.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { joinCommandWords } from '../../shared/cli/join-command-words.js';
 import { generateKeyPair, keyToBase64 } from '../../shared/keys.js';
-import {
-  adminEnvOf,
-  buildIfStale,
-  CLIENT_BIN,
-  cleanEnv,
-  cleanup,
-  type Proc,
-  RELAY_BIN,
-  type ReadyLine,
-  run,
-  startServe,
-  tempDir,
-} from '../cli-harness.js';
+import { CLIENT_BIN, cleanEnv, RELAY_BIN, run, tempDir } from '../cli-harness.js';
 import { type FromSourceReply, requestFrom } from '../helpers/from-source.js';
+import { serveForFile } from '../helpers/served-relay.js';
 import { abuseScale } from './scale.js';
 
 /** The relay's limit: failures per source within the window (docs/LIMITS.md). */
@@ -31,23 +19,7 @@ const LIMIT = 10;
 const WINDOW_S = 300;
 const scale = abuseScale();
 
-let relay: Proc;
-let ready: ReadyLine;
-let caPem: string;
-let adminEnv: NodeJS.ProcessEnv;
-
-beforeAll(async () => {
-  buildIfStale();
-  const dataDir = tempDir('abuse-lockout-');
-  ({ proc: relay, ready } = await startServe(dataDir, '127.0.0.1:0'));
-  caPem = readFileSync(join(dataDir, 'tls', 'cert.pem'), 'utf8');
-  adminEnv = adminEnvOf(ready);
-}, 180_000);
-
-afterAll(async () => {
-  await relay?.stop();
-  await cleanup();
-});
+const relay = serveForFile({ prefix: 'abuse-lockout' });
 
 /** Wrong credentials of both kinds /register takes: cluster PSKs and (bootstrap) access keys. */
 const wrongPsk = (i: number) => `${i % 3 === 2 ? 'trk_' : 'tpsk_'}${String(i).padStart(43, 'W')}`;
@@ -60,8 +32,8 @@ function register(
   headers: Record<string, string> = {},
 ): Promise<FromSourceReply> {
   return requestFrom({
-    url: ready.url,
-    caPem,
+    url: relay.ready.url,
+    caPem: relay.caPem,
     localAddress: from,
     method: 'POST',
     path: '/api/v1/register',
@@ -72,7 +44,7 @@ function register(
 }
 
 async function createCluster(name: string): Promise<{ psk: string; joinCommand: string }> {
-  const r = await run(RELAY_BIN, ['cluster', 'create', name, '--output', 'json'], adminEnv);
+  const r = await run(RELAY_BIN, ['cluster', 'create', name, '--output', 'json'], relay.adminEnv);
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout).bootstrap;
 }
@@ -149,14 +121,16 @@ describe('registration lockout', () => {
     const made = await run(
       RELAY_BIN,
       ['token', 'create', '--role', 'bootstrap', '--output', 'json'],
-      adminEnv,
+      relay.adminEnv,
     );
     const boot = await register(shared, 'victim-boot', JSON.parse(made.stdout).token);
     expect(boot.status, JSON.stringify(boot.body)).toBe(201);
     expect(boot.body).toMatchObject({ cluster: 'victim-boot', status: 'Pending' });
 
     // 7. Limited failures are not logged one by one: one "registration refused" line per 401 answered.
-    const refusedLines = relay.stderr.split('\n').filter((l) => l.includes('"registration refused"')).length;
+    const refusedLines = relay.proc.stderr
+      .split('\n')
+      .filter((l) => l.includes('"registration refused"')).length;
     expect(refusedLines).toBe(LIMIT + sources.length * 2 + LIMIT + LIMIT + 1);
   });
 });
