@@ -1,6 +1,7 @@
 /**
  * `--mode`: what a relay process is.
- *   hub    (default) the whole relay: API, DERP server, hub node (it holds the hub's WireGuard key), proxies.
+ *   all    (default; `hub` is the same) the whole relay: API, DERP server, hub node (it holds the hub's WireGuard
+ *          key), proxies.
  *   relay  a forwarding-only replica of a fleet (relay/tier/): it terminates TLS with the fleet certificate and
  *          forwards every request, /derp included, over the mesh to a hub replica. It holds no hub key and decrypts
  *          nothing, so everything that would give it a hub key or a WireGuard port is refused here.
@@ -9,7 +10,12 @@ import { TunnelError } from '../shared/errors.js';
 import type { Sourced } from './config-store.js';
 
 export type RelayMode = 'hub' | 'relay';
-export const RELAY_MODES: readonly RelayMode[] = ['hub', 'relay'];
+/** The spellings --mode takes: `all` (the contract's) and `hub` both give the hub mode. */
+const SPELLINGS: ReadonlyMap<unknown, RelayMode> = new Map<unknown, RelayMode>([
+  ['all', 'hub'],
+  ['hub', 'hub'],
+  ['relay', 'relay'],
+]);
 
 function bad(key: string, source: string, reason: string): never {
   throw new TunnelError('BAD_CONFIG', `${key} (${source}): ${reason}`);
@@ -17,8 +23,8 @@ function bad(key: string, source: string, reason: string): never {
 
 export function parseMode(v: Sourced): RelayMode {
   if (!v) return 'hub';
-  const found = RELAY_MODES.find((m) => m === v[0]);
-  if (found === undefined) bad('mode', v[1], `expected hub or relay, got ${JSON.stringify(v[0])}`);
+  const found = SPELLINGS.get(v[0]);
+  if (found === undefined) bad('mode', v[1], `expected all (or hub) or relay, got ${JSON.stringify(v[0])}`);
   return found;
 }
 

@@ -353,6 +353,8 @@ describe('--mode', () => {
 
   it('is hub by default; relay mode defaults the UDP port off and keeps STUN', () => {
     expect(resolveRelayConfig({ cwd: dir }).mode).toBe('hub');
+    expect(resolveRelayConfig({ cwd: dir, flags: { mode: 'all' } }).mode).toBe('hub');
+    expect(resolveRelayConfig({ cwd: dir, flags: { mode: 'hub' } }).mode).toBe('hub');
     const c = resolveRelayConfig(relay());
     expect(c.mode).toBe('relay');
     expect(c.udpPort).toBeNull();
@@ -363,7 +365,7 @@ describe('--mode', () => {
 
   it('refuses what would give a relay-mode replica a hub key or a WireGuard port, naming the flag', () => {
     expect(badConfig(() => resolveRelayConfig({ cwd: dir, flags: { mode: 'edge' } }))).toMatch(
-      /^mode \(--mode\): expected hub or relay, got "edge"/,
+      /^mode \(--mode\): expected all \(or hub\) or relay, got "edge"/,
     );
     expect(badConfig(() => resolveRelayConfig(relay({ hubKeyFile: 'hub.key' })))).toMatch(
       /^hub-key-file \(--hub-key-file\): a relay-mode replica holds no hub key/,

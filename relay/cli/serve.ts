@@ -60,8 +60,8 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
       'run the relay (control-plane API, packet relay, hub node) on one TLS port (or plain HTTP behind a TLS terminator)',
     )
     .option(
-      '--mode <hub|relay>',
-      'hub: the whole relay (default); relay: a forwarding-only replica of a fleet, no hub key (postgres:// store, mesh key)',
+      '--mode <all|relay>',
+      'all (or hub): the whole relay (default); relay: a forwarding-only replica of a fleet, no hub key (postgres:// store, mesh key)',
     )
     .option('--listen <host:port>', 'address of the TLS port (default 127.0.0.1:8443; port 0 picks one)')
     .option('--public-url <url>', 'URL agents and tools use to reach this relay (default: the bound address)')

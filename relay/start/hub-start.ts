@@ -1,5 +1,5 @@
 /**
- * startHub: a hub-mode relay (the default `serve --mode hub`): one Fastify server on one TLS port, each concern an
+ * startHub: a hub-mode relay (the default `serve --mode all`, also spelt `hub`): one Fastify server on one TLS port, each concern an
  * encapsulated plugin. On first start in an empty data dir it creates the TLS certificate, the hub node's
  * WireGuard key pair and the first admin access key (returned once as `adminKey`).
  */
