@@ -18,17 +18,18 @@ function refusal(raw: unknown): TunnelError {
 
 describe('parseAgentReason (the lease body relayedReason)', () => {
   it('keeps every reason only the agent knows; absent or null is none', () => {
-    for (const r of AGENT_REASONS) expect(parseAgentReason(r)).toBe(r);
-    expect(parseAgentReason(undefined)).toBeNull();
-    expect(parseAgentReason(null)).toBeNull();
+    for (const r of AGENT_REASONS) expect(parseAgentReason(r)).toEqual({ reason: r, ignored: false });
+    expect(parseAgentReason(undefined)).toEqual({ reason: null, ignored: false });
+    expect(parseAgentReason(null)).toEqual({ reason: null, ignored: false });
   });
 
-  it("ignores well-formed codes it does not take: the hub's own and a newer agent's", () => {
+  it("ignores well-formed codes it does not take, and says so: the hub's own and a newer agent's", () => {
     const hubOnly = Object.keys(RELAYED_REASON_TEXT).filter(
       (r) => !(AGENT_REASONS as readonly string[]).includes(r),
     );
     expect(hubOnly).toContain('no-candidates');
-    for (const r of [...hubOnly, 'ipv6-only', 'captive-portal', 'x']) expect(parseAgentReason(r)).toBeNull();
+    for (const r of [...hubOnly, 'ipv6-only', 'captive-portal', 'x'])
+      expect(parseAgentReason(r)).toEqual({ reason: null, ignored: true });
   });
 
   it('refuses anything else with BAD_INPUT naming the value, bounded', () => {
@@ -57,8 +58,9 @@ describe('parseAgentReason (the lease body relayedReason)', () => {
         ),
         (raw) => {
           let out: string | null;
+          let ignored: boolean;
           try {
-            out = parseAgentReason(raw);
+            ({ reason: out, ignored } = parseAgentReason(raw));
           } catch (err) {
             expect(isTunnelError(err, 'BAD_INPUT')).toBe(true);
             expect(String(err).length).toBeLessThan(250);
@@ -67,10 +69,11 @@ describe('parseAgentReason (the lease body relayedReason)', () => {
             return;
           }
           if (out === null) {
-            expect(
-              raw === undefined || raw === null || !(AGENT_REASONS as readonly unknown[]).includes(raw),
-            ).toBe(true);
+            const none = raw === undefined || raw === null;
+            expect(none || !(AGENT_REASONS as readonly unknown[]).includes(raw)).toBe(true);
+            expect(ignored).toBe(!none);
           } else {
+            expect(ignored).toBe(false);
             expect(out).toBe(raw);
             expect(AGENT_REASONS).toContain(out);
           }

@@ -163,6 +163,10 @@ export class Metrics {
     'Agent registrations by result (accepted, pending, rejected, conflict, rate_limited).',
   );
   readonly leaseRenewals = new Counter('tunnel_relay_lease_renewals_total', 'Agent lease renewals.');
+  readonly leaseReasonsIgnored = new Counter(
+    'tunnel_relay_lease_reasons_ignored_total',
+    "Lease renewals whose relayedReason was a well-formed code this relay does not take (not an agent's reason it knows).",
+  );
   readonly authFailures = new Counter(
     'tunnel_relay_auth_failures_total',
     'Requests refused for a bad credential.',
@@ -179,9 +183,13 @@ export class Metrics {
 
   /** The exposition text; `gauges` are sampled by the caller (clusters by status, leases). */
   render(gauges: Array<{ name: string; help: string; samples: Array<[Labels, number]> }>): string {
-    const parts = [this.requests, this.registrations, this.leaseRenewals, this.authFailures].map((c) =>
-      c.render(),
-    );
+    const parts = [
+      this.requests,
+      this.registrations,
+      this.leaseRenewals,
+      this.leaseReasonsIgnored,
+      this.authFailures,
+    ].map((c) => c.render());
     for (const g of gauges) parts.push(renderFamily({ ...g, type: 'gauge' }));
     for (const c of this.#collectors) for (const f of c()) parts.push(renderFamily(f));
     return `${parts.join('\n')}\n`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withReason } from './path-reason.js';
+import { shownReason, withReason } from './path-reason.js';
 
 const hub = {
   remote: null,
@@ -35,5 +35,20 @@ describe('withReason: the agent reason first, else the hub one', () => {
       reasonFrom: null,
     });
     expect(withReason({ connected: false, path: 'none' }, null, '443-only')).toBeNull();
+  });
+});
+
+describe('shownReason: the one precedence of the details, the path history and the metrics', () => {
+  it("relayed: the agent's when it gave one, else the hub's; otherwise the hub's (none while direct)", () => {
+    const agent = { hubReason: 'no-candidates', agentReason: '443-only' };
+    expect(shownReason({ relayed: true, ...agent })).toEqual({ reason: '443-only', reasonFrom: 'agent' });
+    expect(shownReason({ relayed: true, ...agent, agentReason: null })).toEqual({
+      reason: 'no-candidates',
+      reasonFrom: 'hub',
+    });
+    expect(shownReason({ relayed: false, hubReason: null, agentReason: '443-only' })).toEqual({
+      reason: null,
+      reasonFrom: null,
+    });
   });
 });

@@ -3,7 +3,8 @@
  * relay/agent-reason.ts) when it reported one, as it knows what the hub cannot see (it sends no UDP at all, its
  * cluster's path value is relay-only, its UDP is blocked, its NAT maps per destination); else the hub's (what
  * the path selector holding the agent's session sees: no candidates, no answer, the direct path went silent).
- * `reasonFrom` says which side it came from. On the direct path there is no reason.
+ * `reasonFrom` says which side it came from. On the direct path there is no reason. The path history and the
+ * metrics follow the same precedence (shownReason).
  */
 
 export type ReasonFrom = 'agent' | 'hub';
@@ -29,6 +30,25 @@ const NO_DETAIL: HubPathDetail = {
   reason: null,
 };
 
+/** The reason shown and who reported it (null, null: none). */
+export interface ShownReason {
+  reason: string | null;
+  reasonFrom: ReasonFrom | null;
+}
+
+/**
+ * The one precedence every view of an agent's path follows (the cluster's details, its path history, the
+ * metrics): while `relayed`, the agent's reason when it reported one; else the hub's (none while direct).
+ */
+export function shownReason(o: {
+  readonly relayed: boolean;
+  readonly hubReason: string | null;
+  readonly agentReason: string | null;
+}): ShownReason {
+  if (o.relayed && o.agentReason !== null) return { reason: o.agentReason, reasonFrom: 'agent' };
+  return { reason: o.hubReason, reasonFrom: o.hubReason === null ? null : 'hub' };
+}
+
 /**
  * The details with their reason: `hub` is the hub's details (null when no hub reported any: an agent or hub
  * without disco, or a report gone stale); `agentReason` the agent's last reported reason.
@@ -38,8 +58,8 @@ export function withReason(
   hub: HubPathDetail | null,
   agentReason: string | null,
 ): ReasonedPathDetail | null {
-  if (view.connected && view.path === 'relayed' && agentReason !== null)
-    return { ...(hub ?? NO_DETAIL), reason: agentReason, reasonFrom: 'agent' };
-  if (!hub) return null;
-  return { ...hub, reasonFrom: hub.reason === null ? null : 'hub' };
+  const relayed = view.connected && view.path === 'relayed';
+  const shown = shownReason({ relayed, hubReason: hub?.reason ?? null, agentReason });
+  if (shown.reasonFrom === 'agent') return { ...(hub ?? NO_DETAIL), ...shown };
+  return hub ? { ...hub, ...shown } : null;
 }

@@ -9,6 +9,8 @@ import { REASON_CODE_MAX } from './agent-reason.js';
 
 const closed = { additionalProperties: false } as const;
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+/** Who said a path's `reason`: the agent (its lease) or the hub holding its session; null with no reason. */
+const ReasonFrom = Nullable(Type.Union([Type.Literal('agent'), Type.Literal('hub')]));
 
 export const LIMITS = {
   nameMax: 63,
@@ -70,8 +72,7 @@ export const Cluster = Type.Object(
           rttRelayedMs: Nullable(Type.Number()),
           lastSwitch: Nullable(Type.String()),
           reason: Nullable(Type.String()),
-          /** Who said `reason`: the agent (its lease) or the hub holding its session; null with no reason. */
-          reasonFrom: Nullable(Type.Union([Type.Literal('agent'), Type.Literal('hub')])),
+          reasonFrom: ReasonFrom,
         },
         closed,
       ),
@@ -239,6 +240,7 @@ export const PathHistory = Type.Object(
           path: Type.String(),
           remote: Nullable(Type.String()),
           reason: Nullable(Type.String()),
+          reasonFrom: ReasonFrom,
         },
         closed,
       ),

@@ -6,6 +6,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TunnelError } from '../../shared/errors.js';
 import { graceMs } from '../conditions.js';
 import type { RelayContext } from '../context.js';
+import { PATH_REPORT_STALE_MS } from '../path-reports.js';
+import { AGENTS_RELAYED_METRIC, agentsRelayedSamples } from '../relayed-reason-metrics.js';
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
   app.get('/healthz', async (_req, reply) => {
@@ -31,6 +33,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
       ctx.clock.wallNow() - graceMs(ctx.config.leaseDurationSeconds) + 1,
     );
     const connected = ctx.hooks.connectedCount;
+    const relayed = await ctx.store.relayedReasonCounts(ctx.clock.wallNow() - PATH_REPORT_STALE_MS + 1);
     reply.type('text/plain; version=0.0.4; charset=utf-8');
     return ctx.metrics.render([
       {
@@ -47,6 +50,11 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
         name: 'tunnel_relay_agents_connected',
         help: 'Clusters with a live agent session.',
         samples: [[{}, connected]],
+      },
+      {
+        name: AGENTS_RELAYED_METRIC,
+        help: "Agents relayed now by the reason their cluster shows and who reported it (agent, hub), from the store's reports.",
+        samples: agentsRelayedSamples(relayed),
       },
       {
         name: 'tunnel_relay_registration_limiter_entries',

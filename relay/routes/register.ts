@@ -156,13 +156,14 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       const renewed = await ctx.store.renewLease(c.name, {
         now: ctx.clock.wallNow(),
         graceMs: graceMs(lease),
-        agentReason,
+        agentReason: agentReason.reason,
         ...(req.body.claims ? { claims: req.body.claims } : {}),
         ...(req.body.agentVersion ? { agentVersion: req.body.agentVersion } : {}),
       });
       if (!renewed) throw new TunnelError('CONFLICT', `cluster "${c.name}" has no registered agent`);
       ctx.hooks.clusterChanged(c.name);
       ctx.metrics.leaseRenewals.inc();
+      if (agentReason.ignored) ctx.metrics.leaseReasonsIgnored.inc();
       return {
         leaseDurationSeconds: lease,
         renewAfterSeconds: lease,

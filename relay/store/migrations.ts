@@ -125,6 +125,12 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE clusters ADD COLUMN agent_reason TEXT;
   `,
+  // 8: who reported each path history entry's reason (agent or hub; path-history-row.ts). Entries written
+  // before it hold the hub's reasons only.
+  `
+  ALTER TABLE agent_path_history ADD COLUMN reason_from TEXT;
+  UPDATE agent_path_history SET reason_from = 'hub' WHERE reason IS NOT NULL;
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

@@ -11,19 +11,8 @@ import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { FailureLimits } from '../failure-limits.js';
 import type { FailureLimiterOptions } from '../rate-limit.js';
-import {
-  AGENT_PATH_COLS,
-  type AgentPathRow,
-  agentPathValues,
-  appendPathHistorySql,
-  PATH_HISTORY_COLS,
-  type PathHistoryRow,
-  pathHistoryValues,
-  toAgentPath,
-  toPathChange,
-  trimPathHistorySql,
-  upsertAgentPathSql,
-} from './agent-path-row.js';
+import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
+import { type PathHistoryRow, selectPathHistorySql, toPathChange } from './path-history-row.js';
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
 import {
   CONNECT_TIMEOUT_MS,
@@ -39,6 +28,12 @@ import { PgFailureLimits } from './postgres-failure-limits.js';
 import { insertPskPg, takeInstallLinkPg } from './postgres-install-links.js';
 import { PgMeshTables } from './postgres-mesh.js';
 import { applyPgMigrations } from './postgres-migrations.js';
+import {
+  noteAgentReasonPg,
+  RENEW_SQL,
+  relayedReasonCountsPg,
+  saveAgentPathPg,
+} from './postgres-path-history.js';
 import { registerInPgTx } from './postgres-register.js';
 import { serializable, type Tx, txOf } from './postgres-tx.js';
 import { describeTarget } from './postgres-url.js';
@@ -59,6 +54,7 @@ import type {
   PathChange,
   RegisterInput,
   RegisterResult,
+  RelayedReasonCount,
   RemoteKeyLoss,
   RevokeKeyResult,
   Store,
@@ -388,22 +384,20 @@ export class PostgresStore implements Store {
   }
 
   async renewLease(cluster: string, lease: LeaseInput): Promise<boolean> {
-    const changes = await (await this.#read()).run(
-      `UPDATE clusters SET lease_renew_at = $1,
-           available_since = CASE WHEN lease_renew_at IS NULL OR available_since IS NULL
-             OR $1 >= lease_renew_at + $2 THEN $1 ELSE available_since END,
-           claims = COALESCE($3, claims), agent_version = COALESCE($4, agent_version), agent_reason = $6
-         WHERE name = $5 AND public_key IS NOT NULL`,
-      [
-        lease.now,
-        lease.graceMs,
-        lease.claims ? JSON.stringify(lease.claims) : null,
-        lease.agentVersion ?? null,
-        cluster,
-        lease.agentReason ?? null,
-      ],
-    );
-    return changes === 1;
+    const after = lease.agentReason ?? null;
+    const renewed = await (await this.#read()).one<{ before: string | null }>(RENEW_SQL, [
+      lease.now,
+      lease.graceMs,
+      lease.claims ? JSON.stringify(lease.claims) : null,
+      lease.agentVersion ?? null,
+      cluster,
+      after,
+    ]);
+    if (!renewed) return false;
+    // Rare (the agent's reason changed): its path history entry, if it makes one.
+    if (renewed.before !== after)
+      await this.#write((tx) => noteAgentReasonPg(tx, { cluster, now: lease.now }));
+    return true;
   }
 
   unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null> {
@@ -430,28 +424,20 @@ export class PostgresStore implements Store {
     });
   }
 
-  async saveAgentPath(path: AgentPathRecord): Promise<void> {
-    const db = await this.#read();
-    await db.run(
-      appendPathHistorySql((i) => `$${i}`),
-      pathHistoryValues(path),
-    );
-    await db.run(
-      trimPathHistorySql((i) => `$${i}`),
-      [path.cluster, path.cluster],
-    );
-    await db.run(
-      upsertAgentPathSql((i) => `$${i}`),
-      agentPathValues(path),
-    );
+  saveAgentPath(path: AgentPathRecord): Promise<void> {
+    return this.#write((tx) => saveAgentPathPg(tx, path));
   }
 
   async pathHistory(cluster: string): Promise<PathChange[]> {
     const rows = await (await this.#read()).all<PathHistoryRow>(
-      `SELECT ${PATH_HISTORY_COLS} FROM agent_path_history WHERE cluster = $1 ORDER BY at DESC`,
+      selectPathHistorySql((i) => `$${i}`),
       [cluster],
     );
     return rows.map(toPathChange);
+  }
+
+  async relayedReasonCounts(sinceWall: number): Promise<RelayedReasonCount[]> {
+    return relayedReasonCountsPg(await this.#read(), sinceWall);
   }
 
   async agentPaths(cluster?: string): Promise<AgentPathRecord[]> {

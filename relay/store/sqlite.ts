@@ -6,23 +6,13 @@
 
 import Database from 'better-sqlite3';
 import { TunnelError } from '../../shared/errors.js';
-import {
-  AGENT_PATH_COLS,
-  type AgentPathRow,
-  agentPathValues,
-  appendPathHistorySql,
-  PATH_HISTORY_COLS,
-  type PathHistoryRow,
-  pathHistoryValues,
-  toAgentPath,
-  toPathChange,
-  trimPathHistorySql,
-  upsertAgentPathSql,
-} from './agent-path-row.js';
+import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
 import { applyMigrations } from './migrations.js';
+import { type PathHistoryRow, selectPathHistorySql, toPathChange } from './path-history-row.js';
 import { CURRENT_PSK_ORDER, type PskState, type PskSummary, pskSummary } from './psk-refusal.js';
 import { AddressPool } from './sqlite-addresses.js';
 import { insertPsk, takeInstallLinkInTx } from './sqlite-install-links.js';
+import { relayedReasonCounts, renewWithReasonInTx, saveAgentPathInTx } from './sqlite-path-history.js';
 import { registerInTx } from './sqlite-register.js';
 import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
 import type {
@@ -39,6 +29,7 @@ import type {
   PathChange,
   RegisterInput,
   RegisterResult,
+  RelayedReasonCount,
   RemoteKeyLoss,
   RevokeKeyResult,
   Store,
@@ -304,17 +295,23 @@ export class SqliteStore implements Store {
   }
 
   renewLease(cluster: string, lease: LeaseInput): Promise<boolean> {
-    return this.#tx(() => {
-      const changes = this.#q.renew.run({
-        name: cluster,
+    const after = lease.agentReason ?? null;
+    return this.#tx(() =>
+      renewWithReasonInTx(this.#db, {
+        cluster,
+        after,
         now: lease.now,
-        grace: lease.graceMs,
-        claims: lease.claims ? JSON.stringify(lease.claims) : null,
-        agentVersion: lease.agentVersion ?? null,
-        agentReason: lease.agentReason ?? null,
-      }).changes;
-      return changes === 1;
-    });
+        renew: () =>
+          this.#q.renew.run({
+            name: cluster,
+            now: lease.now,
+            grace: lease.graceMs,
+            claims: lease.claims ? JSON.stringify(lease.claims) : null,
+            agentVersion: lease.agentVersion ?? null,
+            agentReason: after,
+          }).changes === 1,
+      }),
+    );
   }
 
   unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null> {
@@ -347,22 +344,20 @@ export class SqliteStore implements Store {
   }
 
   saveAgentPath(path: AgentPathRecord): Promise<void> {
-    return this.#tx(() => {
-      this.#db.prepare(appendPathHistorySql(() => '?')).run(...pathHistoryValues(path));
-      this.#db.prepare(trimPathHistorySql(() => '?')).run(path.cluster, path.cluster);
-      this.#db.prepare(upsertAgentPathSql(() => '?')).run(...agentPathValues(path), path.cluster);
-    });
+    return this.#tx(() => saveAgentPathInTx(this.#db, path));
   }
 
   pathHistory(cluster: string): Promise<PathChange[]> {
     return this.#tx(() =>
       this.#db
-        .prepare<[string], PathHistoryRow>(
-          `SELECT ${PATH_HISTORY_COLS} FROM agent_path_history WHERE cluster = ? ORDER BY at DESC`,
-        )
+        .prepare<[string], PathHistoryRow>(selectPathHistorySql(() => '?'))
         .all(cluster)
         .map(toPathChange),
     );
+  }
+
+  relayedReasonCounts(sinceWall: number): Promise<RelayedReasonCount[]> {
+    return this.#tx(() => relayedReasonCounts(this.#db, sinceWall));
   }
 
   agentPaths(cluster?: string): Promise<AgentPathRecord[]> {

@@ -5,10 +5,11 @@ import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../shared/errors.js';
 import { PostgresBackend, sqliteBackend } from '../../test/helpers/store-backends.js';
-import { PATH_HISTORY_MAX } from './agent-path-row.js';
+import { PATH_REPORT_STALE_MS } from '../path-reports.js';
 import { MIGRATIONS } from './migrations.js';
+import { PATH_HISTORY_MAX } from './path-history-row.js';
 import { SqliteStore } from './sqlite.js';
-import type { AuditEntry, RegisterInput, Store } from './types.js';
+import type { AgentPathRecord, AuditEntry, RegisterInput, RelayedReasonCount, Store } from './types.js';
 
 const audit = (action: string, target = 't'): AuditEntry => ({
   at: 1,
@@ -355,9 +356,9 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
       lastSwitchAt: 4_000,
     });
     expect(await s.pathHistory('ph')).toEqual([
-      { at: 4_000, path: 'direct', remote: '198.51.100.7:50000', reason: null },
-      { at: 3_000, path: 'direct', remote: '198.51.100.7:41641', reason: null },
-      { at: 1_000, path: 'relayed', remote: null, reason: 'confirming' },
+      { at: 4_000, path: 'direct', remote: '198.51.100.7:50000', reason: null, reasonFrom: null },
+      { at: 3_000, path: 'direct', remote: '198.51.100.7:41641', reason: null, reasonFrom: null },
+      { at: 1_000, path: 'relayed', remote: null, reason: 'confirming', reasonFrom: 'hub' },
     ]);
     for (let i = 0; i < 30; i++) {
       const direct = i % 2 === 0;
@@ -371,11 +372,109 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     }
     const kept = await s.pathHistory('ph');
     expect(kept).toHaveLength(PATH_HISTORY_MAX);
-    expect(kept[0]).toEqual({ at: 10_029, path: 'relayed', remote: null, reason: 'direct-silent' });
+    expect(kept[0]).toEqual({
+      at: 10_029,
+      path: 'relayed',
+      remote: null,
+      reason: 'direct-silent',
+      reasonFrom: 'hub',
+    });
     expect(kept.map((c) => c.at)).toEqual([...kept.map((c) => c.at)].sort((a, b) => b - a));
     expect(await s.pathHistory('nobody')).toEqual([]);
     await s.deleteCluster('ph', audit('d', 'ph'));
     expect(await s.pathHistory('ph')).toEqual([]);
+  });
+
+  it("records the reason the cluster shows: the agent's while relayed, and a change of it alone", async () => {
+    await s.createCluster(
+      { name: 'ar', group: 'g', displayName: 'ar', createdAt: 1 },
+      secret('p-ar'),
+      audit('c'),
+    );
+    await s.register(regInput('ar'), audit('r'));
+    const relayed = {
+      cluster: 'ar',
+      path: 'relayed' as const,
+      remote: null,
+      rttDirectMs: null,
+      rttRelayedMs: 3,
+      lastSwitchAt: 1_000,
+      reason: 'no-candidates',
+      reportedAt: 1_000,
+    };
+    const lease = (now: number, agentReason: string | null) =>
+      s.renewLease('ar', { now, graceMs: 100, agentReason });
+    await s.saveAgentPath(relayed);
+    // The agent says why at its next renewal: an entry of its own, though the hub's report did not change.
+    await lease(2_000, '443-only');
+    await lease(2_500, '443-only'); // the same again: nothing
+    // The hub's reason changes under the agent's: the cluster still shows the agent's, so nothing either.
+    await s.saveAgentPath({ ...relayed, reason: 'no-answer', reportedAt: 3_000 });
+    const direct = { ...relayed, path: 'direct' as const, remote: '198.51.100.7:41641', reason: null };
+    await s.saveAgentPath({ ...direct, lastSwitchAt: 4_000, reportedAt: 4_000 });
+    // While direct the agent's reason shows nowhere: no entry.
+    await lease(4_500, 'udp-blocked');
+    // Back to relayed: the entry carries the agent's reason held since.
+    await s.saveAgentPath({ ...relayed, reason: 'direct-silent', lastSwitchAt: 5_000, reportedAt: 5_000 });
+    // The agent stops reporting one: the hub's shows again.
+    await lease(6_000, null);
+    // A switch the hub made before that renewal but wrote after it still comes out newest.
+    await s.saveAgentPath({ ...direct, lastSwitchAt: 5_990, reportedAt: 6_010 });
+    expect(await s.pathHistory('ar')).toEqual([
+      { at: 6_001, path: 'direct', remote: '198.51.100.7:41641', reason: null, reasonFrom: null },
+      { at: 6_000, path: 'relayed', remote: null, reason: 'direct-silent', reasonFrom: 'hub' },
+      { at: 5_000, path: 'relayed', remote: null, reason: 'udp-blocked', reasonFrom: 'agent' },
+      { at: 4_000, path: 'direct', remote: '198.51.100.7:41641', reason: null, reasonFrom: null },
+      { at: 2_000, path: 'relayed', remote: null, reason: '443-only', reasonFrom: 'agent' },
+      { at: 1_000, path: 'relayed', remote: null, reason: 'no-candidates', reasonFrom: 'hub' },
+    ]);
+    // A report gone stale (its replica died): the agent's reason changing then makes no entry.
+    await s.saveAgentPath({ ...relayed, lastSwitchAt: 7_000, reportedAt: 7_000 });
+    const before = await s.pathHistory('ar');
+    await lease(7_000 + PATH_REPORT_STALE_MS, '443-only');
+    expect(await s.pathHistory('ar')).toEqual(before);
+  });
+
+  it('counts the agents relayed now by hub reason and agent reason, fresh reports only', async () => {
+    const report = (cluster: string, over: Partial<AgentPathRecord> = {}): AgentPathRecord => ({
+      cluster,
+      path: 'relayed',
+      remote: null,
+      rttDirectMs: null,
+      rttRelayedMs: 3,
+      lastSwitchAt: 1_000,
+      reason: 'no-candidates',
+      reportedAt: 10_000,
+      ...over,
+    });
+    const agents = { a1: '443-only', a2: '443-only', h1: null, h2: null, d1: null, old: '443-only' };
+    let n = 10;
+    for (const [name, agentReason] of Object.entries(agents)) {
+      await s.createCluster(
+        { name, group: 'g', displayName: name, createdAt: 1 },
+        secret(`p-${name}`),
+        audit('c'),
+      );
+      await s.register(regInput(name, { publicKey: key(n++) }), audit('r'));
+      await s.renewLease(name, { now: 1_000, graceMs: 100, agentReason });
+    }
+    await s.createCluster(
+      { name: 'unjoined', group: 'g', displayName: 'u', createdAt: 1 },
+      secret('p-u'),
+      audit('c'),
+    );
+    for (const name of ['a1', 'a2', 'h1', 'unjoined']) await s.saveAgentPath(report(name));
+    await s.saveAgentPath(report('h2', { reason: 'no-answer' }));
+    await s.saveAgentPath(report('d1', { path: 'direct', remote: '198.51.100.7:41641', reason: null }));
+    await s.saveAgentPath(report('old', { reportedAt: 9_999 }));
+    const counts = await s.relayedReasonCounts(10_000);
+    const key2 = (c: RelayedReasonCount) => `${c.hubReason}/${c.agentReason}`;
+    expect(counts.sort((a, b) => key2(a).localeCompare(key2(b)))).toEqual([
+      { hubReason: 'no-answer', agentReason: null, agents: 1 },
+      { hubReason: 'no-candidates', agentReason: '443-only', agents: 2 },
+      { hubReason: 'no-candidates', agentReason: null, agents: 1 },
+    ]);
+    expect(await s.relayedReasonCounts(10_001)).toEqual([]);
   });
 
   it('access keys, values and audit round-trip; audit is capped', async () => {
@@ -467,5 +566,47 @@ describe('SqliteStore on disk', () => {
     expect(await s7.renewLease('old', { now: 5, graceMs: 100, agentReason: 'udp-blocked' })).toBe(true);
     expect((await s7.getCluster('old'))?.agentReason).toBe('udp-blocked');
     await s7.close();
+  });
+
+  it("migrates a version-7 database: its history's reasons read as the hub's, new entries say who", async () => {
+    const path = join(dir, 'v7.db');
+    const db = new Database(path);
+    db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT)');
+    MIGRATIONS.slice(0, 7).forEach((sql, i) => {
+      db.exec(sql);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)').run(i + 1);
+    });
+    db.prepare(
+      `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at, public_key, claims, agent_reason)
+         VALUES ('old', 'default', 'old', 'Accepted', 1, 1, ?, '{}', '443-only')`,
+    ).run(key(8));
+    db.prepare(
+      `INSERT INTO agent_path_history (cluster, at, path, remote, reason) VALUES
+         ('old', 1000, 'direct', '198.51.100.7:41641', NULL), ('old', 2000, 'relayed', NULL, 'no-answer')`,
+    ).run();
+    db.close();
+    const s8 = new SqliteStore(path);
+    expect(await s8.pathHistory('old')).toEqual([
+      { at: 2_000, path: 'relayed', remote: null, reason: 'no-answer', reasonFrom: 'hub' },
+      { at: 1_000, path: 'direct', remote: '198.51.100.7:41641', reason: null, reasonFrom: null },
+    ]);
+    await s8.saveAgentPath({
+      cluster: 'old',
+      path: 'relayed',
+      remote: null,
+      rttDirectMs: null,
+      rttRelayedMs: 3,
+      lastSwitchAt: 3_000,
+      reason: 'no-candidates',
+      reportedAt: 3_000,
+    });
+    expect((await s8.pathHistory('old'))[0]).toEqual({
+      at: 3_000,
+      path: 'relayed',
+      remote: null,
+      reason: '443-only',
+      reasonFrom: 'agent',
+    });
+    await s8.close();
   });
 });

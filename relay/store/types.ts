@@ -167,7 +167,19 @@ export interface PathChange {
   at: number;
   path: 'direct' | 'relayed' | 'none';
   remote: string | null;
+  /** The reason the path details showed (relay/path-reason.ts: the agent's own while relayed, else the hub's). */
   reason: string | null;
+  /** Who reported `reason` (null with no reason). */
+  reasonFrom: 'agent' | 'hub' | null;
+}
+
+/** How many agents are relayed with this pair of reasons (Store.relayedReasonCounts). */
+export interface RelayedReasonCount {
+  /** The reason in the hub's report (null: it gave none). */
+  hubReason: string | null;
+  /** The agent's reason from its last lease renewal (null: none). */
+  agentReason: string | null;
+  agents: number;
 }
 
 export interface Store {
@@ -212,7 +224,10 @@ export interface Store {
   /** Consumes the PSK (or checks the bootstrap key's cluster) and registers, atomically. */
   register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult>;
   findAgent(credentialHash: string): Promise<AgentIdentity | null>;
-  /** False if the cluster is absent or has no registered agent. */
+  /**
+   * False if the cluster is absent or has no registered agent. A change of the agent's reason while its path is
+   * relayed is a path change (pathHistory).
+   */
   renewLease(cluster: string, lease: LeaseInput): Promise<boolean>;
   /** Revokes the credential, frees the address, clears the key; status back to Pending. */
   unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null>;
@@ -222,8 +237,13 @@ export interface Store {
   saveAgentPath(path: AgentPathRecord): Promise<void>;
   /** The agents' paths as last written, every cluster's (`cluster` given: that one's, if any). */
   agentPaths(cluster?: string): Promise<AgentPathRecord[]>;
-  /** The cluster's path changes, newest first (saveAgentPath records them; at most PATH_HISTORY_MAX). */
+  /**
+   * The cluster's path changes, newest first, at most PATH_HISTORY_MAX: saveAgentPath records them, and renewLease
+   * when only the agent's reason changed while its report (fresh) says relayed (store/path-history-row.ts).
+   */
   pathHistory(cluster: string): Promise<PathChange[]>;
+  /** Agents whose report written at or after `sinceWall` says relayed, by their hub's and their own reason. */
+  relayedReasonCounts(sinceWall: number): Promise<RelayedReasonCount[]>;
 
   /** LIMIT_EXCEEDED over maxAccessKeys. */
   createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void>;
