@@ -93,6 +93,12 @@ class Counter {
     entry.value += by;
   }
 
+  /** Exports the unlabelled series at 0 before anything is counted; returns the counter. */
+  zeroed(): this {
+    this.inc({}, 0);
+    return this;
+  }
+
   get(labels: Labels = {}): number {
     return this.#values.get(labelText(labels))?.value ?? 0;
   }
@@ -163,10 +169,11 @@ export class Metrics {
     'Agent registrations by result (accepted, pending, rejected, conflict, rate_limited).',
   );
   readonly leaseRenewals = new Counter('tunnel_relay_lease_renewals_total', 'Agent lease renewals.');
+  /** Exported from 0 (an alert on it needs the series before the first one). */
   readonly leaseReasonsIgnored = new Counter(
     'tunnel_relay_lease_reasons_ignored_total',
     "Lease renewals whose relayedReason was a well-formed code this relay does not take (not an agent's reason it knows).",
-  );
+  ).zeroed();
   readonly authFailures = new Counter(
     'tunnel_relay_auth_failures_total',
     'Requests refused for a bad credential.',

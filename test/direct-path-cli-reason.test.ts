@@ -3,7 +3,9 @@
  * STUN responder on) and real `tunnel-client` agents on loopback. The hub alone sees an agent that sends no UDP
  * as "no candidates"; the agent says why with its lease renewals, and `cluster get` (JSON and text) and
  * `cluster list` show the agent's reason (`reasonFrom: agent`) within a lease period: `--egress 443-only`, and
- * the cluster's path value relay-only (then none again once it is direct).
+ * the cluster's path value relay-only (then none again once it is direct). The path history records the same
+ * reason with who reported it (an entry of its own when only the agent's reason changed), and /metrics counts
+ * the agents by it (tunnel_relay_agents_relayed).
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,9 +16,11 @@ import {
   CLIENT_BIN,
   cleanEnv,
   cleanup,
+  curl,
   freeUdpPort,
   Proc,
   RELAY_BIN,
+  type ReadyLine,
   run,
   startServe,
   tempDir,
@@ -27,12 +31,16 @@ import { pollUntil } from './helpers/wait.js';
 const LEASE_S = 10;
 
 let relay: Proc;
+let ready: ReadyLine;
+let relayCaFile: string;
 let adminEnv: NodeJS.ProcessEnv;
 const agents: Proc[] = [];
 
 beforeAll(async () => {
   buildIfStale();
-  const started = await startServe(join(tempDir('reason-cli-'), 'relay'), '127.0.0.1:0', [
+  const dataDir = join(tempDir('reason-cli-'), 'relay');
+  relayCaFile = join(dataDir, 'tls', 'cert.pem');
+  const started = await startServe(dataDir, '127.0.0.1:0', [
     '--udp-port',
     String(await freeUdpPort()),
     '--stun-port',
@@ -41,6 +49,7 @@ beforeAll(async () => {
     String(LEASE_S),
   ]);
   relay = started.proc;
+  ready = started.ready;
   adminEnv = adminEnvOf(started.ready);
 }, 180_000);
 
@@ -97,6 +106,60 @@ async function joinAndRun(name: string, extra: string[] = []): Promise<void> {
 
 const connected = (c: ClusterJson) => c.connected && c.path !== 'none';
 
+/** GET PATH from the relay (its own certificate pinned), with the admin key when `admin`. */
+async function fetchText(path: string, opts: { admin?: boolean } = {}): Promise<string> {
+  const auth = opts.admin ? ['-H', `Authorization: Bearer ${ready.adminKey}`] : [];
+  const r = await curl(['-sS', '-f', '--cacert', relayCaFile, ...auth, `${ready.url}${path}`]);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout;
+}
+
+interface PathChange {
+  at: string;
+  path: string;
+  remote: string | null;
+  reason: string | null;
+  reasonFrom: string | null;
+}
+
+/** Polls GET /api/v1/clusters/NAME/path-history (newest first) until `until`. */
+async function historyUntil(name: string, what: string, until: (h: PathChange[]) => boolean) {
+  const { value } = await pollUntil({
+    what: `${name} history: ${what}`,
+    read: async () =>
+      (
+        JSON.parse(await fetchText(`/api/v1/clusters/${name}/path-history`, { admin: true })) as {
+          items: PathChange[];
+        }
+      ).items,
+    until,
+    timeoutMs: 10_000,
+    intervalMs: 250,
+  });
+  return value;
+}
+
+/** Polls /metrics until tunnel_relay_agents_relayed{reason,from} is `n`. */
+async function relayedGaugeUntil(reason: string, from: string, n: number): Promise<void> {
+  const series = `tunnel_relay_agents_relayed{reason="${reason}",from="${from}"} `;
+  await pollUntil({
+    what: `${series}${n}`,
+    read: async () => (await fetchText('/metrics')).split('\n').find((l) => l.startsWith(series)),
+    until: (line) => line === `${series}${n}`,
+    timeoutMs: 10_000,
+    intervalMs: 250,
+  });
+}
+
+/** Every entry with a reason says who reported it: the agent for `agentReason`, else the hub. */
+function reportersRight(history: PathChange[], agentReason: string): boolean {
+  return history.every(
+    (h) =>
+      (h.reason === null) === (h.reasonFrom === null) &&
+      (h.reason === agentReason) === (h.reasonFrom === 'agent'),
+  );
+}
+
 describe("the agent's relayed reason on the cluster, real processes", () => {
   it('--egress 443-only: cluster get and list say 443-only, reported by the agent, within a lease period', async () => {
     await joinAndRun('edge-443', ['--egress', '443-only']);
@@ -119,6 +182,16 @@ describe("the agent's relayed reason on the cluster, real processes", () => {
     expect(list.stdout.split('\n').find((l) => l.startsWith('edge-443 '))).toMatch(
       / relayed [\d.]+ ms \(443-only\) /,
     );
+    // The history says the same, with who reported it; the hub's own reason (no-candidates: the agent sends no
+    // UDP) shows only as the hub's, before the agent's first renewal that carried its own.
+    const history = await historyUntil(
+      'edge-443',
+      "443-only, the agent's",
+      (h) => h[0]?.reason === '443-only',
+    );
+    expect(history[0]).toMatchObject({ path: 'relayed', remote: null, reasonFrom: 'agent' });
+    expect(reportersRight(history, '443-only'), JSON.stringify(history)).toBe(true);
+    await relayedGaugeUntil('443-only', 'agent', 1);
   }, 90_000);
 
   it("the cluster's path value relay-only shows as relay-only; back to auto, direct and no reason", async () => {
@@ -133,6 +206,7 @@ describe("the agent's relayed reason on the cluster, real processes", () => {
       2 * LEASE_S * 1000,
     );
     expect(c.pathDetail?.reasonFrom).toBe('agent');
+    await relayedGaugeUntil('relay-only', 'agent', 1);
     expect((await admin('values', 'set', 'edge-ro', '--set', 'path=auto')).code).toBe(0);
     const direct = await clusterUntil(
       'edge-ro',
@@ -141,5 +215,13 @@ describe("the agent's relayed reason on the cluster, real processes", () => {
       2 * LEASE_S * 1000 + 10_000,
     );
     expect(direct.pathDetail?.reasonFrom).toBeNull();
+    // Newest first: direct again, after the agent's relay-only, after the first direct path.
+    const history = await historyUntil('edge-ro', 'direct again', (h) => h[0]?.path === 'direct');
+    const relayOnly = history.findIndex((h) => h.reason === 'relay-only');
+    expect(relayOnly, JSON.stringify(history)).toBeGreaterThan(0);
+    expect(history[relayOnly]).toMatchObject({ path: 'relayed', reasonFrom: 'agent' });
+    expect(history.slice(relayOnly).some((h) => h.path === 'direct')).toBe(true);
+    expect(reportersRight(history, 'relay-only'), JSON.stringify(history)).toBe(true);
+    await relayedGaugeUntil('relay-only', 'agent', 0);
   }, 120_000);
 });

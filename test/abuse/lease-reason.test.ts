@@ -2,7 +2,8 @@
  * Attack replay: an agent's lease body carrying a hostile `relayedReason` (the agent's own view of why it is
  * relayed, shown on its cluster). Garbage (wrong types, markup and terminal escapes, upper case, over 32
  * characters) is refused 400 BAD_INPUT naming the field, in a bounded message; a body over the 64 KiB limit is
- * 413; a well-formed code the relay does not know (a newer agent's) renews the lease and is not shown. Through
+ * 413; a well-formed code the relay does not know (a newer agent's) renews the lease, is not shown, and is counted
+ * in /metrics (tunnel_relay_lease_reasons_ignored_total, which garbage does not move). Through
  * all of it the real agent's cluster stays connected and serves CONNECT. Through the real `tunnel-relay serve`
  * and `tunnel-client`, with the agent's own credential (the lease route takes no other).
  */
@@ -72,6 +73,14 @@ const lease = (body: unknown) =>
 const cluster = async () =>
   (await api(relay.ready.url, 'GET', `/api/v1/clusters/${CLUSTER}`, { token: relay.adminKey })).body;
 
+/** tunnel_relay_lease_reasons_ignored_total as /metrics says now. */
+async function ignoredReasons(): Promise<number> {
+  const r = await api(relay.ready.url, 'GET', '/metrics');
+  expect(r.status).toBe(200);
+  const line = r.text.split('\n').find((l) => l.startsWith('tunnel_relay_lease_reasons_ignored_total '));
+  return Number(line?.split(' ')[1] ?? Number.NaN);
+}
+
 /** Values that are no reason code: wrong types, other characters, too long. */
 const garbage = fc.oneof(
   fc.string({ minLength: 33, maxLength: 4_000 }),
@@ -86,6 +95,7 @@ const garbage = fc.oneof(
 describe('hostile relayedReason in the lease body, real relay and agent', () => {
   it('garbage is 400 BAD_INPUT naming the field, in a bounded message that does not echo it whole', async () => {
     const samples = fc.sample(garbage, abuseRuns(40));
+    const ignoredBefore = await ignoredReasons();
     for (const raw of samples) {
       const r = await lease({ relayedReason: raw });
       expect(r.status, JSON.stringify(raw)).toBe(400);
@@ -94,6 +104,7 @@ describe('hostile relayedReason in the lease body, real relay and agent', () => 
       expect(r.body.error.message.length).toBeLessThan(200);
       if (typeof raw === 'string' && raw.length > 40) expect(r.body.error.message).not.toContain(raw);
     }
+    expect(await ignoredReasons()).toBe(ignoredBefore);
   });
 
   it('a body over the 64 KiB limit is 413 PAYLOAD_TOO_LARGE', async () => {
@@ -102,8 +113,11 @@ describe('hostile relayedReason in the lease body, real relay and agent', () => 
     expect(r.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
-  it("a well-formed code the relay does not know renews the lease and is not shown as the agent's", async () => {
-    for (const code of ['ipv6-only', 'no-candidates', 'confirming', 'zz-from-a-newer-agent']) {
+  it("a well-formed code the relay does not know renews the lease, is not shown as the agent's, is counted", async () => {
+    const codes = ['ipv6-only', 'no-candidates', 'confirming', 'zz-from-a-newer-agent'];
+    const ignoredBefore = await ignoredReasons();
+    expect(ignoredBefore).toBe(0);
+    for (const code of codes) {
       const before = (await cluster()).leaseRenewTime;
       const r = await lease({ relayedReason: code });
       expect(r.status, r.text).toBe(200);
@@ -112,6 +126,8 @@ describe('hostile relayedReason in the lease body, real relay and agent', () => 
       expect(Date.parse(c.leaseRenewTime)).toBeGreaterThanOrEqual(Date.parse(before));
       expect(c.pathDetail?.reasonFrom ?? null).not.toBe('agent');
     }
+    // The real agent's own renewals send known reasons or null: only these count.
+    expect(await ignoredReasons()).toBe(ignoredBefore + codes.length);
   });
 
   it('the cluster keeps working: connected, CONNECT answers, no error logged', async () => {
