@@ -291,6 +291,12 @@ describe('web console', () => {
     await expect
       .poll(() => page.locator('[data-field="path-reason"]').textContent(), { timeout: 15_000 })
       .toBe('443-only (reported by the agent)');
+    // The path history's newest entry says the same.
+    const why = page
+      .locator('[data-path-history] tbody tr')
+      .first()
+      .locator('td[data-label="Why not direct"]');
+    await expect.poll(() => why.textContent(), { timeout: 15_000 }).toBe('443-only (reported by the agent)');
   });
 
   it('shows values YAML errors inline and saves valid YAML into the merged view', async () => {

@@ -148,10 +148,11 @@ function rawExchange(r: Replica, text: string, until: RegExp = /$^/): Promise<st
   });
 }
 
-function metrics(r: Replica): Promise<string> {
+/** GET PATH from replica `r` with the admin key: the body. */
+function getText(r: Replica, path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request(
-      new URL('/metrics', r.ready.url),
+      new URL(path, r.ready.url),
       { ca: fleet.files.caPem, headers: { authorization: `Bearer ${adminKey}` } },
       (res) => {
         let text = '';
@@ -165,6 +166,8 @@ function metrics(r: Replica): Promise<string> {
     req.end();
   });
 }
+
+const metrics = (r: Replica) => getText(r, '/metrics');
 
 const sample = (text: string, name: string): number => {
   const m = new RegExp(`^${name.replace(/[{}"=]/g, (c) => `\\${c}`)} (\\d+)`, 'm').exec(text);
@@ -194,6 +197,16 @@ describe('a fleet of two replicas with the mesh on', () => {
       },
       { timeout: 20_000, interval: 250 },
     );
+    // Its path history and the reason gauge are the same on both replicas: the agent's reason, said by it.
+    for (const r of [a, b]) {
+      const history = JSON.parse(await getText(r, `/api/v1/clusters/${CLUSTER}/path-history`)).items;
+      expect(history[0], JSON.stringify(history)).toMatchObject({
+        path: 'relayed',
+        reason: '443-only',
+        reasonFrom: 'agent',
+      });
+      expect(sample(await metrics(r), 'tunnel_relay_agents_relayed{reason="443-only",from="agent"}')).toBe(1);
+    }
   });
 
   it('a CONNECT download through B reaches the agent on A byte for byte', async () => {

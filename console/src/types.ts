@@ -83,4 +83,6 @@ export interface PathChange {
   path: string;
   remote: string | null;
   reason: string | null;
+  /** Who reported `reason` (absent from an older relay). */
+  reasonFrom?: 'agent' | 'hub' | null;
 }

@@ -155,13 +155,16 @@ function PathHistory({ c, now }: { c: Cluster; now: number }) {
         </thead>
         <tbody>
           {items.map((h) => (
-            <tr key={`${h.at}-${h.path}-${h.remote ?? ''}-${h.reason ?? ''}`}>
+            <tr key={`${h.at}-${h.path}-${h.remote ?? ''}-${h.reason ?? ''}-${h.reasonFrom ?? ''}`}>
               <td data-label="When" title={when(h.at)}>
                 {age(h.at, now)}
               </td>
               <td data-label="Path">{h.path}</td>
               <td data-label="Direct remote">{h.remote ?? '-'}</td>
-              <td data-label="Why not direct">{h.reason ?? '-'}</td>
+              <td data-label="Why not direct">
+                {h.reason ?? '-'}
+                {h.reason && h.reasonFrom ? ` (reported by the ${h.reasonFrom})` : ''}
+              </td>
             </tr>
           ))}
         </tbody>
