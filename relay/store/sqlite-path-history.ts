@@ -1,7 +1,7 @@
 /**
  * The path history of the SQLite store (path-history-row.ts), run inside the store's transactions: the hub's
- * report with the agent's reason (saveAgentPath), a change of the agent's reason alone (renewLease), and the
- * counts of relayed agents by reason (metrics).
+ * report with the agent's reason (saveAgentPath), a change of the agent's reason alone (renewLease, on the
+ * heartbeat route: its statements are prepared once), and the counts of relayed agents by reason (metrics).
  */
 import type Database from 'better-sqlite3';
 import { agentPathValues, upsertAgentPathSql } from './agent-path-row.js';
@@ -24,49 +24,72 @@ import type { AgentPathRecord, PathChange, RelayedReasonCount } from './types.js
 
 const q = () => '?';
 
-function appendPathChange(db: Database.Database, cluster: string, change: PathChange): void {
-  const row = db.prepare<[string], PathHistoryRow>(selectPathHistorySql(q, { newest: true })).get(cluster);
-  const next = nextPathChange(row ? toPathChange(row) : undefined, change);
-  if (!next) return;
-  db.prepare(insertPathChangeSql(q)).run(...pathChangeValues(cluster, next));
-  db.prepare(trimPathHistorySql(q)).run(cluster, cluster);
+function statements(db: Database.Database) {
+  return {
+    agentReason: db.prepare<[string], { agent_reason: string | null }>(
+      'SELECT agent_reason FROM clusters WHERE name = ?',
+    ),
+    newest: db.prepare<[string], PathHistoryRow>(selectPathHistorySql(q, { newest: true })),
+    all: db.prepare<[string], PathHistoryRow>(selectPathHistorySql(q)),
+    insert: db.prepare(insertPathChangeSql(q)),
+    trim: db.prepare(trimPathHistorySql(q)),
+    upsertPath: db.prepare(upsertAgentPathSql(q)),
+    reportedPath: db.prepare<[string], ReportedPathRow>(REPORTED_PATH_SQL(q)),
+    relayedCounts: db.prepare<[number], RelayedReasonCountRow>(RELAYED_REASON_COUNTS_SQL(q)),
+  };
 }
 
-/** The cluster's agent_reason, undefined for a cluster that does not exist. */
-function agentReasonOf(db: Database.Database, cluster: string): string | null | undefined {
-  return db
-    .prepare<[string], { agent_reason: string | null }>('SELECT agent_reason FROM clusters WHERE name = ?')
-    .get(cluster)?.agent_reason;
-}
+/** Each method runs inside the caller's transaction. */
+export class SqlitePathHistory {
+  readonly #q: ReturnType<typeof statements>;
 
-/** Writes the hub's report and the history entry it makes; nothing for a cluster that does not exist. */
-export function saveAgentPathInTx(db: Database.Database, path: AgentPathRecord): void {
-  const agentReason = agentReasonOf(db, path.cluster);
-  if (agentReason === undefined) return;
-  appendPathChange(db, path.cluster, pathChangeOf(path, agentReason, path.lastSwitchAt ?? path.reportedAt));
-  db.prepare(upsertAgentPathSql(q)).run(...agentPathValues(path), path.cluster);
-}
+  constructor(db: Database.Database) {
+    this.#q = statements(db);
+  }
 
-/**
- * Runs `renew` (the lease's UPDATE, true when it renewed) and records the agent's reason going from the stored
- * one to `after` at `now` when that changes what the cluster's relayed path shows.
- */
-export function renewWithReasonInTx(
-  db: Database.Database,
-  o: { cluster: string; after: string | null; now: number; renew: () => boolean },
-): boolean {
-  const before = agentReasonOf(db, o.cluster) ?? null;
-  if (!o.renew()) return false;
-  if (before === o.after) return true;
-  const row = db.prepare<[string], ReportedPathRow>(REPORTED_PATH_SQL(q)).get(o.cluster);
-  const change = agentReasonChange({ row, agentReason: o.after, now: o.now });
-  if (change) appendPathChange(db, o.cluster, change);
-  return true;
-}
+  /** Writes the hub's report and the history entry it makes; nothing for a cluster that does not exist. */
+  saveAgentPath(path: AgentPathRecord): void {
+    const agentReason = this.#agentReason(path.cluster);
+    if (agentReason === undefined) return;
+    this.#append(path.cluster, pathChangeOf(path, agentReason, path.lastSwitchAt ?? path.reportedAt));
+    this.#q.upsertPath.run(...agentPathValues(path), path.cluster);
+  }
 
-export function relayedReasonCounts(db: Database.Database, sinceWall: number): RelayedReasonCount[] {
-  return db
-    .prepare<[number], RelayedReasonCountRow>(RELAYED_REASON_COUNTS_SQL(q))
-    .all(sinceWall)
-    .map((r) => ({ hubReason: r.hub_reason, agentReason: r.agent_reason, agents: Number(r.n) }));
+  /**
+   * Runs `renew` (the lease's UPDATE, true when it renewed) and records the agent's reason going from the stored
+   * one to `after` at `now` when that changes what the cluster's relayed path shows.
+   */
+  renew(o: { cluster: string; after: string | null; now: number; renew: () => boolean }): boolean {
+    const before = this.#agentReason(o.cluster) ?? null;
+    if (!o.renew()) return false;
+    if (before === o.after) return true;
+    const row = this.#q.reportedPath.get(o.cluster);
+    const change = agentReasonChange({ row, agentReason: o.after, now: o.now });
+    if (change) this.#append(o.cluster, change);
+    return true;
+  }
+
+  /** The cluster's entries, newest first. */
+  history(cluster: string): PathChange[] {
+    return this.#q.all.all(cluster).map(toPathChange);
+  }
+
+  relayedReasonCounts(sinceWall: number): RelayedReasonCount[] {
+    return this.#q.relayedCounts
+      .all(sinceWall)
+      .map((r) => ({ hubReason: r.hub_reason, agentReason: r.agent_reason, agents: Number(r.n) }));
+  }
+
+  /** The cluster's agent_reason, undefined for a cluster that does not exist. */
+  #agentReason(cluster: string): string | null | undefined {
+    return this.#q.agentReason.get(cluster)?.agent_reason;
+  }
+
+  #append(cluster: string, change: PathChange): void {
+    const row = this.#q.newest.get(cluster);
+    const next = nextPathChange(row ? toPathChange(row) : undefined, change);
+    if (!next) return;
+    this.#q.insert.run(...pathChangeValues(cluster, next));
+    this.#q.trim.run(cluster, cluster);
+  }
 }

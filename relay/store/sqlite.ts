@@ -8,11 +8,10 @@ import Database from 'better-sqlite3';
 import { TunnelError } from '../../shared/errors.js';
 import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
 import { applyMigrations } from './migrations.js';
-import { type PathHistoryRow, selectPathHistorySql, toPathChange } from './path-history-row.js';
 import { CURRENT_PSK_ORDER, type PskState, type PskSummary, pskSummary } from './psk-refusal.js';
 import { AddressPool } from './sqlite-addresses.js';
 import { insertPsk, takeInstallLinkInTx } from './sqlite-install-links.js';
-import { relayedReasonCounts, renewWithReasonInTx, saveAgentPathInTx } from './sqlite-path-history.js';
+import { SqlitePathHistory } from './sqlite-path-history.js';
 import { registerInTx } from './sqlite-register.js';
 import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
 import type {
@@ -48,6 +47,7 @@ export class SqliteStore implements Store {
   readonly #limits: StoreLimits;
   readonly #q;
   readonly #pool: AddressPool;
+  readonly #history: SqlitePathHistory;
   readonly #keyRevoked = new Set<(keyId: string) => void>();
   #closed = false;
 
@@ -60,6 +60,7 @@ export class SqliteStore implements Store {
     this.#db.pragma('busy_timeout = 5000');
     applyMigrations(this.#db);
     this.#pool = new AddressPool(this.#db);
+    this.#history = new SqlitePathHistory(this.#db);
     const db = this.#db;
     this.#q = {
       getCluster: db.prepare<[string], ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters WHERE name = ?`),
@@ -297,7 +298,7 @@ export class SqliteStore implements Store {
   renewLease(cluster: string, lease: LeaseInput): Promise<boolean> {
     const after = lease.agentReason ?? null;
     return this.#tx(() =>
-      renewWithReasonInTx(this.#db, {
+      this.#history.renew({
         cluster,
         after,
         now: lease.now,
@@ -344,20 +345,15 @@ export class SqliteStore implements Store {
   }
 
   saveAgentPath(path: AgentPathRecord): Promise<void> {
-    return this.#tx(() => saveAgentPathInTx(this.#db, path));
+    return this.#tx(() => this.#history.saveAgentPath(path));
   }
 
   pathHistory(cluster: string): Promise<PathChange[]> {
-    return this.#tx(() =>
-      this.#db
-        .prepare<[string], PathHistoryRow>(selectPathHistorySql(() => '?'))
-        .all(cluster)
-        .map(toPathChange),
-    );
+    return this.#tx(() => this.#history.history(cluster));
   }
 
   relayedReasonCounts(sinceWall: number): Promise<RelayedReasonCount[]> {
-    return this.#tx(() => relayedReasonCounts(this.#db, sinceWall));
+    return this.#tx(() => this.#history.relayedReasonCounts(sinceWall));
   }
 
   agentPaths(cluster?: string): Promise<AgentPathRecord[]> {
