@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AGENT_REASONS, RELAYED_REASON_TEXT } from '../shared/tunnel-endpoint/relayed-reasons.js';
 import { agentsRelayedSamples } from './relayed-reason-metrics.js';
 
-const valueOf = (samples: ReturnType<typeof agentsRelayedSamples>, reason: string, from: string) =>
+const seriesValue = (samples: ReturnType<typeof agentsRelayedSamples>, reason: string, from: string) =>
   samples.find(([l]) => l.reason === reason && l.from === from)?.[1];
 
 describe('agentsRelayedSamples (tunnel_relay_agents_relayed)', () => {
@@ -15,11 +15,11 @@ describe('agentsRelayedSamples (tunnel_relay_agents_relayed)', () => {
       { hubReason: null, agentReason: 'udp-blocked', agents: 1 },
       { hubReason: null, agentReason: null, agents: 5 },
     ]);
-    expect(valueOf(samples, '443-only', 'agent')).toBe(3);
-    expect(valueOf(samples, 'udp-blocked', 'agent')).toBe(1);
-    expect(valueOf(samples, 'no-candidates', 'hub')).toBe(4);
-    expect(valueOf(samples, 'none', 'none')).toBe(5);
-    expect(valueOf(samples, 'no-answer', 'hub')).toBe(0);
+    expect(seriesValue(samples, '443-only', 'agent')).toBe(3);
+    expect(seriesValue(samples, 'udp-blocked', 'agent')).toBe(1);
+    expect(seriesValue(samples, 'no-candidates', 'hub')).toBe(4);
+    expect(seriesValue(samples, 'none', 'none')).toBe(5);
+    expect(seriesValue(samples, 'no-answer', 'hub')).toBe(0);
   });
 
   it('folds codes this relay does not know into other, by who reported them', () => {
@@ -29,8 +29,8 @@ describe('agentsRelayedSamples (tunnel_relay_agents_relayed)', () => {
       // A hub-only code stored as the agent's (a newer replica took it): not the agent's to give.
       { hubReason: null, agentReason: 'no-candidates', agents: 1 },
     ]);
-    expect(valueOf(samples, 'other', 'agent')).toBe(3);
-    expect(valueOf(samples, 'other', 'hub')).toBe(3);
+    expect(seriesValue(samples, 'other', 'agent')).toBe(3);
+    expect(seriesValue(samples, 'other', 'hub')).toBe(3);
     expect(samples.some(([l]) => l.reason === 'ipv6-only' || l.reason === 'wormhole')).toBe(false);
   });
 
