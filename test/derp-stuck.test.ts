@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FrameType } from '../shared/derp/frames.js';
 import { rawClient, startClient, startRelay, type TestClient, type TestRelay } from './derp-fixtures.js';
-import { sleep, waitFor } from './helpers/wait.js';
+import { pollUntil, sleep, waitFor } from './helpers/wait.js';
 
 let relay: TestRelay | undefined;
 const clients: TestClient[] = [];
@@ -80,11 +80,19 @@ describe('DERP relay with a stuck client', () => {
     await waitFor(() => stuck.frames.some((f) => f.type === FrameType.ServerInfo), 5000, 'stuck handshake');
     stuck.ws.pause();
     const bulk = Buffer.alloc(32 * 1024, 1);
-    const deadline = Date.now() + 15_000;
-    while (relay.derp.stats.writeTimeouts === 0 && Date.now() < deadline) {
-      if (!a.client.send(stuck.keyPair.publicKey, bulk)) await sleep(1);
-      else await sleep(0);
-    }
+    const stats = relay.derp.stats;
+    // Sends until the relay gives up on the stuck socket (a turn's pause whenever the client is backed up).
+    const push = async () => {
+      if (stats.writeTimeouts === 0 && !a.client.send(stuck.keyPair.publicKey, bulk)) await sleep(1);
+      return stats.writeTimeouts;
+    };
+    await pollUntil({
+      what: 'a write timeout',
+      read: push,
+      until: (n) => n > 0,
+      timeoutMs: 15_000,
+      intervalMs: 0,
+    });
     expect(relay.derp.stats.writeTimeouts).toBe(1);
     expect(relay.derp.isConnected(stuck.keyPair.publicKey)).toBe(false);
     expect(relay.derp.stats.dropped.queue_head).toBeGreaterThan(0);
