@@ -3,7 +3,8 @@
  * replicas; the hub ones (mode `hub`) are probed on /readyz (readyz-probe.ts, at most one probe in flight per
  * replica) and only those that answered 200 at their last probe are picked. A replica whose dial failed during a
  * forward is left out until its next good probe. Where an agent is comes from the same heartbeat (agent_locations,
- * up to a second old); the hub replica that gets a request for an agent that moved sends it one more hop.
+ * up to a second old); the hub replica that gets a request for an agent that moved sends it one more hop. While the
+ * store does not answer, the last view and probe results stand (the hub replicas may well be serving).
  */
 
 import type { FleetView } from '../mesh/replica-membership.js';
@@ -48,12 +49,6 @@ export class HubPool {
     this.#hubs = hubs;
     this.#locations = new Map(view.locations.map((l) => [l.cluster, l]));
     for (const state of hubs.values()) this.#probeOne(state);
-  }
-
-  /** The heartbeat failed: nothing is known to be live. */
-  clear(): void {
-    this.#hubs = new Map();
-    this.#locations = new Map();
   }
 
   #probeOne(state: HubState): void {
