@@ -65,16 +65,19 @@ function messageOf(err: unknown): string {
   return '';
 }
 
+function numberOrUndefined(value: unknown): number | undefined {
+  return typeof value === 'number' ? value : undefined;
+}
+
 export function serializeErr(err: unknown): SerializedError {
   const code = read(err, 'code');
   const statusCode = read(err, 'statusCode');
   const stack = text(read(err, 'stack'));
   return {
     type: typeOf(err),
-    ...(typeof code === 'string' ? { code: redactSecrets(code.slice(0, MAX_FIELD_CHARS)) } : {}),
-    ...(typeof code === 'number' ? { code } : {}),
-    ...(typeof statusCode === 'number' ? { statusCode } : {}),
+    code: typeof code === 'string' ? redactSecrets(code.slice(0, MAX_FIELD_CHARS)) : numberOrUndefined(code),
+    statusCode: numberOrUndefined(statusCode),
     message: redactSecrets(messageOf(err)),
-    ...(stack !== undefined ? { stack: redactSecrets(stack) } : {}),
+    stack: stack === undefined ? undefined : redactSecrets(stack),
   };
 }

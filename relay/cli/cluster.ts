@@ -164,10 +164,10 @@ export function clusterCommand(): Command {
       ) => {
         const body = {
           name,
-          ...(flags.upstream ? { upstream: flags.upstream } : {}),
-          ...(flags.group ? { group: flags.group } : {}),
-          ...(flags.displayName ? { displayName: flags.displayName } : {}),
-          ...(flags.pskTtl ? { pskTtl: flags.pskTtl } : {}),
+          upstream: flags.upstream,
+          group: flags.group,
+          displayName: flags.displayName,
+          pskTtl: flags.pskTtl,
         };
         const res = await withClient(flags, (c) =>
           c.json<CreateResult>('POST', '/api/v1/clusters', { body }),
@@ -232,10 +232,7 @@ export function clusterCommand(): Command {
         .option('--upstream <url>', UPSTREAM_HELP, upstreamArg)
         .option('--print-install-command', INSTALL_ONLY_HELP),
     ).action(async (name: string, flags: BootstrapFlags & { pskTtl?: string; upstream?: string }) => {
-      const body = {
-        ...(flags.pskTtl ? { pskTtl: flags.pskTtl } : {}),
-        ...(flags.upstream ? { upstream: flags.upstream } : {}),
-      };
+      const body = { pskTtl: flags.pskTtl, upstream: flags.upstream };
       const res = await withClient(flags, (c) =>
         c.json<CreateResult>('POST', `/api/v1/clusters/${enc(name)}/rotate-psk`, { body }),
       );

@@ -159,7 +159,7 @@ export class HubNode {
       lookup: (k) => opts.lookup(k),
       deliver: (d, rec) => this.#intake.receive(d, rec.paths),
       onHandshake: (rec) => this.#status.onHandshake(rec),
-      ...(opts.log ? { log: opts.log } : {}),
+      log: opts.log,
     });
     this.#local = opts.derp.connectLocal(
       { publicKey: this.publicKey },

@@ -157,8 +157,8 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
         now: ctx.clock.wallNow(),
         graceMs: graceMs(lease),
         agentReason: agentReason.reason,
-        ...(req.body.claims ? { claims: req.body.claims } : {}),
-        ...(req.body.agentVersion ? { agentVersion: req.body.agentVersion } : {}),
+        claims: req.body.claims,
+        agentVersion: req.body.agentVersion,
       });
       if (!renewed) throw new TunnelError('CONFLICT', `cluster "${c.name}" has no registered agent`);
       ctx.hooks.clusterChanged(c.name);

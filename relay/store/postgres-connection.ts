@@ -56,7 +56,7 @@ export function clientConfig(conn: PostgresConnection, connectTimeoutMs: number)
     port: conn.target.port,
     database: conn.target.database,
     user: conn.target.user,
-    ...(conn.password !== null ? { password: conn.password } : {}),
+    password: conn.password ?? undefined,
     ssl: tlsOptions(conn),
     connectionTimeoutMillis: connectTimeoutMs,
     statement_timeout: STATEMENT_TIMEOUT_MS,
