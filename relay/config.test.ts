@@ -393,3 +393,60 @@ describe('--mode', () => {
     ).toMatch(/^hub-key-file \(TUNNEL_RELAY_HUB_KEY_FILE\)/);
   });
 });
+
+describe('--proxy-protocol', () => {
+  it('is off by default and takes CIDRs and bare addresses from flags, env and file', () => {
+    expect(resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd' } }).proxyProtocol).toEqual([]);
+    expect(
+      resolveRelayConfig({
+        cwd: dir,
+        flags: { dataDir: 'd', proxyProtocol: '10.0.0.0/8, 192.0.2.7,2001:db8::/32' },
+      }).proxyProtocol,
+    ).toEqual([
+      { network: '10.0.0.0', prefix: 8, family: 'ipv4' },
+      { network: '192.0.2.7', prefix: 32, family: 'ipv4' },
+      { network: '2001:db8::', prefix: 32, family: 'ipv6' },
+    ]);
+    const env = { TUNNEL_RELAY_PROXY_PROTOCOL: '127.0.0.5' };
+    expect(resolveRelayConfig({ cwd: dir, env, flags: { dataDir: 'd' } }).proxyProtocol).toHaveLength(1);
+    const cfg = file('proxy.yaml', 'proxy-protocol: [10.1.0.0/16, "::1"]\n');
+    expect(resolveRelayConfig({ cwd: dir, configFile: cfg, flags: { dataDir: 'd' } }).proxyProtocol).toEqual([
+      { network: '10.1.0.0', prefix: 16, family: 'ipv4' },
+      { network: '::1', prefix: 128, family: 'ipv6' },
+    ]);
+  });
+
+  it('refuses what is not an address or CIDR with BAD_CONFIG naming the flag and the value', () => {
+    const bad = (proxyProtocol: unknown) =>
+      badConfig(() => resolveRelayConfig({ cwd: dir, flags: { dataDir: 'd', proxyProtocol } }));
+    expect(bad('10.0.0.0/33')).toBe(
+      'proxy-protocol (--proxy-protocol): "10.0.0.0/33" is not an address or CIDR (e.g. 10.0.0.0/8, 192.0.2.7, 2001:db8::/32)',
+    );
+    for (const v of [
+      'lb.example',
+      '10.0.0.0/8/1',
+      '::1/129',
+      '10.0.0.0/08',
+      'fe80::1%eth0',
+      '10.0.0.1,',
+      '',
+    ]) {
+      expect(bad(v)).toMatch(/^proxy-protocol \(--proxy-protocol\): /);
+    }
+    expect(bad(42)).toMatch(/comma-separated list/);
+    fc.assert(
+      fc.property(fc.string({ maxLength: 24 }), (text) => {
+        try {
+          const got = resolveRelayConfig({
+            cwd: dir,
+            flags: { dataDir: 'd', proxyProtocol: text },
+          }).proxyProtocol;
+          expect(got.length).toBeGreaterThan(0);
+        } catch (err) {
+          expect(isTunnelError(err, 'BAD_CONFIG')).toBe(true);
+          expect((err as Error).message).toMatch(/^proxy-protocol \(--proxy-protocol\): /);
+        }
+      }),
+    );
+  });
+});

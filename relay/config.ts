@@ -10,6 +10,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { TunnelError } from '../shared/errors.js';
 import { checkRelayMode, parseMode, type RelayMode } from './config-mode.js';
+import { parseProxyProtocol, type TrustedCidr } from './config-proxy-protocol.js';
 import { parseStoreSettings, type StoreConfig } from './config-store.js';
 import {
   DEFAULT_BODY_TIMEOUT_S,
@@ -75,6 +76,8 @@ export interface RelayConfig {
   mesh: MeshConfig;
   /** SIGTERM: how long in-flight hub requests may run before the relay exits. */
   drainGraceMs: number;
+  /** `--proxy-protocol`: peers whose connections start with a PROXY header naming the client; empty = off. */
+  proxyProtocol: readonly TrustedCidr[];
 }
 
 /** `drain-grace` in whole seconds. */
@@ -120,6 +123,7 @@ const KEYS = {
   meshDeadAfter: 'mesh-dead-after',
   drainGrace: 'drain-grace',
   mode: 'mode',
+  proxyProtocol: 'proxy-protocol',
 } as const;
 type Key = keyof typeof KEYS;
 type Raw = Partial<Record<Key, unknown>>;
@@ -479,6 +483,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     http: resolveHttpLimits(pick, tls.plainHttp),
     ...fleet,
     drainGraceMs: drainGraceMs(pick),
+    proxyProtocol: parseProxyProtocol(pick('proxyProtocol')),
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * The source a request is counted under for per-source limits. It is the TCP peer address of the
- * connection (the relay does not read X-Forwarded-For, so a client cannot name another source), or on a
+ * connection (the relay does not read X-Forwarded-For, so a client cannot name another source), or the client a
+ * trusted load balancer named in a PROXY header (`serve --proxy-protocol`, relay/proxy-protocol/), or on a
  * request another replica of the fleet forwarded with the mesh key, the client address that replica names
  * (relay/mesh/mesh-source.ts). IPv4-mapped IPv6 addresses (`::ffff:192.0.2.1`, what a dual-stack listener sees)
  * count as the IPv4 address; other IPv6 addresses count by their /64, since one host is routinely
@@ -9,11 +10,20 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { shown } from '../shared/cli/parsers.js';
 import { TunnelError } from '../shared/errors.js';
+import { proxiedClient, type SocketEndpoints } from './proxy-protocol/proxied-sources.js';
 
 /** Key for a socket without an address (already closed), or text that is no address: all share one budget. */
 export const UNKNOWN_SOURCE = 'unknown';
 
 const IPV6_GROUPS = 8;
+
+/**
+ * The address a connection's client is known by: the one a trusted balancer named in its PROXY header, else the
+ * TCP peer address (undefined once the socket is gone).
+ */
+export function peerAddress(socket: SocketEndpoints & object): string | undefined {
+  return proxiedClient(socket)?.address ?? socket.remoteAddress;
+}
 
 /**
  * Maps a peer address to its limit key: IPv4 as is, IPv4-mapped IPv6 as IPv4, other IPv6 as `<prefix>::/64`,

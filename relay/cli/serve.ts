@@ -50,6 +50,7 @@ interface ServeFlags {
   meshDeadAfter?: string;
   drainGrace?: string;
   mode?: string;
+  proxyProtocol?: string;
   output: OutputFormat;
 }
 
@@ -149,6 +150,10 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     .option(
       '--drain-grace <seconds>',
       'on SIGTERM: how long in-flight hub requests may run before agents are moved and the relay exits, 1-3600 (default 10)',
+    )
+    .option(
+      '--proxy-protocol <cidrs>',
+      'load balancers (CIDR[,CIDR...]) whose connections start with a PROXY header (v1 or v2) naming the client (default off)',
     )
     .addOption(outputOption())
     .action(async (flags: ServeFlags) => serve(flags, startOptions));

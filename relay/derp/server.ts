@@ -21,7 +21,7 @@ import type { DerpClientLike } from '../../shared/derp/types.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { KeyPair } from '../../shared/keys.js';
 import { replyAndClose } from '../http/error-replies.js';
-import { sourceKey } from '../source-address.js';
+import { peerAddress, sourceKey } from '../source-address.js';
 import { type HandshakeSlot, HandshakeSlots } from './handshake-slots.js';
 import { DEFAULT_DERP_LIMITS, type DerpLimits, restartWindowMs } from './limits.js';
 import { type LocalClientHandlers, LocalPeer } from './local-peer.js';
@@ -143,7 +143,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
     this.#onPacket = opts.onPacket;
     this.#path = opts.path ?? '/derp';
     this.#reserved = opts.reservedKeys;
-    this.#sourceOf = opts.sourceOf ?? ((req) => req.socket.remoteAddress);
+    this.#sourceOf = opts.sourceOf ?? ((req) => peerAddress(req.socket));
     this.#slots = new HandshakeSlots({
       maxTotal: this.limits.maxHandshaking,
       maxPerSource: this.limits.maxHandshakingPerSource,

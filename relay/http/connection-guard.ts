@@ -15,7 +15,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
-import { sourceKey } from '../source-address.js';
+import { peerAddress, sourceKey } from '../source-address.js';
 import { ConnectionTable, type TrackedConnection } from './connection-table.js';
 import { CutLog, type CutLogger, type CutReason, zeroCutCounts } from './cut-log.js';
 import { clientErrorReply, replyAndClose } from './error-replies.js';
@@ -91,7 +91,7 @@ export class ConnectionGuard {
   }
 
   #onConnection(socket: Socket): void {
-    const address = socket.remoteAddress;
+    const address = peerAddress(socket);
     const admission = address === undefined ? null : this.#table.admit(socket, sourceKey(address));
     if (admission === null || admission.kind === 'gone') {
       socket.destroy();

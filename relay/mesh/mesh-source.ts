@@ -12,6 +12,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
+import { peerAddress } from '../source-address.js';
 import { MESH_KEY_HEADER, MESH_VIA_HEADER, meshHeaderValue, type VIA_RELAY } from './mesh-auth.js';
 import type { MeshKey } from './mesh-settings.js';
 
@@ -41,7 +42,7 @@ export function carriesMeshKey(key: MeshKey | null, headers: IncomingHttpHeaders
 export function requestSource(key: MeshKey | null, req: IncomingMessage): string | undefined {
   const named = parseMeshSource(req.headers[MESH_SOURCE_HEADER]);
   if (named !== null && carriesMeshKey(key, req.headers)) return named;
-  return req.socket.remoteAddress;
+  return peerAddress(req.socket);
 }
 
 /** The mesh headers a forwarder adds: the key, the client's address, and for a relay-mode replica the via mark. */

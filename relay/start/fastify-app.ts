@@ -8,6 +8,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } f
 import type { Logger } from 'pino';
 import { TunnelError } from '../../shared/errors.js';
 import type { RelayConfig } from '../config.js';
+import { type TrustedCidr, trustedPeers } from '../config-proxy-protocol.js';
 import type { DrainState } from '../drain.js';
 import { ConnectionGuard } from '../http/connection-guard.js';
 import { answerExpectation, frameworkErrorReply } from '../http/error-replies.js';
@@ -18,6 +19,8 @@ import { addRequestChecks, nodeServerLimits } from '../http/server-options.js';
 import type { TlsIdentity } from '../identity.js';
 import { redactUrl } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { ProxyProtocolGate } from '../proxy-protocol/proxy-protocol-gate.js';
+import { proxyProtocolFamilies } from '../proxy-protocol/proxy-protocol-metrics.js';
 import { BODY_LIMIT, PROBE_PATHS, TLS_HANDSHAKE_TIMEOUT_MS } from './limits.js';
 import { mapError } from './map-error.js';
 
@@ -35,6 +38,8 @@ export interface AppOptions {
   log: Logger;
   metrics: Metrics;
   drain: DrainState;
+  /** `--proxy-protocol` peers; empty: no PROXY header is read. */
+  proxyProtocol: readonly TrustedCidr[];
 }
 
 /** Set once the relay starts closing (never unset). */
@@ -121,11 +126,28 @@ function errorReplies(app: FastifyInstance, metrics: Metrics): void {
   });
 }
 
+/**
+ * With --proxy-protocol, trusted peers' connections reach the TLS layer and the connection guard only once their
+ * PROXY header is read (within the TLS handshake timeout, or --header-timeout when shorter).
+ */
+function gateProxyProtocol(app: FastifyInstance, o: AppOptions): void {
+  if (o.proxyProtocol.length === 0) return;
+  const gate = new ProxyProtocolGate({
+    trusted: trustedPeers(o.proxyProtocol),
+    timeoutMs: Math.min(o.limits.headerTimeoutMs, TLS_HANDSHAKE_TIMEOUT_MS),
+    log: o.log.child({ component: 'proxy-protocol' }),
+  });
+  gate.attach(app.server);
+  app.addHook('preClose', async () => gate.close());
+  o.metrics.addCollector(() => proxyProtocolFamilies(gate));
+}
+
 /** The relay's Fastify server, not yet listening. */
 export function createRelayApp(o: AppOptions): RelayApp {
   const guard = new ConnectionGuard({ limits: o.limits, log: o.log.child({ component: 'http' }) });
   const app = createFastify(o, guard);
   const detachGuard = guard.attach(app.server);
+  gateProxyProtocol(app, o);
   app.server.on('checkExpectation', answerExpectation);
   o.metrics.addCollector(() => httpConnectionFamilies(guard));
   jsonBodies(app);

@@ -144,7 +144,14 @@ export async function startHub(config: RelayConfig, opts: StartOptions = {}): Pr
   );
   const openFileLimit = readOpenFileLimit();
   const limits = httpLimitsOf(config, openFileLimit);
-  const relayApp = createRelayApp({ tls: trust.tls, limits, log, metrics: ctx.metrics, drain: ctx.drain });
+  const relayApp = createRelayApp({
+    tls: trust.tls,
+    limits,
+    log,
+    metrics: ctx.metrics,
+    drain: ctx.drain,
+    proxyProtocol: config.proxyProtocol,
+  });
   // Moving the agents: other replicas forget them here first, then the data plane sends them away.
   ctx.drain.onMove(() => ctx.mesh?.stop());
   const app: FastifyInstance = relayApp.app;

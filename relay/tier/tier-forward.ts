@@ -23,6 +23,7 @@ import { forwardConnect, forwardRequest, forwardUpgrade, type MeshHop } from '..
 import type { MeshKey } from '../mesh/mesh-settings.js';
 import { meshHeaders } from '../mesh/mesh-source.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from '../proxy/raw-response.js';
+import { peerAddress } from '../source-address.js';
 import type { ReplicaRow } from '../store/postgres-mesh.js';
 import type { HubPool } from './hub-pool.js';
 import { hubFor } from './tier-route.js';
@@ -111,7 +112,7 @@ export class TierForwarder {
           pool.markFailed(row.id);
           throw err;
         }),
-      headers: meshHeaders(key, req.socket.remoteAddress, VIA_RELAY),
+      headers: meshHeaders(key, peerAddress(req.socket), VIA_RELAY),
       stats,
     };
   }

@@ -15,6 +15,7 @@ import { createLogger } from '../logger.js';
 import type { MeshKey } from '../mesh/mesh-settings.js';
 import { Metrics } from '../metrics.js';
 import type { RunningRelay, StartOptions } from '../server.js';
+import { decorateClientAddress } from '../start/client-address.js';
 import { createRelayApp, httpLimitsOf, type RelayApp } from '../start/fastify-app.js';
 import { CLOSE_GRACE_MS } from '../start/limits.js';
 import { listenOn, warnAtStart } from '../start/listen.js';
@@ -97,7 +98,16 @@ async function tierApp(
 ) {
   const metrics = new Metrics();
   const limits = httpLimitsOf(p.config, openFileLimit);
-  const relayApp = createRelayApp({ tls: p.trust.tls, limits, log, metrics, drain: p.drain });
+  const relayApp = createRelayApp({
+    tls: p.trust.tls,
+    limits,
+    log,
+    metrics,
+    drain: p.drain,
+    proxyProtocol: p.config.proxyProtocol,
+  });
+  // Request log lines name the client (a relay-mode replica takes no mesh requests: no key).
+  decorateClientAddress(relayApp.app, null);
   const stats = newTierStats();
   const key = p.key;
   const forwarder = new TierForwarder({
