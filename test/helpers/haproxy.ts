@@ -27,6 +27,10 @@ export interface HaproxyOptions {
   readonly checkIntervalMs?: number;
   /** SIGKILL haproxy after this long (default 170 s). */
   readonly timeoutMs?: number;
+  /** Send a PROXY header to the servers (haproxy's `send-proxy` / `send-proxy-v2`; checks send it too). */
+  readonly sendProxy?: 'v1' | 'v2';
+  /** Local address haproxy connects to the servers from (haproxy's `source`). */
+  readonly source?: string;
 }
 
 export interface Haproxy {
@@ -40,6 +44,11 @@ export interface Haproxy {
   /** Resolves once haproxy sees exactly `up` as the servers that are UP. */
   waitForUp(up: readonly string[], timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
+}
+
+function proxyKeyword(sendProxy: HaproxyOptions['sendProxy']): string {
+  if (sendProxy === undefined) return '';
+  return sendProxy === 'v1' ? ' send-proxy' : ' send-proxy-v2';
 }
 
 function config(opts: HaproxyOptions, port: number, socket: string): string {
@@ -67,7 +76,8 @@ function config(opts: HaproxyOptions, port: number, socket: string): string {
     '  option httpchk',
     '  http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host relay',
     '  http-check expect status 200',
-    `  default-server check check-ssl verify none inter ${inter} fastinter ${inter} downinter ${inter} fall 2 rise 1`,
+    ...(opts.source !== undefined ? [`  source ${opts.source}`] : []),
+    `  default-server check check-ssl verify none inter ${inter} fastinter ${inter} downinter ${inter} fall 2 rise 1${proxyKeyword(opts.sendProxy)}`,
     ...opts.servers.map((s) => `  server ${s.name} ${s.host}:${s.port}`),
     '',
   ].join('\n');
