@@ -4,6 +4,7 @@
  * header names. A LOCAL command keeps the balancer's address.
  */
 import { request } from 'node:https';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type ProxyBalancer,
@@ -71,5 +72,36 @@ describe('PROXY protocol gate', () => {
     await vi.waitFor(() =>
       expect(t.logs.text).toContain(`"url":"/healthz?local","remoteAddress":"${TRUSTED}"`),
     );
+  });
+});
+
+describe('PROXY protocol gate with --plain-http', () => {
+  it('reads the header and the request after it from one write', async () => {
+    const t = await startTestRelay({
+      flags: {
+        proxyProtocol: TRUSTED,
+        plainHttp: true,
+        publicUrl: 'https://relay.example',
+        logLevel: 'debug',
+      },
+    });
+    try {
+      const port = Number(new URL(t.relay.url).port);
+      const answer = await new Promise<string>((resolve, reject) => {
+        const s = connect({ host: '127.0.0.1', port, localAddress: TRUSTED });
+        let out = '';
+        const get = 'GET /healthz?plain HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n';
+        s.on('connect', () => s.write(Buffer.concat([proxyV1('127.0.0.9', 5555), Buffer.from(get)])));
+        s.on('data', (d: Buffer) => {
+          out += d.toString('latin1');
+        });
+        s.on('close', () => resolve(out));
+        s.on('error', reject);
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+      expect(t.logs.text).toContain('"url":"/healthz?plain","remoteAddress":"127.0.0.9"');
+    } finally {
+      await t.cleanup();
+    }
   });
 });

@@ -131,15 +131,16 @@ function errorReplies(app: FastifyInstance, metrics: Metrics): void {
  * PROXY header is read (within the TLS handshake timeout, or --header-timeout when shorter).
  */
 function gateProxyProtocol(app: FastifyInstance, o: AppOptions): void {
-  if (o.proxyProtocol.length === 0) return;
   const gate = new ProxyProtocolGate({
     trusted: trustedPeers(o.proxyProtocol),
     timeoutMs: Math.min(o.limits.headerTimeoutMs, TLS_HANDSHAKE_TIMEOUT_MS),
     log: o.log.child({ component: 'proxy-protocol' }),
   });
+  // Exported (as zeros) when off too, so dashboards need not know the flag.
+  o.metrics.addCollector(() => proxyProtocolFamilies(gate));
+  if (o.proxyProtocol.length === 0) return;
   gate.attach(app.server);
   app.addHook('preClose', async () => gate.close());
-  o.metrics.addCollector(() => proxyProtocolFamilies(gate));
 }
 
 /** The relay's Fastify server, not yet listening. */
