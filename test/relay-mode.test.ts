@@ -3,7 +3,8 @@
  * PostgreSQL, the relay-mode ones behind a real haproxy whose address is the fleet's public URL (the hub replica is
  * not behind it: agents and users reach only the relay tier). An agent joins and connects through the tier; a
  * CONNECT download through the tier reaches it byte for byte; the tier's data dir holds no hub key; the hub replica
- * records the client's own address (curl --interface), not the tier's; kill -9 of the tier replica carrying the
+ * records the client's own address (curl --interface), not the tier's, also through haproxy, which sends
+ * `send-proxy-v2` from 127.0.0.5, the tier's `--proxy-protocol` peer; kill -9 of the tier replica carrying the
  * agent makes it reconnect through the other one; bad configurations exit 2 naming the flag.
  */
 import { createHash } from 'node:crypto';
@@ -50,12 +51,15 @@ let agent: Proc;
 const caFile = () => join(fleet.dir, 'ca.pem');
 
 /** The flags of a relay-mode replica: the fleet's store, certificate and mesh key; no hub key. */
+/** haproxy's source address toward the tier, which sends the PROXY protocol from it. */
+const BALANCER = '127.0.0.5';
+
 function tierArgs(): string[] {
   const f = fleet.files;
   return [
     ...['--mode', 'relay', '--store', fleet.store.url, '--store-password-file', fleet.store.passwordFile],
     ...['--tls-cert', f.tlsCert, '--tls-key', f.tlsKey, '--mesh-key-file', f.meshKeyFile],
-    ...['--public-url', publicUrl, '--drain-grace', '3'],
+    ...['--public-url', publicUrl, '--drain-grace', '3', '--proxy-protocol', BALANCER],
   ];
 }
 
@@ -105,7 +109,11 @@ beforeAll(async () => {
   upstream = http.createServer(sampleHandler('tier-upstream'));
   upstreamPort = await listen(upstream);
   const ports = [await freePort(), await freePort()];
-  lb = await startHaproxy({ servers: ports.map((port, i) => ({ name: `t${i}`, host: '127.0.0.1', port })) });
+  lb = await startHaproxy({
+    servers: ports.map((port, i) => ({ name: `t${i}`, host: '127.0.0.1', port })),
+    sendProxy: 'v2',
+    source: BALANCER,
+  });
   publicUrl = `https://127.0.0.1:${lb.port}`;
   // Debug: the request log lines, whose remoteAddress is checked below.
   hub = await fleet.startReplica({ extraArgs: ['--public-url', publicUrl, '--log-level', 'debug'] });
@@ -222,6 +230,29 @@ describe('serve --mode relay', () => {
     expect(hub.proc.stderr).toMatch(
       /"method":"POST","url":"\/api\/v1\/clusters","remoteAddress":"(::ffff:)?127\.0\.0\.9"/,
     );
+  });
+
+  it("through haproxy's PROXY header, the hub replica records the client's address, not haproxy's", async () => {
+    const r = await curl([
+      '-sS',
+      '--interface',
+      '127.0.0.10',
+      '--cacert',
+      caFile(),
+      '-H',
+      `authorization: Bearer ${fleet.adminKey()}`,
+      '-H',
+      'content-type: application/json',
+      '-d',
+      JSON.stringify({ name: 'from-ten' }),
+      `${publicUrl}/api/v1/clusters`,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    await vi.waitFor(
+      () => expect(hub.proc.stderr).toMatch(/"target":"from-ten","source":"(::ffff:)?127\.0\.0\.10"/),
+      { timeout: 5_000 },
+    );
+    expect(hub.proc.stderr).not.toMatch(/"target":"from-ten","source":"(::ffff:)?127\.0\.0\.5"/);
   });
 
   it('refuses a client request that carries a mesh key header', async () => {
