@@ -12,8 +12,9 @@
  * has no room: growPacket() returns null and the caller takes its copying path.
  *
  * A granted view is handed over with its bytes: the layer below may overwrite them (WireGuard encrypts in
- * place). Grant only a view nobody reads afterwards. Grants live in a WeakMap: they cost nothing once the
- * view is garbage.
+ * place). Grant only a view nobody reads afterwards. A grant is a property of the view object under a
+ * module-private symbol (0: none), so it costs a property access (no WeakMap for the garbage collector to
+ * clear) and dies with the view.
  */
 import { TunnelError } from './errors.js';
 
@@ -32,7 +33,15 @@ export interface PacketRoom {
 export const MAX_ROOM = 0xff_ffff;
 const SHIFT = 0x100_0000; // headroom * SHIFT + tailroom: both < 2^24, the sum stays an exact integer
 
-const grants = new WeakMap<Uint8Array, number>();
+const GRANT = Symbol('packet-room grant');
+/** A view as this module sees it: its grant under the private symbol (absent or 0: none). */
+interface GrantedView extends Uint8Array {
+  [GRANT]?: number;
+}
+const grantOf = (view: GrantedView): number => view[GRANT] ?? 0;
+const setGrant = (view: GrantedView, grant: number): void => {
+  view[GRANT] = grant;
+};
 
 /**
  * A new `length`-byte view of its own memory with `headroom` bytes free before it and `tailroom` after it,
@@ -42,7 +51,7 @@ export function allocPacket(length: number, headroom: number, tailroom: number):
   checkRoom(headroom, tailroom);
   const raw = Buffer.allocUnsafeSlow(headroom + length + tailroom); // never the shared pool
   const view = raw.subarray(headroom, headroom + length);
-  if (headroom + tailroom > 0) grants.set(view, headroom * SHIFT + tailroom);
+  if (headroom + tailroom > 0) setGrant(view, headroom * SHIFT + tailroom);
   return view;
 }
 
@@ -55,21 +64,18 @@ export function grantRoom(view: Buffer, headroom: number, tailroom: number): Buf
   if (headroom > view.byteOffset || tailroom > view.buffer.byteLength - view.byteOffset - view.length) {
     throw new TunnelError('BAD_INPUT', 'packet room reaches outside the buffer');
   }
-  if (headroom + tailroom === 0) grants.delete(view);
-  else grants.set(view, headroom * SHIFT + tailroom);
+  if (headroom + tailroom > 0 || grantOf(view) !== 0) setGrant(view, headroom * SHIFT + tailroom);
   return view;
 }
 
 /** Bytes granted before `view` (0 without a grant). */
 export function headroomOf(view: Uint8Array): number {
-  const g = grants.get(view);
-  return g === undefined ? 0 : Math.floor(g / SHIFT);
+  return Math.floor(grantOf(view) / SHIFT);
 }
 
 /** Bytes granted after `view` (0 without a grant). */
 export function tailroomOf(view: Uint8Array): number {
-  const g = grants.get(view);
-  return g === undefined ? 0 : g % SHIFT;
+  return grantOf(view) % SHIFT;
 }
 
 /**
@@ -78,15 +84,15 @@ export function tailroomOf(view: Uint8Array): number {
  * The new bytes are not initialised: the caller writes them.
  */
 export function growPacket(view: Uint8Array, before: number, after: number): Buffer | null {
-  const g = grants.get(view);
-  if (g === undefined) return null;
+  const g = grantOf(view);
+  if (g === 0) return null;
   const head = Math.floor(g / SHIFT);
   const tail = g % SHIFT;
   if (before > head || after > tail || before < 0 || after < 0) return null;
-  grants.delete(view);
+  setGrant(view, 0);
   const grown = Buffer.from(view.buffer, view.byteOffset - before, before + view.length + after);
   const rest = (head - before) * SHIFT + (tail - after);
-  if (rest > 0) grants.set(grown, rest);
+  if (rest > 0) setGrant(grown, rest);
   return grown;
 }
 
