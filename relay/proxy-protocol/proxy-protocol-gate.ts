@@ -9,6 +9,7 @@
  */
 import type { BlockList, Server, Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { type Clock, realClock } from '../../shared/clock.js';
 import { recordProxiedClient } from './proxied-sources.js';
 import { type ProxyHeaderFailure, ProxyHeaderParser } from './proxy-header.js';
 
@@ -27,6 +28,7 @@ export interface ProxyProtocolGateOptions {
   /** The header must be complete this long after the connection is accepted. */
   timeoutMs: number;
   log: Pick<Logger, 'warn'>;
+  clock?: Clock;
 }
 
 /** A refusal is logged at most once per this long per reason (all are counted). */
@@ -44,12 +46,14 @@ export class ProxyProtocolGate {
     refused: { missing: 0, malformed: 0, too_long: 0, timeout: 0 },
   };
   readonly #o: ProxyProtocolGateOptions;
+  readonly #clock: Clock;
   /** Trusted connections whose header is still being read. */
   readonly #reading = new Set<Socket>();
   readonly #lastWarn = new Map<ProxyRefusal, number>();
 
   constructor(o: ProxyProtocolGateOptions) {
     this.#o = o;
+    this.#clock = o.clock ?? realClock;
   }
 
   /** Connections whose header is still being read. */
@@ -86,10 +90,10 @@ export class ProxyProtocolGate {
 
   #readHeader(socket: Socket, handOn: ConnectionListener): void {
     const parser = new ProxyHeaderParser();
-    const timer = setTimeout(() => {
+    const timer = this.#clock.setTimer(this.#o.timeoutMs, () => {
       stop();
       this.#refuse(socket, 'timeout', `no complete PROXY header within ${this.#o.timeoutMs} ms`);
-    }, this.#o.timeoutMs);
+    });
     const onReadable = (): void => {
       for (let chunk: unknown = socket.read(); Buffer.isBuffer(chunk); chunk = socket.read()) {
         const step = parser.push(chunk);
@@ -112,7 +116,7 @@ export class ProxyProtocolGate {
       socket.destroy();
     };
     const stop = (): void => {
-      clearTimeout(timer);
+      this.#clock.clearTimer(timer);
       socket.off('readable', onReadable);
       socket.off('error', onGone);
       socket.off('close', onGone);
@@ -127,7 +131,7 @@ export class ProxyProtocolGate {
   #refuse(socket: Socket, reason: ProxyRefusal, detail: string): void {
     this.stats.refused[reason]++;
     socket.destroy();
-    const now = Date.now();
+    const now = this.#clock.now();
     if (now - (this.#lastWarn.get(reason) ?? -WARN_EVERY_MS) < WARN_EVERY_MS) return;
     this.#lastWarn.set(reason, now);
     this.#o.log.warn(
