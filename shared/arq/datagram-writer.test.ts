@@ -154,4 +154,28 @@ describe('DatagramWriter room', () => {
     expect(pools.has(20_000)).toBe(false);
     expect(isHandedDown(plain[0]!)).toBe(false);
   });
+
+  it('pools the datagrams of a direct path (1,392-byte MTU) too, handed down whole', () => {
+    const pool = new BufferPool(80 + 1_392 + 32, { budget: new PoolBudget(1 << 20) });
+    const out: Buffer[] = [];
+    const w = new DatagramWriter({
+      conv: 9,
+      incarnation: 3,
+      mtu: 1_392,
+      stats: newArqStats(),
+      pools: () => pool,
+      output: (d) => out.push(d),
+      headroom: 80,
+      tailroom: 32,
+    });
+    const seg = { cmd: CMD_PUSH, wnd: 10, ts: 1, sn: 1, una: 0, fragOffset: -1, fragTotal: 0 };
+    w.put(seg, Buffer.alloc(1_000, 5));
+    w.finish();
+    expect(pool.owns(out[0]!)).toBe(true);
+    expect(isHandedDown(out[0]!)).toBe(true);
+    expect(releaseSent(out[0]!)).toBe(true);
+    w.put({ ...seg, sn: 2 }, Buffer.alloc(1_000, 6));
+    w.finish();
+    expect(pool.stats).toMatchObject({ takes: 2, fresh: 1, refused: 0 });
+  });
 });

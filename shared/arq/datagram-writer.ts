@@ -7,12 +7,13 @@
  * IPv4/UDP, WireGuard, DERP) then write their headers and trailers in place, so a datagram costs one
  * allocation all the way to the socket. The datagram's unused bytes up to `mtu` count as tailroom too.
  *
- * With room, a datagram buffer of at least POOLED_MIN_BYTES comes from a pool (shared/buffer-pool.ts,
- * `pools`, by default the process-wide one of that size) and is handed down whole (handDown()): the bottom
- * of the send path gives it back with releaseSent() once its socket is done with it. A small datagram built
- * in such a buffer is copied out and the buffer given back at once.
+ * With room, every datagram buffer comes from a pool (shared/buffer-pool.ts, `pools`, by default the
+ * process-wide one of that size) and is handed down whole (handDown()): the bottom of the send path (the
+ * relay's socket, the direct path's UDP socket) gives it back with releaseSent() once its socket is done
+ * with it; one it drops is left to the garbage collector. A small datagram built in a large (relay-MTU)
+ * buffer is copied out and the buffer given back at once.
  */
-import { type BufferPool, handDown, POOLED_MIN_BYTES, poolFor } from '../buffer-pool.js';
+import { type BufferPool, handDown, poolFor } from '../buffer-pool.js';
 import { TunnelError } from '../errors.js';
 import { grantRoom, MAX_ROOM } from '../packet-room.js';
 import type { ArqStats } from './arq-options.js';
@@ -114,7 +115,7 @@ export class DatagramWriter {
       const spare = this.#spare;
       this.#spare = null;
       this.#rawPool = null;
-      if (this.#head + this.#tail > 0 && size >= POOLED_MIN_BYTES) {
+      if (this.#head + this.#tail > 0) {
         const pool = this.#pools(size);
         this.#rawPool = pool;
         this.#raw = pool.take();

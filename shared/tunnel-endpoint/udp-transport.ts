@@ -4,10 +4,12 @@
  * (dgram allocates one Buffer per message and never reuses it), so receivers may keep views into it.
  * Incoming datagrams are told apart by their first bytes: disco messages (shared/disco/disco-codec.ts) to
  * `onDisco`, anything else to `onWireGuard`. Sending never throws: `send` is false when the socket is
- * closed or its send queue is backed up, and a send the kernel refuses is counted.
+ * closed or its send queue is backed up, and a send the kernel refuses is counted. A datagram handed down
+ * from a buffer pool (shared/buffer-pool.ts) goes back to its pool once the socket has sent it.
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
+import { isHandedDown, releaseSent } from '../buffer-pool.js';
 import { isDiscoMessage } from '../disco/disco-codec.js';
 import type { DatagramSource } from '../wireguard/peer-host.js';
 
@@ -60,6 +62,14 @@ export class UdpTransport {
     if (err) this.stats.sendErrors++;
   };
 
+  /** The completion of a pooled datagram's send: the kernel has its bytes, the pool gets the buffer back. */
+  #sentThenRelease(datagram: Buffer): (err: Error | null) => void {
+    return (err) => {
+      if (err) this.stats.sendErrors++;
+      releaseSent(datagram);
+    };
+  }
+
   private constructor(socket: Socket, maxQueued: number) {
     this.#socket = socket;
     this.#maxQueued = maxQueued;
@@ -107,7 +117,12 @@ export class UdpTransport {
       return false;
     }
     try {
-      this.#socket.send(datagram, port, host, this.#sent);
+      this.#socket.send(
+        datagram,
+        port,
+        host,
+        isHandedDown(datagram) ? this.#sentThenRelease(datagram) : this.#sent,
+      );
     } catch {
       // A bad address or a socket closing under us: the datagram is dropped like any other loss.
       this.stats.refused++;
