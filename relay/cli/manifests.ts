@@ -1,7 +1,7 @@
 /** `tunnel-relay manifests relay|agent`: Kubernetes YAML for `kubectl apply -f -` on stdout. */
 import { Command, Option } from 'commander';
+import { allowOption } from '../../shared/cli/allow-option.js';
 import {
-  collect,
   oneOf,
   parseClusterName,
   parseHostPort,
@@ -139,14 +139,7 @@ function agentSub(): Command {
         'default upstream (default https://kubernetes.default.svc:443)',
         (v: string) => parseHttpUrl(v, '--upstream'),
       )
-      .option(
-        '--allow <host:port>',
-        'another upstream the hub may reach (repeatable)',
-        (v: string, prev?: string[]) => {
-          const hp = parseHostPort(v, '--allow');
-          return collect(hp.host.includes(':') ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`, prev);
-        },
-      )
+      .addOption(allowOption())
       .option('--https-proxy <url>', 'HTTPS_PROXY for the agent')
       .option('--http-proxy <url>', 'HTTP_PROXY for the agent')
       .option('--no-proxy <list>', 'NO_PROXY for the agent', parseNoProxy)

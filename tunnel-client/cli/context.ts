@@ -33,6 +33,12 @@ export function apiFromState(stateDir: StateDir, state: AgentState): { client: R
 let progressShown = false;
 
 export type LogFormat = 'pretty' | 'json';
+
+/** The flags every command that runs the agent (join, run) has. */
+export interface AgentCommandFlags {
+  stateDir?: string;
+  logFormat?: LogFormat;
+}
 let logFormat: LogFormat = 'pretty';
 
 /** `--log-format` of the long-running commands (join, run): pretty text lines (default) or JSON lines. */

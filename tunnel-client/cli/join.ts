@@ -5,54 +5,54 @@
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { checkBootstrapSecret } from '../../shared/bootstrap-secret.js';
+import { allowOption } from '../../shared/cli/allow-option.js';
 import { choiceOption } from '../../shared/cli/choice-option.js';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import {
   collect,
   collectClaims,
   parseClusterName,
-  parseHostPort,
   parseHttpUrl,
   parseRelayUrl,
 } from '../../shared/cli/parsers.js';
 import { shellQuote } from '../../shared/cli/shell-quote.js';
-import { keepAlive, untilSignal } from '../../shared/cli/signals.js';
+import { keepAlive } from '../../shared/cli/signals.js';
 import { packageVersion } from '../../shared/cli/version.js';
 // The relay's duration grammar (30m, 24h, 1h30m); a candidate for shared/ when someone owns it.
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
-import { RelayClient } from '../../shared/http/client.js';
+import type { Trust } from '../../shared/http/dispatcher.js';
 import { parseCaPin } from '../../shared/http/pin.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
-import { describeProxy, parseProxyUrl, targetOf } from '../../shared/proxy/proxy-config.js';
-import { relayConnectVia } from '../../shared/proxy/transports.js';
+import { parseProxyUrl } from '../../shared/proxy/proxy-config.js';
+import type { Values } from '../../shared/values/deep-merge.js';
 import { readValuesFiles } from '../../shared/values/values-file.js';
 import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
-import { Agent } from '../agent/agent.js';
+import type { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
+import type { StateDir } from '../agent/state-dir.js';
+import type { AgentState } from '../agent/types.js';
 import { inClusterApi } from '../dialer/in-cluster.js';
 import { agentProxySettings } from '../egress/agent-proxy.js';
+import { type AgentRun, closeAgentRun, newAgent, relayClientVia, untilSignalOrStopped } from './agent-run.js';
 import {
-  endProgress,
-  type LogFormat,
+  type AgentCommandFlags,
   logFormatOption,
   openStateDir,
   stateDirOption,
   stderrLog,
-  terminalProgress,
   useLogFormat,
 } from './context.js';
 import type { ClientProgramOptions } from './program.js';
 import { checkStunServersWithEgress, stunServerOption } from './stun-server-option.js';
 
-interface JoinFlags {
+interface JoinFlags extends AgentCommandFlags {
   relay: string;
   cluster: string;
   psk?: string;
   caPin?: string;
   caFile?: string;
-  stateDir?: string;
   upstream?: string;
   allow?: string[];
   egress: '443-only' | 'auto';
@@ -64,7 +64,6 @@ interface JoinFlags {
   wait?: boolean;
   waitTimeout?: string;
   output: OutputFormat;
-  logFormat?: LogFormat;
 }
 
 export function joinCommand(opts: ClientProgramOptions = {}): Command {
@@ -91,14 +90,7 @@ export function joinCommand(opts: ClientProgramOptions = {}): Command {
       'default upstream the hub may reach (e.g. https://kubernetes.default:443)',
       (v: string) => parseHttpUrl(v, '--upstream'),
     )
-    .option(
-      '--allow <host:port>',
-      'another upstream the hub may reach (repeatable)',
-      (v: string, prev?: string[]) => {
-        const hp = parseHostPort(v, '--allow');
-        return collect(hp.host.includes(':') ? `[${hp.host}]:${hp.port}` : `${hp.host}:${hp.port}`, prev);
-      },
-    )
+    .addOption(allowOption())
     .addOption(choiceOption('--egress <mode>', 'outbound mode', ['443-only', 'auto']).default('auto'))
     .addOption(stunServerOption())
     .option(
@@ -162,7 +154,19 @@ function defaultUpstream(
   };
 }
 
-async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void> {
+/** The join flags, checked before the single-use PSK is spent or anything is written. */
+interface CheckedJoin {
+  cipher: string;
+  psk: string;
+  waitTimeoutMs: number | undefined;
+  claims: Record<string, string>;
+  valuesFiles: string[];
+  fileValues: Values[];
+  caFile: string | undefined;
+  trust: Trust;
+}
+
+function checkJoinFlags(flags: JoinFlags, opts: ClientProgramOptions): CheckedJoin {
   // Bad settings stop here (BAD_CONFIG), before the single-use PSK is spent, not later in the session loop.
   const cipher = defaultAead().name;
   opts.dataPlane?.check?.();
@@ -185,102 +189,137 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
   const trust = trustFromFlags({ caPin: flags.caPin, caFile });
   // A mistyped PSK fails here, before a request that would count against this source's limit.
   const psk = checkBootstrapSecret(flags.psk, '--psk');
-  const stateDir = openStateDir(flags.stateDir);
-  const out = streamPrinter();
-  const { upstream, note: upstreamNote } = defaultUpstream(flags.upstream, flags.cluster, process.env);
+  return { cipher, psk, waitTimeoutMs, claims, valuesFiles, fileValues, caFile, trust };
+}
 
+interface RegisterInputs {
+  flags: JoinFlags;
+  checked: CheckedJoin;
+  stateDir: StateDir;
+  api: AgentApi;
+  upstream: string | null;
+  proxyCaFile: string | undefined;
+}
+
+/** Registers with the bootstrap PSK, saves the state with this agent's egress settings, then takes its lock. */
+async function registerAndLock(inputs: RegisterInputs): Promise<{ state: AgentState; unlock: () => void }> {
+  const { flags, checked, stateDir } = inputs;
+  const registered = await register(stateDir, inputs.api, checked.psk, {
+    relay: flags.relay,
+    cluster: flags.cluster,
+    caPin: flags.caPin ?? null,
+    caFile: checked.caFile ?? null,
+    agentVersion: packageVersion(),
+    upstream: inputs.upstream,
+    allow: flags.allow ?? [],
+    claims: checked.claims,
+    valuesFiles: checked.valuesFiles,
+  });
+  const state = {
+    ...registered,
+    proxy: flags.proxy ?? null,
+    proxyCaFile: inputs.proxyCaFile ?? null,
+    egress: flags.egress,
+    stunServers: flags.stunServer ?? [],
+  };
+  stateDir.saveState(state);
+  return { state, unlock: stateDir.lock() };
+}
+
+interface WaitLimit {
+  cluster: string;
+  stateDir: string;
+  /** --wait-timeout in ms, and as given (for the error); undefined: wait forever. */
+  timeoutMs: number | undefined;
+  timeoutText: string | undefined;
+}
+
+/** `--wait`: until the cluster is Accepted and its WireGuard session up (handshake done, the hub answered a probe). */
+async function waitUntilUp(agent: Agent, limit: WaitLimit): Promise<void> {
+  const release = keepAlive();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const up = Promise.race([agent.whenAccepted().then(() => agent.whenSessionUp()), agent.whenStopped()]);
+    const timeoutMs = limit.timeoutMs;
+    if (timeoutMs === undefined) await up;
+    else {
+      await Promise.race([
+        up,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(waitTimedOut(agent, limit)), timeoutMs);
+        }),
+      ]);
+    }
+  } finally {
+    clearTimeout(timer);
+    release();
+  }
+}
+
+function waitTimedOut(agent: Agent, limit: WaitLimit): TunnelError {
+  const { cluster, stateDir } = limit;
+  const where =
+    agent.registrationStatus === 'Accepted'
+      ? 'is Accepted but its tunnel is not up'
+      : `is still ${agent.registrationStatus}`;
+  return new TunnelError(
+    'TIMEOUT',
+    `cluster ${cluster} ${where} after --wait-timeout ${limit.timeoutText}; the registration is saved in ${stateDir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run --state-dir ${shellQuote(stateDir)}'`,
+  );
+}
+
+function printAccepted(output: OutputFormat, cluster: string, stateDir: string): void {
+  const out = streamPrinter();
+  if (output === 'json') out.json({ cluster, status: 'Accepted', stateDir });
+  else
+    out.line(
+      `cluster ${cluster} is Accepted and its tunnel is up; run 'tunnel-client run --state-dir ${shellQuote(stateDir)}' to keep it connected`,
+    );
+}
+
+async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void> {
+  const checked = checkJoinFlags(flags, opts);
+  const stateDir = openStateDir(flags.stateDir);
+  const { upstream, note: upstreamNote } = defaultUpstream(flags.upstream, flags.cluster, process.env);
   const proxyCaFile = flags.proxyCaFile ? resolve(flags.proxyCaFile) : undefined;
   const proxy = agentProxySettings({ proxy: flags.proxy, proxyCaFile });
-  const connectVia = relayConnectVia(proxy, new URL(flags.relay).protocol);
-  const client = new RelayClient({ baseUrl: flags.relay, trust, connectVia });
-  let agent: Agent | undefined;
-  let unlock: (() => void) | undefined;
+  const run: AgentRun = { client: relayClientVia(flags.relay, checked.trust, proxy) };
   try {
-    const bootstrapApi = new AgentApi(client);
-    if (proxy.https || proxy.http) stderrLog(`relay ${describeProxy(proxy, targetOf(flags.relay))}`);
-    const registered = await register(stateDir, bootstrapApi, psk, {
-      relay: flags.relay,
-      cluster: flags.cluster,
-      caPin: flags.caPin ?? null,
-      caFile: caFile ?? null,
-      agentVersion: packageVersion(),
+    const bootstrapApi = new AgentApi(run.client);
+    const { state, unlock } = await registerAndLock({
+      flags,
+      checked,
+      stateDir,
+      api: bootstrapApi,
       upstream,
-      allow: flags.allow ?? [],
-      claims,
-      valuesFiles,
+      proxyCaFile,
     });
-    const state = {
-      ...registered,
-      proxy: flags.proxy ?? null,
-      proxyCaFile: proxyCaFile ?? null,
-      egress: flags.egress,
-      stunServers: flags.stunServer ?? [],
-    };
-    stateDir.saveState(state);
-    unlock = stateDir.lock();
+    run.unlock = unlock;
     stderrLog(
       `registered cluster ${state.cluster} with ${state.relay}: ${state.status}; state in ${stateDir.dir}; ` +
-        `WireGuard cipher ${cipher}`,
+        `WireGuard cipher ${checked.cipher}`,
     );
     if (upstreamNote !== null) stderrLog(upstreamNote);
-    agent = new Agent({
+    const agent = newAgent({
       stateDir,
       api: bootstrapApi.withCredential(stateDir.readCredential()),
-      valuesFiles: fileValues,
-      log: stderrLog,
-      progress: terminalProgress(),
+      valuesFiles: checked.fileValues,
       proxy,
       dataPlane: opts.dataPlane,
     });
+    run.agent = agent;
     agent.start();
     if (flags.wait) {
-      const release = keepAlive();
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        // Accepted, then the WireGuard session up (handshake done, the hub answered a probe).
-        const running = agent;
-        const accepted = Promise.race([
-          running.whenAccepted().then(() => running.whenSessionUp()),
-          running.whenStopped(),
-        ]);
-        const waitMs = waitTimeoutMs;
-        if (waitMs === undefined) await accepted;
-        else {
-          const cluster = state.cluster;
-          await Promise.race([
-            accepted,
-            new Promise<never>((_, reject) => {
-              timer = setTimeout(
-                () =>
-                  reject(
-                    new TunnelError(
-                      'TIMEOUT',
-                      `cluster ${cluster} ${agent?.registrationStatus === 'Accepted' ? 'is Accepted but its tunnel is not up' : `is still ${agent?.registrationStatus ?? 'Pending'}`} after --wait-timeout ${flags.waitTimeout}; the registration is saved in ${stateDir.dir}: after 'tunnel-relay cluster accept ${cluster}', run 'tunnel-client run --state-dir ${shellQuote(stateDir.dir)}'`,
-                    ),
-                  ),
-                waitMs,
-              );
-            }),
-          ]);
-        }
-      } finally {
-        clearTimeout(timer);
-        release();
-      }
-      const result = { cluster: state.cluster, status: 'Accepted', stateDir: stateDir.dir };
-      if (flags.output === 'json') out.json(result);
-      else
-        out.line(
-          `cluster ${state.cluster} is Accepted and its tunnel is up; run 'tunnel-client run --state-dir ${shellQuote(stateDir.dir)}' to keep it connected`,
-        );
-      return;
-    }
-    const sig = await Promise.race([untilSignal(), agent.whenStopped()]);
-    stderrLog(`${sig}: stopping`);
+      const dir = stateDir.dir;
+      await waitUntilUp(agent, {
+        cluster: state.cluster,
+        stateDir: dir,
+        timeoutMs: checked.waitTimeoutMs,
+        timeoutText: flags.waitTimeout,
+      });
+      printAccepted(flags.output, state.cluster, dir);
+    } else await untilSignalOrStopped(agent);
   } finally {
-    endProgress();
-    await agent?.close();
-    await client.close();
-    unlock?.();
+    await closeAgentRun(run);
   }
 }

@@ -1,35 +1,29 @@
 /** `tunnel-client run`: the agent from saved state, until SIGINT/SIGTERM. */
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { untilSignal } from '../../shared/cli/signals.js';
-import { RelayClient } from '../../shared/http/client.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
-import { describeProxy, parseProxyUrl, targetOf } from '../../shared/proxy/proxy-config.js';
-import { relayConnectVia } from '../../shared/proxy/transports.js';
+import { parseProxyUrl } from '../../shared/proxy/proxy-config.js';
 import { readValuesFiles } from '../../shared/values/values-file.js';
 import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
-import { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
+import type { AgentState } from '../agent/types.js';
 import { settingsFromState } from '../egress/agent-proxy.js';
+import { closeAgentRun, newAgent, relayClientVia, untilSignalOrStopped } from './agent-run.js';
 import {
-  endProgress,
-  type LogFormat,
+  type AgentCommandFlags,
   logFormatOption,
   openStateDir,
   stateDirOption,
   stderrLog,
-  terminalProgress,
   useLogFormat,
 } from './context.js';
 import type { ClientProgramOptions } from './program.js';
 import { checkStunServersWithEgress, stunServerOption } from './stun-server-option.js';
 
-interface RunFlags {
-  stateDir?: string;
+interface RunFlags extends AgentCommandFlags {
   proxy?: string;
   proxyCaFile?: string;
   stunServer?: string[];
-  logFormat?: LogFormat;
 }
 
 export function runCommand(opts: ClientProgramOptions = {}): Command {
@@ -46,55 +40,49 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
     .addOption(logFormatOption())
     .action(async (flags: RunFlags) => {
       useLogFormat(flags.logFormat);
-      // Bad settings stop here (BAD_CONFIG), not later in the session loop.
-      const cipher = defaultAead().name;
-      opts.dataPlane?.check?.();
-      const stateDir = openStateDir(flags.stateDir);
-      let state = stateDir.readState();
-      const valuesFiles = readValuesFiles(state.valuesFiles);
-      if (flags.proxy) state = { ...state, proxy: flags.proxy };
-      if (flags.proxyCaFile) state = { ...state, proxyCaFile: resolve(flags.proxyCaFile) };
-      if (flags.stunServer) state = { ...state, stunServers: flags.stunServer };
-      checkStunServersWithEgress(state.stunServers ?? [], state.egress);
-      const proxy = settingsFromState(stateDir, state);
-      const connectVia = relayConnectVia(proxy, new URL(state.relay).protocol);
-      const client = new RelayClient({
-        baseUrl: state.relay,
-        trust: trustFromFlags({ caPin: state.caPin ?? undefined, caFile: state.caFile ?? undefined }),
-        connectVia,
-      });
-      const api = new AgentApi(client, stateDir.readCredential());
-      if (proxy.https || proxy.http) stderrLog(`relay ${describeProxy(proxy, targetOf(state.relay))}`);
-      let unlock: () => void;
-      try {
-        unlock = stateDir.lock();
-        if (flags.proxy || flags.proxyCaFile || flags.stunServer) stateDir.saveState(state);
-      } catch (err) {
-        await client.close();
-        throw err;
-      }
-      const agent = new Agent({
-        stateDir,
-        api,
-        valuesFiles,
-        log: stderrLog,
-        progress: terminalProgress(),
-        proxy,
-        dataPlane: opts.dataPlane,
-      });
-      try {
-        stderrLog(
-          `running cluster ${state.cluster} against ${state.relay} (${state.status}); WireGuard cipher ${cipher}`,
-        );
-        agent.start();
-        // A denied or deleted cluster ends the run (exit 1, the error says what to do); a signal exits 0.
-        const sig = await Promise.race([untilSignal(), agent.whenStopped()]);
-        stderrLog(`${sig}: stopping`);
-      } finally {
-        endProgress();
-        await agent.close();
-        await client.close();
-        unlock();
-      }
+      await runFromState(flags, opts);
     });
+}
+
+/** The saved state with this run's --proxy, --proxy-ca-file and --stun-server over it (saved when given). */
+function stateWithFlags(state: AgentState, flags: RunFlags): AgentState {
+  let merged = state;
+  if (flags.proxy) merged = { ...merged, proxy: flags.proxy };
+  if (flags.proxyCaFile) merged = { ...merged, proxyCaFile: resolve(flags.proxyCaFile) };
+  if (flags.stunServer) merged = { ...merged, stunServers: flags.stunServer };
+  return merged;
+}
+
+async function runFromState(flags: RunFlags, opts: ClientProgramOptions): Promise<void> {
+  // Bad settings stop here (BAD_CONFIG), not later in the session loop.
+  const cipher = defaultAead().name;
+  opts.dataPlane?.check?.();
+  const stateDir = openStateDir(flags.stateDir);
+  const saved = stateDir.readState();
+  const valuesFiles = readValuesFiles(saved.valuesFiles);
+  const state = stateWithFlags(saved, flags);
+  checkStunServersWithEgress(state.stunServers ?? [], state.egress);
+  const proxy = settingsFromState(stateDir, state);
+  const trust = trustFromFlags({ caPin: state.caPin ?? undefined, caFile: state.caFile ?? undefined });
+  const client = relayClientVia(state.relay, trust, proxy);
+  const api = new AgentApi(client, stateDir.readCredential());
+  let unlock: () => void;
+  try {
+    unlock = stateDir.lock();
+    if (flags.proxy || flags.proxyCaFile || flags.stunServer) stateDir.saveState(state);
+  } catch (err) {
+    await client.close();
+    throw err;
+  }
+  const agent = newAgent({ stateDir, api, valuesFiles, proxy, dataPlane: opts.dataPlane });
+  try {
+    stderrLog(
+      `running cluster ${state.cluster} against ${state.relay} (${state.status}); WireGuard cipher ${cipher}`,
+    );
+    agent.start();
+    // A denied or deleted cluster ends the run (exit 1, the error says what to do); a signal exits 0.
+    await untilSignalOrStopped(agent);
+  } finally {
+    await closeAgentRun({ agent, client, unlock });
+  }
 }
