@@ -11,28 +11,17 @@
 import { TunnelError } from '../../shared/errors.js';
 import { isStunBindingSuccess } from '../../shared/stun/stun-codec.js';
 import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
-import type { DatagramSource, ReceiveDrop } from '../../shared/wireguard/device.js';
+import { type DatagramSource, noDeviceDrops, type ReceiveDrop } from '../../shared/wireguard/device.js';
 import { bindHint } from '../port-hold.js';
 
 export type HubUdpDropReason = ReceiveDrop | 'no-hub' | 'no-disco' | 'stun-unexpected';
 
+/** A zero count for every reason: the device's, a peer's transport drops, and the hub socket's own. */
 function noDrops(): Record<HubUdpDropReason, number> {
   return {
-    malformed: 0,
-    'bad-type': 0,
-    mac1: 0,
-    'cookie-sent': 0,
-    'rate-limited': 0,
-    'unknown-index': 0,
-    'unknown-peer': 0,
-    handshake: 0,
-    replay: 0,
+    ...noDeviceDrops(),
     decrypt: 0,
     'expired-keypair': 0,
-    'cookie-ignored': 0,
-    'no-route': 0,
-    closed: 0,
-    internal: 0,
     'no-hub': 0,
     'no-disco': 0,
     'stun-unexpected': 0,

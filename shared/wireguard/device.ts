@@ -104,6 +104,25 @@ export type DeviceDropReason =
   | 'closed'
   | 'internal';
 
+/** A zero count for every reason the device drops a datagram. */
+export function noDeviceDrops(): Record<DeviceDropReason, number> {
+  return {
+    malformed: 0,
+    'bad-type': 0,
+    mac1: 0,
+    'cookie-sent': 0,
+    'rate-limited': 0,
+    'unknown-index': 0,
+    'unknown-peer': 0,
+    handshake: 0,
+    replay: 0,
+    'cookie-ignored': 0,
+    'no-route': 0,
+    closed: 0,
+    internal: 0,
+  };
+}
+
 /** Why receive()/receiveFrom() dropped a datagram (null: it authenticated). */
 export type ReceiveDrop = DeviceDropReason | TransportDropReason;
 
@@ -151,21 +170,7 @@ export class Device<E extends Endpoint = Endpoint> {
     indices: 0,
     rxDatagrams: 0,
     txDatagrams: 0,
-    drops: {
-      malformed: 0,
-      'bad-type': 0,
-      mac1: 0,
-      'cookie-sent': 0,
-      'rate-limited': 0,
-      'unknown-index': 0,
-      'unknown-peer': 0,
-      handshake: 0,
-      replay: 0,
-      'cookie-ignored': 0,
-      'no-route': 0,
-      closed: 0,
-      internal: 0,
-    },
+    drops: noDeviceDrops(),
   };
   #handshakeWindowStart = 0;
   #handshakesInWindow = 0;
