@@ -1,6 +1,6 @@
 /** `tunnel-relay audit [--limit N]`: the relay's audit log, newest first (admin, viewer). */
 import { Command } from 'commander';
-import { streamPrinter, table } from '../../shared/cli/output.js';
+import { printAnswer, table } from '../../shared/cli/output.js';
 import { shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
@@ -34,15 +34,12 @@ export function auditCommand(): Command {
     const res = await withClient(flags, (c) =>
       c.json<{ items: AuditItem[] }>('GET', `/api/v1/audit?limit=${flags.limit}`),
     );
-    const out = streamPrinter();
-    if (flags.output === 'json') {
-      out.json(res);
-      return;
-    }
-    out.line(
-      table(
-        ['AT', 'ACTOR', 'ACTION', 'TARGET', 'SOURCE'],
-        res.items.map((a) => [a.at, a.actor, a.action, a.target, a.source ?? '-']),
+    printAnswer(flags.output, res, (out) =>
+      out.line(
+        table(
+          ['AT', 'ACTOR', 'ACTION', 'TARGET', 'SOURCE'],
+          res.items.map((a) => [a.at, a.actor, a.action, a.target, a.source ?? '-']),
+        ),
       ),
     );
   });

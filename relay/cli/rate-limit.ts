@@ -1,6 +1,6 @@
 /** `tunnel-relay rate-limit list|clear`: sources counted for failed registrations (list: admin, viewer; clear: admin). */
 import { Command } from 'commander';
-import { streamPrinter, table } from '../../shared/cli/output.js';
+import { printAnswer, table } from '../../shared/cli/output.js';
 import { TunnelError } from '../../shared/errors.js';
 import { parseSource } from '../source-address.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
@@ -20,27 +20,24 @@ function listCommand(): Command {
     const res = await withClient(flags, (c) =>
       c.json<{ max: number; windowSeconds: number; items: LimitItem[] }>('GET', '/api/v1/rate-limits'),
     );
-    const out = streamPrinter();
-    if (flags.output === 'json') {
-      out.json(res);
-      return;
-    }
-    out.line(
-      table(
-        ['SOURCE', 'FAILURES', 'LIMITED', 'RETRY AFTER', 'WINDOW ENDS'],
-        res.items.map((i) => [
-          i.source,
-          String(i.failures),
-          i.limited ? 'yes' : 'no',
-          i.retryAfterSeconds === null ? '-' : `${i.retryAfterSeconds}s`,
-          i.windowEndsAt,
-        ]),
-      ),
-    );
-    out.note(
-      `a source is limited after ${res.max} failed registrations within ${res.windowSeconds} s ` +
-        '(valid credentials still register)',
-    );
+    printAnswer(flags.output, res, (out) => {
+      out.line(
+        table(
+          ['SOURCE', 'FAILURES', 'LIMITED', 'RETRY AFTER', 'WINDOW ENDS'],
+          res.items.map((i) => [
+            i.source,
+            String(i.failures),
+            i.limited ? 'yes' : 'no',
+            i.retryAfterSeconds === null ? '-' : `${i.retryAfterSeconds}s`,
+            i.windowEndsAt,
+          ]),
+        ),
+      );
+      out.note(
+        `a source is limited after ${res.max} failed registrations within ${res.windowSeconds} s ` +
+          '(valid credentials still register)',
+      );
+    });
   });
 }
 
@@ -62,15 +59,14 @@ function clearCommand(): Command {
     const res = await withClient(flags, (c) =>
       c.json<{ cleared: LimitItem[] }>('DELETE', `/api/v1/rate-limits?${query}`),
     );
-    const out = streamPrinter();
-    if (flags.output === 'json') {
-      out.json(res);
-      return;
-    }
-    for (const i of res.cleared) {
-      out.line(`cleared ${i.source} (${i.failures} failed registrations${i.limited ? ', was limited' : ''})`);
-    }
-    if (flags.all) out.line(`cleared ${res.cleared.length} sources`);
+    printAnswer(flags.output, res, (out) => {
+      for (const i of res.cleared) {
+        out.line(
+          `cleared ${i.source} (${i.failures} failed registrations${i.limited ? ', was limited' : ''})`,
+        );
+      }
+      if (flags.all) out.line(`cleared ${res.cleared.length} sources`);
+    });
   });
 }
 

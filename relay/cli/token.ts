@@ -2,7 +2,7 @@
 
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { streamPrinter, table } from '../../shared/cli/output.js';
+import { printAnswer, streamPrinter, table } from '../../shared/cli/output.js';
 import { parseRole, shown } from '../../shared/cli/parsers.js';
 import { shellQuote } from '../../shared/cli/shell-quote.js';
 import { parseDuration } from '../../shared/duration.js';
@@ -68,21 +68,18 @@ export function tokenCommand(): Command {
         ...(flags.expiresIn ? { expiresIn: flags.expiresIn } : {}),
       };
       const res = await withClient(flags, (c) => c.json<CreatedToken>('POST', '/api/v1/tokens', { body }));
-      const out = streamPrinter();
-      if (flags.output === 'json') {
-        out.json(res);
-        return;
-      }
-      out.line(res.token);
-      out.note(
-        `access key ${res.id} (role ${res.role}, expires ${res.expiresAt ?? 'never'}); it is shown only now`,
-      );
-      if (res.role === 'bootstrap') {
+      printAnswer(flags.output, res, (out) => {
+        out.line(res.token);
         out.note(
-          'agents join with (each with its own --cluster name; each join stays Pending until accepted):',
+          `access key ${res.id} (role ${res.role}, expires ${res.expiresAt ?? 'never'}); it is shown only now`,
         );
-        out.note(`  ${bootstrapJoinCommand(flags, res.token)}`);
-      }
+        if (res.role === 'bootstrap') {
+          out.note(
+            'agents join with (each with its own --cluster name; each join stays Pending until accepted):',
+          );
+          out.note(`  ${bootstrapJoinCommand(flags, res.token)}`);
+        }
+      });
     }),
   );
 
@@ -90,22 +87,19 @@ export function tokenCommand(): Command {
     withAdminFlags(new Command('list').description('list access keys (never their secrets)')).action(
       async (flags: AdminFlags) => {
         const res = await withClient(flags, (c) => c.json<{ items: TokenInfo[] }>('GET', '/api/v1/tokens'));
-        const out = streamPrinter();
-        if (flags.output === 'json') {
-          out.json(res);
-          return;
-        }
-        out.line(
-          table(
-            ['ID', 'ROLE', 'CREATED', 'EXPIRES', 'REVOKED', 'DESCRIPTION'],
-            res.items.map((t) => [
-              t.id,
-              t.role,
-              t.createdAt,
-              t.expiresAt ?? '-',
-              t.revokedAt ?? '-',
-              t.description ?? '',
-            ]),
+        printAnswer(flags.output, res, (out) =>
+          out.line(
+            table(
+              ['ID', 'ROLE', 'CREATED', 'EXPIRES', 'REVOKED', 'DESCRIPTION'],
+              res.items.map((t) => [
+                t.id,
+                t.role,
+                t.createdAt,
+                t.expiresAt ?? '-',
+                t.revokedAt ?? '-',
+                t.description ?? '',
+              ]),
+            ),
           ),
         );
       },

@@ -41,6 +41,13 @@ export function streamPrinter(
   };
 }
 
+/** A command's answer: with `--output json` the response as received, else what `text` prints from it. */
+export function printAnswer<T>(output: OutputFormat, res: T, text: (out: Printer, res: T) => void): void {
+  const out = streamPrinter();
+  if (output === 'json') out.json(res);
+  else text(out, res);
+}
+
 /** Renders rows as left-aligned columns separated by two spaces; each cell is escaped (one line, no controls). */
 export function table(header: readonly string[], cells: readonly (readonly string[])[]): string {
   const rows = cells.map((r) => r.map(escapeText));
