@@ -10,6 +10,8 @@
  * upstream's certificate must name `<name>.clusters.local` (Go checks the proxy against
  * tls-server-name too, so that field cannot be used here).
  */
+import { singleContextKubeconfig } from '../kubeconfig-document.js';
+
 export interface ConnectKubeconfigInput {
   cluster: string;
   /** Relay URL kubectl connects to (https://host:port). */
@@ -33,21 +35,13 @@ export function connectKubeconfig(i: ConnectKubeconfigInput): Record<string, unk
   proxy.password = i.accessKey;
   const name = `${i.cluster}-via-connect`;
   const ca = `${i.relayCaPem.trimEnd()}\n${i.upstreamCaPem.trimEnd()}\n`;
-  return {
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [
-      {
-        name,
-        cluster: {
-          server: `https://${i.cluster}.clusters.local:${i.port}`,
-          'proxy-url': proxy.toString().replace(/\/$/, ''),
-          'certificate-authority-data': Buffer.from(ca).toString('base64'),
-        },
-      },
-    ],
-    users: [{ name, user: i.user ?? {} }],
-    contexts: [{ name, context: { cluster: name, user: name } }],
-    'current-context': name,
-  };
+  return singleContextKubeconfig(
+    name,
+    {
+      server: `https://${i.cluster}.clusters.local:${i.port}`,
+      'proxy-url': proxy.toString().replace(/\/$/, ''),
+      'certificate-authority-data': Buffer.from(ca).toString('base64'),
+    },
+    i.user ?? {},
+  );
 }

@@ -9,6 +9,7 @@ import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { actorOf, type Principal, type Role, visibleCluster } from '../auth.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
+import { singleContextKubeconfig } from '../kubeconfig-document.js';
 import { mayUseProxy, requireProxy } from '../proxy/proxy-auth.js';
 import { ErrorBody, KubeconfigBody, MintedKubeconfig, NameParams } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
@@ -40,26 +41,18 @@ export function pathProxyKubeconfig(
   key: string,
 ): Record<string, unknown> {
   const name = `${cluster}-via-relay`;
-  return {
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [
-      {
-        name,
-        cluster: {
-          server: `${ctx.publicUrl()}/api/v1/clusters/${cluster}/proxy`,
-          // Without a CA (plain-http, no --public-ca-file) kubectl uses the system trust store.
-          ...(ctx.caPem === null
-            ? {}
-            : { 'certificate-authority-data': Buffer.from(ctx.caPem).toString('base64') }),
-        },
-      },
-    ],
+  return singleContextKubeconfig(
+    name,
+    {
+      server: `${ctx.publicUrl()}/api/v1/clusters/${cluster}/proxy`,
+      // Without a CA (plain-http, no --public-ca-file) kubectl uses the system trust store.
+      ...(ctx.caPem === null
+        ? {}
+        : { 'certificate-authority-data': Buffer.from(ctx.caPem).toString('base64') }),
+    },
     // The relay's proxy authenticates this key and does not forward it upstream.
-    users: [{ name, user: { token: key } }],
-    contexts: [{ name, context: { cluster: name, user: name } }],
-    'current-context': name,
-  };
+    { token: key },
+  );
 }
 
 export const kubeconfigRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
