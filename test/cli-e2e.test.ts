@@ -578,7 +578,20 @@ describe('bad usage exits 2 with one line naming the value', () => {
   it('a bad TUNNEL_WG_AEAD stops serve, join and run at once, naming the value and the valid ones', async () => {
     const env = { ...adminEnv, TUNNEL_WG_AEAD: 'aes-gcm' };
     const starts: Array<[string, string[]]> = [
-      [RELAY_BIN, ['serve', '--listen', '127.0.0.1:0', '--data-dir', tempDir('aead-relay-')]],
+      [
+        RELAY_BIN,
+        [
+          'serve',
+          '--listen',
+          '127.0.0.1:0',
+          '--data-dir',
+          tempDir('aead-relay-'),
+          '--udp-port',
+          'off',
+          '--stun-port',
+          'off',
+        ],
+      ],
       [CLIENT_BIN, ['join', '--relay', 'https://127.0.0.1:1', '--cluster', 'a', '--psk', 'x']],
       [CLIENT_BIN, ['run', '--state-dir', tempDir('aead-agent-')]],
     ];
