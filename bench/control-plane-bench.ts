@@ -16,15 +16,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
 import { Agent, buildConnector, request } from 'undici';
 import { resolveRelayConfig } from '../relay/config.js';
 import { hashSecret, newId, newSecret } from '../relay/secrets.js';
-import { startRelay } from '../relay/server.js';
 import { SqliteStore } from '../relay/store/sqlite.js';
 import { keyToBase64 } from '../shared/keys.js';
+import { serveOrMain, serveRelayChild, stopChild } from './bench-child.js';
 import { describeMachine, ratio } from './machine.js';
 import { cpuMs, drive as driveOn } from './process-cpu.js';
+import { registerSeeded } from './seed-agents.js';
 
 const CONCURRENCY = 16;
 const drive = (n: number, one: (i: number) => Promise<void>) => driveOn(n, CONCURRENCY, one);
@@ -38,15 +38,12 @@ const randomKey = (): string => {
   return keyToBase64(b);
 };
 
-async function serve(dir: string): Promise<void> {
-  const config = resolveRelayConfig({
-    flags: { listen: '127.0.0.1:0', dataDir: dir, udpPort: 'off', stunPort: 'off', logLevel: 'info' },
-  });
-  const relay = await startRelay(config, { logStream: pino.destination({ dest: '/dev/null', sync: false }) });
-  process.stdout.write(`${JSON.stringify({ url: relay.url, caPem: relay.caPem })}\n`);
-  process.on('SIGTERM', () => {
-    void relay.close().then(() => process.exit(0));
-  });
+function serve(dir: string): Promise<void> {
+  return serveRelayChild(
+    resolveRelayConfig({
+      flags: { listen: '127.0.0.1:0', dataDir: dir, udpPort: 'off', stunPort: 'off', logLevel: 'info' },
+    }),
+  );
 }
 
 async function main(): Promise<void> {
@@ -70,22 +67,8 @@ async function main(): Promise<void> {
       { id: newId('p_'), hash: hashSecret(psk), expiresAt: now + 86_400_000 },
       audit,
     );
-    const cred = newSecret('agent');
-    const r = await store.register(
-      {
-        cluster: name,
-        publicKey: randomKey(),
-        agentVersion: '0.1.0',
-        claims: {},
-        now,
-        credential: { id: newId('a_'), hash: hashSecret(cred), expiresAt: null },
-        presharedKey: randomKey(),
-        via: { kind: 'psk', pskHash: hashSecret(psk) },
-      },
-      audit,
-    );
-    if (!r.ok) throw new Error(`seed registration failed: ${r.reason}`);
-    creds.push(cred);
+    const seed = { cluster: name, psk, publicKey: randomKey(), presharedKey: randomKey(), now, audit };
+    creds.push(await registerSeeded(store, seed));
   }
   const psks: string[] = [];
   for (let i = 0; i < registrations; i++) {
@@ -196,17 +179,9 @@ async function main(): Promise<void> {
     }
   } finally {
     await keep.close();
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-if (process.argv[2] === '--serve') {
-  void serve(process.argv[3]!);
-} else {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+serveOrMain(([dir]) => serve(dir!), main);

@@ -16,16 +16,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { resolveRelayConfig } from '../relay/config.js';
 import { hashSecret, newId, newSecret } from '../relay/secrets.js';
-import { openStore, startRelay } from '../relay/server.js';
+import { openStore } from '../relay/server.js';
 import type { Store } from '../relay/store/types.js';
 import { keyToBase64 } from '../shared/keys.js';
+import { serveOrMain, serveRelayChild, stopChild } from './bench-child.js';
 import { type BenchPostgres, startBenchPostgres } from './bench-postgres.js';
 import { describeMachine, ratio } from './machine.js';
 import { cpuMs, drive, treeCpuMs } from './process-cpu.js';
+import { registerSeeded } from './seed-agents.js';
 
 const CONCURRENCY = 16;
 /** Seeding writes through the store one at a time: registrations all update the address pool's one row. */
@@ -55,14 +56,8 @@ function relayConfig(dir: string, storeUrl: string) {
   });
 }
 
-async function serve(dir: string, storeUrl: string): Promise<void> {
-  const relay = await startRelay(relayConfig(dir, storeUrl), {
-    logStream: pino.destination({ dest: '/dev/null', sync: false }),
-  });
-  process.stdout.write(`${JSON.stringify({ url: relay.url, caPem: relay.caPem })}\n`);
-  process.on('SIGTERM', () => {
-    void relay.close().then(() => process.exit(0));
-  });
+function serve(dir: string, storeUrl: string): Promise<void> {
+  return serveRelayChild(relayConfig(dir, storeUrl));
 }
 
 /** `agents` registered agents (their credentials) and `registrations` clusters waiting with fresh PSKs. */
@@ -82,22 +77,15 @@ async function seed(
   const creds: string[] = new Array(agents);
   await drive(agents, SEED_CONCURRENCY, async (i) => {
     const psk = await create(`agent-${i}`);
-    const cred = newSecret('agent');
-    const r = await store.register(
-      {
-        cluster: `agent-${i}`,
-        publicKey: randomKey(),
-        agentVersion: '0.1.0',
-        claims: {},
-        now,
-        credential: { id: newId('a_'), hash: hashSecret(cred), expiresAt: null },
-        presharedKey: randomKey(),
-        via: { kind: 'psk', pskHash: hashSecret(psk) },
-      },
+    const seed = {
+      cluster: `agent-${i}`,
+      psk,
+      publicKey: randomKey(),
+      presharedKey: randomKey(),
+      now,
       audit,
-    );
-    if (!r.ok) throw new Error(`seed registration failed: ${r.reason}`);
-    creds[i] = cred;
+    };
+    creds[i] = await registerSeeded(store, seed);
   });
   const psks: string[] = new Array(registrations);
   await drive(registrations, SEED_CONCURRENCY, async (i) => {
@@ -189,8 +177,7 @@ async function main(): Promise<void> {
       report(base, [base, reg, renew], renew);
     } finally {
       await keep.close();
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await stopChild(child);
     }
   } finally {
     pgs.stop();
@@ -212,11 +199,4 @@ function report(base: Row, rows: Row[], renew: Row): void {
   );
 }
 
-if (process.argv[2] === '--serve') {
-  void serve(process.argv[3]!, process.argv[4]!);
-} else {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+serveOrMain(([dir, storeUrl]) => serve(dir!, storeUrl!), main);

@@ -16,29 +16,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
 import { Agent, request } from 'undici';
 import { resolveRelayConfig } from '../relay/config.js';
 import { hashSecret, newId, newSecret } from '../relay/secrets.js';
-import { startRelay } from '../relay/server.js';
 import { SqliteStore } from '../relay/store/sqlite.js';
 import { SseParser } from '../shared/http/sse-parser.js';
 import { keyToBase64 } from '../shared/keys.js';
+import { serveOrMain, serveRelayChild, stopChild } from './bench-child.js';
 import { describeMachine } from './machine.js';
+import { registerSeeded } from './seed-agents.js';
 
 const randomKey = (): string => keyToBase64(randomBytes(32));
 
-async function serve(dir: string): Promise<void> {
-  const config = resolveRelayConfig({
-    flags: { listen: '127.0.0.1:0', dataDir: dir, udpPort: 'off', stunPort: 'off', logLevel: 'warn' },
-  });
-  const relay = await startRelay(config, { logStream: pino.destination({ dest: '/dev/null', sync: false }) });
-  process.stdout.write(
-    `${JSON.stringify({ url: relay.url, caPem: relay.caPem, adminKey: relay.adminKey })}\n`,
+function serve(dir: string): Promise<void> {
+  return serveRelayChild(
+    resolveRelayConfig({
+      flags: { listen: '127.0.0.1:0', dataDir: dir, udpPort: 'off', stunPort: 'off', logLevel: 'warn' },
+    }),
   );
-  process.on('SIGTERM', () => {
-    void relay.close().then(() => process.exit(0));
-  });
 }
 
 /** Relay process CPU time in ms (utime + stime) and resident memory in MiB, from /proc. */
@@ -64,22 +59,17 @@ async function seed(dir: string, n: number): Promise<string[]> {
       { id: newId('p_'), hash: hashSecret(psk), expiresAt: now + 86_400_000 },
       audit,
     );
-    const cred = newSecret('agent');
-    const r = await store.register(
-      {
-        cluster: name,
-        publicKey: randomKey(),
-        agentVersion: '0.1.0',
-        claims: { region: 'eu-west-1', env: 'bench' },
-        now,
-        credential: { id: newId('a_'), hash: hashSecret(cred), expiresAt: null },
-        presharedKey: randomKey(),
-        via: { kind: 'psk', pskHash: hashSecret(psk) },
-      },
+    const claims = { region: 'eu-west-1', env: 'bench' };
+    const seed = {
+      cluster: name,
+      psk,
+      publicKey: randomKey(),
+      presharedKey: randomKey(),
+      claims,
+      now,
       audit,
-    );
-    if (!r.ok) throw new Error(`seed registration failed: ${r.reason}`);
-    creds.push(cred);
+    };
+    creds.push(await registerSeeded(store, seed));
   }
   await store.close();
   return creds;
@@ -260,17 +250,9 @@ async function main(): Promise<void> {
   } finally {
     await api.close();
     await feeds.destroy();
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-if (process.argv[2] === '--serve') {
-  void serve(process.argv[3]!);
-} else {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+serveOrMain(([dir]) => serve(dir!), main);

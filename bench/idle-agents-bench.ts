@@ -14,6 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ask } from './bench-child.js';
 import { describeMachine } from './machine.js';
 import { seedAgents } from './seed-agents.js';
 import {
@@ -36,21 +37,6 @@ function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
-}
-
-function ask<T>(child: ChildProcess, key: string, cmd?: object): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`child exited (${code}) waiting for ${key}`));
-    const on = (m: Record<string, unknown>) => {
-      if (!(key in m)) return;
-      child.off('message', on);
-      child.off('exit', onExit);
-      resolve(m[key] as T);
-    };
-    child.on('message', on);
-    child.once('exit', onExit);
-    if (cmd) child.send(cmd);
-  });
 }
 
 function spawnChild(role: string, args: string[] = []): ChildProcess {

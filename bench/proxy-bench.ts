@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stopChildren } from './bench-child.js';
 import { describeMachine } from './machine.js';
 import {
   children,
@@ -119,9 +120,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await stopChildren(children);
     rmSync(dir, { recursive: true, force: true });
   }
 }

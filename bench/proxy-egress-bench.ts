@@ -15,6 +15,7 @@ import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { RelayClient } from '../shared/http/client.js';
 import { resolveProxySettings } from '../shared/proxy/proxy-config.js';
 import { relayConnectVia } from '../shared/proxy/transports.js';
+import { stopChildren } from './bench-child.js';
 import { describeMachine } from './machine.js';
 import {
   CLIENT_BIN,
@@ -169,9 +170,7 @@ async function main(): Promise<void> {
       `| via tinyproxy | ${cp.p50.toFixed(2)} | ${cp.p99.toFixed(2)} | ${(cp.p50 / cd.p50).toFixed(2)}x |`,
     );
   } finally {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await stopChildren(children);
     rmSync(dir, { recursive: true, force: true });
   }
 }

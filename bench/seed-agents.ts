@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { hashSecret, newId, newSecret } from '../relay/secrets.js';
 import { SqliteStore } from '../relay/store/sqlite.js';
+import type { AuditEntry, Store } from '../relay/store/types.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 
 /** An agent's private key, tunnel address and per-pair preshared key (base64). */
@@ -44,4 +45,35 @@ export async function seedAgents(dir: string, n: number): Promise<SeededAgent[]>
   }
   await store.close();
   return out;
+}
+
+/** A cluster created with `psk`, to register with its keys (the control-plane benches' seed). */
+export interface SeedRegistration {
+  cluster: string;
+  psk: string;
+  publicKey: string;
+  presharedKey: string;
+  claims?: Record<string, string>;
+  now: number;
+  audit: AuditEntry;
+}
+
+/** Registers a created cluster straight in the store with a fresh agent credential, which it returns. */
+export async function registerSeeded(store: Store, seed: SeedRegistration): Promise<string> {
+  const cred = newSecret('agent');
+  const r = await store.register(
+    {
+      cluster: seed.cluster,
+      publicKey: seed.publicKey,
+      agentVersion: '0.1.0',
+      claims: seed.claims ?? {},
+      now: seed.now,
+      credential: { id: newId('a_'), hash: hashSecret(cred), expiresAt: null },
+      presharedKey: seed.presharedKey,
+      via: { kind: 'psk', pskHash: hashSecret(seed.psk) },
+    },
+    seed.audit,
+  );
+  if (!r.ok) throw new Error(`seed registration failed: ${r.reason}`);
+  return cred;
 }

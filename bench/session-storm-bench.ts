@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HUB_DEFAULT_MAX_PEERS } from '../relay/hub/hub-node.js';
+import { ask } from './bench-child.js';
 import { describeMachine, ratio } from './machine.js';
 import { seedAgents } from './seed-agents.js';
 import {
@@ -64,22 +65,6 @@ function cpuMs(pid: number): number {
 function peakRssMiB(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : Number.NaN;
-}
-
-/** Waits for the first IPC message carrying `key` (after sending `cmd`, if given). */
-function ask<T>(child: ChildProcess, key: string, cmd?: object): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`child exited (${code}) waiting for ${key}`));
-    const on = (m: Record<string, unknown>) => {
-      if (!(key in m)) return;
-      child.off('message', on);
-      child.off('exit', onExit);
-      resolve(m[key] as T);
-    };
-    child.on('message', on);
-    child.once('exit', onExit);
-    if (cmd) child.send(cmd);
-  });
 }
 
 function spawnChild(role: string, args: string[] = [], gc = false): ChildProcess {
