@@ -12,6 +12,7 @@ import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
+import { loopbackServeArgs } from './serve-args.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const RELAY_BIN = join(here, '../relay/cli/main.js');
@@ -241,23 +242,7 @@ export async function startServe(
   dataDir: string,
   extraArgs: string[] = [],
 ): Promise<{ proc: ChildProcess; ready: { url: string; caPin: string; adminKey: string | null } }> {
-  const proc = start(process.execPath, [
-    RELAY_BIN,
-    'serve',
-    '--output',
-    'json',
-    '--listen',
-    '127.0.0.1:0',
-    '--data-dir',
-    dataDir,
-    '--udp-port',
-    'off',
-    '--stun-port',
-    'off',
-    '--log-level',
-    'warn',
-    ...extraArgs,
-  ]);
+  const proc = start(process.execPath, [RELAY_BIN, ...loopbackServeArgs(dataDir), ...extraArgs]);
   const ready = JSON.parse(await firstLine(proc)) as { url: string; caPin: string; adminKey?: string | null };
   return { proc, ready: { url: ready.url, caPin: ready.caPin, adminKey: ready.adminKey ?? null } };
 }

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loopbackServeArgs } from '../bench/serve-args.js';
 import { joinCommandWords } from '../shared/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import { getViaConnect, httpsGet } from './clients.js';
@@ -89,18 +90,7 @@ async function main(): Promise<void> {
   const up = await sampleUpstream();
   try {
     say(`1. sample upstream (the "cluster API") on http://127.0.0.1:${up.port}`);
-    const relay = start(
-      RELAY_BIN,
-      ['serve', '--output', 'json', '--listen', '127.0.0.1:0', '--data-dir', join(dir, 'relay')].concat([
-        '--udp-port',
-        'off',
-        '--stun-port',
-        'off',
-        '--log-level',
-        'warn',
-      ]),
-      env(),
-    );
+    const relay = start(RELAY_BIN, loopbackServeArgs(join(dir, 'relay')), env());
     relay.stderr?.resume();
     const ready = JSON.parse(await firstLine(relay, 20_000)) as {
       url: string;
