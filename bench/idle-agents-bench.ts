@@ -24,6 +24,7 @@ import {
   type Mem,
   type Ready,
   relayChild,
+  seededAgentSpec,
   sleep,
 } from './session-storm-children.js';
 
@@ -64,18 +65,8 @@ async function main(): Promise<void> {
     kids.push(relay);
     const ready = await ask<Ready>(relay, 'ready');
     const host = new URL(ready.url).host;
-    const spec = (a: (typeof agents)[number]): AgentSpec => ({
-      priv: a.priv,
-      tunnel: {
-        hubPublicKey: ready.hubPublicKey,
-        presharedKey: a.psk,
-        address: `${a.address}/32`,
-        hubAddress: '100.64.0.1',
-        relayUrl: ready.url,
-        derpUrl: tls ? `wss://${host}/derp` : `ws://127.0.0.1:${ready.plainPort}/derp`,
-        udpEndpoint: null,
-      },
-    });
+    const derpUrl = tls ? `wss://${host}/derp` : `ws://127.0.0.1:${ready.plainPort}/derp`;
+    const spec = (a: (typeof agents)[number]): AgentSpec => seededAgentSpec(ready, derpUrl, a);
     const worker = spawnChild('agents');
     kids.push(worker);
     await ask<boolean>(worker, 'listening');

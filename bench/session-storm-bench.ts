@@ -45,6 +45,7 @@ import {
   type Ready,
   relayChild,
   type Sample,
+  seededAgentSpec,
   sleep,
 } from './session-storm-children.js';
 
@@ -142,18 +143,8 @@ async function runPhase(
   const host = new URL(ready.url).host;
   const derpUrl = tls ? `wss://${host}/derp` : `ws://127.0.0.1:${ready.plainPort}/derp`;
   const caPin = tls ? ready.caPin : undefined;
-  const spec = (a: { priv: string; address: string; psk: string }): AgentSpec => ({
-    priv: a.priv,
-    tunnel: {
-      hubPublicKey: ready.hubPublicKey,
-      presharedKey: a.psk,
-      address: `${a.address}/32`,
-      hubAddress: '100.64.0.1',
-      relayUrl: ready.url,
-      derpUrl,
-      udpEndpoint: null,
-    },
-  });
+  const spec = (a: { priv: string; address: string; psk: string }): AgentSpec =>
+    seededAgentSpec(ready, derpUrl, a);
   const [pinger, ...storm] = agents.map(spec);
   const probe = spawnChild('probe');
   probe.send({ url: ready.url, spec: pinger!, ...(caPin ? { caPin } : {}) });

@@ -38,6 +38,25 @@ export interface Ready {
   caPin: string;
   hubPublicKey: string;
 }
+/** The spec of a seeded agent (seed-agents.ts) that reaches the hub of `ready` over DERP at `derpUrl`, no UDP. */
+export function seededAgentSpec(
+  ready: Ready,
+  derpUrl: string,
+  agent: { priv: string; address: string; psk: string },
+): AgentSpec {
+  return {
+    priv: agent.priv,
+    tunnel: {
+      hubPublicKey: ready.hubPublicKey,
+      presharedKey: agent.psk,
+      address: `${agent.address}/32`,
+      hubAddress: '100.64.0.1',
+      relayUrl: ready.url,
+      derpUrl,
+      udpEndpoint: null,
+    },
+  };
+}
 export interface Mem {
   rss: number;
   heapUsed: number;
