@@ -39,7 +39,15 @@ import { serializable, type Tx, txOf } from './postgres-tx.js';
 import { describeTarget } from './postgres-url.js';
 import { CURRENT_PSK_ORDER, type PskState, type PskSummary, pskSummary } from './psk-refusal.js';
 import { DEFAULT_STORE_LIMITS } from './sqlite.js';
-import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
+import {
+  type AuditRow,
+  CLUSTER_COLS,
+  type ClusterRow,
+  type KeyRow,
+  toAuditRecord,
+  toCluster,
+  toKey,
+} from './sqlite-rows.js';
 import type {
   AccessKeyRecord,
   AgentIdentity,
@@ -80,16 +88,6 @@ interface Listeners {
 }
 
 const KEY_COLS = 'id, role, description, created_at, expires_at, revoked_at';
-
-interface AuditRow {
-  id: number;
-  at: number;
-  actor: string;
-  action: string;
-  target: string;
-  source: string;
-  detail: string;
-}
 
 async function requireRelaySchema(client: pg.PoolClient, connection: PostgresConnection): Promise<void> {
   const r = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
@@ -578,6 +576,6 @@ export class PostgresStore implements Store {
       'SELECT id, at, actor, action, target, source, detail FROM audit ORDER BY id DESC LIMIT $1',
       [limit],
     );
-    return rows.map((r) => ({ ...r, detail: JSON.parse(r.detail) as Record<string, unknown> }));
+    return rows.map(toAuditRecord);
   }
 }

@@ -1,6 +1,6 @@
 /** Row shapes of the SQLite tables and their mapping to store records. */
 import { FIRST_AGENT_INDEX, indexToAddress, LAST_AGENT_INDEX } from '../addresses.js';
-import type { AccessKeyRecord, ClusterRecord, ClusterStatus } from './types.js';
+import type { AccessKeyRecord, AuditRecord, ClusterRecord, ClusterStatus } from './types.js';
 
 export interface ClusterRow {
   name: string;
@@ -18,6 +18,21 @@ export interface ClusterRow {
   lease_renew_at: number | null;
   available_since: number | null;
   agent_reason: string | null;
+}
+
+/** An audit row as both dialects select it (`detail` is the JSON text). */
+export interface AuditRow {
+  id: number;
+  at: number;
+  actor: string;
+  action: string;
+  target: string;
+  source: string;
+  detail: string;
+}
+
+export function toAuditRecord(r: AuditRow): AuditRecord {
+  return { ...r, detail: JSON.parse(r.detail) as Record<string, unknown> };
 }
 
 export interface KeyRow {

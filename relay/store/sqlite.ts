@@ -13,7 +13,15 @@ import { AddressPool } from './sqlite-addresses.js';
 import { insertPsk, takeInstallLinkInTx } from './sqlite-install-links.js';
 import { SqlitePathHistory } from './sqlite-path-history.js';
 import { registerInTx } from './sqlite-register.js';
-import { CLUSTER_COLS, type ClusterRow, type KeyRow, toCluster, toKey } from './sqlite-rows.js';
+import {
+  type AuditRow,
+  CLUSTER_COLS,
+  type ClusterRow,
+  type KeyRow,
+  toAuditRecord,
+  toCluster,
+  toKey,
+} from './sqlite-rows.js';
 import type {
   AccessKeyRecord,
   AgentIdentity,
@@ -474,20 +482,11 @@ export class SqliteStore implements Store {
   listAudit(limit: number): Promise<AuditRecord[]> {
     return this.#tx(() =>
       this.#db
-        .prepare<
-          [number],
-          {
-            id: number;
-            at: number;
-            actor: string;
-            action: string;
-            target: string;
-            source: string;
-            detail: string;
-          }
-        >('SELECT id, at, actor, action, target, source, detail FROM audit ORDER BY id DESC LIMIT ?')
+        .prepare<[number], AuditRow>(
+          'SELECT id, at, actor, action, target, source, detail FROM audit ORDER BY id DESC LIMIT ?',
+        )
         .all(limit)
-        .map((r) => ({ ...r, detail: JSON.parse(r.detail) as Record<string, unknown> })),
+        .map(toAuditRecord),
     );
   }
 }
