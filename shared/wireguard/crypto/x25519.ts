@@ -53,13 +53,19 @@ function zeroSecret(): TunnelError {
 
 const b64u = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64url');
 
+/** A clamped copy of a 32-byte private key; the caller's bytes stay as they are. */
+function clampedCopy(raw: Uint8Array): Buffer {
+  check32(raw, 'private key');
+  const clamped = Buffer.from(raw);
+  clampPrivateKey(clamped);
+  return clamped;
+}
+
 class NodeX25519 implements X25519 {
   readonly name = 'node:crypto' as const;
 
   importPrivate(raw: Uint8Array): PrivateKeyHandle {
-    check32(raw, 'private key');
-    const clamped = Buffer.from(raw);
-    clampPrivateKey(clamped);
+    const clamped = clampedCopy(raw);
     const der = Buffer.concat([Buffer.from('302e020100300506032b656e04220420', 'hex'), clamped]);
     const obj = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
     const x = createPublicKey(obj).export({ format: 'jwk' }).x;
@@ -102,9 +108,7 @@ class NaclX25519 implements X25519 {
   readonly name = 'tweetnacl' as const;
 
   importPrivate(raw: Uint8Array): PrivateKeyHandle {
-    check32(raw, 'private key');
-    const clamped = Buffer.from(raw);
-    clampPrivateKey(clamped);
+    const clamped = clampedCopy(raw);
     return { raw: clamped, publicKey: Buffer.from(nacl.scalarMult.base(clamped)) };
   }
 
@@ -135,9 +139,7 @@ class SodiumX25519 implements X25519 {
   constructor(private readonly s: SodiumScalarFns) {}
 
   importPrivate(raw: Uint8Array): PrivateKeyHandle {
-    check32(raw, 'private key');
-    const clamped = Buffer.from(raw);
-    clampPrivateKey(clamped);
+    const clamped = clampedCopy(raw);
     const publicKey = Buffer.alloc(32);
     this.s.crypto_scalarmult_base(publicKey, clamped);
     return { raw: clamped, publicKey };
