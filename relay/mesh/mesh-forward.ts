@@ -14,6 +14,7 @@ import type { TLSSocket } from 'node:tls';
 import { TunnelError } from '../../shared/errors.js';
 import { bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
+import { endToEndHeaders } from '../proxy/end-to-end-headers.js';
 import { exchange } from '../proxy/http-exchange.js';
 import { MESH_KEY_HEADER, MESH_VIA_HEADER } from './mesh-auth.js';
 import { MESH_SOURCE_HEADER } from './mesh-source.js';
@@ -45,22 +46,8 @@ const HOP_BY_HOP = new Set([
   MESH_VIA_HEADER,
 ]);
 
-/** End-to-end headers of `raw` (flat name/value list), minus those its Connection header names. */
-export function endToEnd(raw: readonly string[], keep: ReadonlySet<string> = new Set()): string[] {
-  const named = new Set<string>();
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === 'connection') {
-      for (const t of raw[i + 1]!.split(',')) named.add(t.trim().toLowerCase());
-    }
-  }
-  const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const k = raw[i]!.toLowerCase();
-    if (!keep.has(k) && (HOP_BY_HOP.has(k) || named.has(k))) continue;
-    out.push(raw[i]!, raw[i + 1]!);
-  }
-  return out;
-}
+/** An answer's Content-Length is passed on as the replica sent it. */
+const ANSWER_KEEP = new Set(['content-length']);
 
 /** A flat name/value list as Node's header object (a repeated name becomes a list, in order). */
 export function headerObject(flat: readonly string[]): OutgoingHttpHeaders {
@@ -116,7 +103,7 @@ export function forwardConnect(hop: MeshHop, req: IncomingMessage, o: RawSide): 
 export function forwardUpgrade(hop: MeshHop, req: IncomingMessage, o: RawSide): Promise<void> {
   const lengthHeader = req.headers['content-length'];
   const headers = [
-    ...endToEnd(req.rawHeaders),
+    ...endToEndHeaders(req.rawHeaders, HOP_BY_HOP),
     ...(lengthHeader !== undefined ? ['content-length', lengthHeader] : []),
     'connection',
     'Upgrade',
@@ -140,7 +127,7 @@ export async function forwardRequest(hop: MeshHop, req: IncomingMessage, res: Se
   if (res.destroyed) return void peer.destroy();
   track(hop, 'request', peer);
   const headers = [
-    ...endToEnd(req.rawHeaders),
+    ...endToEndHeaders(req.rawHeaders, HOP_BY_HOP),
     ...framingHeaders(framing),
     'connection',
     'close',
@@ -159,7 +146,7 @@ export async function forwardRequest(hop: MeshHop, req: IncomingMessage, res: Se
     upstream,
     transport: peer,
     bodyFollows: framing.kind !== 'none',
-    answerHeaders: (raw) => endToEnd(raw, new Set(['content-length'])),
+    answerHeaders: (raw) => endToEndHeaders(raw, HOP_BY_HOP, ANSWER_KEEP),
     what: 'mesh request',
   });
 }

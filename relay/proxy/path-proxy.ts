@@ -32,6 +32,7 @@ import { hopFor, type MeshRouting, meshOriginOf } from '../mesh/mesh-routing.js'
 import { MESH_SOURCE_HEADER } from '../mesh/mesh-source.js';
 import type { ClusterRecord } from '../store/types.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
+import { endToEndHeaders } from './end-to-end-headers.js';
 import { exchange } from './http-exchange.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
@@ -77,20 +78,8 @@ export function parseProxyPath(url: string): ProxyPath | null {
 }
 
 /** Request headers to forward: end-to-end ones only, minus anything the Connection header names. */
-export function forwardHeaders(raw: string[], extraDrop: ReadonlySet<string> = new Set()): string[] {
-  const named = new Set<string>();
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === 'connection') {
-      for (const t of raw[i + 1]!.split(',')) named.add(t.trim().toLowerCase());
-    }
-  }
-  const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const k = raw[i]!.toLowerCase();
-    if (DROP.has(k) || named.has(k) || extraDrop.has(k)) continue;
-    out.push(raw[i]!, raw[i + 1]!);
-  }
-  return out;
+export function forwardHeaders(raw: readonly string[]): string[] {
+  return endToEndHeaders(raw, DROP);
 }
 
 /** Counters of the path proxy (exported on /metrics by the hub proxy plugin). */
@@ -131,7 +120,7 @@ export interface PathProxyDeps {
 }
 
 /** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
-const REFRAMED = new Set(['content-length']);
+const DROP_REFRAMED = new Set([...DROP, 'content-length']);
 
 async function authorize(
   ctx: Ctx,
@@ -174,7 +163,7 @@ async function openUpstream(streams: HubStreams, cluster: string): Promise<MuxSt
 
 /** Request headers for upstream: end-to-end ones, then the body's framing as parsed. */
 function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
-  return [...forwardHeaders(req.rawHeaders, REFRAMED), ...framingHeaders(framing)];
+  return [...endToEndHeaders(req.rawHeaders, DROP_REFRAMED), ...framingHeaders(framing)];
 }
 
 function sendError(res: ServerResponse, err: unknown, cluster: string | null, discovery = false): void {
