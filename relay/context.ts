@@ -8,7 +8,8 @@ import { keyToBase64 } from '../shared/keys.js';
 import { isOlderVersion } from '../shared/version-compare.js';
 import { HUB_ADDRESS } from './addresses.js';
 import { authenticate, bearerToken, type Principal } from './auth.js';
-import { availableCondition, type Condition, joinedCondition } from './conditions.js';
+import type { ClusterView } from './cluster-view.js';
+import { availableCondition, joinedCondition } from './conditions.js';
 import type { RelayConfig } from './config.js';
 import type { ConnectionPathDetail } from './connection-status.js';
 import type { DrainState } from './drain.js';
@@ -17,7 +18,7 @@ import type { RelayHooks } from './hooks.js';
 import type { MeshNode } from './mesh/mesh-node.js';
 import { requestSource } from './mesh/mesh-source.js';
 import type { Metrics } from './metrics.js';
-import { type HubPathDetail, type ReasonedPathDetail, withReason } from './path-reason.js';
+import { type HubPathDetail, withReason } from './path-reason.js';
 import { PATH_REPORT_STALE_MS } from './path-reports.js';
 import type { ReservedKeys } from './reserved-keys.js';
 import type { PskSummary } from './store/psk-refusal.js';
@@ -78,32 +79,6 @@ export function auditEntry(
 export function logAudit(ctx: RelayContext, e: AuditEntry): void {
   ctx.log.info({ audit: { ...e, at: new Date(e.at).toISOString() } }, `audit ${e.action} ${e.target}`);
 }
-
-export interface ClusterView {
-  name: string;
-  group: string;
-  displayName: string;
-  status: string;
-  conditions: Condition[];
-  connected: boolean;
-  path: string;
-  /** While connected: the path's details (remote, RTT of each path, last switch, why not direct). */
-  pathDetail: PathDetailView | null;
-  agentVersion: string | null;
-  /** The agent reported an older release than this relay's (upgrade it); false when newer, equal or unknown. */
-  agentOutdated: boolean;
-  publicKey: string | null;
-  address: string | null;
-  claims: Record<string, string>;
-  leaseRenewTime: string | null;
-  lastHandshake: string | null;
-  rttMs: number | null;
-  bytesIn: number;
-  bytesOut: number;
-  createdAt: string;
-}
-
-export type PathDetailView = ReasonedPathDetail;
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 

@@ -1,4 +1,6 @@
 /** The API objects the console reads (docs/API.md). */
+import type { ClusterView, PathDetailView } from '../../relay/cluster-view.js';
+
 export type ClusterStatus = 'Pending' | 'Accepted' | 'Denied';
 
 export interface Condition {
@@ -9,39 +11,14 @@ export interface Condition {
   lastTransitionTime: string;
 }
 
-export interface Cluster {
-  name: string;
-  group: string;
-  displayName: string;
+/** The API's cluster; the console reads its status and conditions by their values. */
+export interface Cluster extends Omit<ClusterView, 'status' | 'conditions'> {
   status: ClusterStatus;
   conditions: Condition[];
-  connected: boolean;
-  path: string;
-  agentVersion: string | null;
-  agentOutdated?: boolean;
-  publicKey: string | null;
-  address: string | null;
-  claims: Record<string, string>;
-  leaseRenewTime: string | null;
-  lastHandshake: string | null;
-  rttMs: number | null;
-  /** While connected, from relays that report it: the direct remote, each path's RTT, last switch, why not direct. */
-  pathDetail?: PathDetail | null;
-  bytesIn?: number;
-  bytesOut?: number;
-  createdAt: string;
   bootstrapPsk?: { state: string; expiresAt: string; usedAt: string | null } | null;
 }
 
-export interface PathDetail {
-  remote: string | null;
-  rttDirectMs: number | null;
-  rttRelayedMs: number | null;
-  lastSwitch: string | null;
-  reason: string | null;
-  /** Who reported `reason`: the agent (its lease) or the hub; absent from older relays. */
-  reasonFrom?: 'agent' | 'hub' | null;
-}
+export type PathDetail = PathDetailView;
 
 export interface Bootstrap {
   psk: string;

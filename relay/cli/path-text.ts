@@ -5,17 +5,10 @@
  */
 import { ageOf } from '../../shared/cli/age.js';
 import { relayedReasonText } from '../../shared/tunnel-endpoint/relayed-reasons.js';
+import type { HubPathDetail, ReasonedPathDetail } from '../path-reason.js';
 
-/** The API's `pathDetail` (relay/context.ts PathDetailView). */
-export interface PathDetail {
-  remote: string | null;
-  rttDirectMs: number | null;
-  rttRelayedMs: number | null;
-  lastSwitch: string | null;
-  reason: string | null;
-  /** Who reported `reason` (relay/path-reason.ts); absent from older relays. */
-  reasonFrom?: 'agent' | 'hub' | null;
-}
+/** The API's `pathDetail` (relay/cluster-view.ts); `reasonFrom` is absent from older relays. */
+export type PathDetail = HubPathDetail & Partial<Pick<ReasonedPathDetail, 'reasonFrom'>>;
 
 interface WithPath {
   path?: string;
