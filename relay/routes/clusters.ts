@@ -176,9 +176,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         });
         const c = await ctx.store.setClusterStatus(
           before.name,
-          status,
-          ctx.clock.wallNow(),
-          keyToBase64(generatePresharedKey()),
+          { status, now: ctx.clock.wallNow(), presharedKey: keyToBase64(generatePresharedKey()) },
           audit,
         );
         if (!c) throw clusterNotFound(before.name);

@@ -186,9 +186,9 @@ describe('keys taken away on another replica', () => {
     expect((await a!.register(regInput('lost', 1), audit('r'))).ok).toBe(true);
 
     let wait = expectOnB({ kind: 'cluster-denied', cluster: 'lost', publicKey: key(1) });
-    await a!.setClusterStatus('lost', 'Denied', 200, 'pp', audit('deny'));
+    await a!.setClusterStatus('lost', { status: 'Denied', now: 200, presharedKey: 'pp' }, audit('deny'));
     await wait;
-    await a!.setClusterStatus('lost', 'Accepted', 300, 'pp', audit('accept'));
+    await a!.setClusterStatus('lost', { status: 'Accepted', now: 300, presharedKey: 'pp' }, audit('accept'));
 
     await a!.rotatePsk('lost', { id: 'p-lost-2', hash: 'h-lost-2', expiresAt: 10_000 }, audit('rot'));
     wait = expectOnB({ kind: 'agent-unjoined', cluster: 'lost', publicKey: key(1) });
@@ -208,7 +208,7 @@ describe('keys taken away on another replica', () => {
     await wait;
     // Changes without an agent key tell no one; the replica that made a change is not told.
     await createCluster(a!, 'keyless');
-    await a!.setClusterStatus('keyless', 'Denied', 500, 'pp', audit('deny'));
+    await a!.setClusterStatus('keyless', { status: 'Denied', now: 500, presharedKey: 'pp' }, audit('deny'));
     await a!.deleteCluster('keyless', audit('delete'));
     await new Promise((r) => setTimeout(r, 300));
     expect(onB).toHaveLength(4);

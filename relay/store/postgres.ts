@@ -56,6 +56,7 @@ import type {
   AuditRecord,
   ClusterRecord,
   ClusterStatus,
+  ClusterStatusChange,
   LeaseInput,
   NewCluster,
   NewSecret,
@@ -290,9 +291,7 @@ export class PostgresStore implements Store {
 
   setClusterStatus(
     name: string,
-    status: 'Accepted' | 'Denied',
-    now: number,
-    presharedKey: string,
+    { status, now, presharedKey }: ClusterStatusChange,
     audit: AuditEntry,
   ): Promise<ClusterRecord | null> {
     return this.#addressWrite(async (tx) => {

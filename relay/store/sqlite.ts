@@ -30,6 +30,7 @@ import type {
   AuditRecord,
   ClusterRecord,
   ClusterStatus,
+  ClusterStatusChange,
   LeaseInput,
   NewCluster,
   NewSecret,
@@ -228,9 +229,7 @@ export class SqliteStore implements Store {
 
   setClusterStatus(
     name: string,
-    status: 'Accepted' | 'Denied',
-    now: number,
-    presharedKey: string,
+    { status, now, presharedKey }: ClusterStatusChange,
     audit: AuditEntry,
   ): Promise<ClusterRecord | null> {
     return this.#tx(() => {

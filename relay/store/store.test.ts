@@ -174,13 +174,25 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
       ok: false,
       reason: 'conflict',
     });
-    const acc = await s.setClusterStatus('boot', 'Accepted', 200, 'pp', audit('accept'));
+    const acc = await s.setClusterStatus(
+      'boot',
+      { status: 'Accepted', now: 200, presharedKey: 'pp' },
+      audit('accept'),
+    );
     expect(acc?.address).toBe('100.64.0.2');
     expect(acc?.presharedKey).toBe('pp');
-    const den = await s.setClusterStatus('boot', 'Denied', 300, 'other', audit('deny'));
+    const den = await s.setClusterStatus(
+      'boot',
+      { status: 'Denied', now: 300, presharedKey: 'other' },
+      audit('deny'),
+    );
     expect(den?.status).toBe('Denied');
     expect(den?.address).toBe('100.64.0.2');
-    const acc2 = await s.setClusterStatus('boot', 'Accepted', 400, 'other', audit('accept'));
+    const acc2 = await s.setClusterStatus(
+      'boot',
+      { status: 'Accepted', now: 400, presharedKey: 'other' },
+      audit('accept'),
+    );
     expect(acc2?.presharedKey).toBe('pp'); // not re-issued
     await s.unjoin('boot', 500, audit('unjoin'));
     const after = await s.getCluster('boot');

@@ -182,6 +182,15 @@ export interface RelayedReasonCount {
   agents: number;
 }
 
+/** An accept or deny of a cluster (Store.setClusterStatus). */
+export interface ClusterStatusChange {
+  status: 'Accepted' | 'Denied';
+  /** Wall-clock ms, stored as the status change's time when the status changes. */
+  now: number;
+  /** Stored with the address an accept allocates (a cluster with a key and no address yet). */
+  presharedKey: string;
+}
+
 export interface Store {
   close(): Promise<void>;
   /** Throws if the store cannot answer (readiness). */
@@ -202,13 +211,11 @@ export interface Store {
   countLeasesSince(sinceWall: number): Promise<number>;
   /**
    * Accept or deny. On accept of a cluster with a registered key and no address, allocates the
-   * address and stores `presharedKey`. Returns null if absent.
+   * address and stores `change.presharedKey`. Returns null if absent.
    */
   setClusterStatus(
     name: string,
-    status: 'Accepted' | 'Denied',
-    now: number,
-    presharedKey: string,
+    change: ClusterStatusChange,
     audit: AuditEntry,
   ): Promise<ClusterRecord | null>;
   /** Revokes every unused PSK of the cluster and adds `psk`. Null if the cluster is absent. */
