@@ -118,7 +118,7 @@ function statefulSet(o: AgentManifestOptions): StatefulSet {
               image: o.image,
               args: ['sh', '-c', startScript(o)],
               env: env(o),
-              ...(o.resources.requests || o.resources.limits ? { resources: o.resources } : {}),
+              resources: o.resources.requests || o.resources.limits ? o.resources : undefined,
               securityContext: CONTAINER_SECURITY,
               volumeMounts: [
                 { name: 'state', mountPath: '/state' },

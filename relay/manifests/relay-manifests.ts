@@ -107,14 +107,12 @@ function configFile(o: RelayManifestOptions): string {
     'public-url': o.publicUrl,
     'data-dir': '/data',
     'udp-port': o.udpPort ?? 'off',
-    ...(o.udpPort !== null && o.udpPublicEndpoint !== null
-      ? { 'udp-public-endpoint': o.udpPublicEndpoint }
-      : {}),
+    'udp-public-endpoint': o.udpPort === null ? undefined : (o.udpPublicEndpoint ?? undefined),
     'stun-port': o.stunPort ?? 'off',
-    ...(o.tlsSecret ? { 'tls-cert': `${TLS_DIR}/tls.crt`, 'tls-key': `${TLS_DIR}/tls.key` } : {}),
-    ...(o.store === 'postgres'
-      ? { 'hub-key-file': `${HUB_KEY_DIR}/hub.key`, 'mesh-key-file': `${MESH_KEY_DIR}/mesh.key` }
-      : {}),
+    'tls-cert': o.tlsSecret ? `${TLS_DIR}/tls.crt` : undefined,
+    'tls-key': o.tlsSecret ? `${TLS_DIR}/tls.key` : undefined,
+    'hub-key-file': o.store === 'postgres' ? `${HUB_KEY_DIR}/hub.key` : undefined,
+    'mesh-key-file': o.store === 'postgres' ? `${MESH_KEY_DIR}/mesh.key` : undefined,
     'drain-grace': o.drainGraceSeconds,
   });
 }
@@ -219,7 +217,7 @@ function deployment(o: RelayManifestOptions): Deployment {
               name: 'relay',
               image: o.image,
               args: ['tunnel-relay', 'serve', '--config', `${CONFIG_DIR}/config.yaml`, '--output', 'json'],
-              ...(o.store === 'postgres' ? { env: storeEnv(o) } : {}),
+              env: o.store === 'postgres' ? storeEnv(o) : undefined,
               ports: [
                 { name: 'https', containerPort: RELAY_PORT, protocol: 'TCP' },
                 ...udpPorts(o).map((p) => ({ name: p.name, containerPort: p.port, protocol: UDP })),
@@ -228,7 +226,7 @@ function deployment(o: RelayManifestOptions): Deployment {
               livenessProbe: { ...probe('/healthz', 10), failureThreshold: 3 },
               // Endpoints drop the pod before SIGTERM: new connections go elsewhere while this one drains.
               lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
-              ...(o.resources.requests || o.resources.limits ? { resources: o.resources } : {}),
+              resources: o.resources.requests || o.resources.limits ? o.resources : undefined,
               securityContext: CONTAINER_SECURITY,
               volumeMounts: mounts(o),
             },

@@ -104,7 +104,7 @@ export function resolveResources(flags: ResourceFlags, defaults: Resources): Res
     }
   }
   return {
-    ...(requests ? { requests: toList(requests) } : {}),
-    ...(limits ? { limits: toList(limits) } : {}),
+    requests: requests ? toList(requests) : undefined,
+    limits: limits ? toList(limits) : undefined,
   };
 }
