@@ -64,8 +64,8 @@ export function tokenCommand(): Command {
       }
       const body = {
         role: flags.role,
-        ...(flags.description ? { description: flags.description } : {}),
-        ...(flags.expiresIn ? { expiresIn: flags.expiresIn } : {}),
+        description: flags.description,
+        expiresIn: flags.expiresIn,
       };
       const res = await withClient(flags, (c) => c.json<CreatedToken>('POST', '/api/v1/tokens', { body }));
       printAnswer(flags.output, res, (out) => {

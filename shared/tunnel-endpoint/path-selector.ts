@@ -346,13 +346,13 @@ export class PathSelector {
     const best = this.#best;
     return {
       route: this.#route,
-      ...(this.remote ? { remote: this.remote } : {}),
+      remote: this.remote,
       rttMs: {
-        ...(best?.rttMs !== undefined && this.#route !== 'relayed' ? { direct: best.rttMs } : {}),
-        ...(this.#relayRttMs !== undefined ? { relayed: this.#relayRttMs } : {}),
+        direct: this.#route === 'relayed' ? undefined : best?.rttMs,
+        relayed: this.#relayRttMs,
       },
-      ...(this.#lastSwitchAt !== undefined ? { lastSwitchAt: this.#lastSwitchAt } : {}),
-      ...(this.#route !== 'direct' ? { reason: this.#reason() } : {}),
+      lastSwitchAt: this.#lastSwitchAt,
+      reason: this.#route === 'direct' ? undefined : this.#reason(),
       candidates: this.#candidates.size,
       fallbacks: this.#fallbacks,
     };

@@ -42,7 +42,7 @@ export async function register(
     cluster: params.cluster,
     publicKey,
     agentVersion: params.agentVersion,
-    ...(Object.keys(params.claims).length > 0 ? { claims: { ...params.claims } } : {}),
+    claims: Object.keys(params.claims).length > 0 ? { ...params.claims } : undefined,
   });
   if (res.cluster !== params.cluster || typeof res.agentCredential !== 'string') {
     throw new TunnelError(

@@ -234,11 +234,10 @@ export class AgentSession {
     const at = this.hub.lastHandshakeAt;
     const paths = this.endpoint.paths.get(this.#hubKey.toString('base64'));
     const kind = paths?.path?.kind === 'direct' && !paths.duplicating ? 'direct' : 'relayed';
-    const detail = this.pathDetail();
     return {
       connected: this.#connected,
       path: this.#connected ? kind : 'none',
-      ...(detail ? { pathDetail: detail } : {}),
+      pathDetail: this.pathDetail(),
       rttMs: this.#connected ? this.#prober.roundedRttMs : null,
       lastHandshake: at === null ? null : new Date(at).toISOString(),
       bytesIn: this.hub.rxBytes,
