@@ -116,7 +116,7 @@ export async function mountDataPlane(
     reservedKeys: ctx.reservedKeys,
     sourceOf: (req) => requestSource(ctx.mesh?.key ?? null, req),
     logger: log,
-    ...(opts.onPacket ? { onPacket: opts.onPacket } : {}),
+    onPacket: opts.onPacket,
     limits: { ...configuredDerpLimits(ctx.config), ...opts.derpLimits },
   });
   const pathReports = new PathReports({

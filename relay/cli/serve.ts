@@ -178,9 +178,9 @@ async function serve(flags: ServeFlags, startOptions: StartOptions): Promise<voi
       event: 'ready',
       url: relay.url,
       publicUrl: relay.publicUrl,
-      ...(relay.caPin !== '' ? { caPin: relay.caPin } : {}),
-      ...(relay.plainHttp ? { plainHttp: true } : {}),
-      ...(relay.adminKey ? { adminKey: relay.adminKey } : {}),
+      caPin: relay.caPin === '' ? undefined : relay.caPin,
+      plainHttp: relay.plainHttp ? true : undefined,
+      adminKey: relay.adminKey,
     });
   } else {
     out.line(

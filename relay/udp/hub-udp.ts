@@ -97,7 +97,7 @@ export class HubUdp {
         if (drop === null) this.#authenticated++;
         else this.#dropped[drop]++;
       },
-      ...(hub.disco ? { onDisco: (m: Buffer, from: DatagramSource) => hub.disco?.(m, from) } : {}),
+      onDisco: hub.disco ? (m: Buffer, from: DatagramSource) => hub.disco?.(m, from) : undefined,
     });
   }
 

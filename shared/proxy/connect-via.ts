@@ -75,13 +75,13 @@ export function proxyConnectVia(proxy: URL, opts: ProxyConnectOptions = {}): Con
     // One client per tunnel: after CONNECT undici hands the socket over, and closing the client
     // leaves that socket to us.
     const client = new Client(proxy.origin, {
-      connect: { timeout: timeoutMs, ...(opts.ca ? { ca: opts.ca } : {}) },
+      connect: { timeout: timeoutMs, ca: opts.ca || undefined },
     });
     const signal = AbortSignal.timeout(timeoutMs);
     try {
       const res = await client.connect({
         path: dest,
-        headers: { host: dest, ...(auth ? { 'proxy-authorization': auth } : {}) },
+        headers: { host: dest, 'proxy-authorization': auth },
         signal,
       });
       if (res.statusCode !== 200) {

@@ -315,8 +315,7 @@ export class TunnelEndpoint {
       this.pmtu?.moved(paths.publicKey, direct);
       return;
     }
-    const mtu = this.#directMtu;
-    paths.add(new DirectPath({ transport: this.#udp, remote: to, ...(mtu ? { mtu } : {}) }));
+    paths.add(new DirectPath({ transport: this.#udp, remote: to, mtu: this.#directMtu }));
     this.direct.opened++;
   }
 

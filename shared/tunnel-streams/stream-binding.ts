@@ -201,9 +201,9 @@ export class StreamBinding {
       kind: o.kindFor?.(remote) ?? 'relayed',
       clock: o.clock,
       send: o.send,
-      ...(o.defer ? { defer: o.defer } : {}),
+      defer: o.defer,
       arq: { ...STREAM_ARQ_TUNING, ...o.arq },
-      ...(o.mux ? { mux: o.mux } : {}),
+      mux: o.mux,
     });
     this.#links.set(remote, link);
     this.stats.linksStarted++;

@@ -117,7 +117,7 @@ export class Dialer {
             host: addr.host,
             port: addr.port,
             ...(net.isIP(addr.host) ? {} : { servername: addr.host }),
-            ...(this.#options.upstreamCa ? { ca: this.#options.upstreamCa } : {}),
+            ca: this.#options.upstreamCa,
             rejectUnauthorized: this.#options.upstreamInsecure !== true,
             ALPNProtocols: ['http/1.1'],
           })

@@ -81,8 +81,8 @@ function checkDerp(d: Destination, o: CheckOptions): Promise<CheckResult> {
     let error: unknown;
     let opened = false;
     const ws = new WebSocket(url, 'derp', {
-      ...(agent ? { agent } : {}),
-      ...(o.trust.kind === 'ca' ? { ca: o.trust.ca } : {}),
+      agent,
+      ca: o.trust.kind === 'ca' ? o.trust.ca : undefined,
       rejectUnauthorized: o.trust.kind !== 'pin',
       handshakeTimeout: o.timeoutMs ?? CHECK_TIMEOUT_MS,
       perMessageDeflate: false,

@@ -61,13 +61,13 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       upstreamCa: trust.ca,
       upstreamInsecure: trust.insecure,
       upstreamTokenFile: trust.tokenFile,
-      ...(opts.dialTimeoutMs ? { dialTimeoutMs: opts.dialTimeoutMs } : {}),
-      ...(opts.log ? { log: opts.log } : {}),
+      dialTimeoutMs: opts.dialTimeoutMs,
+      log: opts.log,
     });
     const agent = ctx.proxy ? wsAgentFor(ctx.proxy, ctx.tunnel.derpUrl) : undefined;
     const session = new AgentSession({
       ...opts.session,
-      ...(agent ? { derp: { ...opts.session?.derp, agent } } : {}),
+      derp: agent ? { ...opts.session?.derp, agent } : opts.session?.derp,
       privateKey: ctx.privateKey,
       tunnel: ctx.tunnel,
       caPin: ctx.state.caPin ?? undefined,
@@ -76,7 +76,7 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       onStream: (s) => dialer.handle(s),
       egress: ctx.state.egress ?? 'auto',
       stunServers: ctx.state.stunServers ?? [],
-      ...(opts.log ? { log: opts.log } : {}),
+      log: opts.log ?? opts.session?.log,
     });
     let policy: PathPolicy | undefined;
     const dp: AgentDataPlane = {

@@ -151,7 +151,7 @@ export class AgentSession {
       streams: {
         role: 'server',
         accept: (remote) => remote === hubAddr,
-        ...(onStream ? { onStream: (s: MuxStream) => onStream(s) } : {}),
+        onStream: onStream ? (s: MuxStream) => onStream(s) : undefined,
       },
       onPacket: (p) => this.#onInner(p),
     });
@@ -175,8 +175,8 @@ export class AgentSession {
       url: t.derpUrl,
       keyPair: { privateKey: priv, publicKey: publicKeyFromPrivate(priv) },
       serverPublicKey: this.#hubKey,
-      ...(o.caPin ? { caPin: o.caPin } : {}),
-      ...(o.ca ? { ca: o.ca } : {}),
+      caPin: o.caPin || o.derp?.caPin,
+      ca: o.ca || o.derp?.ca,
       clock: this.#clock,
       onPacket: (src, payload) => {
         if (!src.equals(this.#hubKey)) return;
