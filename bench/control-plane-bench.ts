@@ -107,10 +107,10 @@ async function main(): Promise<void> {
       method,
       dispatcher,
       headers: {
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        authorization: token ? `Bearer ${token}` : undefined,
+        'content-type': body === undefined ? undefined : 'application/json',
       },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     await res.body.text();
     if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode}`);

@@ -147,10 +147,10 @@ async function main(): Promise<void> {
         method,
         dispatcher: keep,
         headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          authorization: token ? `Bearer ${token}` : undefined,
+          'content-type': body === undefined ? undefined : 'application/json',
         },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.body.text();
       if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text}`);

@@ -274,7 +274,7 @@ async function stormAndMemory(
     connectDerp({
       url,
       keyPair,
-      ...(tls ? { caPin: info.pin } : {}),
+      caPin: tls ? info.pin : undefined,
       onPacket: () => {},
       handshakeTimeoutMs: 60_000,
       onState: (e) => {

@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     worker.send({
       specs: agents.map(spec),
       mode: tls ? 'wss' : 'ws',
-      ...(tls ? { caPin: ready.caPin } : {}),
+      caPin: tls ? ready.caPin : undefined,
     });
     let progress = 0;
     worker.on('message', (m: { progress?: number }) => {

@@ -153,7 +153,7 @@ async function main(): Promise<void> {
       const client = new RelayClient({
         baseUrl: ready.url,
         trust: { kind: 'pin', pin: ready.caPin },
-        ...(connectVia ? { connectVia } : {}),
+        connectVia,
       });
       try {
         await client.raw('GET', '/healthz', { token: null });

@@ -147,12 +147,12 @@ async function runPhase(
     seededAgentSpec(ready, derpUrl, a);
   const [pinger, ...storm] = agents.map(spec);
   const probe = spawnChild('probe');
-  probe.send({ url: ready.url, spec: pinger!, ...(caPin ? { caPin } : {}) });
+  probe.send({ url: ready.url, spec: pinger!, caPin });
   await ask(probe, 'probeReady');
   relay.send({ cmd: 'loop-reset' });
   const kids = Array.from({ length: workers }, () => spawnChild('agents'));
   kids.forEach((k, w) => {
-    k.send({ specs: storm.filter((_, i) => i % workers === w), mode: phase, ...(caPin ? { caPin } : {}) });
+    k.send({ specs: storm.filter((_, i) => i % workers === w), mode: phase, caPin });
   });
   // Idle baseline of the probes; their own relay CPU (mostly a TLS handshake per fresh-connection probe) is
   // measured here and taken out of the per-session figure.
@@ -199,7 +199,7 @@ async function runPhase(
   await sleep(SETTLE_MS);
   const idleCpuPct = ((cpuMs(relay.pid!) - idle0) / SETTLE_MS) * 100;
   const snapshot = SNAPSHOT_DIR ? join(SNAPSHOT_DIR, `relay-${phase}.heapsnapshot`) : undefined;
-  const after = await ask<Mem>(relay, 'mem', { cmd: 'mem', ...(snapshot ? { snapshot } : {}) });
+  const after = await ask<Mem>(relay, 'mem', { cmd: 'mem', snapshot });
   const peak = peakRssMiB(relay.pid!);
   for (const k of kids) await stopChild(k);
   await stopChild(probe);

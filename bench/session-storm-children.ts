@@ -274,7 +274,7 @@ export async function agentsChild(): Promise<void> {
         connectDerp({
           url: s.tunnel.derpUrl,
           keyPair: { privateKey: priv, publicKey: publicKeyFromPrivate(priv) },
-          ...(caPin ? { caPin } : {}),
+          caPin,
           onPacket: () => {},
           onState,
         }),

@@ -57,7 +57,7 @@ export function httpsGet(url: string, ca: string | undefined, token?: string): P
   return new Promise((resolve, reject) => {
     const req = https.get(
       url,
-      { ...(ca ? { ca } : {}), agent: false, headers: token ? { authorization: `Bearer ${token}` } : {} },
+      { ca, agent: false, headers: token ? { authorization: `Bearer ${token}` } : {} },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
