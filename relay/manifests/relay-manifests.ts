@@ -244,7 +244,7 @@ function service(o: RelayManifestOptions): Service {
     spec: {
       type: o.serviceType,
       // STUN answers with the address the packet came from: keep the client's, not a node's.
-      ...(o.serviceType === 'ClusterIP' ? {} : { externalTrafficPolicy: 'Local' }),
+      externalTrafficPolicy: o.serviceType === 'ClusterIP' ? undefined : 'Local',
       selector: selector(RELAY_APP),
       ports: [
         { name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' },

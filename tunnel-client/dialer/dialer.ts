@@ -116,7 +116,7 @@ export class Dialer {
         ? tls.connect({
             host: addr.host,
             port: addr.port,
-            ...(net.isIP(addr.host) ? {} : { servername: addr.host }),
+            servername: net.isIP(addr.host) ? undefined : addr.host,
             ca: this.#options.upstreamCa,
             rejectUnauthorized: this.#options.upstreamInsecure !== true,
             ALPNProtocols: ['http/1.1'],
