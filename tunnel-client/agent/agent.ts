@@ -252,6 +252,7 @@ export class Agent {
     this.#lease = new LeaseLoop({
       clock: this.#clock,
       random: this.#options.random,
+      earlyStillDue: () => this.#reasonReport.due(),
       renew: async () => {
         const report = this.#reasonReport.body();
         const res = await this.#options.api.lease({

@@ -100,6 +100,40 @@ describe('LeaseLoop', () => {
     h.loop.stop();
   });
 
+  it('an early renewal whose change went away by its time is called off; the regular one stands', async () => {
+    const clock = new FakeClock();
+    const t0 = clock.now();
+    const calls: number[] = [];
+    let stillDue = true;
+    const loop = new LeaseLoop({
+      clock,
+      random: () => 0.5,
+      earlyStillDue: () => stillDue,
+      renew: async (): Promise<LeaseResponse> => {
+        calls.push(clock.now() - t0);
+        return { leaseDurationSeconds: 60, renewAfterSeconds: 60, valuesVersion: 'v1' };
+      },
+      onRenewed: () => {},
+      onFailed: () => {},
+    });
+    loop.start();
+    await flush();
+    await advance(clock, 1_000);
+    loop.renewNow(); // due at EARLY_RENEW_GAP_MS
+    stillDue = false; // e.g. the relay connection dropped meanwhile
+    await advance(clock, EARLY_RENEW_GAP_MS);
+    expect(calls).toEqual([0]);
+    await advance(clock, 60_000 - EARLY_RENEW_GAP_MS - 1_001);
+    expect(calls).toEqual([0]);
+    await advance(clock, 1);
+    expect(calls).toEqual([0, 60_000]);
+    stillDue = true;
+    loop.renewNow(); // still taken when the change stands
+    await advance(clock, EARLY_RENEW_GAP_MS);
+    expect(calls).toEqual([0, 60_000, 60_000 + EARLY_RENEW_GAP_MS]);
+    loop.stop();
+  });
+
   it('renewNow during a renewal in flight renews again after it, past the gap', async () => {
     const clock = new FakeClock();
     const t0 = clock.now();

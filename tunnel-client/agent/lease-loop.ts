@@ -2,7 +2,8 @@
  * The lease loop: renew now, then every `renewAfterSeconds` (+-10 % jitter) while renewals succeed;
  * after a failure retry with exponential backoff (1 s doubling to a 30 s cap, jittered), forever. One
  * renewal is in flight at a time; stop() cancels the pending timer and ignores a late answer. renewNow()
- * renews early (what the agent reports changed), at most once per EARLY_RENEW_GAP_MS.
+ * renews early (what the agent reports changed), at most once per EARLY_RENEW_GAP_MS; when that time comes,
+ * `earlyStillDue` may call it off (the change went away meanwhile) and the regular time stands.
  */
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import { Backoff, jittered } from './backoff.js';
@@ -22,6 +23,8 @@ export interface LeaseLoopOptions {
   readonly onFailed: (err: unknown, failures: number, retryInMs: number) => void;
   readonly backoff?: Backoff;
   readonly random?: () => number;
+  /** Asked when an early renewal's time comes: false calls it off. Absent: always renew. */
+  readonly earlyStillDue?: () => boolean;
 }
 
 export class LeaseLoop {
@@ -31,6 +34,10 @@ export class LeaseLoop {
   #timer: TimerHandle | undefined;
   /** When the pending timer fires (monotonic ms). */
   #dueAt = Number.POSITIVE_INFINITY;
+  /** When the renewal after the last one is due by the regular schedule (monotonic ms). */
+  #regularAt = Number.POSITIVE_INFINITY;
+  /** The pending timer is an early renewal (renewNow). */
+  #early = false;
   /** When the last renewal started (monotonic ms). */
   #startedAt = Number.NEGATIVE_INFINITY;
   #running = false;
@@ -69,17 +76,26 @@ export class LeaseLoop {
     }
     if (this.#backoff.attempts > 0) return;
     const delay = this.#earlyDelay();
-    if (this.#opts.clock.now() + delay < this.#dueAt) this.#schedule(delay);
+    if (this.#opts.clock.now() + delay < this.#dueAt) this.#schedule(delay, { early: true });
   }
 
   #earlyDelay(): number {
     return Math.max(0, this.#startedAt + EARLY_RENEW_GAP_MS - this.#opts.clock.now());
   }
 
-  #schedule(delay: number): void {
+  #schedule(delay: number, how: { early: boolean }): void {
     this.#opts.clock.clearTimer(this.#timer);
     this.#dueAt = this.#opts.clock.now() + delay;
-    this.#timer = this.#opts.clock.setTimer(delay, () => void this.#tick());
+    this.#early = how.early;
+    this.#timer = this.#opts.clock.setTimer(delay, () => this.#onTimer());
+  }
+
+  #onTimer(): void {
+    if (this.#early && this.#opts.earlyStillDue?.() === false) {
+      this.#schedule(Math.max(0, this.#regularAt - this.#opts.clock.now()), { early: false });
+      return;
+    }
+    void this.#tick();
   }
 
   async #tick(): Promise<void> {
@@ -89,6 +105,7 @@ export class LeaseLoop {
     this.#inFlight = true;
     this.#again = false;
     let delay: number;
+    let early = false;
     try {
       const res = await this.#opts.renew();
       if (!this.#running) return;
@@ -98,15 +115,20 @@ export class LeaseLoop {
         ? Math.min(MAX_RENEW_SECONDS, Math.max(MIN_RENEW_SECONDS, asked))
         : 60;
       delay = jittered(secs * 1000, RENEW_JITTER, this.#random);
+      this.#regularAt = this.#opts.clock.now() + delay;
       this.#opts.onRenewed(res);
-      if (this.#again) delay = Math.min(delay, this.#earlyDelay());
+      if (this.#again && this.#earlyDelay() < delay) {
+        delay = this.#earlyDelay();
+        early = true;
+      }
     } catch (err) {
       if (!this.#running) return;
       delay = this.#backoff.next();
+      this.#regularAt = this.#opts.clock.now() + delay;
       this.#opts.onFailed(err, this.#backoff.attempts, delay);
     } finally {
       this.#inFlight = false;
     }
-    if (this.#running) this.#schedule(delay);
+    if (this.#running) this.#schedule(delay, { early });
   }
 }

@@ -45,6 +45,19 @@ describe('ReasonReport', () => {
     expect(r.body()).toEqual({ relayedReason: 'udp-blocked' });
   });
 
+  it('is not due while the relay connection is down, and due again if the reason differs once it is back', () => {
+    let stats = relayedFor('no-stun-answer');
+    const r = new ReasonReport(() => stats);
+    r.renewed({ relayedReason: 'no-stun-answer' }, answer(true));
+    expect(r.due()).toBe(false);
+    stats = DISCONNECTED;
+    expect(r.due()).toBe(false);
+    stats = relayedFor('no-stun-answer');
+    expect(r.due()).toBe(false);
+    stats = relayedFor('udp-blocked');
+    expect(r.due()).toBe(true);
+  });
+
   it('once the relay takes it: due until a renewal carried the current reason, again on a change', () => {
     let stats = relayedFor('443-only');
     const r = new ReasonReport(() => stats);

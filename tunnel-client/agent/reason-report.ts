@@ -41,8 +41,13 @@ export class ReasonReport {
     this.#sent = this.#relayTakesIt ? (body.relayedReason ?? null) : undefined;
   }
 
-  /** The relay takes the reason and has not got the current one. */
+  /**
+   * The relay takes the reason and has not got the current one. Never while the relay connection is down: a
+   * renewal then would only fail (and log an outage the connection already logged); the reason is what it was
+   * once the connection is back, or due then.
+   */
   due(): boolean {
-    return this.#relayTakesIt && this.#sent !== agentReasonOf(this.#stats());
+    const stats = this.#stats();
+    return this.#relayTakesIt && stats.connected && this.#sent !== agentReasonOf(stats);
   }
 }
