@@ -16,7 +16,6 @@ const DOCS = [
     .map((name) => `docs/${name}`),
 ];
 const REPO_PATH = /^(?:relay|shared|tunnel-client|test|bench|deploy|native|console|docs|\.ci)\/[\w.\-/]*$/;
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 function backticked(text: string): string[] {
   return [...text.matchAll(/`([^`\n]+)`/g)].map((match) => match[1] ?? '');
