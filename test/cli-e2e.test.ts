@@ -12,6 +12,7 @@ import {
   CLIENT_BIN,
   cleanEnv,
   cleanup,
+  okJson,
   Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -44,11 +45,6 @@ afterAll(async () => {
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 const client = (...args: string[]) => run(CLIENT_BIN, args, cleanEnv());
 
-function json<T>(r: { code: number | null; stdout: string; stderr: string }): T {
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as T;
-}
-
 interface Created {
   cluster: { name: string; status: string };
   bootstrap: { psk: string; joinCommand: string; expiresAt: string };
@@ -77,7 +73,7 @@ describe('PSK join', () => {
   let created: Created;
 
   it('cluster create prints the join command; its JSON form is the API body', async () => {
-    created = json<Created>(await admin('cluster', 'create', 'edge-psk', '--output', 'json'));
+    created = okJson<Created>(await admin('cluster', 'create', 'edge-psk', '--output', 'json'));
     expect(created.cluster.name).toBe('edge-psk');
     expect(created.bootstrap.psk).toMatch(/^tpsk_/);
     expect(created.bootstrap.joinCommand).toContain(`--ca-pin ${ready.caPin}`);
@@ -114,7 +110,7 @@ describe('PSK join', () => {
       '--output',
       'json',
     );
-    expect(json<{ cluster: string; status: string }>(r)).toMatchObject({
+    expect(okJson<{ cluster: string; status: string }>(r)).toMatchObject({
       cluster: 'edge-psk',
       status: 'Accepted',
     });
@@ -146,7 +142,7 @@ describe('PSK join', () => {
   });
 
   it('status --output json reports the registration', async () => {
-    const s = json<Record<string, unknown>>(
+    const s = okJson<Record<string, unknown>>(
       await client('status', '--state-dir', stateDir, '--output', 'json'),
     );
     expect(s).toMatchObject({
@@ -157,11 +153,11 @@ describe('PSK join', () => {
       rttMs: null,
     });
     for (const k of ['lastHandshake', 'bytesIn', 'bytesOut', 'values']) expect(s).toHaveProperty(k);
-    const refreshed = json<Record<string, unknown>>(
+    const refreshed = okJson<Record<string, unknown>>(
       await client('status', '--state-dir', stateDir, '--refresh', '--output', 'json'),
     );
     expect(refreshed.status).toBe('Accepted');
-    const relayView = json<{ status: string; claims: Record<string, string>; publicKey: string }>(
+    const relayView = okJson<{ status: string; claims: Record<string, string>; publicKey: string }>(
       await admin('cluster', 'get', 'edge-psk', '--output', 'json'),
     );
     expect(relayView.status).toBe('Accepted');
@@ -213,7 +209,7 @@ describe('PSK join', () => {
         'the first lease and values',
       );
       expect(first.values).toEqual({ image: { tag: 'v2', repo: 'r' }, extra: true });
-      const status = json<Record<string, unknown>>(
+      const status = okJson<Record<string, unknown>>(
         await client('status', '--state-dir', stateDir, '--output', 'json'),
       );
       expect(status).toMatchObject({ agentRunning: true, status: 'Accepted', values: first.values });
@@ -236,7 +232,7 @@ describe('PSK join', () => {
         'a lease renewed after the restart',
       );
       expect(after.lastError).toBeNull();
-      const relayView = json<{ leaseRenewTime: string }>(
+      const relayView = okJson<{ leaseRenewTime: string }>(
         await admin('cluster', 'get', 'edge-psk', '--output', 'json'),
       );
       expect(relayView.leaseRenewTime > restartedAt).toBe(true);
@@ -247,12 +243,12 @@ describe('PSK join', () => {
 
   it('unjoin deregisters and removes the state', async () => {
     const r = await client('unjoin', '--state-dir', stateDir, '--output', 'json');
-    expect(json<{ unjoined: string; deregistered: boolean }>(r)).toMatchObject({
+    expect(okJson<{ unjoined: string; deregistered: boolean }>(r)).toMatchObject({
       unjoined: 'edge-psk',
       deregistered: true,
     });
     expect(existsSync(stateDir)).toBe(false);
-    const view = json<{ status: string; publicKey: string | null }>(
+    const view = okJson<{ status: string; publicKey: string | null }>(
       await admin('cluster', 'get', 'edge-psk', '--output', 'json'),
     );
     expect(view.publicKey).toBeNull();
@@ -266,7 +262,7 @@ describe('bootstrap-token join', () => {
   let token: string;
 
   beforeAll(async () => {
-    token = json<{ token: string; role: string }>(
+    token = okJson<{ token: string; role: string }>(
       await admin('token', 'create', '--role', 'bootstrap', '--output', 'json'),
     ).token;
     expect(token).toMatch(/^trk_/);
@@ -305,15 +301,17 @@ describe('bootstrap-token join', () => {
         15_000,
         'the Pending progress line',
       );
-      const s = json<{ status: string }>(await client('status', '--state-dir', stateDir, '--output', 'json'));
+      const s = okJson<{ status: string }>(
+        await client('status', '--state-dir', stateDir, '--output', 'json'),
+      );
       expect(s.status).toBe('Pending');
-      const listed = json<{ items: { name: string; status: string }[] }>(
+      const listed = okJson<{ items: { name: string; status: string }[] }>(
         await admin('cluster', 'list', '--output', 'json'),
       );
       expect(listed.items.find((c) => c.name === 'edge-boot')?.status).toBe('Pending');
       await sleep(500);
       expect(proc.child.exitCode).toBeNull();
-      const accepted = json<{ status: string }>(
+      const accepted = okJson<{ status: string }>(
         await admin('cluster', 'accept', 'edge-boot', '--output', 'json'),
       );
       expect(accepted.status).toBe('Accepted');
@@ -345,7 +343,7 @@ describe('bootstrap-token join', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/error TIMEOUT: cluster edge-slow is still Pending after --wait-timeout 2s/);
     expect(r.stderr).not.toContain(token);
-    const s = json<{ status: string; agentRunning: boolean }>(
+    const s = okJson<{ status: string; agentRunning: boolean }>(
       await client('status', '--state-dir', stateDir, '--output', 'json'),
     );
     expect(s).toMatchObject({ status: 'Pending', agentRunning: false });
@@ -375,14 +373,14 @@ describe('admin access', () => {
       ['cluster', 'list', '--ca-file', join(dataDir, 'tls', 'cert.pem'), '--output', 'json'],
       env,
     );
-    expect(json<{ items: unknown[] }>(r).items.length).toBeGreaterThan(0);
+    expect(okJson<{ items: unknown[] }>(r).items.length).toBeGreaterThan(0);
     const none = await run(RELAY_BIN, ['cluster', 'list'], env);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/^error RELAY_UNREACHABLE: /);
   });
 
   it('audit lists what the admin commands did, newest first', async () => {
-    const res = json<{ items: { action: string; target: string; actor: string }[] }>(
+    const res = okJson<{ items: { action: string; target: string; actor: string }[] }>(
       await admin('audit', '--limit', '500', '--output', 'json'),
     );
     const actions = res.items.map((a) => `${a.action} ${a.target}`);
@@ -399,7 +397,7 @@ describe('admin access', () => {
   });
 
   it('a viewer key may list but not create (FORBIDDEN, exit 1); no key at all is bad usage', async () => {
-    const viewer = json<{ token: string }>(
+    const viewer = okJson<{ token: string }>(
       await admin('token', 'create', '--role', 'viewer', '--output', 'json'),
     ).token;
     const env = { ...adminEnv, TUNNEL_ACCESS_KEY: viewer };
@@ -416,7 +414,7 @@ describe('admin access', () => {
   });
 
   it('join without --wait keeps running with a lease until SIGTERM, then exits 0', async () => {
-    const created = json<Created>(await admin('cluster', 'create', 'edge-run', '--output', 'json'));
+    const created = okJson<Created>(await admin('cluster', 'create', 'edge-run', '--output', 'json'));
     const stateDir = join(tempDir('cli-e2e-run-'), 'agent');
     const agent = new Proc(CLIENT_BIN, [...joinArgs(created), '--state-dir', stateDir], cleanEnv());
     try {
@@ -434,7 +432,7 @@ describe('admin access', () => {
         15_000,
         'a lease from the joined agent',
       );
-      const view = json<{ status: string; leaseRenewTime: string | null }>(
+      const view = okJson<{ status: string; leaseRenewTime: string | null }>(
         await admin('cluster', 'get', 'edge-run', '--output', 'json'),
       );
       expect(view.status).toBe('Accepted');
@@ -509,7 +507,7 @@ describe('unjoin while the relay is unreachable', () => {
     expect(kept.stderr).toMatch(/^error RELAY_UNREACHABLE: .*was kept \(retry, or pass --force/);
     expect(existsSync(join(stateDir, 'state.json'))).toBe(true);
     const forced = await client('unjoin', '--state-dir', stateDir, '--force', '--output', 'json');
-    expect(json<{ deregistered: boolean }>(forced).deregistered).toBe(false);
+    expect(okJson<{ deregistered: boolean }>(forced).deregistered).toBe(false);
     expect(existsSync(stateDir)).toBe(false);
   });
 });
@@ -614,7 +612,7 @@ describe('bad usage exits 2 with one line naming the value', () => {
   });
 
   it('an unreadable TUNNEL_CLIENT_UPSTREAM_CA stops join before it spends the PSK, and stops run', async () => {
-    const created = json<Created>(await admin('cluster', 'create', 'edge-uca', '--output', 'json'));
+    const created = okJson<Created>(await admin('cluster', 'create', 'edge-uca', '--output', 'json'));
     const stateDir = join(tempDir('cli-e2e-uca-'), 'agent');
     const args = [...joinArgs(created), '--state-dir', stateDir, '--wait', '--wait-timeout', '20s'];
     const bad = cleanEnv({ TUNNEL_CLIENT_UPSTREAM_CA: '/nonexistent/ca.pem' });

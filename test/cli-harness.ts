@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 import { NODE_FLAGS } from '../shared/node-flags.js';
 import { pollUntil, sleep } from './helpers/wait.js';
 
@@ -45,6 +46,12 @@ export interface RunResult {
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
+}
+
+/** A command's JSON output, after checking it exited 0 (its stderr is the failure message otherwise). */
+export function okJson<T>(r: RunResult): T {
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as T;
 }
 
 const children = new Set<ChildProcess>();

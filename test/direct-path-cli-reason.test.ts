@@ -18,6 +18,7 @@ import {
   cleanup,
   curl,
   freeUdpPort,
+  okJson,
   Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -62,11 +63,6 @@ afterAll(async () => {
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 const client = (...args: string[]) => run(CLIENT_BIN, args, cleanEnv(), 40_000);
 
-function json<T>(r: { code: number | null; stdout: string; stderr: string }): T {
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as T;
-}
-
 interface ClusterJson {
   connected: boolean;
   path: string;
@@ -74,7 +70,7 @@ interface ClusterJson {
 }
 
 const getCluster = async (name: string) =>
-  json<ClusterJson>(await admin('cluster', 'get', name, '--output', 'json'));
+  okJson<ClusterJson>(await admin('cluster', 'get', name, '--output', 'json'));
 
 /** Polls `cluster get NAME -o json` until `until`; prints how long it took. */
 async function clusterUntil(
@@ -95,12 +91,12 @@ async function clusterUntil(
 }
 
 async function joinAndRun(name: string, extra: string[] = []): Promise<void> {
-  const created = json<{ bootstrap: { joinCommand: string } }>(
+  const created = okJson<{ bootstrap: { joinCommand: string } }>(
     await admin('cluster', 'create', name, '--output', 'json'),
   );
   const stateDir = join(tempDir('reason-cli-agent-'), 'state');
   const args = joinCommandWords(created.bootstrap.joinCommand);
-  json(await client(...args, '--state-dir', stateDir, ...extra, '--wait', '--output', 'json'));
+  okJson(await client(...args, '--state-dir', stateDir, ...extra, '--wait', '--output', 'json'));
   agents.push(new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv()));
 }
 

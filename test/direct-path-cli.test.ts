@@ -18,6 +18,7 @@ import {
   cleanup,
   curl,
   freeUdpPort,
+  okJson,
   Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -61,11 +62,6 @@ afterAll(async () => {
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 const client = (...args: string[]) => run(CLIENT_BIN, args, cleanEnv(), 40_000);
 
-function json<T>(r: { code: number | null; stdout: string; stderr: string }): T {
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as T;
-}
-
 interface StatusReport {
   connected: boolean;
   path: string;
@@ -73,9 +69,9 @@ interface StatusReport {
 }
 
 const getStatus = async (stateDir: string) =>
-  json<StatusReport>(await client('status', '--state-dir', stateDir, '--output', 'json'));
+  okJson<StatusReport>(await client('status', '--state-dir', stateDir, '--output', 'json'));
 const getCluster = async (name: string) =>
-  json<{ connected: boolean; path: string }>(await admin('cluster', 'get', name, '--output', 'json'));
+  okJson<{ connected: boolean; path: string }>(await admin('cluster', 'get', name, '--output', 'json'));
 
 async function until<T>(
   what: string,
@@ -88,7 +84,7 @@ async function until<T>(
 
 async function udpReceived(): Promise<number> {
   if (!relayCaFile) {
-    const k = json<{ clusters: { cluster: Record<string, string> }[] }>(
+    const k = okJson<{ clusters: { cluster: Record<string, string> }[] }>(
       await admin('kubeconfig', 'edge-1', '--output', 'json'),
     );
     relayCaFile = join(tempDir('direct-cli-ca-'), 'relay-ca.pem');
@@ -103,12 +99,12 @@ async function udpReceived(): Promise<number> {
 }
 
 async function joinAndRun(name: string, extra: string[] = []): Promise<{ stateDir: string; agent: Proc }> {
-  const created = json<{ bootstrap: { joinCommand: string } }>(
+  const created = okJson<{ bootstrap: { joinCommand: string } }>(
     await admin('cluster', 'create', name, '--output', 'json'),
   );
   const stateDir = join(tempDir('direct-cli-agent-'), 'state');
   const args = joinCommandWords(created.bootstrap.joinCommand);
-  json(await client(...args, '--state-dir', stateDir, ...extra, '--wait', '--output', 'json'));
+  okJson(await client(...args, '--state-dir', stateDir, ...extra, '--wait', '--output', 'json'));
   const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
   agents.push(agent);
   return { stateDir, agent };

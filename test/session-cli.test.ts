@@ -14,6 +14,7 @@ import {
   CLIENT_BIN,
   cleanEnv,
   cleanup,
+  okJson,
   Proc,
   RELAY_BIN,
   type ReadyLine,
@@ -46,11 +47,6 @@ afterAll(async () => {
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 const client = (...args: string[]) => run(CLIENT_BIN, args, cleanEnv(), 40_000);
 
-function json<T>(r: { code: number | null; stdout: string; stderr: string }): T {
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as T;
-}
-
 interface ClusterView {
   connected: boolean;
   path: string;
@@ -66,9 +62,9 @@ interface StatusReport extends ClusterView {
 }
 
 const getCluster = async (name: string) =>
-  json<ClusterView>(await admin('cluster', 'get', name, '--output', 'json'));
+  okJson<ClusterView>(await admin('cluster', 'get', name, '--output', 'json'));
 const getStatus = async (stateDir: string) =>
-  json<StatusReport>(await client('status', '--state-dir', stateDir, '--output', 'json'));
+  okJson<StatusReport>(await client('status', '--state-dir', stateDir, '--output', 'json'));
 
 /** Reads `get` every 200 ms (a read that fails, e.g. while the relay restarts, is "not yet") until `pred` holds. */
 async function until<T>(
@@ -81,13 +77,13 @@ async function until<T>(
 }
 
 async function joinCluster(name: string): Promise<string> {
-  const created = json<{ bootstrap: { joinCommand: string } }>(
+  const created = okJson<{ bootstrap: { joinCommand: string } }>(
     await admin('cluster', 'create', name, '--output', 'json'),
   );
   const stateDir = join(tempDir('session-cli-agent-'), 'state');
   const args = joinCommandWords(created.bootstrap.joinCommand);
   const r = await client(...args, '--state-dir', stateDir, '--wait', '--output', 'json');
-  expect(json<{ status: string }>(r).status).toBe('Accepted');
+  expect(okJson<{ status: string }>(r).status).toBe('Accepted');
   return stateDir;
 }
 
