@@ -74,7 +74,7 @@ export class WsPeer implements RoutedPeer {
   /** Cleared by each ping sweep, set by a pong or any message. */
   alive = true;
   #state: WsPeerState = 'handshake';
-  readonly #ws: WebSocket;
+  readonly #webSocket: WebSocket;
   readonly #batcher: WriteBatcher;
   readonly #router: WsRouter;
   readonly #parser: FrameParser;
@@ -107,7 +107,7 @@ export class WsPeer implements RoutedPeer {
   };
 
   constructor({ ws, socket, router, slot }: WsPeerOptions) {
-    this.#ws = ws;
+    this.#webSocket = ws;
     this.#batcher = new WriteBatcher(socket);
     this.#router = router;
     this.#slot = slot;
@@ -212,7 +212,7 @@ export class WsPeer implements RoutedPeer {
     if (this.#state !== 'verifying') return;
     this.#endHandshake();
     this.#state = 'active';
-    this.#ws.send(encodeServerInfo(this.#sharedKey!), SEND_OPTS, this.#onWritten);
+    this.#webSocket.send(encodeServerInfo(this.#sharedKey!), SEND_OPTS, this.#onWritten);
     this.#sharedKey = null;
     const pending = this.#pending;
     this.#pending = null;
@@ -266,7 +266,10 @@ export class WsPeer implements RoutedPeer {
       f = encodeRecvPacket(src.key, payload);
       releaseSent(payload);
     }
-    if (this.queuedPackets === 0 && this.#ws.bufferedAmount < this.#router.limits.writeHighWaterBytes) {
+    if (
+      this.queuedPackets === 0 &&
+      this.#webSocket.bufferedAmount < this.#router.limits.writeHighWaterBytes
+    ) {
       this.#write(f);
       return;
     }
@@ -288,10 +291,10 @@ export class WsPeer implements RoutedPeer {
     stats.bytesOut += f.length;
     this.#batcher.hold();
     if (!isHandedDown(f)) {
-      this.#ws.send(f, SEND_OPTS, this.#onWritten);
+      this.#webSocket.send(f, SEND_OPTS, this.#onWritten);
       return;
     }
-    this.#ws.send(f, SEND_OPTS, (err?: Error | null) => {
+    this.#webSocket.send(f, SEND_OPTS, (err?: Error | null) => {
       if (!err) releaseSent(f); // written: the socket is done with it (after an error it is left to the GC)
       this.#onWritten(err);
     });
@@ -301,7 +304,7 @@ export class WsPeer implements RoutedPeer {
     const queue = this.#queue;
     if (!queue) return;
     const high = this.#router.limits.writeHighWaterBytes;
-    while (this.#ws.bufferedAmount < high) {
+    while (this.#webSocket.bufferedAmount < high) {
       const f = queue.shift();
       if (f === undefined) return;
       this.#write(f);
@@ -319,7 +322,7 @@ export class WsPeer implements RoutedPeer {
         this.#router.stats.writeTimeouts++;
         this.#state = 'closed';
         this.#router.unregister(this);
-        this.#ws.terminate();
+        this.#webSocket.terminate();
       } else {
         this.#armStallTimer(limit - idle);
       }
@@ -328,9 +331,12 @@ export class WsPeer implements RoutedPeer {
 
   /** Small frames (pong, PeerGone, KeepAlive) skip the packet ring; a stuck socket just loses them. */
   #sendControl(f: Buffer): void {
-    if (this.#state === 'closed' || this.#ws.bufferedAmount > 4 * this.#router.limits.writeHighWaterBytes)
+    if (
+      this.#state === 'closed' ||
+      this.#webSocket.bufferedAmount > 4 * this.#router.limits.writeHighWaterBytes
+    )
       return;
-    this.#ws.send(f, SEND_OPTS, this.#onWritten);
+    this.#webSocket.send(f, SEND_OPTS, this.#onWritten);
   }
 
   peerGone(peer: Buffer, reason: number): void {
@@ -342,7 +348,7 @@ export class WsPeer implements RoutedPeer {
     if (this.#state !== 'active') return true;
     if (!this.alive) return false;
     this.alive = false;
-    this.#ws.ping();
+    this.#webSocket.ping();
     this.#sendControl(KEEPALIVE_FRAME);
     return true;
   }
@@ -357,9 +363,9 @@ export class WsPeer implements RoutedPeer {
     this.#endHandshake();
     this.#state = 'closed';
     this.#router.unregister(this);
-    this.#ws.close(code, reason);
+    this.#webSocket.close(code, reason);
     this.#closeTimer = this.#router.clock.setTimer(this.#router.limits.closeGraceMs, () =>
-      this.#ws.terminate(),
+      this.#webSocket.terminate(),
     );
   }
 
@@ -367,7 +373,7 @@ export class WsPeer implements RoutedPeer {
     this.#endHandshake();
     this.#state = 'closed';
     this.#router.unregister(this);
-    this.#ws.terminate();
+    this.#webSocket.terminate();
   }
 
   #onClose(): void {

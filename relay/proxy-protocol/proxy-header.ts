@@ -138,12 +138,12 @@ export class ProxyHeaderParser {
   #step(tail: Buffer): ParseStep {
     const held = this.#held;
     if (held.length === 0) return MORE;
-    if (held[0] === V1_PREFIX[0]) return this.#v1(tail);
-    if (held[0] === V2_SIGNATURE[0]) return this.#v2(tail);
+    if (held[0] === V1_PREFIX[0]) return this.#parseV1(tail);
+    if (held[0] === V2_SIGNATURE[0]) return this.#parseV2(tail);
     return failed('missing', 'the connection does not start with a PROXY header');
   }
 
-  #v1(tail: Buffer): ParseStep {
+  #parseV1(tail: Buffer): ParseStep {
     const held = this.#held;
     if (!agreesWith(held, V1_PREFIX))
       return failed('missing', 'the connection does not start with a PROXY header');
@@ -160,7 +160,7 @@ export class ProxyHeaderParser {
     return { kind: 'done', header, rest: Buffer.concat([held.subarray(lf + 1), tail]) };
   }
 
-  #v2(tail: Buffer): ParseStep {
+  #parseV2(tail: Buffer): ParseStep {
     const held = this.#held;
     if (!agreesWith(held, V2_SIGNATURE))
       return failed('missing', 'the connection does not start with a PROXY header');

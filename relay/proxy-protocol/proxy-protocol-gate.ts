@@ -45,15 +45,19 @@ export class ProxyProtocolGate {
     accepted: { v1: 0, v2: 0 },
     refused: { missing: 0, malformed: 0, too_long: 0, timeout: 0 },
   };
-  readonly #o: ProxyProtocolGateOptions;
+  readonly #trusted: BlockList;
+  readonly #timeoutMs: number;
+  readonly #log: Pick<Logger, 'warn'>;
   readonly #clock: Clock;
   /** Trusted connections whose header is still being read. */
   readonly #reading = new Set<Socket>();
   readonly #lastWarn = new Map<ProxyRefusal, number>();
 
-  constructor(o: ProxyProtocolGateOptions) {
-    this.#o = o;
-    this.#clock = o.clock ?? realClock;
+  constructor(options: ProxyProtocolGateOptions) {
+    this.#trusted = options.trusted;
+    this.#timeoutMs = options.timeoutMs;
+    this.#log = options.log;
+    this.#clock = options.clock ?? realClock;
   }
 
   /** Connections whose header is still being read. */
@@ -72,7 +76,7 @@ export class ProxyProtocolGate {
     };
     const onConnection: ConnectionListener = (socket) => {
       const address = socket.remoteAddress;
-      if (address !== undefined && this.#o.trusted.check(address, familyOf(address))) {
+      if (address !== undefined && this.#trusted.check(address, familyOf(address))) {
         this.#readHeader(socket, handOn);
       } else {
         handOn(socket);
@@ -90,9 +94,9 @@ export class ProxyProtocolGate {
 
   #readHeader(socket: Socket, handOn: ConnectionListener): void {
     const parser = new ProxyHeaderParser();
-    const timer = this.#clock.setTimer(this.#o.timeoutMs, () => {
+    const timer = this.#clock.setTimer(this.#timeoutMs, () => {
       stop();
-      this.#refuse(socket, 'timeout', `no complete PROXY header within ${this.#o.timeoutMs} ms`);
+      this.#refuse(socket, 'timeout', `no complete PROXY header within ${this.#timeoutMs} ms`);
     });
     const onReadable = (): void => {
       for (let chunk: unknown = socket.read(); Buffer.isBuffer(chunk); chunk = socket.read()) {
@@ -134,7 +138,7 @@ export class ProxyProtocolGate {
     const now = this.#clock.now();
     if (now - (this.#lastWarn.get(reason) ?? -WARN_EVERY_MS) < WARN_EVERY_MS) return;
     this.#lastWarn.set(reason, now);
-    this.#o.log.warn(
+    this.#log.warn(
       { reason, peer: socket.remoteAddress, refused: this.stats.refused[reason] },
       `closed a connection from a --proxy-protocol peer: ${detail} (further ones within a minute are only counted)`,
     );

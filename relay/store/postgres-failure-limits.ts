@@ -19,7 +19,7 @@ interface Row {
 
 export class PgFailureLimits implements FailureLimits {
   readonly options: FailureLimiterOptions;
-  readonly #db: () => Promise<Tx>;
+  readonly #connection: () => Promise<Tx>;
   readonly #serializable: <T>(body: (tx: Tx) => Promise<T>) => Promise<T>;
   readonly #clock: Clock;
 
@@ -31,7 +31,7 @@ export class PgFailureLimits implements FailureLimits {
     clock: Clock;
     options: FailureLimiterOptions;
   }) {
-    this.#db = opts.db;
+    this.#connection = opts.db;
     this.#serializable = opts.serializable;
     this.#clock = opts.clock;
     this.options = opts.options;
@@ -53,7 +53,7 @@ export class PgFailureLimits implements FailureLimits {
   }
 
   async limitOf(key: string): Promise<LimitEntry | null> {
-    return this.#limitOf(await this.#db(), key);
+    return this.#limitOf(await this.#connection(), key);
   }
 
   async #limitOf(tx: Tx, key: string): Promise<LimitEntry | null> {
@@ -66,7 +66,7 @@ export class PgFailureLimits implements FailureLimits {
   }
 
   async fail(key: string): Promise<LimitEntry> {
-    return this.#fail(await this.#db(), key);
+    return this.#fail(await this.#connection(), key);
   }
 
   async failUnlessLimited(key: string): Promise<FailOutcome> {
@@ -98,7 +98,7 @@ export class PgFailureLimits implements FailureLimits {
 
   async list(): Promise<LimitEntry[]> {
     const now = this.#clock.wallNow();
-    const rows = await (await this.#db()).all<Row>(
+    const rows = await (await this.#connection()).all<Row>(
       'SELECT key, window_start, count FROM failure_counts WHERE window_start > $1 ORDER BY touched',
       [this.#endedBefore(now)],
     );
@@ -107,7 +107,7 @@ export class PgFailureLimits implements FailureLimits {
 
   async clear(key: string): Promise<LimitEntry | null> {
     const now = this.#clock.wallNow();
-    const r = await (await this.#db()).one<Row>(
+    const r = await (await this.#connection()).one<Row>(
       'DELETE FROM failure_counts WHERE key = $1 RETURNING key, window_start, count',
       [key],
     );
@@ -116,14 +116,14 @@ export class PgFailureLimits implements FailureLimits {
 
   async clearAll(): Promise<LimitEntry[]> {
     const now = this.#clock.wallNow();
-    const rows = await (await this.#db()).all<Row>(
+    const rows = await (await this.#connection()).all<Row>(
       'DELETE FROM failure_counts RETURNING key, window_start, count, touched',
     );
     return rows.filter((r) => r.window_start > this.#endedBefore(now)).map((r) => this.#view(r, now));
   }
 
   async size(): Promise<number> {
-    const r = await (await this.#db()).one<{ n: number }>(
+    const r = await (await this.#connection()).one<{ n: number }>(
       'SELECT COUNT(*) AS n FROM failure_counts WHERE window_start > $1',
       [this.#endedBefore(this.#clock.wallNow())],
     );

@@ -61,17 +61,17 @@ function toReplica(r: {
 }
 
 export class PgMeshTables {
-  readonly #db: PgMeshTablesOptions['db'];
+  readonly #connection: PgMeshTablesOptions['db'];
   readonly #serializable: PgMeshTablesOptions['serializable'];
 
   constructor(o: PgMeshTablesOptions) {
-    this.#db = o.db;
+    this.#connection = o.db;
     this.#serializable = o.serializable;
   }
 
   /** Stores `mine` as the fleet identity unless one is stored; returns the stored one. */
   async claimFleet(mine: FleetIdentity): Promise<FleetIdentity> {
-    const db = await this.#db();
+    const db = await this.#connection();
     await db.run('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING', [
       FLEET_KEY,
       JSON.stringify(mine),
@@ -83,9 +83,8 @@ export class PgMeshTables {
 
   /** The fleet identity the first hub replica stored, or null before one started (read only: relay mode). */
   async fleet(): Promise<FleetIdentity | null> {
-    const row = await (await this.#db()).one<{ value: string }>('SELECT value FROM meta WHERE key = $1', [
-      FLEET_KEY,
-    ]);
+    const db = await this.#connection();
+    const row = await db.one<{ value: string }>('SELECT value FROM meta WHERE key = $1', [FLEET_KEY]);
     if (!row) return null;
     const stored = JSON.parse(row.value) as Partial<FleetIdentity>;
     return { hubPublicKey: String(stored.hubPublicKey), caPin: String(stored.caPin) };
@@ -113,21 +112,20 @@ export class PgMeshTables {
 
   /** Renews the heartbeat; false when the row is gone (pruned while this replica was cut off). */
   async heartbeat(id: string): Promise<boolean> {
-    return (
-      (await (await this.#db()).run(`UPDATE replicas SET heartbeat_at = ${NOW_MS} WHERE id = $1`, [id])) === 1
-    );
+    const db = await this.#connection();
+    return (await db.run(`UPDATE replicas SET heartbeat_at = ${NOW_MS} WHERE id = $1`, [id])) === 1;
   }
 
   /** Removes the replica's row and the locations it held (clean shutdown). */
   async leave(id: string): Promise<void> {
-    const db = await this.#db();
+    const db = await this.#connection();
     await db.run('DELETE FROM agent_locations WHERE replica = $1', [id]);
     await db.run('DELETE FROM replicas WHERE id = $1', [id]);
   }
 
   /** Replicas with a heartbeat within `deadAfterMs`. */
   async liveReplicas(deadAfterMs: number): Promise<ReplicaRow[]> {
-    const rows = await (await this.#db()).all<Parameters<typeof toReplica>[0]>(
+    const rows = await (await this.#connection()).all<Parameters<typeof toReplica>[0]>(
       `SELECT id, mesh_url, mode, started_at, heartbeat_at FROM replicas WHERE heartbeat_at >= ${NOW_MS} - $1 ORDER BY started_at, id`,
       [deadAfterMs],
     );
@@ -136,7 +134,7 @@ export class PgMeshTables {
 
   /** Records that the cluster's agent is on `replica` now (the latest writer wins). */
   async setLocation(cluster: string, replica: string, path: string): Promise<void> {
-    await (await this.#db()).run(
+    await (await this.#connection()).run(
       `INSERT INTO agent_locations (cluster, replica, path, since) SELECT $1, $2, $3, ${NOW_MS}
        WHERE EXISTS (SELECT 1 FROM clusters WHERE name = $1)
        ON CONFLICT (cluster) DO UPDATE SET replica = excluded.replica, path = excluded.path,
@@ -147,7 +145,7 @@ export class PgMeshTables {
 
   /** Clears the cluster's location if `replica` still holds it. */
   async clearLocation(cluster: string, replica: string): Promise<void> {
-    await (await this.#db()).run('DELETE FROM agent_locations WHERE cluster = $1 AND replica = $2', [
+    await (await this.#connection()).run('DELETE FROM agent_locations WHERE cluster = $1 AND replica = $2', [
       cluster,
       replica,
     ]);
@@ -165,7 +163,7 @@ export class PgMeshTables {
   }
 
   async #locations(where: string, params: unknown[]): Promise<AgentLocation[]> {
-    const rows = await (await this.#db()).all<{
+    const rows = await (await this.#connection()).all<{
       cluster: string;
       replica: string;
       mesh_url: string;

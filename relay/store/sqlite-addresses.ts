@@ -8,10 +8,10 @@ import { TunnelError } from '../../shared/errors.js';
 import { FIRST_AGENT_INDEX, LAST_AGENT_INDEX } from '../addresses.js';
 
 export class AddressPool {
-  readonly #q;
+  readonly #statements;
 
   constructor(db: Database.Database) {
-    this.#q = {
+    this.#statements = {
       freeMin: db.prepare<[], { i: number | null }>('SELECT MIN(addr_index) AS i FROM free_addresses'),
       freeTake: db.prepare('DELETE FROM free_addresses WHERE addr_index = ?'),
       freePut: db.prepare('INSERT INTO free_addresses (addr_index) VALUES (?) ON CONFLICT DO NOTHING'),
@@ -27,21 +27,21 @@ export class AddressPool {
 
   /** Gives the cluster an address and its per-pair preshared key. */
   allocate(name: string, presharedKey: string): void {
-    let i = this.#q.freeMin.get()?.i ?? null;
+    let i = this.#statements.freeMin.get()?.i ?? null;
     if (i !== null) {
-      this.#q.freeTake.run(i);
+      this.#statements.freeTake.run(i);
     } else {
-      i = this.#q.bumpHigh.get()!.high;
+      i = this.#statements.bumpHigh.get()!.high;
       if (i < FIRST_AGENT_INDEX || i > LAST_AGENT_INDEX) {
         throw new TunnelError('LIMIT_EXCEEDED', 'tunnel addresses: all of 100.64.0.0/10 is allocated');
       }
     }
-    this.#q.assign.run(i, presharedKey, name);
+    this.#statements.assign.run(i, presharedKey, name);
   }
 
   /** Returns the cluster's host number (if any) to the free list; the caller clears the column. */
   release(name: string): void {
-    const r = this.#q.held.get(name);
-    if (r && r.addr_index !== null) this.#q.freePut.run(r.addr_index);
+    const r = this.#statements.held.get(name);
+    if (r && r.addr_index !== null) this.#statements.freePut.run(r.addr_index);
   }
 }

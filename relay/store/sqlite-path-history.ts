@@ -41,10 +41,10 @@ function statements(db: Database.Database) {
 
 /** Each method runs inside the caller's transaction. */
 export class SqlitePathHistory {
-  readonly #q: ReturnType<typeof statements>;
+  readonly #statements: ReturnType<typeof statements>;
 
   constructor(db: Database.Database) {
-    this.#q = statements(db);
+    this.#statements = statements(db);
   }
 
   /** Writes the hub's report and the history entry it makes; nothing for a cluster that does not exist. */
@@ -52,7 +52,7 @@ export class SqlitePathHistory {
     const agentReason = this.#agentReason(path.cluster);
     if (agentReason === undefined) return;
     this.#append(path.cluster, pathChangeOf(path, agentReason, path.lastSwitchAt ?? path.reportedAt));
-    this.#q.upsertPath.run(...agentPathValues(path), path.cluster);
+    this.#statements.upsertPath.run(...agentPathValues(path), path.cluster);
   }
 
   /**
@@ -63,7 +63,7 @@ export class SqlitePathHistory {
     const before = this.#agentReason(o.cluster) ?? null;
     if (!o.renew()) return false;
     if (before === o.after) return true;
-    const row = this.#q.reportedPath.get(o.cluster);
+    const row = this.#statements.reportedPath.get(o.cluster);
     const change = agentReasonChange({ row, agentReason: o.after, now: o.now });
     if (change) this.#append(o.cluster, change);
     return true;
@@ -71,25 +71,25 @@ export class SqlitePathHistory {
 
   /** The cluster's entries, newest first. */
   history(cluster: string): PathChange[] {
-    return this.#q.all.all(cluster).map(toPathChange);
+    return this.#statements.all.all(cluster).map(toPathChange);
   }
 
   relayedReasonCounts(sinceWall: number): RelayedReasonCount[] {
-    return this.#q.relayedCounts
+    return this.#statements.relayedCounts
       .all(sinceWall)
       .map((r) => ({ hubReason: r.hub_reason, agentReason: r.agent_reason, agents: Number(r.n) }));
   }
 
   /** The cluster's agent_reason, undefined for a cluster that does not exist. */
   #agentReason(cluster: string): string | null | undefined {
-    return this.#q.agentReason.get(cluster)?.agent_reason;
+    return this.#statements.agentReason.get(cluster)?.agent_reason;
   }
 
   #append(cluster: string, change: PathChange): void {
-    const row = this.#q.newest.get(cluster);
+    const row = this.#statements.newest.get(cluster);
     const next = nextPathChange(row ? toPathChange(row) : undefined, change);
     if (!next) return;
-    this.#q.insert.run(...pathChangeValues(cluster, next));
-    this.#q.trim.run(cluster, cluster);
+    this.#statements.insert.run(...pathChangeValues(cluster, next));
+    this.#statements.trim.run(cluster, cluster);
   }
 }

@@ -52,9 +52,9 @@ export const DEFAULT_STORE_LIMITS: StoreLimits = {
 };
 
 export class SqliteStore implements Store {
-  readonly #db: Database.Database;
+  readonly #database: Database.Database;
   readonly #limits: StoreLimits;
-  readonly #q;
+  readonly #statements;
   readonly #pool: AddressPool;
   readonly #history: SqlitePathHistory;
   readonly #keyRevoked = new Set<(keyId: string) => void>();
@@ -62,16 +62,16 @@ export class SqliteStore implements Store {
 
   constructor(path: string, limits: Partial<StoreLimits> = {}) {
     this.#limits = { ...DEFAULT_STORE_LIMITS, ...limits };
-    this.#db = new Database(path);
-    if (path !== ':memory:') this.#db.pragma('journal_mode = WAL');
-    this.#db.pragma('foreign_keys = ON');
-    this.#db.pragma('synchronous = NORMAL');
-    this.#db.pragma('busy_timeout = 5000');
-    applyMigrations(this.#db);
-    this.#pool = new AddressPool(this.#db);
-    this.#history = new SqlitePathHistory(this.#db);
-    const db = this.#db;
-    this.#q = {
+    this.#database = new Database(path);
+    if (path !== ':memory:') this.#database.pragma('journal_mode = WAL');
+    this.#database.pragma('foreign_keys = ON');
+    this.#database.pragma('synchronous = NORMAL');
+    this.#database.pragma('busy_timeout = 5000');
+    applyMigrations(this.#database);
+    this.#pool = new AddressPool(this.#database);
+    this.#history = new SqlitePathHistory(this.#database);
+    const db = this.#database;
+    this.#statements = {
       getCluster: db.prepare<[string], ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters WHERE name = ?`),
       clusterByKey: db.prepare<[string], ClusterRow>(
         `SELECT ${CLUSTER_COLS} FROM clusters WHERE public_key = ?`,
@@ -101,7 +101,7 @@ export class SqliteStore implements Store {
   }
 
   #audit(e: AuditEntry): void {
-    const info = this.#q.insertAudit.run(
+    const info = this.#statements.insertAudit.run(
       e.at,
       e.actor,
       e.action,
@@ -111,11 +111,11 @@ export class SqliteStore implements Store {
     );
     const id = Number(info.lastInsertRowid);
     if (id > this.#limits.maxAuditRows && id % 1000 === 0)
-      this.#q.pruneAudit.run(id - this.#limits.maxAuditRows);
+      this.#statements.pruneAudit.run(id - this.#limits.maxAuditRows);
   }
 
   #checkClusterCap(): void {
-    if (this.#q.countClusters.get()!.n >= this.#limits.maxClusters) {
+    if (this.#statements.countClusters.get()!.n >= this.#limits.maxClusters) {
       throw new TunnelError(
         'LIMIT_EXCEEDED',
         `clusters: the relay already holds ${this.#limits.maxClusters}`,
@@ -124,14 +124,14 @@ export class SqliteStore implements Store {
   }
 
   #cluster(name: string): ClusterRecord | null {
-    const r = this.#q.getCluster.get(name);
+    const r = this.#statements.getCluster.get(name);
     return r ? toCluster(r) : null;
   }
 
-  #tx<T>(fn: () => T): Promise<T> {
+  #transaction<T>(fn: () => T): Promise<T> {
     if (this.#closed) return Promise.reject(new TunnelError('CLOSED', 'store is closed'));
     try {
-      return Promise.resolve(this.#db.transaction(fn)());
+      return Promise.resolve(this.#database.transaction(fn)());
     } catch (err) {
       return Promise.reject(err);
     }
@@ -140,49 +140,50 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#db.close();
+    this.#database.close();
   }
 
   async ping(): Promise<void> {
-    await this.#tx(() => this.#db.prepare('SELECT 1').get());
+    await this.#transaction(() => this.#database.prepare('SELECT 1').get());
   }
 
   getMeta(key: string): Promise<string | null> {
-    return this.#tx(() => this.#q.getMeta.get(key)?.value ?? null);
+    return this.#transaction(() => this.#statements.getMeta.get(key)?.value ?? null);
   }
 
   initMeta(key: string, value: string): Promise<boolean> {
-    return this.#tx(
+    return this.#transaction(
       () =>
-        this.#db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, value)
-          .changes === 1,
+        this.#database
+          .prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING')
+          .run(key, value).changes === 1,
     );
   }
 
   createCluster(c: NewCluster, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord> {
-    return this.#tx(() => {
-      if (this.#q.getCluster.get(c.name))
+    return this.#transaction(() => {
+      if (this.#statements.getCluster.get(c.name))
         throw new TunnelError('CONFLICT', `cluster "${c.name}" already exists`);
       this.#checkClusterCap();
-      this.#db
+      this.#database
         .prepare(
           `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
            VALUES (?, ?, ?, 'Pending', ?, ?)`,
         )
         .run(c.name, c.group, c.displayName, c.createdAt, c.createdAt);
-      insertPsk(this.#db, c.name, psk);
+      insertPsk(this.#database, c.name, psk);
       this.#audit(audit);
       return this.#cluster(c.name)!;
     });
   }
 
   getCluster(name: string): Promise<ClusterRecord | null> {
-    return this.#tx(() => this.#cluster(name));
+    return this.#transaction(() => this.#cluster(name));
   }
 
   currentPsk(cluster: string, now: number): Promise<PskSummary | null> {
-    return this.#tx(() => {
-      const row = this.#db
+    return this.#transaction(() => {
+      const row = this.#database
         .prepare<[string], PskState>(
           `SELECT cluster, expires_at, used_at, revoked_at FROM psks WHERE cluster = ? ${CURRENT_PSK_ORDER}`,
         )
@@ -192,11 +193,11 @@ export class SqliteStore implements Store {
   }
 
   listClusters(filter: { group?: string } = {}): Promise<ClusterRecord[]> {
-    return this.#tx(() => {
+    return this.#transaction(() => {
       const rows =
         filter.group === undefined
-          ? this.#db.prepare<[], ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters ORDER BY name`).all()
-          : this.#db
+          ? this.#database.prepare<[], ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters ORDER BY name`).all()
+          : this.#database
               .prepare<[string], ClusterRow>(
                 `SELECT ${CLUSTER_COLS} FROM clusters WHERE grp = ? ORDER BY name`,
               )
@@ -206,9 +207,9 @@ export class SqliteStore implements Store {
   }
 
   countClustersByStatus(): Promise<Record<string, number>> {
-    return this.#tx(() => {
+    return this.#transaction(() => {
       const out: Record<string, number> = { Pending: 0, Accepted: 0, Denied: 0 };
-      const rows = this.#db
+      const rows = this.#database
         .prepare<[], { status: string; n: number }>(
           'SELECT status, COUNT(*) AS n FROM clusters GROUP BY status',
         )
@@ -219,9 +220,9 @@ export class SqliteStore implements Store {
   }
 
   countLeasesSince(sinceWall: number): Promise<number> {
-    return this.#tx(
+    return this.#transaction(
       () =>
-        this.#db
+        this.#database
           .prepare<[number], { n: number }>('SELECT COUNT(*) AS n FROM clusters WHERE lease_renew_at >= ?')
           .get(sinceWall)!.n,
     );
@@ -232,11 +233,11 @@ export class SqliteStore implements Store {
     { status, now, presharedKey }: ClusterStatusChange,
     audit: AuditEntry,
   ): Promise<ClusterRecord | null> {
-    return this.#tx(() => {
+    return this.#transaction(() => {
       const c = this.#cluster(name);
       if (!c) return null;
       if (c.status !== status) {
-        this.#db
+        this.#database
           .prepare('UPDATE clusters SET status = ?, status_changed_at = ? WHERE name = ?')
           .run(status, now, name);
       }
@@ -248,45 +249,45 @@ export class SqliteStore implements Store {
   }
 
   rotatePsk(name: string, psk: NewSecret, audit: AuditEntry): Promise<ClusterRecord | null> {
-    return this.#tx(() => {
+    return this.#transaction(() => {
       const c = this.#cluster(name);
       if (!c) return null;
-      this.#db
+      this.#database
         .prepare(
           'UPDATE psks SET revoked_at = ? WHERE cluster = ? AND used_at IS NULL AND revoked_at IS NULL',
         )
         .run(audit.at, name);
-      insertPsk(this.#db, name, psk);
+      insertPsk(this.#database, name, psk);
       this.#audit(audit);
       return c;
     });
   }
 
   takeInstallLink(hash: string, now: number, audit: AuditEntry): Promise<TakeInstallResult> {
-    return this.#tx(() => {
-      const r = takeInstallLinkInTx(this.#db, hash, now);
+    return this.#transaction(() => {
+      const r = takeInstallLinkInTx(this.#database, hash, now);
       if (r.ok) this.#audit({ ...audit, target: r.cluster, detail: { ...audit.detail, pskId: r.pskId } });
       return r;
     });
   }
 
   deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null> {
-    return this.#tx(() => {
+    return this.#transaction(() => {
       const c = this.#cluster(name);
       if (!c) return null;
       // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
       this.#pool.release(name);
-      this.#db.prepare('DELETE FROM clusters WHERE name = ?').run(name);
+      this.#database.prepare('DELETE FROM clusters WHERE name = ?').run(name);
       this.#audit(audit);
       return c;
     });
   }
 
   register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult> {
-    return this.#tx(() => {
-      const result = registerInTx(this.#db, input, {
+    return this.#transaction(() => {
+      const result = registerInTx(this.#database, input, {
         cluster: (name) => this.#cluster(name),
-        clusterByKey: (key) => this.#q.clusterByKey.get(key)?.name ?? null,
+        clusterByKey: (key) => this.#statements.clusterByKey.get(key)?.name ?? null,
         checkClusterCap: () => this.#checkClusterCap(),
         pool: this.#pool,
       });
@@ -296,21 +297,21 @@ export class SqliteStore implements Store {
   }
 
   findAgent(credentialHash: string): Promise<AgentIdentity | null> {
-    return this.#tx(() => {
-      const r = this.#q.findAgent.get(credentialHash);
+    return this.#transaction(() => {
+      const r = this.#statements.findAgent.get(credentialHash);
       return r ? { credentialId: r.id, cluster: r.cluster, status: r.status as ClusterStatus } : null;
     });
   }
 
   renewLease(cluster: string, lease: LeaseInput): Promise<boolean> {
     const after = lease.agentReason ?? null;
-    return this.#tx(() =>
+    return this.#transaction(() =>
       this.#history.renew({
         cluster,
         after,
         now: lease.now,
         renew: () =>
-          this.#q.renew.run({
+          this.#statements.renew.run({
             name: cluster,
             now: lease.now,
             grace: lease.graceMs,
@@ -323,14 +324,14 @@ export class SqliteStore implements Store {
   }
 
   unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null> {
-    return this.#tx(() => {
+    return this.#transaction(() => {
       const c = this.#cluster(cluster);
       if (!c) return null;
       this.#pool.release(cluster);
-      this.#db
+      this.#database
         .prepare('UPDATE agent_credentials SET revoked_at = ? WHERE cluster = ? AND revoked_at IS NULL')
         .run(now, cluster);
-      this.#db
+      this.#database
         .prepare(
           `UPDATE clusters SET public_key = NULL, addr_index = NULL, preshared_key = NULL, agent_version = NULL,
              claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, agent_reason = NULL,
@@ -345,28 +346,28 @@ export class SqliteStore implements Store {
   }
 
   findClusterByKey(publicKey: string): Promise<ClusterRecord | null> {
-    return this.#tx(() => {
-      const r = this.#q.clusterByKey.get(publicKey);
+    return this.#transaction(() => {
+      const r = this.#statements.clusterByKey.get(publicKey);
       return r ? toCluster(r) : null;
     });
   }
 
   saveAgentPath(path: AgentPathRecord): Promise<void> {
-    return this.#tx(() => this.#history.saveAgentPath(path));
+    return this.#transaction(() => this.#history.saveAgentPath(path));
   }
 
   pathHistory(cluster: string): Promise<PathChange[]> {
-    return this.#tx(() => this.#history.history(cluster));
+    return this.#transaction(() => this.#history.history(cluster));
   }
 
   relayedReasonCounts(sinceWall: number): Promise<RelayedReasonCount[]> {
-    return this.#tx(() => this.#history.relayedReasonCounts(sinceWall));
+    return this.#transaction(() => this.#history.relayedReasonCounts(sinceWall));
   }
 
   agentPaths(cluster?: string): Promise<AgentPathRecord[]> {
-    return this.#tx(() => {
+    return this.#transaction(() => {
       const where = cluster === undefined ? '' : ' WHERE cluster = ?';
-      const rows = this.#db
+      const rows = this.#database
         .prepare<unknown[], AgentPathRow>(`SELECT ${AGENT_PATH_COLS} FROM agent_paths${where}`)
         .all(...(cluster === undefined ? [] : [cluster]));
       return rows.map(toAgentPath);
@@ -374,15 +375,15 @@ export class SqliteStore implements Store {
   }
 
   createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void> {
-    return this.#tx(() => {
-      const n = this.#db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM access_keys').get()!.n;
+    return this.#transaction(() => {
+      const n = this.#database.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM access_keys').get()!.n;
       if (n >= this.#limits.maxAccessKeys) {
         throw new TunnelError(
           'LIMIT_EXCEEDED',
           `access keys: the relay already holds ${this.#limits.maxAccessKeys}`,
         );
       }
-      this.#db
+      this.#database
         .prepare(
           'INSERT INTO access_keys (id, role, description, hash, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
         )
@@ -392,15 +393,15 @@ export class SqliteStore implements Store {
   }
 
   findAccessKey(hash: string): Promise<AccessKeyRecord | null> {
-    return this.#tx(() => {
-      const r = this.#q.findKey.get(hash);
+    return this.#transaction(() => {
+      const r = this.#statements.findKey.get(hash);
       return r ? toKey(r) : null;
     });
   }
 
   listAccessKeys(): Promise<AccessKeyRecord[]> {
-    return this.#tx(() =>
-      this.#db
+    return this.#transaction(() =>
+      this.#database
         .prepare<[], KeyRow>(
           'SELECT id, role, description, created_at, expires_at, revoked_at FROM access_keys ORDER BY created_at, id',
         )
@@ -410,17 +411,17 @@ export class SqliteStore implements Store {
   }
 
   async revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult> {
-    const result = await this.#tx((): RevokeKeyResult => {
-      const active = this.#db.prepare<[number, string], { n: number }>(
+    const result = await this.#transaction((): RevokeKeyResult => {
+      const active = this.#database.prepare<[number, string], { n: number }>(
         `SELECT COUNT(*) AS n FROM access_keys WHERE role = 'admin' AND revoked_at IS NULL
            AND (expires_at IS NULL OR expires_at > ?) AND id = ?`,
       );
-      const otherAdmins = this.#db.prepare<[number, string], { n: number }>(
+      const otherAdmins = this.#database.prepare<[number, string], { n: number }>(
         `SELECT COUNT(*) AS n FROM access_keys WHERE role = 'admin' AND revoked_at IS NULL
            AND (expires_at IS NULL OR expires_at > ?) AND id != ?`,
       );
       if (active.get(now, id)!.n === 1 && otherAdmins.get(now, id)!.n === 0) return 'last-admin';
-      const changes = this.#db
+      const changes = this.#database
         .prepare('UPDATE access_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
         .run(now, id).changes;
       if (changes === 1) this.#audit(audit);
@@ -441,12 +442,14 @@ export class SqliteStore implements Store {
   }
 
   getPlatformValues(): Promise<Record<string, unknown>> {
-    return this.#tx(() => JSON.parse(this.#q.getMeta.get('platform-values')?.value ?? '{}'));
+    return this.#transaction(() =>
+      JSON.parse(this.#statements.getMeta.get('platform-values')?.value ?? '{}'),
+    );
   }
 
   setPlatformValues(values: Record<string, unknown>, audit: AuditEntry): Promise<void> {
-    return this.#tx(() => {
-      this.#db
+    return this.#transaction(() => {
+      this.#database
         .prepare(
           'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
         )
@@ -456,8 +459,8 @@ export class SqliteStore implements Store {
   }
 
   getClusterValues(name: string): Promise<Record<string, unknown> | null> {
-    return this.#tx(() => {
-      const r = this.#db
+    return this.#transaction(() => {
+      const r = this.#database
         .prepare<[string], { values_json: string }>('SELECT values_json FROM clusters WHERE name = ?')
         .get(name);
       return r ? (JSON.parse(r.values_json) as Record<string, unknown>) : null;
@@ -465,8 +468,8 @@ export class SqliteStore implements Store {
   }
 
   setClusterValues(name: string, values: Record<string, unknown>, audit: AuditEntry): Promise<boolean> {
-    return this.#tx(() => {
-      const changes = this.#db
+    return this.#transaction(() => {
+      const changes = this.#database
         .prepare('UPDATE clusters SET values_json = ? WHERE name = ?')
         .run(JSON.stringify(values), name).changes;
       if (changes === 1) this.#audit(audit);
@@ -475,12 +478,12 @@ export class SqliteStore implements Store {
   }
 
   appendAudit(entry: AuditEntry): Promise<void> {
-    return this.#tx(() => this.#audit(entry));
+    return this.#transaction(() => this.#audit(entry));
   }
 
   listAudit(limit: number): Promise<AuditRecord[]> {
-    return this.#tx(() =>
-      this.#db
+    return this.#transaction(() =>
+      this.#database
         .prepare<[number], AuditRow>(
           'SELECT id, at, actor, action, target, source, detail FROM audit ORDER BY id DESC LIMIT ?',
         )

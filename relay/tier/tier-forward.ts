@@ -42,7 +42,12 @@ export interface TierForwardOptions {
 const LOCAL_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 export class TierForwarder {
-  readonly #o: TierForwardOptions;
+  readonly #pool: HubPool;
+  readonly #key: MeshKey;
+  readonly #caPin: string;
+  readonly #drain: DrainState;
+  readonly #log: Logger;
+  readonly #stats: TierStats;
   /** The agents' /derp pass-throughs (client side), ended when the drain moves the agents. */
   readonly #agents = new Set<Duplex>();
   /** Every CONNECT and Upgrade pass-through (client side), /derp included: cut when the server closes. */
@@ -50,10 +55,15 @@ export class TierForwarder {
   /** Forwarded requests other than /derp in flight (the drain waits for them). */
   #inFlight = 0;
 
-  constructor(o: TierForwardOptions) {
-    this.#o = o;
-    o.drain.track({ name: 'forwarded requests', count: () => this.#inFlight });
-    o.drain.onMove(() => this.#endAgents());
+  constructor(options: TierForwardOptions) {
+    this.#pool = options.pool;
+    this.#key = options.key;
+    this.#caPin = options.caPin;
+    this.#drain = options.drain;
+    this.#log = options.log;
+    this.#stats = options.stats;
+    options.drain.track({ name: 'forwarded requests', count: () => this.#inFlight });
+    options.drain.onMove(() => this.#endAgents());
   }
 
   /** /derp pass-throughs open now. */
@@ -67,13 +77,13 @@ export class TierForwarder {
    */
   attach(app: FastifyInstance): void {
     const onConnect = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-      this.#o.drain.noteActivity();
+      this.#drain.noteActivity();
       this.#raw(req, socket, () => forwardConnect(this.#hop(req), req, { socket, head }), true);
     };
     const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-      this.#o.drain.noteActivity();
+      this.#drain.noteActivity();
       const derp = (req.url ?? '').split('?', 1)[0] === '/derp';
-      if (derp && this.#o.drain.draining) {
+      if (derp && this.#drain.draining) {
         writeErrorResponse(socket, 503, new TunnelError('CLOSED', 'relay is shutting down'));
         return;
       }
@@ -104,16 +114,15 @@ export class TierForwarder {
         `a relay-mode replica takes no mesh requests; remove the ${MESH_KEY_HEADER} header`,
       );
     }
-    const row: ReplicaRow = hubFor(this.#o.pool, req);
-    const { pool, caPin, key, stats } = this.#o;
+    const row: ReplicaRow = hubFor(this.#pool, req);
     return {
       dial: () =>
-        dialReplica({ meshUrl: row.meshUrl, cluster: null }, caPin).catch((err: unknown) => {
-          pool.markFailed(row.id);
+        dialReplica({ meshUrl: row.meshUrl, cluster: null }, this.#caPin).catch((err: unknown) => {
+          this.#pool.markFailed(row.id);
           throw err;
         }),
-      headers: meshHeaders(key, peerAddress(req.socket), VIA_RELAY),
-      stats,
+      headers: meshHeaders(this.#key, peerAddress(req.socket), VIA_RELAY),
+      stats: this.#stats,
     };
   }
 
@@ -141,7 +150,7 @@ export class TierForwarder {
     }
     started.catch((err: unknown) => {
       const e = asTunnelError(err);
-      this.#o.stats.failed++;
+      this.#stats.failed++;
       this.#logRefusal(req, e);
       if (res.headersSent) return void res.destroy(e);
       const body = JSON.stringify(e.toJSON());
@@ -155,14 +164,14 @@ export class TierForwarder {
 
   #refuse(req: IncomingMessage, socket: Duplex, err: unknown, connect: boolean): void {
     const e = asTunnelError(err);
-    this.#o.stats.failed++;
+    this.#stats.failed++;
     this.#logRefusal(req, e);
     writeErrorResponse(socket, proxyStatus(e, connect), e);
   }
 
   #logRefusal(req: IncomingMessage, e: TunnelError): void {
-    if (e.code === 'INTERNAL') this.#o.log.error({ err: e }, 'forward failed');
-    else this.#o.log.info({ method: req.method, code: e.code }, `not forwarded: ${e.message}`);
+    if (e.code === 'INTERNAL') this.#log.error({ err: e }, 'forward failed');
+    else this.#log.info({ method: req.method, code: e.code }, `not forwarded: ${e.message}`);
   }
 
   #count(side: Duplex | ServerResponse): void {

@@ -83,7 +83,7 @@ class WsDerpClient implements DerpClient {
   readonly #pingMs: number;
   readonly #deadMs: number;
   readonly #highWater: number;
-  #ws: WebSocket | null = null;
+  #webSocket: WebSocket | null = null;
   #batcher: WriteBatcher | null = null;
   #phase: 'serverKey' | 'serverInfo' | 'up' = 'serverKey';
   #key: Uint8Array | null = null;
@@ -144,7 +144,7 @@ class WsDerpClient implements DerpClient {
       this.#timer = this.#clock.setTimer(delayMs, () => this.#connect());
       return;
     }
-    this.#ws = ws;
+    this.#webSocket = ws;
     const parser = new FrameParser((type, frame) => this.#onFrame(ws, type, frame));
     this.#wire(ws, parser, o);
   }
@@ -267,7 +267,7 @@ class WsDerpClient implements DerpClient {
   #armTick(ws: WebSocket): void {
     const tick = Math.max(100, Math.min(this.#pingMs, this.#deadMs) / 2);
     this.#timer = this.#clock.setTimer(tick, () => {
-      if (this.#ws !== ws) return;
+      if (this.#webSocket !== ws) return;
       const idle = this.#clock.now() - this.#lastRx;
       if (idle >= this.#deadMs) {
         this.#lastError = new TunnelError(
@@ -284,8 +284,8 @@ class WsDerpClient implements DerpClient {
   }
 
   #onClose(ws: WebSocket, code: number, reason: string): void {
-    if (this.#ws !== ws) return;
-    this.#ws = null;
+    if (this.#webSocket !== ws) return;
+    this.#webSocket = null;
     this.#clock.clearTimer(this.#timer);
     this.#clock.clearTimer(this.#hsTimer);
     if (this.#state === 'closed') return;
@@ -339,7 +339,7 @@ class WsDerpClient implements DerpClient {
    * at once when dropped; after a failed write it is left to the garbage collector.
    */
   send(dst: Uint8Array, payload: Uint8Array): boolean {
-    const ws = this.#ws;
+    const ws = this.#webSocket;
     if (this.#phase !== 'up' || !ws || this.#state !== 'connected' || ws.bufferedAmount > this.#highWater) {
       this.stats.dropped++;
       releaseSent(payload);
@@ -384,8 +384,8 @@ class WsDerpClient implements DerpClient {
     this.#state = 'closed';
     this.#clock.clearTimer(this.#timer);
     this.#clock.clearTimer(this.#hsTimer);
-    const ws = this.#ws;
-    this.#ws = null;
+    const ws = this.#webSocket;
+    this.#webSocket = null;
     ws?.close(1000, 'client closing');
     if (ws) this.#clock.setTimer(1000, () => ws.terminate());
     this.#emit({ state: 'closed' });

@@ -36,22 +36,22 @@ interface SodiumSecretboxFns {
 
 class SodiumDiscoBox implements DiscoBox {
   readonly name = 'sodium-native' as const;
-  readonly #s: SodiumSecretboxFns;
+  readonly #sodium: SodiumSecretboxFns;
 
   constructor(s: SodiumSecretboxFns) {
-    this.#s = s;
+    this.#sodium = s;
   }
 
   seal(plaintext: Uint8Array, nonce: Uint8Array, key: Uint8Array): Buffer {
     const out = Buffer.alloc(plaintext.length + BOX_MAC_LEN);
-    this.#s.crypto_secretbox_easy(out, plaintext, nonce, key);
+    this.#sodium.crypto_secretbox_easy(out, plaintext, nonce, key);
     return out;
   }
 
   open(box: Uint8Array, nonce: Uint8Array, key: Uint8Array): Buffer | null {
     if (box.length < BOX_MAC_LEN) return null;
     const out = Buffer.alloc(box.length - BOX_MAC_LEN);
-    return this.#s.crypto_secretbox_open_easy(out, box, nonce, key) ? out : null;
+    return this.#sodium.crypto_secretbox_open_easy(out, box, nonce, key) ? out : null;
   }
 }
 

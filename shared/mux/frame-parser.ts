@@ -24,7 +24,7 @@ export class FrameParser {
   #remaining = 0;
   #inPayload = false;
   #failed: TunnelError | null = null;
-  readonly #h: FrameHeader = { type: 0, flags: 0, streamId: 0, length: 0 };
+  readonly #decodedHeader: FrameHeader = { type: 0, flags: 0, streamId: 0, length: 0 };
 
   /** `maxData`: largest Data payload accepted in one frame (checked before the payload is read). */
   constructor(sink: FrameSink, maxData: number) {
@@ -88,7 +88,7 @@ export class FrameParser {
 
   #header(src: Buffer, at: number): void {
     const version = src[at]!;
-    const h = this.#h;
+    const h = this.#decodedHeader;
     h.type = src[at + 1]!;
     h.flags = src.readUInt16BE(at + 2);
     h.streamId = src.readUInt32BE(at + 4);

@@ -207,7 +207,7 @@ export class Agent {
     let delay = jittered(PENDING_POLL_MS, 0.1, this.#random);
     try {
       const info = await this.#options.api.info();
-      this.#ok();
+      this.#noteSuccess();
       this.#pollBackoff.reset();
       if (info.status === 'Accepted') {
         this.#saveRegistration('Accepted', info.tunnel);
@@ -283,7 +283,7 @@ export class Agent {
   #onLease(res: LeaseResponse): void {
     this.#leaseRenewedAt = new Date(this.#clock.wallNow()).toISOString();
     if (this.#status !== 'Accepted') this.#saveRegistration('Accepted', this.#state.tunnel);
-    this.#ok();
+    this.#noteSuccess();
     if (res.valuesVersion !== this.#valuesVersion) {
       this.#valuesVersion = res.valuesVersion;
       void this.#refreshValues();
@@ -370,7 +370,7 @@ export class Agent {
     }
   }
 
-  #ok(): void {
+  #noteSuccess(): void {
     if (this.#failures > 0) this.#log(`the relay answers again after ${this.#failures} failed attempts`);
     this.#failures = 0;
     this.#lastError = null;
@@ -378,7 +378,7 @@ export class Agent {
 
   /**
    * One line for the first failure of a streak, none for the retries that follow (status.json keeps the last
-   * error); #ok logs the end of the streak.
+   * error); #noteSuccess logs the end of the streak.
    */
   #fail(err: unknown, retryInMs: number): void {
     this.#failures++;

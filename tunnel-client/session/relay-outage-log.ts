@@ -25,7 +25,7 @@ export class RelayOutageLog {
 
   /** The line to log for this state change, or null for none. */
   note(e: DerpStateEvent, now: number): string | null {
-    if (e.state === 'connected') return this.#up(now);
+    if (e.state === 'connected') return this.#connected(now);
     if (e.state !== 'reconnecting') return null;
     this.#failedAttempts++;
     const code = e.error?.code ?? 'CLOSED';
@@ -45,7 +45,7 @@ export class RelayOutageLog {
     return `relay connection lost${why}; ${RETRY_NOTE}`;
   }
 
-  #up(now: number): string {
+  #connected(now: number): string {
     const down = this.#downSince;
     const attempts = this.#failedAttempts;
     const first = !this.#everConnected;

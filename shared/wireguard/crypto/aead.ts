@@ -105,11 +105,15 @@ interface SodiumAeadFns {
 
 class SodiumAead implements Aead {
   readonly name = 'sodium-native' as const;
-  constructor(private readonly s: SodiumAeadFns) {}
+  readonly #sodium: SodiumAeadFns;
+
+  constructor(sodiumNative: SodiumAeadFns) {
+    this.#sodium = sodiumNative;
+  }
 
   seal(out: Uint8Array, key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): number {
     const len = plaintext.length + AEAD_TAG_LEN;
-    return this.s.crypto_aead_chacha20poly1305_ietf_encrypt(
+    return this.#sodium.crypto_aead_chacha20poly1305_ietf_encrypt(
       out.length === len ? out : out.subarray(0, len),
       plaintext,
       aad ?? null,
@@ -129,7 +133,7 @@ class SodiumAead implements Aead {
     const n = ciphertext.length - AEAD_TAG_LEN;
     if (n < 0) return -1;
     try {
-      return this.s.crypto_aead_chacha20poly1305_ietf_decrypt(
+      return this.#sodium.crypto_aead_chacha20poly1305_ietf_decrypt(
         out.length === n ? out : out.subarray(0, n),
         null,
         ciphertext,
