@@ -3,8 +3,12 @@
  * HTTP behind a terminator), the connection guard and limits, JSON-only bodies, the error envelope for every
  * failure, and while closing `Connection: close` on answers and 503 CLOSED for new requests.
  */
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+} from 'fastify';
 import type { Logger } from 'pino';
 import { TunnelError } from '../../shared/errors.js';
 import type { RelayConfig } from '../config.js';
@@ -68,7 +72,9 @@ function sendError(reply: FastifyReply, e: TunnelError): void {
 
 function createFastify(o: AppOptions, guard: ConnectionGuard): FastifyInstance {
   const serverLimits = nodeServerLimits(o.limits);
-  const app = Fastify({
+  // Fastify's own logger type, so the instance is the plain FastifyInstance every route module takes.
+  const loggerInstance: FastifyBaseLogger = o.log;
+  return Fastify({
     ...(o.tls
       ? {
           https: {
@@ -79,7 +85,7 @@ function createFastify(o: AppOptions, guard: ConnectionGuard): FastifyInstance {
           },
         }
       : { http: serverLimits }),
-    loggerInstance: o.log,
+    loggerInstance,
     // Per-request lines at debug, not info.
     logController: new DebugRequestLog(),
     bodyLimit: BODY_LIMIT,
@@ -91,8 +97,7 @@ function createFastify(o: AppOptions, guard: ConnectionGuard): FastifyInstance {
     forceCloseConnections: 'idle',
     clientErrorHandler: (err, socket) => guard.handleClientError(err, socket),
     frameworkErrors: (err, req, reply) => sendError(reply, frameworkErrorReply(err.code, req.raw.url ?? '')),
-  }).withTypeProvider<TypeBoxTypeProvider>();
-  return app as unknown as FastifyInstance;
+  });
 }
 
 /** Only JSON bodies are parsed (others get 415); an empty body counts as {} so body-less POSTs work. */

@@ -39,14 +39,16 @@ const SPKI_X25519 = Buffer.from('302a300506032b656e032100', 'hex');
 const SIGMA = Buffer.from('expand 32-byte k', 'latin1');
 const ZERO16 = new Uint8Array(16);
 const privCache = new WeakMap<Uint8Array, KeyObject>();
-/** tweetnacl ships lowlevel without types. */
-const hsalsa20 = (
-  nacl as unknown as {
-    lowlevel: {
-      crypto_core_hsalsa20(out: Uint8Array, inp: Uint8Array, k: Uint8Array, c: Uint8Array): number;
-    };
-  }
-).lowlevel.crypto_core_hsalsa20;
+/**
+ * tweetnacl's published types leave out `lowlevel`, which nacl-fast.js exports: the one place it is typed. The
+ * type only adds that member to tweetnacl's own, so every other use of `nacl` stays checked.
+ */
+type NaclWithLowlevel = typeof nacl & {
+  readonly lowlevel: {
+    crypto_core_hsalsa20(out: Uint8Array, inp: Uint8Array, k: Uint8Array, c: Uint8Array): number;
+  };
+};
+const hsalsa20 = (nacl as NaclWithLowlevel).lowlevel.crypto_core_hsalsa20;
 
 function privateKeyObject(raw: Uint8Array): KeyObject {
   let k = privCache.get(raw);

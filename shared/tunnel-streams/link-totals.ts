@@ -19,28 +19,42 @@ export function newLinkTotals(): LinkTotals {
   return { arq: newArqStats(), mux: newMuxStats(), sendErrors: 0 };
 }
 
-type Numbers = { [k: string]: number | Numbers };
+/** Adds every counter of `src` into the same-named counter of `dst`. */
+function addCounts<K extends string>(
+  dst: Record<NoInfer<K>, number>,
+  src: Readonly<Record<K, number>>,
+): void {
+  for (const k in src) dst[k] += src[k];
+}
 
-/** Adds every number of `src` into `dst` (same shape). */
-function addInto(dst: Numbers, src: Numbers): void {
-  for (const [k, v] of Object.entries(src)) {
-    const d = dst[k];
-    if (typeof v === 'number') dst[k] = (typeof d === 'number' ? d : 0) + v;
-    else if (d !== undefined && typeof d !== 'number') addInto(d, v);
-  }
+function addArqStats(dst: ArqStats, src: ArqStats): void {
+  const { garbage, dropped, ...counters } = src;
+  addCounts(dst, counters);
+  addCounts(dst.garbage, garbage);
+  addCounts(dst.dropped, dropped);
+}
+
+function addMuxStats(dst: MuxStats, src: MuxStats): void {
+  const { refused, ...counters } = src;
+  addCounts(dst, counters);
+  addCounts(dst.refused, refused);
+}
+
+function addTotals(dst: LinkTotals, src: LinkTotals): void {
+  addArqStats(dst.arq, src.arq);
+  addMuxStats(dst.mux, src.mux);
+  dst.sendErrors += src.sendErrors;
 }
 
 /** Adds one link's counters into `t`. */
 export function addLinkTotals(t: LinkTotals, link: StreamLink): void {
-  addInto(t.arq as unknown as Numbers, link.arq.stats as unknown as Numbers);
-  addInto(t.mux as unknown as Numbers, link.mux.stats as unknown as Numbers);
-  t.sendErrors += link.sendErrors;
+  addTotals(t, { arq: link.arq.stats, mux: link.mux.stats, sendErrors: link.sendErrors });
 }
 
 /** `closed` plus every live link, in a new object. */
 export function sumLinkTotals(closed: LinkTotals, live: Iterable<StreamLink>): LinkTotals {
   const t = newLinkTotals();
-  addInto(t as unknown as Numbers, closed as unknown as Numbers);
+  addTotals(t, closed);
   for (const l of live) addLinkTotals(t, l);
   return t;
 }

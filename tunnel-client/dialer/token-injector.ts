@@ -12,7 +12,7 @@
  * with the agent's credential on the upstream: the relay's roles (viewer: read-only) are the only gate.
  */
 import { readFileSync } from 'node:fs';
-import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
@@ -93,7 +93,7 @@ export function serveWithToken(stream: Duplex, upstream: Socket, tokenFile: stri
     const up = http.request({
       method: req.method ?? 'GET',
       path: req.url ?? '/',
-      headers: [...headers, 'connection', 'close'] as unknown as OutgoingHttpHeaders,
+      headers: [...headers, 'connection', 'close'],
       setHost: false,
       createConnection: () => upstream,
     });
