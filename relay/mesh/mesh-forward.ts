@@ -8,7 +8,7 @@
  * The other replica authenticates the caller again and serves the request itself. A replica that cannot be
  * reached fails the request with MESH_UNREACHABLE (502) naming the cluster, before any byte reached the client.
  */
-import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { TunnelError } from '../../shared/errors.js';
@@ -133,17 +133,10 @@ export async function forwardRequest(hop: MeshHop, req: IncomingMessage, res: Se
     'close',
     ...hop.headers,
   ];
-  const upstream = http.request({
-    method: req.method ?? 'GET',
-    path: req.url ?? '/',
-    headers: headerObject(headers),
-    setHost: false,
-    createConnection: () => peer,
-  });
   await exchange({
     req,
     res,
-    upstream,
+    head: { method: req.method ?? 'GET', path: req.url ?? '/', headers: headerObject(headers) },
     transport: peer,
     bodyFollows: framing.kind !== 'none',
     answerHeaders: (raw) => endToEndHeaders(raw, HOP_BY_HOP, ANSWER_KEEP),

@@ -4,16 +4,23 @@
  * the answer's status and headers are written once, and whichever side goes away first takes the transport
  * with it, so neither a client that leaves nor an upstream that stops leaves the other half open.
  */
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { TunnelError } from '../../shared/errors.js';
+
+export interface RequestHead {
+  method: string;
+  path: string;
+  /** A header object, or a flat name/value list sent in its order and case. */
+  headers: OutgoingHttpHeaders | readonly string[];
+}
 
 export interface ExchangeOptions {
   /** The client's request and the response to it. */
   req: IncomingMessage;
   res: ServerResponse;
-  /** The forwarded request, written on `transport`. */
-  upstream: ClientRequest;
+  /** The forwarded request's head, written on `transport` as it is (no Host header is added). */
+  head: RequestHead;
   /** Destroyed when either side goes away before the exchange is complete. */
   transport: Duplex;
   /** False when the request has no body (framing 'none'): the forwarded request ends at once. */
@@ -28,7 +35,14 @@ export interface ExchangeOptions {
 
 /** Resolves when the answer has been piped (or either side left); rejects when the request itself failed. */
 export function exchange(opts: ExchangeOptions): Promise<void> {
-  const { req, res, upstream, transport } = opts;
+  const { req, res, transport } = opts;
+  const upstream = http.request({
+    method: opts.head.method,
+    path: opts.head.path,
+    headers: opts.head.headers,
+    setHost: false,
+    createConnection: () => transport,
+  });
   return new Promise<void>((resolve, reject) => {
     upstream.on('error', (err) =>
       reject(new TunnelError('STREAM_RESET', `${opts.what} failed: ${err.message}`)),

@@ -17,7 +17,7 @@
  * The relay's own errors here are Kubernetes `Status` objects (kube-status.ts), not the API's error
  * envelope: kubectl is the client, and it prints a Status's reason and message.
  */
-import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
@@ -206,17 +206,14 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   const stream = await openUpstream(streams, p.cluster);
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
-  const upstream = http.request({
-    method: req.method ?? 'GET',
-    path: p.upstreamPath,
-    headers: [...upstreamHeaders(req, framing), 'connection', 'close'] as unknown as OutgoingHttpHeaders,
-    setHost: false,
-    createConnection: () => stream as unknown as import('node:net').Socket,
-  });
   await exchange({
     req,
     res,
-    upstream,
+    head: {
+      method: req.method ?? 'GET',
+      path: p.upstreamPath,
+      headers: [...upstreamHeaders(req, framing), 'connection', 'close'],
+    },
     transport: stream,
     bodyFollows: framing.kind !== 'none',
     answerHeaders: forwardHeaders,
