@@ -19,7 +19,7 @@ export class SseParser {
   private event = '';
   private data: string[] = [];
   private dataChars = 0;
-  private id: string | null = null;
+  private pendingId: string | null = null;
   private lastId: string | null = null;
 
   /** The last `id:` seen (kept across events, as the standard says). */
@@ -58,7 +58,7 @@ export class SseParser {
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'event') this.event = value;
     else if (field === 'data') this.addData(value);
-    else if (field === 'id' && !value.includes('\0')) this.id = value;
+    else if (field === 'id' && !value.includes('\0')) this.pendingId = value;
     return null;
   }
 
@@ -72,13 +72,13 @@ export class SseParser {
   }
 
   private dispatch(): SseEvent | null {
-    if (this.id !== null) this.lastId = this.id;
+    if (this.pendingId !== null) this.lastId = this.pendingId;
     const ev: SseEvent = { event: this.event || 'message', data: this.data.join('\n'), id: this.lastId };
     const hadData = this.data.length > 0 && this.dataChars <= MAX_SSE_EVENT_CHARS;
     this.event = '';
     this.data = [];
     this.dataChars = 0;
-    this.id = null;
+    this.pendingId = null;
     return hadData ? ev : null;
   }
 }

@@ -30,7 +30,7 @@ export class InflightCap {
   #bucketAt = Number.NEGATIVE_INFINITY;
   // rounds: (time, delivered bytes) at each of the last ROUNDS + 1 round boundaries
   #roundEnd = -1;
-  readonly #at: number[] = [];
+  readonly #roundTimes: number[] = [];
   readonly #delivered: number[] = [];
   #rate = 0;
 
@@ -77,14 +77,14 @@ export class InflightCap {
     if (!this.enabled) return;
     if (this.#roundEnd >= 0 && seqDiff(una, this.#roundEnd) < 0) return;
     this.#roundEnd = sndNxt;
-    this.#at.push(now);
+    this.#roundTimes.push(now);
     this.#delivered.push(delivered);
-    if (this.#at.length > ROUNDS + 1) {
-      this.#at.shift();
+    if (this.#roundTimes.length > ROUNDS + 1) {
+      this.#roundTimes.shift();
       this.#delivered.shift();
     }
-    const span = now - this.#at[0]!;
-    if (this.#at.length < 3 || span <= 0) return;
+    const span = now - this.#roundTimes[0]!;
+    if (this.#roundTimes.length < 3 || span <= 0) return;
     this.#rate = (delivered - this.#delivered[0]!) / span;
     const minRtt = this.minRtt;
     if (Number.isFinite(minRtt))

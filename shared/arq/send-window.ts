@@ -39,7 +39,7 @@ export class SendWindow {
   nextResendAt = Number.POSITIVE_INFINITY;
   /** Bytes acknowledged so far. */
   delivered = 0;
-  #sb: OutSeg[] = [];
+  #sendBuffer: OutSeg[] = [];
   #head = 0;
   #lost: OutSeg[] = [];
   #lostHead = 0;
@@ -50,10 +50,10 @@ export class SendWindow {
 
   /** Segments between una and sndNxt (selectively acknowledged ones included). */
   get inFlight(): number {
-    return this.#sb.length - this.#head;
+    return this.#sendBuffer.length - this.#head;
   }
   get una(): number {
-    return this.#head < this.#sb.length ? this.#sb[this.#head]!.sn : this.sndNxt;
+    return this.#head < this.#sendBuffer.length ? this.#sendBuffer[this.#head]!.sn : this.sndNxt;
   }
   /** Segments believed to be in the network: unacknowledged and not marked lost. */
   get pipe(): number {
@@ -78,7 +78,7 @@ export class SendWindow {
       lost: false,
     };
     this.sndNxt = (this.sndNxt + 1) >>> 0;
-    this.#sb.push(seg);
+    this.#sendBuffer.push(seg);
     this.unacked++;
     this.unackedBytes += len;
     return seg;
@@ -100,8 +100,8 @@ export class SendWindow {
   /** Cumulative ack: everything below `una`. Ignored if it acknowledges data never sent. */
   onUna(una: number): void {
     if (seqDiff(una, this.sndNxt) > 0) return;
-    while (this.#head < this.#sb.length) {
-      const seg = this.#sb[this.#head]!;
+    while (this.#head < this.#sendBuffer.length) {
+      const seg = this.#sendBuffer[this.#head]!;
       if (seqDiff(seg.sn, una) >= 0) break;
       this.#markAcked(seg);
       this.#head++;
@@ -112,8 +112,8 @@ export class SendWindow {
   /** Selective ack of one segment. */
   onAck(sn: number): void {
     const idx = this.#head + seqDiff(sn, this.una);
-    if (idx < this.#head || idx >= this.#sb.length) return;
-    this.#markAcked(this.#sb[idx]!);
+    if (idx < this.#head || idx >= this.#sendBuffer.length) return;
+    this.#markAcked(this.#sendBuffer[idx]!);
     this.#trim();
   }
 
@@ -123,8 +123,8 @@ export class SendWindow {
    */
   fastScan(maxAck: number, ackTs: number, threshold: number, limit: number, out: OutSeg[]): number {
     let n = 0;
-    for (let i = this.#head; i < this.#sb.length; i++) {
-      const seg = this.#sb[i]!;
+    for (let i = this.#head; i < this.#sendBuffer.length; i++) {
+      const seg = this.#sendBuffer[i]!;
       if (seqDiff(seg.sn, maxAck) >= 0) break;
       if (seg.acked || seqDiff(ackTs, seg.ts) < 0) continue;
       seg.fastack++;
@@ -145,8 +145,8 @@ export class SendWindow {
     const resend: OutSeg[] = [];
     let expired = false;
     let next = Number.POSITIVE_INFINITY;
-    for (let i = this.#head; i < this.#sb.length; i++) {
-      const seg = this.#sb[i]!;
+    for (let i = this.#head; i < this.#sendBuffer.length; i++) {
+      const seg = this.#sendBuffer[i]!;
       if (seg.acked || seg.lost) continue;
       if (now >= seg.resendAt) {
         expired = true;
@@ -184,8 +184,8 @@ export class SendWindow {
   }
 
   clear(): void {
-    for (let i = this.#head; i < this.#sb.length; i++) this.#giveBack(this.#sb[i]!);
-    this.#sb = [];
+    for (let i = this.#head; i < this.#sendBuffer.length; i++) this.#giveBack(this.#sendBuffer[i]!);
+    this.#sendBuffer = [];
     this.#head = 0;
     this.#lost = [];
     this.#lostHead = 0;
@@ -216,13 +216,13 @@ export class SendWindow {
   }
 
   #trim(): void {
-    while (this.#head < this.#sb.length && this.#sb[this.#head]!.acked) this.#head++;
-    if (this.#head === this.#sb.length) {
-      this.#sb.length = 0;
+    while (this.#head < this.#sendBuffer.length && this.#sendBuffer[this.#head]!.acked) this.#head++;
+    if (this.#head === this.#sendBuffer.length) {
+      this.#sendBuffer.length = 0;
       this.#head = 0;
       this.nextResendAt = Number.POSITIVE_INFINITY;
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#sb.length) {
-      this.#sb = this.#sb.slice(this.#head);
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#sendBuffer.length) {
+      this.#sendBuffer = this.#sendBuffer.slice(this.#head);
       this.#head = 0;
     }
   }

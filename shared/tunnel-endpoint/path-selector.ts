@@ -110,7 +110,7 @@ function addressKey(a: DiscoAddress): string | null {
 
 export class PathSelector {
   readonly #clock: Clock;
-  readonly #t: PathTimers;
+  readonly #timers: PathTimers;
   readonly #maxCandidates: number;
   readonly #newTxid: () => Buffer;
   readonly #onRouteChange: () => void;
@@ -139,7 +139,7 @@ export class PathSelector {
 
   constructor(o: PathSelectorOptions) {
     this.#clock = o.clock;
-    this.#t = pathTimers(o.timers);
+    this.#timers = pathTimers(o.timers);
     this.#maxCandidates = Math.max(1, o.maxCandidates ?? 24);
     this.#pending = new PendingPings(o.maxPending ?? 64);
     this.#newTxid = o.newTxid ?? newTxid;
@@ -258,16 +258,16 @@ export class PathSelector {
     const known = this.#candidates.get(key);
     const c = known ?? this.#addCandidate(from, key);
     if (!c) return;
-    if (c.source === 'peer-reflexive') c.expiresAt = now + this.#t.peerReflexiveTtlMs;
+    if (c.source === 'peer-reflexive') c.expiresAt = now + this.#timers.peerReflexiveTtlMs;
     if (known) return;
     if (this.#gaveUp) this.#startConfirming();
-    else this.#confirmUntil = Math.max(this.#confirmUntil, now + this.#t.confirmMs);
+    else this.#confirmUntil = Math.max(this.#confirmUntil, now + this.#timers.confirmMs);
   }
 
   /** A datagram was sent to or received from the peer. True when this woke an idle peer: poll now. */
   noteTraffic(): boolean {
     const now = this.#clock.now();
-    const woke = now - this.#lastTrafficAt >= this.#t.activeMs;
+    const woke = now - this.#lastTrafficAt >= this.#timers.activeMs;
     this.#lastTrafficAt = now;
     if (!woke) return false;
     this.#wokeAt = now;
@@ -327,7 +327,7 @@ export class PathSelector {
     const now = this.#clock.now();
     let at = this.#relayLastPingAt + this.#relayInterval(now);
     const oldest = this.#pending.oldestSentAt;
-    if (oldest !== undefined) at = Math.min(at, oldest + this.#t.pingTimeoutMs + 1);
+    if (oldest !== undefined) at = Math.min(at, oldest + this.#timers.pingTimeoutMs + 1);
     if (!this.probing) return at;
     const givesUpAt = this.#givesUpAt();
     if (givesUpAt !== undefined) at = Math.min(at, givesUpAt + 1);
@@ -385,7 +385,7 @@ export class PathSelector {
   }
 
   #startConfirming(): void {
-    this.#confirmUntil = this.#clock.now() + this.#t.confirmMs;
+    this.#confirmUntil = this.#clock.now() + this.#timers.confirmMs;
     this.#gaveUp = false;
     this.#udpPingsSinceStart = 0;
     for (const c of this.#candidates.values()) c.lastPingAt = NEVER;
@@ -401,7 +401,7 @@ export class PathSelector {
     if (this.#gaveUp || this.#everAnsweredUdp || this.#best || this.#udpPingsSinceStart === 0)
       return undefined;
     if (stun !== 'no-answer' && stun !== 'varies') return undefined;
-    return this.#confirmUntil + this.#t.pingTimeoutMs;
+    return this.#confirmUntil + this.#timers.pingTimeoutMs;
   }
 
   #record(target: ProbeTarget, now: number): Probe {
@@ -421,7 +421,7 @@ export class PathSelector {
   }
 
   #trafficActive(now: number): boolean {
-    return now - this.#lastTrafficAt < this.#t.activeMs;
+    return now - this.#lastTrafficAt < this.#timers.activeMs;
   }
 
   #busy(now: number): boolean {
@@ -429,18 +429,20 @@ export class PathSelector {
   }
 
   #trustWindow(now: number): number {
-    return this.#trafficActive(now) ? this.#t.trustMs : this.#t.idlePingMs + this.#t.trustMs;
+    return this.#trafficActive(now) ? this.#timers.trustMs : this.#timers.idlePingMs + this.#timers.trustMs;
   }
 
   #relayInterval(now: number): number {
-    return this.#busy(now) ? this.#t.relayPingMs : this.#t.idlePingMs;
+    return this.#busy(now) ? this.#timers.relayPingMs : this.#timers.idlePingMs;
   }
 
   #intervalFor(c: Candidate, now: number): number {
     if (!this.#busy(now))
-      return this.#route !== 'direct' && c === this.#best ? this.#t.directPingMs : this.#t.idlePingMs;
-    if (c === this.#best) return this.#t.directPingMs;
-    return this.#route === 'direct' ? this.#t.backgroundPingMs : this.#t.candidatePingMs;
+      return this.#route !== 'direct' && c === this.#best
+        ? this.#timers.directPingMs
+        : this.#timers.idlePingMs;
+    if (c === this.#best) return this.#timers.directPingMs;
+    return this.#route === 'direct' ? this.#timers.backgroundPingMs : this.#timers.candidatePingMs;
   }
 
   #answered(c: Candidate, rttMs: number, now: number): void {
@@ -467,19 +469,19 @@ export class PathSelector {
   }
 
   #requiredStreak(): number {
-    return 1 + Math.min(this.#fallbacks, this.#t.maxExtraStreak);
+    return 1 + Math.min(this.#fallbacks, this.#timers.maxExtraStreak);
   }
 
   #upgradeAllowed(c: Candidate, now: number): boolean {
     if (c.streak < this.#requiredStreak()) return false;
     if (this.#fallbacks === 0) return true;
-    const hold = Math.min(1_000 * 2 ** (this.#fallbacks - 1), this.#t.holdDownMaxMs);
+    const hold = Math.min(1_000 * 2 ** (this.#fallbacks - 1), this.#timers.holdDownMaxMs);
     return now >= this.#lastFallbackAt + hold;
   }
 
   #evaluate(): void {
     const now = this.#clock.now();
-    for (const p of this.#pending.expire(now - this.#t.pingTimeoutMs)) this.#lost(p.target);
+    for (const p of this.#pending.expire(now - this.#timers.pingTimeoutMs)) this.#lost(p.target);
     this.#expireReflexive(now);
     if (!this.udpAllowed) {
       this.#best = undefined;
@@ -488,7 +490,7 @@ export class PathSelector {
     }
     const givesUpAt = this.#givesUpAt();
     if (givesUpAt !== undefined && now >= givesUpAt) this.#gaveUp = true;
-    if (this.#route === 'direct' && now - this.#directSince >= this.#t.stableMs) this.#fallbacks = 0;
+    if (this.#route === 'direct' && now - this.#directSince >= this.#timers.stableMs) this.#fallbacks = 0;
     const best = this.#best;
     if (!best) return;
     if (now > this.#dropAt(best, now)) {
@@ -496,7 +498,7 @@ export class PathSelector {
       if (this.#route === 'direct') this.#noteFallback(now);
       this.#setRoute('relayed', now);
     } else if (this.#route === 'direct' && now > this.#trustEndsAt(best, now)) {
-      if (now - this.#wokeAt >= this.#t.trustMs) this.#noteFallback(now);
+      if (now - this.#wokeAt >= this.#timers.trustMs) this.#noteFallback(now);
       best.streak = 0;
       this.#setRoute('both', now);
     }
@@ -509,7 +511,7 @@ export class PathSelector {
   /** No answer by then (trust over, then a ping timeout): the remote is dropped. */
   #dropAt(best: Candidate, now: number): number {
     const untrusted = this.#route === 'direct' ? now : Math.max(this.#untrustedSince, best.lastPongAt);
-    return Math.max(this.#trustEndsAt(best, now), untrusted) + this.#t.pingTimeoutMs;
+    return Math.max(this.#trustEndsAt(best, now), untrusted) + this.#timers.pingTimeoutMs;
   }
 
   #noteFallback(now: number): void {

@@ -83,7 +83,7 @@ export function pmtuTimers(t: Partial<PmtuTimers> = {}): PmtuTimers {
 export class PmtuSearch {
   readonly stats: PmtuStats = { probes: 0, acks: 0, lost: 0, raised: 0, blackHoles: 0 };
   readonly #clock: Clock;
-  readonly #t: PmtuTimers;
+  readonly #timers: PmtuTimers;
   readonly #base: number;
   readonly #steps: readonly number[];
   readonly #newTxid: () => Buffer;
@@ -98,7 +98,7 @@ export class PmtuSearch {
 
   constructor(o: PmtuSearchOptions) {
     this.#clock = o.clock;
-    this.#t = pmtuTimers(o.timers);
+    this.#timers = pmtuTimers(o.timers);
     this.#base = o.base;
     this.#mtu = o.base;
     this.#steps = o.steps.filter((s) => s > o.base && s <= o.ceiling).sort((a, b) => a - b);
@@ -153,20 +153,22 @@ export class PmtuSearch {
   nextWakeAt(active: boolean): number {
     const now = this.#clock.now();
     const p = this.#inFlight;
-    if (p) return Math.max(now, p.sentAt + this.#t.probeTimeoutMs);
+    if (p) return Math.max(now, p.sentAt + this.#timers.probeTimeoutMs);
     if (this.#phase === 'searching') return now;
     const confirmAt =
-      this.#mtu > this.#base && active ? this.#lastConfirmAt + this.#t.confirmMs : Number.POSITIVE_INFINITY;
+      this.#mtu > this.#base && active
+        ? this.#lastConfirmAt + this.#timers.confirmMs
+        : Number.POSITIVE_INFINITY;
     return Math.max(now, Math.min(confirmAt, this.#raiseAt));
   }
 
   /** Applies a lost probe (and what follows from it: a smaller ceiling, a black hole) and the raise timer. */
   #evaluate(now: number): void {
     const p = this.#inFlight;
-    if (p && now - p.sentAt >= this.#t.probeTimeoutMs) {
+    if (p && now - p.sentAt >= this.#timers.probeTimeoutMs) {
       this.#inFlight = undefined;
       this.stats.lost++;
-      if (++this.#misses >= this.#t.maxProbes) this.#givenUp(p.size, now);
+      if (++this.#misses >= this.#timers.maxProbes) this.#givenUp(p.size, now);
     }
     if (this.#phase === 'complete' && now >= this.#raiseAt) {
       this.#phase = 'searching';
@@ -187,7 +189,7 @@ export class PmtuSearch {
 
   #complete(now: number): void {
     this.#phase = 'complete';
-    this.#raiseAt = now + this.#t.raiseMs;
+    this.#raiseAt = now + this.#timers.raiseMs;
   }
 
   #nextStep(): number | undefined {
@@ -196,7 +198,7 @@ export class PmtuSearch {
 
   #confirmDue(active: boolean, now: number): boolean {
     if (this.#mtu <= this.#base || !active) return false;
-    return this.#misses > 0 || now - this.#lastConfirmAt >= this.#t.confirmMs;
+    return this.#misses > 0 || now - this.#lastConfirmAt >= this.#timers.confirmMs;
   }
 
   #send(size: number, now: number): PmtuProbe {

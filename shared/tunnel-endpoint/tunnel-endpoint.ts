@@ -149,7 +149,7 @@ export class TunnelEndpoint {
       timers: o.timers,
       authenticatedSources: o.authenticatedSources,
       send: sendOnPath,
-      onPacket: (p, peer) => this.#up(p, peer),
+      onPacket: (p, peer) => this.#deliver(p, peer),
       onAuthenticated: (peer, source) => this.#authenticated(peer, source),
       sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
     });
@@ -336,7 +336,7 @@ export class TunnelEndpoint {
    * Application traffic (anything but ICMP: the sessions' liveness probes are ICMP echo) marks the peer
    * active, so its paths are probed at the fast pace; an idle peer is probed at keepalive pace.
    */
-  #up(packet: Buffer, peer: Peer<PeerPaths>): void {
+  #deliver(packet: Buffer, peer: Peer<PeerPaths>): void {
     if (isIcmpv4(packet)) return void this.#onPacket(packet, peer);
     peer.endpoint?.noteTraffic();
     if (!this.streams.input(packet)) this.#onPacket(packet, peer);

@@ -87,8 +87,8 @@ const v4Mask = (bits: number): number => (bits === 0 ? 0 : (0xffffffff << (32 - 
 
 export class AllowedIps<V> {
   /** IPv4: prefix length -> masked address (u32) -> value. IPv6: prefix length -> masked hex -> value. */
-  readonly #v4 = new Map<number, Map<number, V>>();
-  readonly #v6 = new Map<number, Map<string, V>>();
+  readonly #ipv4ByLength = new Map<number, Map<number, V>>();
+  readonly #ipv6ByLength = new Map<number, Map<string, V>>();
   #lengths4: number[] = [];
   #lengths6: number[] = [];
   #size = 0;
@@ -99,21 +99,21 @@ export class AllowedIps<V> {
 
   insert(c: Cidr, value: V): void {
     if (c.family === 4) {
-      let m = this.#v4.get(c.bits);
+      let m = this.#ipv4ByLength.get(c.bits);
       if (!m) {
         m = new Map();
-        this.#v4.set(c.bits, m);
-        this.#lengths4 = [...this.#v4.keys()].sort((a, b) => b - a);
+        this.#ipv4ByLength.set(c.bits, m);
+        this.#lengths4 = [...this.#ipv4ByLength.keys()].sort((a, b) => b - a);
       }
       const key = c.addr.readUInt32BE(0);
       if (!m.has(key)) this.#size++;
       m.set(key, value);
     } else {
-      let m = this.#v6.get(c.bits);
+      let m = this.#ipv6ByLength.get(c.bits);
       if (!m) {
         m = new Map();
-        this.#v6.set(c.bits, m);
-        this.#lengths6 = [...this.#v6.keys()].sort((a, b) => b - a);
+        this.#ipv6ByLength.set(c.bits, m);
+        this.#lengths6 = [...this.#ipv6ByLength.keys()].sort((a, b) => b - a);
       }
       const key = c.addr.toString('hex');
       if (!m.has(key)) this.#size++;
@@ -123,14 +123,8 @@ export class AllowedIps<V> {
 
   /** Removes every CIDR that maps to `value`. */
   removeValue(value: V): void {
-    for (const m of [...this.#v4.values(), ...this.#v6.values()]) {
-      for (const [k, v] of m as Map<number | string, V>) {
-        if (v === value) {
-          m.delete(k as never);
-          this.#size--;
-        }
-      }
-    }
+    for (const m of this.#ipv4ByLength.values()) this.#size -= removeMatching(m, value);
+    for (const m of this.#ipv6ByLength.values()) this.#size -= removeMatching(m, value);
   }
 
   /** Longest-prefix match of a 4- or 16-byte address. */
@@ -138,7 +132,7 @@ export class AllowedIps<V> {
     if (addr.length === 4) {
       const a = ((addr[0]! << 24) | (addr[1]! << 16) | (addr[2]! << 8) | addr[3]!) >>> 0;
       for (const bits of this.#lengths4) {
-        const v = this.#v4.get(bits)!.get((a & v4Mask(bits)) >>> 0);
+        const v = this.#ipv4ByLength.get(bits)!.get((a & v4Mask(bits)) >>> 0);
         if (v !== undefined) return v;
       }
       return undefined;
@@ -146,7 +140,7 @@ export class AllowedIps<V> {
     if (addr.length !== 16) return undefined;
     const buf = Buffer.from(addr);
     for (const bits of this.#lengths6) {
-      const v = this.#v6.get(bits)!.get(mask(buf, bits).toString('hex'));
+      const v = this.#ipv6ByLength.get(bits)!.get(mask(buf, bits).toString('hex'));
       if (v !== undefined) return v;
     }
     return undefined;
@@ -154,7 +148,7 @@ export class AllowedIps<V> {
 
   entries(value: V): Cidr[] {
     const out: Cidr[] = [];
-    for (const [bits, m] of this.#v4) {
+    for (const [bits, m] of this.#ipv4ByLength) {
       for (const [k, v] of m) {
         if (v !== value) continue;
         const addr = Buffer.alloc(4);
@@ -162,9 +156,21 @@ export class AllowedIps<V> {
         out.push({ family: 4, addr, bits });
       }
     }
-    for (const [bits, m] of this.#v6) {
+    for (const [bits, m] of this.#ipv6ByLength) {
       for (const [k, v] of m) if (v === value) out.push({ family: 6, addr: Buffer.from(k, 'hex'), bits });
     }
     return out;
   }
+}
+
+/** Deletes every entry of `m` whose value is `value`; returns how many went. */
+function removeMatching<K, V>(m: Map<K, V>, value: V): number {
+  let removed = 0;
+  for (const [k, v] of m) {
+    if (v === value) {
+      m.delete(k);
+      removed++;
+    }
+  }
+  return removed;
 }

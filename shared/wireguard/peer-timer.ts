@@ -9,11 +9,11 @@ import type { Clock, TimerHandle } from '../clock.js';
 
 export class PeerTimer {
   readonly #clock: Clock;
-  readonly #fn: () => void;
+  readonly #callback: () => void;
   /** When the callback is due (Infinity = disarmed). */
   #due = Number.POSITIVE_INFINITY;
   /** When the clock timer fires (Infinity = none set). */
-  #at = Number.POSITIVE_INFINITY;
+  #firesAt = Number.POSITIVE_INFINITY;
   #handle: TimerHandle | undefined;
   #stopped = false;
   /** The clock callback, made on first use: most of a hub's idle peers never set some of their timers. */
@@ -21,7 +21,7 @@ export class PeerTimer {
 
   #fire(): void {
     this.#handle = undefined;
-    this.#at = Number.POSITIVE_INFINITY;
+    this.#firesAt = Number.POSITIVE_INFINITY;
     if (this.#due === Number.POSITIVE_INFINITY) return;
     const now = this.#clock.now();
     if (now < this.#due) {
@@ -29,12 +29,12 @@ export class PeerTimer {
       return;
     }
     this.#due = Number.POSITIVE_INFINITY;
-    this.#fn();
+    this.#callback();
   }
 
   constructor(clock: Clock, fn: () => void) {
     this.#clock = clock;
-    this.#fn = fn;
+    this.#callback = fn;
   }
 
   get armed(): boolean {
@@ -46,7 +46,7 @@ export class PeerTimer {
     if (this.#stopped) return;
     const now = this.#clock.now();
     this.#due = now + ms;
-    if (this.#at > this.#due) {
+    if (this.#firesAt > this.#due) {
       this.#clock.clearTimer(this.#handle);
       this.#set(now, this.#due);
     }
@@ -60,13 +60,13 @@ export class PeerTimer {
   stop(): void {
     this.#stopped = true;
     this.#due = Number.POSITIVE_INFINITY;
-    this.#at = Number.POSITIVE_INFINITY;
+    this.#firesAt = Number.POSITIVE_INFINITY;
     this.#clock.clearTimer(this.#handle);
     this.#handle = undefined;
   }
 
   #set(now: number, at: number): void {
-    this.#at = at;
+    this.#firesAt = at;
     this.#onClock ??= () => this.#fire();
     this.#handle = this.#clock.setTimer(at - now, this.#onClock);
   }

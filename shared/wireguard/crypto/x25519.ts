@@ -136,12 +136,16 @@ interface SodiumScalarFns {
 
 class SodiumX25519 implements X25519 {
   readonly name = 'sodium-native' as const;
-  constructor(private readonly s: SodiumScalarFns) {}
+  readonly #sodium: SodiumScalarFns;
+
+  constructor(sodiumNative: SodiumScalarFns) {
+    this.#sodium = sodiumNative;
+  }
 
   importPrivate(raw: Uint8Array): PrivateKeyHandle {
     const clamped = clampedCopy(raw);
     const publicKey = Buffer.alloc(32);
-    this.s.crypto_scalarmult_base(publicKey, clamped);
+    this.#sodium.crypto_scalarmult_base(publicKey, clamped);
     return { raw: clamped, publicKey };
   }
 
@@ -152,14 +156,14 @@ class SodiumX25519 implements X25519 {
 
   generate(): PrivateKeyHandle {
     const k = Buffer.alloc(32);
-    this.s.randombytes_buf(k);
+    this.#sodium.randombytes_buf(k);
     return this.importPrivate(k);
   }
 
   dh(priv: PrivateKeyHandle, pub: PublicKeyHandle): Buffer {
     const out = Buffer.alloc(32);
     try {
-      this.s.crypto_scalarmult(out, priv.raw, pub.raw); // libsodium refuses an all-zero result
+      this.#sodium.crypto_scalarmult(out, priv.raw, pub.raw); // libsodium refuses an all-zero result
     } catch {
       throw zeroSecret();
     }
