@@ -3,7 +3,7 @@ import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
 import { decodeMappedAddress } from '../../shared/stun/stun-codec.js';
-import { addressBytes, type StunResponder, startStunResponder } from './stun-responder.js';
+import { type StunResponder, startStunResponder } from './stun-responder.js';
 
 const binding = (): Buffer => {
   const m = Buffer.alloc(20);
@@ -58,16 +58,9 @@ describe('STUN responder', () => {
       return;
     }
     const { answers, own } = await burst('udp6', '::1', responder.port, 1);
-    expect(decodeMappedAddress(answers[0] as Buffer)).toEqual({ address: addressBytes('::1'), port: own });
-  });
-
-  it('addressBytes reads IPv4, v4-mapped, compressed and zoned IPv6, and refuses names', () => {
-    expect([...(addressBytes('192.0.2.7') ?? [])]).toEqual([192, 0, 2, 7]);
-    expect([...(addressBytes('::ffff:10.0.0.1') ?? [])]).toEqual([10, 0, 0, 1]);
-    expect(addressBytes('2001:db8::1')?.toString('hex')).toBe('20010db8000000000000000000000001');
-    expect(addressBytes('fe80::1%eth0')?.toString('hex')).toBe('fe800000000000000000000000000001');
-    expect(addressBytes('::')?.toString('hex')).toBe('0'.repeat(32));
-    expect(addressBytes('64:ff9b::192.0.2.33')?.toString('hex')).toBe('0064ff9b0000000000000000c0000221');
-    expect(addressBytes('relay.example.com')).toBeNull();
+    expect(decodeMappedAddress(answers[0] as Buffer)).toEqual({
+      address: Buffer.from('00000000000000000000000000000001', 'hex'),
+      port: own,
+    });
   });
 });

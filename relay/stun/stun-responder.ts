@@ -8,9 +8,10 @@
  * (shared/stun/stun-codec.ts).
  */
 import dgram from 'node:dgram';
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv6 } from 'node:net';
 import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
+import { ipToFamilyBytes } from '../../shared/ip/ip-bytes.js';
 import {
   encodeBindingSuccess,
   parseStunRequest,
@@ -44,35 +45,6 @@ export interface StunResponderOptions {
   port: number;
   clock: Clock;
   maxAnswersPerSecond?: number;
-}
-
-/** `1.2.3.4`, `::ffff:1.2.3.4` (an IPv4 sender on a dual-stack socket) or an IPv6 address, as bytes. */
-export function addressBytes(text: string): Buffer | null {
-  const t = text.replace(/%.*$/, '');
-  if (isIPv4(t)) return Buffer.from(t.split('.').map(Number));
-  if (!isIPv6(t)) return null;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(t);
-  if (mapped?.[1]) return Buffer.from(mapped[1].split('.').map(Number));
-  const groups = (s: string): number[] => {
-    if (s === '') return [];
-    const out: number[] = [];
-    for (const part of s.split(':')) {
-      if (isIPv4(part)) {
-        const [a = 0, b = 0, c = 0, d = 0] = part.split('.').map(Number);
-        out.push((a << 8) | b, (c << 8) | d);
-      } else out.push(Number.parseInt(part, 16));
-    }
-    return out;
-  };
-  const [head = '', tail] = t.split('::');
-  const h = groups(head);
-  const tl = tail === undefined ? [] : groups(tail);
-  const words = [...h, ...new Array<number>(8 - h.length - tl.length).fill(0), ...tl];
-  const out = Buffer.alloc(16);
-  words.forEach((w, i) => {
-    out.writeUInt16BE(w, i * 2);
-  });
-  return out;
 }
 
 export function startStunResponder(opts: StunResponderOptions): Promise<StunResponder> {
@@ -112,7 +84,7 @@ export function startStunResponder(opts: StunResponderOptions): Promise<StunResp
       return;
     }
     inWindow++;
-    const address = addressBytes(rinfo.address);
+    const address = ipToFamilyBytes(rinfo.address);
     if (!address) {
       stats.dropped['send-error']++;
       return;

@@ -15,9 +15,9 @@
 import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { Clock, TimerHandle } from '../clock.js';
+import { bytesToIp, normalizeIp } from '../ip/ip-bytes.js';
 import { decodeMappedAddress, encodeBindingRequest, isStunBindingSuccess } from '../stun/stun-codec.js';
 import { DISCO_MAX_CANDIDATES, type DiscoAddress } from './disco-codec.js';
-import { bytesToIp, normalizeIp } from './ip-bytes.js';
 import { type InterfaceList, interfaceSignature, localCandidates } from './local-candidates.js';
 
 /** A STUN server by IP literal and port (names are resolved by the caller). */

@@ -21,8 +21,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { TunnelError } from '../errors.js';
+import { bytesToIp, IP_BYTES_LEN, ipToBytes } from '../ip/ip-bytes.js';
 import { BOX_MAC_LEN, BOX_NONCE_LEN, type DiscoBox, defaultDiscoBox } from './disco-box.js';
-import { bytesToIp, IP_BYTES_LEN, ipToBytes } from './ip-bytes.js';
 
 /** 0xee then "disco": a WireGuard message starts 1..4 then three zeros; STUN's top two bits are zero. */
 export const DISCO_MAGIC: Buffer = Buffer.from([0xee, 0x64, 0x69, 0x73, 0x63, 0x6f]);

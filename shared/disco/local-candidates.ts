@@ -5,8 +5,8 @@
  * they need an interface scope no peer can use. Pure: the interface list is passed in.
  */
 import type { NetworkInterfaceInfo } from 'node:os';
+import { ipToBytes, normalizeIp } from '../ip/ip-bytes.js';
 import type { DiscoAddress } from './disco-codec.js';
-import { ipToBytes, normalizeIp } from './ip-bytes.js';
 
 export type InterfaceList = NodeJS.Dict<NetworkInterfaceInfo[]>;
 

@@ -4,8 +4,8 @@
  * Names are looked up once, IPv4 preferred (the direct path's sockets are IPv4 unless bound to an IPv6 address).
  */
 import { lookup } from 'node:dns/promises';
+import { normalizeIp } from '../ip/ip-bytes.js';
 import type { DiscoAddress } from './disco-codec.js';
-import { normalizeIp } from './ip-bytes.js';
 
 /** `host:port` split (brackets taken off an IPv6 host); undefined when it is not one (port 1-65535). */
 export function splitEndpoint(endpoint: string): { host: string; port: number } | undefined {

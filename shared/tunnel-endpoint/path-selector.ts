@@ -24,7 +24,7 @@
  */
 import type { Clock } from '../clock.js';
 import { type DiscoAddress, newTxid } from '../disco/disco-codec.js';
-import { normalizeIp } from '../disco/ip-bytes.js';
+import { normalizeIp } from '../ip/ip-bytes.js';
 import { type PathTimers, pathTimers } from './path-timers.js';
 import { PendingPings } from './pending-pings.js';
 

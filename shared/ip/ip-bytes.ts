@@ -1,6 +1,7 @@
 /**
  * IP addresses as the 16 bytes disco messages carry (IPv4 as IPv4-mapped IPv6, ::ffff:a.b.c.d) and back to
  * text: dotted IPv4 for mapped addresses, RFC 5952 IPv6 otherwise (lowercase, longest zero run as `::`).
+ * ipToFamilyBytes gives the 4-or-16-byte form a STUN MAPPED-ADDRESS carries, from the same parser.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 
@@ -42,6 +43,17 @@ export function ipToBytes(text: string): Buffer | null {
 
 export function isV4Mapped(bytes: Uint8Array): boolean {
   return bytes.length === IP_BYTES_LEN && V4_MAPPED_PREFIX.equals(bytes.subarray(0, 12));
+}
+
+/**
+ * `text` as its family's bytes: 4 for IPv4 and IPv4-mapped IPv6 (an IPv4 sender seen on a dual-stack socket),
+ * 16 for other IPv6. A zone id (`fe80::1%eth0`) is dropped, as a socket's sender address may carry one; null
+ * for anything that is not an address.
+ */
+export function ipToFamilyBytes(text: string): Buffer | null {
+  const bytes = ipToBytes(text.replace(/%.*$/, ''));
+  if (!bytes) return null;
+  return isV4Mapped(bytes) ? bytes.subarray(12) : bytes;
 }
 
 /** Text of a 16-byte address: dotted for IPv4-mapped, RFC 5952 otherwise. */

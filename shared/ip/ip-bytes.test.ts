@@ -1,7 +1,7 @@
 import { isIPv6 } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bytesToIp, ipToBytes, normalizeIp } from './ip-bytes.js';
+import { bytesToIp, ipToBytes, ipToFamilyBytes, isV4Mapped, normalizeIp } from './ip-bytes.js';
 
 describe('ip-bytes', () => {
   it('maps IPv4 into ::ffff:0:0/96 and back', () => {
@@ -40,6 +40,17 @@ describe('ip-bytes', () => {
     );
   });
 
+  it('round-trips any IPv4 through its mapped bytes (property)', () => {
+    fc.assert(
+      fc.property(fc.ipV4(), (text) => {
+        const bytes = ipToBytes(text);
+        expect(bytes && isV4Mapped(bytes)).toBe(true);
+        expect(bytesToIp(bytes!)).toBe(text);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('agrees with node:net on which strings are addresses (property)', () => {
     fc.assert(
       fc.property(fc.ipV6(), (text) => {
@@ -47,6 +58,41 @@ describe('ip-bytes', () => {
         const bytes = ipToBytes(text);
         expect(bytes).not.toBeNull();
         expect(ipToBytes(bytesToIp(bytes!))?.equals(bytes!)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('ipToFamilyBytes', () => {
+  it('reads IPv4, v4-mapped, compressed and zoned IPv6, and refuses names', () => {
+    expect([...(ipToFamilyBytes('192.0.2.7') ?? [])]).toEqual([192, 0, 2, 7]);
+    expect([...(ipToFamilyBytes('::ffff:10.0.0.1') ?? [])]).toEqual([10, 0, 0, 1]);
+    expect(ipToFamilyBytes('2001:db8::1')?.toString('hex')).toBe('20010db8000000000000000000000001');
+    expect(ipToFamilyBytes('fe80::1%eth0')?.toString('hex')).toBe('fe800000000000000000000000000001');
+    expect(ipToFamilyBytes('::')?.toString('hex')).toBe('0'.repeat(32));
+    expect(ipToFamilyBytes('64:ff9b::192.0.2.33')?.toString('hex')).toBe('0064ff9b0000000000000000c0000221');
+    expect(ipToFamilyBytes('relay.example.com')).toBeNull();
+    expect(ipToFamilyBytes('%eth0')).toBeNull();
+  });
+
+  it('gives an IPv4 sender its 4 octets however it is written (property)', () => {
+    const octets = fc.uint8Array({ minLength: 4, maxLength: 4 });
+    fc.assert(
+      fc.property(octets, fc.constantFrom('', '%eth0'), (raw, zone) => {
+        const dotted = [...raw].join('.');
+        for (const text of [dotted, `::ffff:${dotted}`, `::FFFF:${dotted}${zone}`])
+          expect([...(ipToFamilyBytes(text) ?? [])]).toEqual([...raw]);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('gives any other IPv6 address its 16 bytes, zone id or not (property)', () => {
+    const address = fc.uint8Array({ minLength: 16, maxLength: 16 }).filter((raw) => !isV4Mapped(raw));
+    fc.assert(
+      fc.property(address, fc.constantFrom('', '%eth0', '%1'), (raw, zone) => {
+        expect(ipToFamilyBytes(`${bytesToIp(raw)}${zone}`)?.equals(Buffer.from(raw))).toBe(true);
       }),
       { numRuns: 2000 },
     );
