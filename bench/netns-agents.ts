@@ -133,6 +133,7 @@ export async function startNamespaceSite(dir: string, mtu = 1_500): Promise<Name
   await ns.exec('ip', ['link', 'set', ns.nsIf ?? '', 'mtu', String(mtu)]);
   const host = ns.hostAddress ?? '';
   const relay = start(process.execPath, [
+    ...NODE_ARGS,
     RELAY_BIN,
     'serve',
     '--output',
