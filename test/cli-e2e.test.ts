@@ -437,8 +437,9 @@ describe('admin access', () => {
       );
       expect(view.status).toBe('Accepted');
       expect(view.leaseRenewTime).not.toBeNull();
-      // No TUNNEL_WG_AEAD: the fastest cipher that loads, the OpenSSL addon npm ci built.
-      expect(agent.stderr).toContain('WireGuard cipher openssl');
+      // No TUNNEL_WG_AEAD: the fastest cipher that loads, the OpenSSL addon npm ci built; no TUNNEL_UDP_GSO:
+      // the UDP GSO/GRO socket npm ci built.
+      expect(agent.stderr).toContain('WireGuard cipher openssl, UDP via GSO/GRO');
       // One agent per state dir: a second one, and unjoin, are refused while it runs.
       for (const cmd of ['run', 'unjoin']) {
         const second = await client(cmd, '--state-dir', stateDir);
@@ -573,8 +574,7 @@ describe('bad usage exits 2 with one line naming the value', () => {
     });
   }
 
-  it('a bad TUNNEL_WG_AEAD stops serve, join and run at once, naming the value and the valid ones', async () => {
-    const env = { ...adminEnv, TUNNEL_WG_AEAD: 'aes-gcm' };
+  it('a bad TUNNEL_WG_AEAD or TUNNEL_UDP_GSO stops serve, join and run at once, naming the value', async () => {
     const starts: Array<[string, string[]]> = [
       [
         RELAY_BIN,
@@ -593,21 +593,32 @@ describe('bad usage exits 2 with one line naming the value', () => {
       [CLIENT_BIN, ['join', '--relay', 'https://127.0.0.1:1', '--cluster', 'a', '--psk', 'x']],
       [CLIENT_BIN, ['run', '--state-dir', tempDir('aead-agent-')]],
     ];
-    for (const [bin, args] of starts) {
-      const r = await run(bin, args, env);
-      expect(r.code, r.stderr).toBe(2);
-      expect(r.stderr.trim()).toBe(
+    const bad: Array<[Record<string, string>, string]> = [
+      [
+        { TUNNEL_WG_AEAD: 'aes-gcm' },
         "error BAD_CONFIG: TUNNEL_WG_AEAD 'aes-gcm' is not an AEAD implementation; expected one of openssl, sodium-native, node:crypto",
-      );
+      ],
+      [
+        { TUNNEL_UDP_GSO: 'fast' },
+        "error BAD_CONFIG: TUNNEL_UDP_GSO 'fast' is not a setting; expected on or off",
+      ],
+    ];
+    for (const [setting, expected] of bad) {
+      for (const [bin, args] of starts) {
+        const r = await run(bin, args, { ...adminEnv, ...setting });
+        expect(r.code, r.stderr).toBe(2);
+        expect(r.stderr.trim()).toBe(expected);
+      }
     }
-    // A valid name is used, and the relay's start log says which cipher runs.
+    // A valid name is used, and the relay's start log says which cipher and UDP socket run.
     const relay = new Proc(
       RELAY_BIN,
       ['serve', '--output', 'json', '--listen', '127.0.0.1:0', '--data-dir', tempDir('aead-ok-')],
-      cleanEnv({ TUNNEL_WG_AEAD: 'sodium-native' }),
+      cleanEnv({ TUNNEL_WG_AEAD: 'sodium-native', TUNNEL_UDP_GSO: 'off' }),
     );
     await relay.waitFor((p) => p.stderr.includes('"relay listening"'), 20_000, 'the relay listening log');
     expect(relay.stderr).toContain('"wireguardCipher":"sodium-native"');
+    expect(relay.stderr).toContain('"udpSocket":"node:dgram"');
     expect(await relay.stop('SIGTERM')).toBe(0);
   });
 

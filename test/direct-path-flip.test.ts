@@ -281,6 +281,10 @@ describe('direct path flips and the relay, real processes behind a NAT', () => {
     expect(m1('tunnel_relay_hub_agents', { path: 'direct' })).toBe(1);
     expect(pathBytes(m1, 'direct') - pathBytes(m0, 'direct')).toBeGreaterThan(n);
     expect(pathBytes(m1, 'relayed') - pathBytes(m0, 'relayed')).toBeLessThan(n / 100);
+    // The agent sent the download in runs (UDP GSO) and the hub read them as runs (UDP GRO), through the NAT.
+    const runsIn = (m: typeof m0) => m('tunnel_relay_udp_runs_received_total');
+    expect(runsIn(m1) - runsIn(m0)).toBeGreaterThan(n / 65_000 / 4);
+    expect(m1('tunnel_relay_udp_runs_sent_total')).toBeGreaterThan(m0('tunnel_relay_udp_runs_sent_total'));
     const udpProbes = (m: typeof m0, outcome: string) =>
       m('tunnel_relay_disco_pings_total', { via: 'udp', outcome });
     // A short download may fall between two pings; the hub keeps pinging the active path right after it.

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Clock, realClock } from '../../shared/clock.js';
 import { keyToBase64 } from '../../shared/keys.js';
 import type { OnModeFixed } from '../../shared/secret-file.js';
+import { udpSocketName } from '../../shared/tunnel-endpoint/udp-gso.js';
 import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
 import { adminKeyRecovery, warnIfNoAdminKey } from '../admin-key.js';
 import type { RelayConfig } from '../config.js';
@@ -42,6 +43,8 @@ interface Started {
   trust: TlsTrust;
   relayApp: RelayApp;
   boundUrl: string;
+  /** What the UDP port runs on (udp-gso.ts udpSocketName). */
+  udpSocket: string;
 }
 
 /** Joins the fleet's mesh (if any) and logs where the relay listens. */
@@ -62,6 +65,7 @@ async function announce(s: Started, openFileLimit: number | null): Promise<void>
       caPin: trust.pin,
       plainHttp: config.plainHttp,
       wireguardCipher: defaultAead().name,
+      udpSocket: s.udpSocket,
       http: limits,
     },
     'relay listening',
@@ -125,6 +129,7 @@ export async function startHub(config: RelayConfig, opts: StartOptions = {}): Pr
     log.warn({ code: 'INSECURE_FILE_MODE', file: fix.file, oldMode: fix.oldMode }, fix.message);
   // Settings and ports before anything is written or issued: a bad file or a taken port fails the start with
   // the data dir as it was, so the next start still issues the admin key.
+  const udpSocket = udpSocketName();
   const undo = new UndoStack();
   const ports = await openPorts(config, clock, undo);
   const trust = await undo.guard(async () => loadTlsTrust(config, clock.wallNow(), onModeFixed));
@@ -160,7 +165,7 @@ export async function startHub(config: RelayConfig, opts: StartOptions = {}): Pr
   bound.url = await undo.guard(() => listenOn(app, config, ports.listen));
   try {
     const adminKey = await firstAdminKey(ctx);
-    const started: Started = { ctx, ports, trust, relayApp, boundUrl: bound.url };
+    const started: Started = { ctx, ports, trust, relayApp, boundUrl: bound.url, udpSocket };
     await announce(started, openFileLimit);
     return runningHub(started, hub.privateKey, adminKey);
   } catch (err) {

@@ -36,6 +36,10 @@ export interface HubUdpStats {
   sent: number;
   /** Sends refused (closed or backed-up socket) or failed. */
   sendFailed: number;
+  /** sendmsg calls that sent a run of datagrams (UDP GSO); 0 on node:dgram. */
+  runsSent: number;
+  /** Reads that returned a run of more than one datagram (UDP GRO); 0 on node:dgram. */
+  runsReceived: number;
 }
 
 export interface HubUdpOptions {
@@ -115,6 +119,7 @@ export class HubUdp {
 
   get stats(): HubUdpStats {
     const t = this.transport.stats;
+    const gso = this.transport.gso;
     return {
       received: t.received,
       authenticated: this.#authenticated,
@@ -125,6 +130,8 @@ export class HubUdp {
       },
       sent: t.sent,
       sendFailed: t.refused + t.sendErrors,
+      runsSent: gso?.sends ?? 0,
+      runsReceived: gso?.runReads ?? 0,
     };
   }
 

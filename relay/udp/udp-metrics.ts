@@ -29,6 +29,16 @@ export function hubUdpFamilies(s: HubUdpStats, direct: { opened: number; roamed:
       oneSample(s.sendFailed),
     ),
     counterFamily(
+      `${p}runs_sent_total`,
+      'sendmsg calls that sent a run of datagrams with UDP GSO (0 where the port runs on node:dgram).',
+      oneSample(s.runsSent),
+    ),
+    counterFamily(
+      `${p}runs_received_total`,
+      'Reads that returned a run of more than one datagram (UDP GRO; 0 where the port runs on node:dgram).',
+      oneSample(s.runsReceived),
+    ),
+    counterFamily(
       `${p}paths_opened_total`,
       "Peers' first authenticated datagram over UDP (a direct path opened).",
       oneSample(direct.opened),

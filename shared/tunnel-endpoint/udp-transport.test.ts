@@ -2,6 +2,7 @@ import { createSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BufferPool, handDown, isHandedDown, PoolBudget } from '../buffer-pool.js';
+import { udpGso } from './udp-gso.js';
 import { UdpTransport } from './udp-transport.js';
 
 const closers: (() => Promise<void> | void)[] = [];
@@ -20,10 +21,21 @@ async function receiver(): Promise<{ port: number; next: () => Promise<Buffer> }
   };
 }
 
-describe('UdpTransport and pooled datagrams', () => {
+const socketKinds = [
+  { kind: 'the GSO addon', gso: udpGso(undefined) },
+  { kind: 'node:dgram', gso: null },
+];
+
+describe.each(socketKinds)('UdpTransport on $kind and pooled datagrams', ({ kind, gso }) => {
+  it('runs on the socket it was asked for', async () => {
+    const udp = await UdpTransport.open({ host: '127.0.0.1', port: 0, gso });
+    closers.push(() => udp.close());
+    expect(udp.gso === null).toBe(kind === 'node:dgram');
+  });
+
   it('gives a handed-down datagram back to its pool once sent, bytes intact', async () => {
     const rx = await receiver();
-    const udp = await UdpTransport.open({ host: '127.0.0.1', port: 0 });
+    const udp = await UdpTransport.open({ host: '127.0.0.1', port: 0, gso });
     closers.push(() => udp.close());
     // Poisoned on release: a datagram given back before the kernel had its bytes would arrive as 0xee.
     const pool = new BufferPool(1_500, { budget: new PoolBudget(1 << 20), poison: 0xee });
@@ -42,7 +54,7 @@ describe('UdpTransport and pooled datagrams', () => {
 
   it('leaves a datagram that was not handed down alone', async () => {
     const rx = await receiver();
-    const udp = await UdpTransport.open({ host: '127.0.0.1', port: 0 });
+    const udp = await UdpTransport.open({ host: '127.0.0.1', port: 0, gso });
     closers.push(() => udp.close());
     const pool = new BufferPool(1_500, { budget: new PoolBudget(1 << 20) });
     const owned = pool.take();

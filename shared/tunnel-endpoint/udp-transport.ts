@@ -1,19 +1,21 @@
 /**
- * The UDP transport of a tunnel endpoint: one node:dgram socket (IPv4, or IPv6 when bound to an IPv6
- * address; a socket bound to `::` also takes IPv4 as `::ffff:a.b.c.d`). Every datagram it reads is fresh
- * (dgram allocates one Buffer per message and never reuses it), so receivers may keep views into it.
- * Incoming datagrams are told apart by their first bytes: disco messages (shared/disco/disco-codec.ts) to
- * `onDisco`, anything else to `onWireGuard`. Sending never throws: `send` is false when the socket is
- * closed or its send queue is backed up, and a send the kernel refuses is counted. A datagram handed down
- * from a buffer pool (shared/buffer-pool.ts) goes back to its pool once the socket has sent it.
+ * The UDP transport of a tunnel endpoint: one socket (IPv4, or IPv6 when bound to an IPv6 address; a
+ * socket bound to `::` also takes IPv4 as `::ffff:a.b.c.d`). On Linux with the UDP GSO addon (udp-gso.ts)
+ * it is the addon's socket (gso-socket.ts: datagrams to one destination leave in runs, one sendmsg per run,
+ * and arrive in runs, one read per run); elsewhere, or with TUNNEL_UDP_GSO=off, a node:dgram socket
+ * (datagram-socket.ts). Every datagram handed up is fresh or a view of a fresh buffer (never reused), so
+ * receivers may keep it. Incoming datagrams are told apart by their first bytes: disco messages
+ * (shared/disco/disco-codec.ts) to `onDisco`, anything else to `onWireGuard`. Sending never throws: `send`
+ * is false when the socket is closed or backed up, and a send the kernel refuses is counted. A datagram
+ * handed down from a buffer pool (shared/buffer-pool.ts) goes back to its pool once the kernel has its bytes.
  */
-import { createSocket, type Socket } from 'node:dgram';
-import { isIPv6 } from 'node:net';
-import { isHandedDown, releaseSent } from '../buffer-pool.js';
 import { isDiscoMessage } from '../disco/disco-codec.js';
 import type { DatagramSource } from '../wireguard/peer-host.js';
+import { type DatagramEvents, type DatagramSocket, DgramSocket } from './datagram-socket.js';
+import { GsoSocket, type GsoSocketStats } from './gso-socket.js';
+import { type UdpGsoAddon, udpGso } from './udp-gso.js';
 
-/** Datagrams waiting in the socket's send queue at most; `send` refuses more (the path is backed up). */
+/** Datagrams waiting for the socket at most; `send` refuses more (the path is backed up). */
 export const DEFAULT_MAX_QUEUED_SENDS = 1_024;
 
 export interface UdpReceiver {
@@ -42,9 +44,12 @@ export interface UdpTransportOptions {
   /** 0 picks an ephemeral port. */
   port: number;
   maxQueuedSends?: number;
+  /** The GSO addon (default: udpGso(), the addon where it loads); null: node:dgram. */
+  gso?: UdpGsoAddon | null;
 }
 
-export class UdpTransport {
+/** Where the socket's datagrams and send errors go: counted, then told apart for the receiver. */
+class TransportEvents implements DatagramEvents {
   readonly stats: UdpTransportStats = {
     received: 0,
     unclaimed: 0,
@@ -53,78 +58,69 @@ export class UdpTransport {
     refused: 0,
     sendErrors: 0,
   };
-  readonly #socket: Socket;
-  readonly #maxQueued: number;
-  #receiver: UdpReceiver | null = null;
-  #closed = false;
-  /** One completion callback for every send (no closure per datagram). */
-  readonly #sent = (err: Error | null): void => {
-    if (err) this.stats.sendErrors++;
-  };
+  receiver: UdpReceiver | null = null;
 
-  /** The completion of a pooled datagram's send: the kernel has its bytes, the pool gets the buffer back. */
-  #sentThenRelease(datagram: Buffer): (err: Error | null) => void {
-    return (err) => {
-      if (err) this.stats.sendErrors++;
-      releaseSent(datagram);
-    };
+  onDatagram(datagram: Buffer, from: DatagramSource): void {
+    this.stats.received++;
+    const r = this.receiver;
+    if (r === null) this.stats.unclaimed++;
+    else if (!isDiscoMessage(datagram)) r.onWireGuard(datagram, from);
+    else if (r.onDisco) r.onDisco(datagram, from);
+    else this.stats.discoUnhandled++;
   }
 
-  private constructor(socket: Socket, maxQueued: number) {
+  onSendErrors(count: number): void {
+    this.stats.sendErrors += count;
+  }
+}
+
+export class UdpTransport {
+  readonly stats: UdpTransportStats;
+  readonly #socket: DatagramSocket;
+  readonly #events: TransportEvents;
+  #closed = false;
+
+  private constructor(socket: DatagramSocket, events: TransportEvents) {
     this.#socket = socket;
-    this.#maxQueued = maxQueued;
-    socket.on('message', (msg, rinfo) => this.#receive(msg, rinfo));
-    socket.on('error', () => {
-      this.stats.sendErrors++;
-    });
+    this.#events = events;
+    this.stats = events.stats;
   }
 
   /** Binds the socket. Rejects with the bind error (its `code`, e.g. EADDRINUSE) and leaves nothing open. */
   static async open(o: UdpTransportOptions): Promise<UdpTransport> {
-    const socket = createSocket({ type: isIPv6(o.host) ? 'udp6' : 'udp4' });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        socket.once('error', reject);
-        socket.bind(o.port, o.host, () => {
-          socket.off('error', reject);
-          resolve();
-        });
-      });
-    } catch (err) {
-      socket.close();
-      throw err;
-    }
-    return new UdpTransport(socket, o.maxQueuedSends ?? DEFAULT_MAX_QUEUED_SENDS);
+    const events = new TransportEvents();
+    const settings = {
+      host: o.host,
+      port: o.port,
+      events,
+      maxQueuedSends: o.maxQueuedSends ?? DEFAULT_MAX_QUEUED_SENDS,
+    };
+    const addon = o.gso === undefined ? udpGso() : o.gso;
+    const socket = (addon && GsoSocket.open(addon, settings)) || (await DgramSocket.open(settings));
+    return new UdpTransport(socket, events);
   }
 
   get port(): number {
-    return this.#socket.address().port;
+    return this.#socket.port;
   }
 
   get address(): string {
-    return this.#socket.address().address;
+    return this.#socket.address;
+  }
+
+  /** The GSO socket's counts of runs; null on a node:dgram socket (one system call per datagram). */
+  get gso(): GsoSocketStats | null {
+    return this.#socket instanceof GsoSocket ? this.#socket.gso : null;
   }
 
   /** Where datagrams go from now on (replaces the previous receiver; null: they are counted and dropped). */
   listen(receiver: UdpReceiver | null): void {
-    this.#receiver = receiver;
+    this.#events.receiver = receiver;
   }
 
   /** Queues one datagram to host:port; false when closed or backed up (never throws for that). */
   send(datagram: Buffer, host: string, port: number): boolean {
-    if (this.#closed || this.#socket.getSendQueueCount() >= this.#maxQueued) {
-      this.stats.refused++;
-      return false;
-    }
-    try {
-      this.#socket.send(
-        datagram,
-        port,
-        host,
-        isHandedDown(datagram) ? this.#sentThenRelease(datagram) : this.#sent,
-      );
-    } catch {
-      // A bad address or a socket closing under us: the datagram is dropped like any other loss.
+    if (this.#closed || !this.#socket.send(datagram, host, port)) {
       this.stats.refused++;
       return false;
     }
@@ -135,16 +131,7 @@ export class UdpTransport {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#receiver = null;
-    await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
-  }
-
-  #receive(msg: Buffer, from: DatagramSource): void {
-    this.stats.received++;
-    const r = this.#receiver;
-    if (r === null) this.stats.unclaimed++;
-    else if (!isDiscoMessage(msg)) r.onWireGuard(msg, from);
-    else if (r.onDisco) r.onDisco(msg, from);
-    else this.stats.discoUnhandled++;
+    this.#events.receiver = null;
+    await this.#socket.close();
   }
 }

@@ -25,6 +25,7 @@ import type { Trust } from '../../shared/http/dispatcher.js';
 import { parseCaPin } from '../../shared/http/pin.js';
 import { trustFromFlags } from '../../shared/http/trust.js';
 import { parseProxyUrl } from '../../shared/proxy/proxy-config.js';
+import { udpSocketName } from '../../shared/tunnel-endpoint/udp-gso.js';
 import type { Values } from '../../shared/values/deep-merge.js';
 import { readValuesFiles } from '../../shared/values/values-file.js';
 import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
@@ -168,7 +169,7 @@ interface CheckedJoin {
 
 function checkJoinFlags(flags: JoinFlags, opts: ClientProgramOptions): CheckedJoin {
   // Bad settings stop here (BAD_CONFIG), before the single-use PSK is spent, not later in the session loop.
-  const cipher = defaultAead().name;
+  const cipher = `${defaultAead().name}, UDP via ${udpSocketName()}`;
   opts.dataPlane?.check?.();
   if (!flags.psk) {
     throw new TunnelError(

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { trustFromFlags } from '../../shared/http/trust.js';
 import { parseProxyUrl } from '../../shared/proxy/proxy-config.js';
+import { udpSocketName } from '../../shared/tunnel-endpoint/udp-gso.js';
 import { readValuesFiles } from '../../shared/values/values-file.js';
 import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
 import { AgentApi } from '../agent/api.js';
@@ -55,7 +56,7 @@ function stateWithFlags(state: AgentState, flags: RunFlags): AgentState {
 
 async function runFromState(flags: RunFlags, opts: ClientProgramOptions): Promise<void> {
   // Bad settings stop here (BAD_CONFIG), not later in the session loop.
-  const cipher = defaultAead().name;
+  const cipher = `${defaultAead().name}, UDP via ${udpSocketName()}`;
   opts.dataPlane?.check?.();
   const stateDir = openStateDir(flags.stateDir);
   const saved = stateDir.readState();
