@@ -70,7 +70,7 @@ export interface HubNodeOptions {
   streams?: Omit<EndpointStreamsOptions, 'role' | 'accept' | 'onStream'>;
   clock?: Clock;
   /** The hub's UDP port (direct paths send through it); absent: relayed paths only. */
-  udp?: Pick<UdpTransport, 'send'>;
+  udp?: Pick<UdpTransport, 'send' | 'dontFragment'>;
   /**
    * Disco with the agents (shared/tunnel-endpoint/disco-peers.ts): answers their probes over the relay and
    * the UDP port, and steers each agent that speaks it to its direct path while that answers.

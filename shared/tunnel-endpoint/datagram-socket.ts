@@ -12,6 +12,8 @@ import type { DatagramSource } from '../wireguard/peer-host.js';
 export interface DatagramSocket {
   readonly address: string;
   readonly port: number;
+  /** Datagrams leave with don't-fragment set, so one larger than the path carries is lost, never fragmented. */
+  readonly dontFragment: boolean;
   /** One datagram to host:port. A pooled datagram goes back to its pool once the kernel has its bytes. */
   send(datagram: Buffer, host: string, port: number): boolean;
   close(): Promise<void>;
@@ -33,6 +35,8 @@ export interface DatagramSocketOptions {
 
 /** node:dgram: one sendmsg and one completion per datagram; a send queue of at most `maxQueuedSends`. */
 export class DgramSocket implements DatagramSocket {
+  /** node:dgram cannot set it: the kernel fragments a datagram larger than its interface's MTU. */
+  readonly dontFragment = false;
   readonly #socket: Socket;
   readonly #maxQueued: number;
   readonly #events: DatagramEvents;

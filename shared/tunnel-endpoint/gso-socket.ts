@@ -20,6 +20,7 @@ export interface GsoSocketStats extends GsoBatchStats {
 export class GsoSocket implements DatagramSocket {
   readonly address: string;
   readonly port: number;
+  readonly dontFragment: boolean;
   readonly #addon: UdpGsoAddon;
   readonly #handle: GsoSocketHandle;
   readonly #batch: GsoBatch;
@@ -46,6 +47,7 @@ export class GsoSocket implements DatagramSocket {
     );
     this.address = this.#handle.address;
     this.port = this.#handle.port;
+    this.dontFragment = this.#handle.dontFragment;
     this.#batch = new GsoBatch({
       fd: this.#handle.fd,
       family: bind.length === 16 ? 6 : 4,

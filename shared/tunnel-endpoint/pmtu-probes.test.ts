@@ -7,7 +7,7 @@ import type { PmtuProbe } from './pmtu-search.js';
 const KEY = Buffer.alloc(32, 7);
 
 /** PmtuProbes on a fake clock; a "path" that acknowledges every probe up to `pathMtu`; timers counted. */
-function setup(o: { firstHop: number; pathMtu: number }) {
+function setup(o: { firstHop: number | undefined; pathMtu: number; dontFragment?: boolean }) {
   const clock = new FakeClock();
   let timers = 0;
   const setTimer = clock.setTimer.bind(clock);
@@ -21,6 +21,7 @@ function setup(o: { firstHop: number; pathMtu: number }) {
     clock,
     base: DEFAULT_DIRECT_MTU,
     firstHopMtu: () => o.firstHop,
+    dontFragment: () => o.dontFragment === true,
     sendProbe: (key, _to, probe) => {
       sent.push(probe);
       if (probe.size <= o.pathMtu) queueMicrotask(() => probes.ack(key, probe.txid, probe.size));
@@ -70,5 +71,25 @@ describe('PmtuProbes', () => {
     t.clock.advance(700_000);
     expect(t.sent.length).toBe(sent);
     expect(t.probes.ack(KEY, Buffer.alloc(12), 8_952)).toBe(false);
+  });
+
+  it('an unknown first hop (IPv6): the base without don\'t-fragment, a search up to what the path acks with it', async () => {
+    const fragmenting = setup({ firstHop: undefined, pathMtu: 65_000 });
+    fragmenting.probes.start(KEY, fragmenting.direct);
+    await settle();
+    fragmenting.clock.advance(700_000);
+    expect(fragmenting.sent).toEqual([]);
+    expect(fragmenting.direct.mtu).toBe(DEFAULT_DIRECT_MTU);
+
+    const df = setup({ firstHop: undefined, pathMtu: 9_000, dontFragment: true });
+    df.probes.start(KEY, df.direct);
+    await settle();
+    for (let i = 0; i < 20; i++) {
+      df.clock.advance(10_000);
+      await settle();
+    }
+    expect(df.sent[0]?.size).toBe(8_952);
+    expect(df.direct.mtu).toBe(8_952);
+    expect(df.sent.some((p) => p.size > 9_000)).toBe(true);
   });
 });

@@ -8,7 +8,11 @@
  *
  * Sizes: the base is a 1,500-byte IP packet; the steps above it are IP packets of PMTU_OUTER_STEPS bytes;
  * each less PMTU_IP_UDP_HEADROOM (an IPv6 + UDP header: the same datagram fits over IPv4 or IPv6). The
- * ceiling is the first hop's MTU (first-hop-mtu.ts) less the IP and UDP headers.
+ * ceiling is the first hop's MTU (first-hop-mtu.ts) less the IP and UDP headers. Whether a size beyond that
+ * hop arrives is the probe's to find: on a socket with don't-fragment (the GSO socket) a router whose next
+ * link is smaller drops it, so only sizes the whole path carries are acknowledged; on node:dgram, which
+ * cannot set it, a router fragments it instead. Where the first hop is unknown (IPv6) the search runs only
+ * with don't-fragment.
  */
 import type { Clock, TimerHandle } from '../clock.js';
 import { DISCO_MAX_PROBE_LEN } from '../disco/disco-codec.js';
@@ -38,6 +42,11 @@ export interface PmtuProbesOptions {
   readonly steps?: readonly number[];
   /** The MTU of the interface datagrams to `host` leave by (default firstHopMtu). */
   readonly firstHopMtu?: (host: string) => number | undefined;
+  /**
+   * The socket sets don't-fragment (udp-transport.ts): a probe larger than the path carries is lost, never
+   * fragmented, so the search may go beyond a first hop it cannot read (IPv6, other route tables).
+   */
+  readonly dontFragment?: () => boolean;
   sendProbe(peer: Buffer, to: { host: string; port: number }, probe: PmtuProbe): boolean;
   /** A peer's direct path MTU changed (after direct.setMtu). */
   onMtuChange(peer: Buffer, direct: DirectPath): void;
@@ -128,7 +137,8 @@ export class PmtuProbes {
 
   #ceiling(host: string): number {
     const mtu = (this.#options.firstHopMtu ?? firstHopMtu)(host);
-    if (mtu === undefined) return this.#options.base;
+    if (mtu === undefined)
+      return this.#options.dontFragment?.() === true ? DISCO_MAX_PROBE_LEN : this.#options.base;
     const headroom =
       host.includes(':') && !host.startsWith('::ffff:') ? PMTU_IP_UDP_HEADROOM : IPV4_UDP_HEADROOM;
     return Math.min(mtu - headroom, DISCO_MAX_PROBE_LEN);

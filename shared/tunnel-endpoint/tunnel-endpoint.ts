@@ -67,7 +67,7 @@ export interface TunnelEndpointOptions {
   authenticatedSources?: boolean;
   streams: EndpointStreamsOptions;
   /** The UDP transport whose datagrams the owner hands to receiveFrom (direct paths send through it). */
-  udp?: Pick<UdpTransport, 'send'>;
+  udp?: Pick<UdpTransport, 'send' | 'dontFragment'>;
   /** Largest datagram on a direct path (default DEFAULT_DIRECT_MTU). */
   directMtu?: number;
   /**
@@ -133,7 +133,7 @@ export class TunnelEndpoint {
   /** The direct paths' MTU search (with disco and a UDP transport, unless `pmtu: false`). */
   readonly pmtu: PmtuProbes | undefined;
   readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
-  readonly #udp: Pick<UdpTransport, 'send'> | undefined;
+  readonly #udp: Pick<UdpTransport, 'send' | 'dontFragment'> | undefined;
   readonly #directMtu: number | undefined;
 
   /** Throws BAD_CONFIG for bad device settings (mtu, maxPeers, timers), KEY_INVALID for a bad key. */
@@ -178,6 +178,7 @@ export class TunnelEndpoint {
             clock: o.clock,
             base: o.directMtu ?? DEFAULT_DIRECT_MTU,
             sendProbe: (peer, to, probe) => disco.sendProbe(peer, to, probe),
+            dontFragment: () => udp.dontFragment,
             onMtuChange: (peer) => this.#mtuChanged(peer),
           })
         : undefined;

@@ -30,6 +30,8 @@ export interface GsoSocketHandle {
   readonly fd: number;
   readonly port: number;
   readonly address: string;
+  /** Every datagram leaves with don't-fragment set (IP_PMTUDISC_PROBE): the kernel took the option. */
+  readonly dontFragment: boolean;
 }
 
 export interface UdpGsoAddon {

@@ -108,6 +108,11 @@ export class UdpTransport {
     return this.#socket.address;
   }
 
+  /** Datagrams leave with don't-fragment set (the GSO socket): the MTU search need not stop at the first hop. */
+  get dontFragment(): boolean {
+    return this.#socket.dontFragment;
+  }
+
   /** The GSO socket's counts of runs; null on a node:dgram socket (one system call per datagram). */
   get gso(): GsoSocketStats | null {
     return this.#socket instanceof GsoSocket ? this.#socket.gso : null;

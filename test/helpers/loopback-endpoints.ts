@@ -64,6 +64,7 @@ export async function startLoopbackNode(o: LoopbackNodeOptions): Promise<Loopbac
   o.closers.push(() => udp.close());
   const gated = {
     send: (d: Buffer, host: string, port: number) => o.gate(d, () => udp.send(d, host, port)),
+    dontFragment: udp.dontFragment,
   };
   const endpoint = new TunnelEndpoint({
     ...o.endpoint,

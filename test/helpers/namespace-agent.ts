@@ -20,6 +20,8 @@ export interface NamespaceAgentOptions {
   prefix: string;
   /** How long the running agent may live before the process harness kills it. */
   runTimeoutMs: number;
+  /** Added to the running agent's environment. */
+  env?: Record<string, string>;
 }
 
 export interface NamespaceAgent {
@@ -45,6 +47,7 @@ export async function startNamespaceAgent(ns: Netns, o: NamespaceAgentOptions): 
   expect(joined.stderr).not.toMatch(/error/i);
   const proc = ns.spawn(process.execPath, [...NODE_FLAGS, CLIENT_BIN, 'run', '--state-dir', stateDir], {
     timeoutMs: o.runTimeoutMs,
+    env: o.env,
   });
   return { stateDir, proc };
 }

@@ -37,6 +37,8 @@ export async function startNatAgent(o: {
   cluster: string;
   /** How long the running agent may live. */
   timeoutMs: number;
+  /** Added to the running agent's environment. */
+  agentEnv?: Record<string, string>;
 }): Promise<NatAgent> {
   const t = await createNatTopology({ nat: o.nat });
   const udpPort = await freeUdpPort(t.hubPublicAddress);
@@ -53,6 +55,7 @@ export async function startNatAgent(o: {
     joinCommand: JSON.parse(created.stdout).bootstrap.joinCommand as string,
     prefix: 'nat-agent',
     runTimeoutMs: o.timeoutMs,
+    env: o.agentEnv,
   });
   const done = async () => {
     await agent.stop();

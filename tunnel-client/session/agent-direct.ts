@@ -37,9 +37,7 @@ export interface AgentDirectOptions {
 
 export class AgentDirect {
   /** What the endpoint sends direct datagrams and disco through (refused until the socket is open). */
-  readonly sender = {
-    send: (d: Buffer, host: string, port: number): boolean => this.#transport?.send(d, host, port) ?? false,
-  };
+  readonly sender: Pick<UdpTransport, 'send' | 'dontFragment'>;
   readonly #options: AgentDirectOptions;
   #transport: UdpTransport | undefined;
   #gatherer: CandidateGatherer | undefined;
@@ -49,6 +47,13 @@ export class AgentDirect {
 
   constructor(o: AgentDirectOptions) {
     this.#options = o;
+    const transport = (): UdpTransport | undefined => this.#transport;
+    this.sender = {
+      send: (d, host, port) => transport()?.send(d, host, port) ?? false,
+      get dontFragment() {
+        return transport()?.dontFragment ?? false;
+      },
+    };
   }
 
   /** The socket's port once open. */
