@@ -69,10 +69,12 @@ const mounted = new WeakMap<object, DataPlane>();
  * and its eviction still apply).
  */
 function configuredDerpLimits(config: RelayConfig): Partial<DerpLimits> {
-  return {
-    maxHandshaking: config.derpMaxHandshakes,
-    ...(config.plainHttp ? { maxHandshakingPerSource: Number.POSITIVE_INFINITY } : {}),
-  };
+  const maxHandshaking = config.derpMaxHandshakes;
+  // No key at all without --plain-http: the limits are merged over DEFAULT_DERP_LIMITS, where an undefined would
+  // replace the default.
+  return config.plainHttp
+    ? { maxHandshaking, maxHandshakingPerSource: Number.POSITIVE_INFINITY }
+    : { maxHandshaking };
 }
 
 /** The data plane mounted on `app` (for plugins registered after it, e.g. the hub's proxies). */
@@ -220,9 +222,10 @@ export async function mountDataPlane(
   if (udp) {
     udp.attach({
       wireGuard: (d, from) => hub.endpoint.receiveFrom(d, from),
-      ...(candidates && stunServers.length > 0
-        ? { stun: (d: Buffer, from: { address: string; port: number }) => candidates.receiveStun(d, from) }
-        : {}),
+      stun:
+        candidates && stunServers.length > 0
+          ? (d: Buffer, from: { address: string; port: number }) => candidates.receiveStun(d, from)
+          : undefined,
       disco: (d, from) =>
         hub.endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
     });

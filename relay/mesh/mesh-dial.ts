@@ -4,6 +4,7 @@
  * pin matches. A dial that does not finish within the timeout, or a certificate with another pin, fails with
  * MESH_UNREACHABLE naming the cluster and the replica's URL.
  */
+import { isIP } from 'node:net';
 import { connect, type TLSSocket } from 'node:tls';
 import { TunnelError } from '../../shared/errors.js';
 import { pinOfCertificate } from '../../shared/http/pin.js';
@@ -40,7 +41,8 @@ export function dialReplica(
       port: Number(url.port || 443),
       // Trust is the pin below, as for agents: the fleet's certificate is often self-signed.
       rejectUnauthorized: false,
-      ...(/^[\d.]+$|:/.test(host) ? {} : { servername: host }),
+      // SNI names a host; an address literal is sent none.
+      servername: isIP(host) === 0 ? host : undefined,
       ALPNProtocols: ['http/1.1'],
     });
     const timer = setTimeout(() => {

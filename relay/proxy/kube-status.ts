@@ -35,6 +35,12 @@ export function kubeReason(status: number): string {
   return byStatus[status] ?? (status >= 500 ? 'InternalError' : 'BadRequest');
 }
 
+/** The Status details: the cluster named in the request, if any (no keys at all otherwise), and the code as a cause. */
+function statusDetails(err: TunnelError, cluster: string | null): KubeStatus['details'] {
+  const causes = [{ reason: err.code, message: `relay error ${err.code} (docs/ERRORS.md)` }];
+  return cluster === null ? { causes } : { name: cluster, kind: 'clusters', causes };
+}
+
 /** The Status body of `err` answered with HTTP `status`; `cluster` names the cluster in the request, if any. */
 export function kubeStatus(err: TunnelError, status: number, cluster: string | null): KubeStatus {
   return {
@@ -45,9 +51,6 @@ export function kubeStatus(err: TunnelError, status: number, cluster: string | n
     message: err.message,
     reason: kubeReason(status),
     code: status,
-    details: {
-      ...(cluster === null ? {} : { name: cluster, kind: 'clusters' }),
-      causes: [{ reason: err.code, message: `relay error ${err.code} (docs/ERRORS.md)` }],
-    },
+    details: statusDetails(err, cluster),
   };
 }

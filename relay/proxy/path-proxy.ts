@@ -17,7 +17,7 @@
  * The relay's own errors here are Kubernetes `Status` objects (kube-status.ts), not the API's error
  * envelope: kubectl is the client, and it prints a Status's reason and message.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { TunnelError } from '../../shared/errors.js';
@@ -183,12 +183,13 @@ function sendError(res: ServerResponse, err: unknown, cluster: string | null, di
     return;
   }
   const body = JSON.stringify(kubeStatus(e, status, cluster));
-  res.writeHead(status, {
+  const headers: OutgoingHttpHeaders = {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
-    // The body of a request with ambiguous framing cannot be skipped reliably: no next request.
-    ...(e.code === 'BAD_FRAMING' ? { connection: 'close' } : {}),
-  });
+  };
+  // The body of a request with ambiguous framing cannot be skipped reliably: no next request.
+  if (e.code === 'BAD_FRAMING') headers.connection = 'close';
+  res.writeHead(status, headers);
   res.end(body);
 }
 
