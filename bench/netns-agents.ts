@@ -38,6 +38,8 @@ export interface NamespaceSite {
   relayed: NamespaceAgent;
   /** The direct agent's path MTU towards the hub as its status reports it (inner bytes). */
   directMtu(): number | null;
+  /** The hub's view of the direct agent: its path and when the hub last switched it (cluster API). */
+  directView(): Promise<{ path: string; lastSwitch: string | null }>;
 }
 
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
@@ -180,5 +182,10 @@ export async function startNamespaceSite(dir: string, mtu = 1_500): Promise<Name
     direct: { dial: d.dial, bulkArgs: d.bulkArgs, agent: d.agent },
     relayed: { dial: r.dial, bulkArgs: r.bulkArgs, agent: r.agent },
     directMtu: () => agentStatus(d.stateDir).pathDetail?.mtu ?? null,
+    directView: async () => {
+      const c = await runJson(['cluster', 'get', 'nsdirect'], env);
+      const detail = c.pathDetail as { lastSwitch?: string | null } | null;
+      return { path: String(c.path), lastSwitch: detail?.lastSwitch ?? null };
+    },
   };
 }

@@ -9,7 +9,9 @@
  *  (b) latency and fairness: p50/p99 of small requests (a new connection each, 100-byte answer) and of
  *      100-byte round trips on one established connection, directly, through the relay (and the namespace
  *      agents) and through ssh -R, each with and without one bulk stream saturating the same path.
- * It ends with the direct path's targets: one stream >= 2x the wireguard-go pair, added p99 <= relayed.
+ * Then the namespace direct agent's path flips (bench/path-flips.ts: its UDP silenced and allowed again during
+ * a download) and the direct path's targets: one stream >= 2x the wireguard-go pair, added p99 <= relayed,
+ * fallback <= 3 s and upgrade <= 10 s.
  * Real binaries (`tunnel-relay serve`, `tunnel-client join`, /usr/sbin/sshd, ssh). sshd runs with a
  * throw-away host key and a throw-away user key in a temp dir, only that key accepted, loopback only;
  * it needs root (it is skipped with a note otherwise) and `openssh-server` installed.
@@ -27,6 +29,7 @@ import { cleanupAll } from '../test/helpers/cleanup.js';
 import { measureWireguardGoPair } from './baselines/wireguard-go.js';
 import { describeMachine } from './machine.js';
 import { type NamespaceSite, startNamespaceSite } from './netns-agents.js';
+import { type FlipTimes, measureFlips } from './path-flips.js';
 import { measurePrimitives } from './primitive-costs.js';
 import {
   children,
@@ -239,6 +242,7 @@ function directTargets(o: {
   idle: Map<string, { p50: number; p99: number }>;
   busy: Map<string, { p50: number; p99: number }>;
   mtu: number | null;
+  flips: FlipTimes[];
 }): void {
   const base = o.idle.get('direct TCP');
   const line = (what: string, got: string, met: boolean): void =>
@@ -270,7 +274,25 @@ function directTargets(o: {
       added(d) <= added(r),
     );
   }
+  if (o.flips.length > 0) {
+    const each = (pick: (f: FlipTimes) => number) =>
+      o.flips.map((f) => (pick(f) / 1000).toFixed(2)).join(' / ');
+    const worst = (pick: (f: FlipTimes) => number) => Math.max(...o.flips.map(pick));
+    line(
+      'fallback <= 3 s after the direct path goes silent (hub switch, during a download)',
+      `${each((f) => f.fallbackMs)} s`,
+      worst((f) => f.fallbackMs) <= 3_000,
+    );
+    line(
+      'upgrade <= 10 s after UDP returns (hub switch, during a download)',
+      `${each((f) => f.upgradeMs)} s`,
+      worst((f) => f.upgradeMs) <= 10_000,
+    );
+  }
 }
+
+/** Path flips of the direct agent measured after the latency rows (bench/path-flips.ts). */
+const FLIP_ROUNDS = 3;
 
 const NS_DIRECT = 'CONNECT, netns agent, direct UDP (veth MTU 1,500)';
 const NS_RELAYED = 'CONNECT, netns agent, relayed (443-only)';
@@ -375,8 +397,9 @@ async function main(): Promise<void> {
           `p99 ${signed(tun.p99 - base.p99)} ms (target: p99 added <= 2 ms)`,
       );
     }
+    const flips = site ? await measureFlips(site, FLIP_ROUNDS, saturate) : [];
     if (site && nsDirect)
-      directTargets({ wgOne: wg?.one, direct: nsDirect, idle, busy: loaded, mtu: site.directMtu() });
+      directTargets({ wgOne: wg?.one, direct: nsDirect, idle, busy: loaded, mtu: site.directMtu(), flips });
 
     const cert = createSelfSignedCert({ commonName: 'bench', altNames: ['127.0.0.1'], now: Date.now() });
     const p = await measurePrimitives(256 * 1024 * 1024, { key: cert.keyPem, cert: cert.certPem });

@@ -12,10 +12,13 @@ import type { DatagramSource } from '../wireguard/peer-host.js';
 export interface DatagramSocket {
   readonly address: string;
   readonly port: number;
-  /** Datagrams leave with don't-fragment set, so one larger than the path carries is lost, never fragmented. */
+  /**
+   * send's `dontFragment` is honoured: such a datagram leaves with DF set whatever the kernel knows of the
+   * path, so one larger than the path carries is lost, never fragmented (path MTU probes).
+   */
   readonly dontFragment: boolean;
   /** One datagram to host:port. A pooled datagram goes back to its pool once the kernel has its bytes. */
-  send(datagram: Buffer, host: string, port: number): boolean;
+  send(datagram: Buffer, host: string, port: number, dontFragment: boolean): boolean;
   close(): Promise<void>;
 }
 
@@ -35,7 +38,7 @@ export interface DatagramSocketOptions {
 
 /** node:dgram: one sendmsg and one completion per datagram; a send queue of at most `maxQueuedSends`. */
 export class DgramSocket implements DatagramSocket {
-  /** node:dgram cannot set it: the kernel fragments a datagram larger than its interface's MTU. */
+  /** node:dgram cannot ask for it: a datagram larger than the path MTU the kernel knows is fragmented. */
   readonly dontFragment = false;
   readonly #socket: Socket;
   readonly #maxQueued: number;
@@ -79,7 +82,7 @@ export class DgramSocket implements DatagramSocket {
     return this.#socket.address().port;
   }
 
-  send(datagram: Buffer, host: string, port: number): boolean {
+  send(datagram: Buffer, host: string, port: number, _dontFragment: boolean): boolean {
     if (this.#socket.getSendQueueCount() >= this.#maxQueued) return false;
     try {
       this.#socket.send(

@@ -10,7 +10,9 @@
  * the socket is writable again; while `maxQueued` datagrams wait, send() refuses more (the path is backed
  * up, as node:dgram's send queue). A route that cannot take GSO (EIO, EINVAL: no checksum offload on the
  * device) gets every datagram in a send of its own from then on. Any other error (a firewall's EPERM, no
- * route) drops the run like any other loss and counts it through `onSendErrors`.
+ * route, EMSGSIZE for a don't-fragment datagram larger than the interface) drops the run like any other loss
+ * and counts it through `onSendErrors`. A datagram sent with `dontFragment` (a path MTU probe) is a run of
+ * its own, sent with DF set (udp-gso.ts).
  */
 import { constants } from 'node:os';
 import { releaseSent } from '../buffer-pool.js';
@@ -47,6 +49,8 @@ export interface GsoBatchStats {
 
 interface Run {
   datagrams: Buffer[];
+  /** Sent with DF whatever the kernel knows of the path (a run of one: probes). */
+  dontFragment: boolean;
   bytes: number;
   segmentSize: number;
   address: Uint8Array;
@@ -89,22 +93,22 @@ export class GsoBatch {
    * Adds one datagram to the run to host:port; false when it is not taken: datagrams wait for the socket
    * already, it is empty or longer than one send takes, or host is not an address of the socket's family.
    */
-  send(datagram: Buffer, host: string, port: number): boolean {
+  send(datagram: Buffer, host: string, port: number, dontFragment = false): boolean {
     const length = datagram.length;
     if (this.#waitingDatagrams >= this.#options.maxQueued || length === 0 || length > GSO_MAX_BYTES)
       return false;
     const run = this.#run;
-    if (run !== null && !this.#fits(run, length, host, port)) this.flush();
+    if (run !== null && (dontFragment || !this.#fits(run, length, host, port))) this.flush();
     if (this.#run === null) {
       const address = this.#destination(host);
       if (address === null) return false;
-      this.#run = { datagrams: [], bytes: 0, segmentSize: length, address, port };
+      this.#run = { datagrams: [], dontFragment, bytes: 0, segmentSize: length, address, port };
       this.#runHost = host;
     }
     const open = this.#run;
     open.datagrams.push(datagram);
     open.bytes += length;
-    if (length < open.segmentSize) this.#runClosed = true;
+    if (length < open.segmentSize || dontFragment) this.#runClosed = true;
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       queueMicrotask(this.#flushTask);
@@ -164,7 +168,14 @@ export class GsoBatch {
     const count = run.datagrams.length;
     if (this.stats.off || count === 1) return this.#transmitEach(run);
     const o = this.#options;
-    const result = o.sendSegments(o.fd, run.address, run.port, run.segmentSize, run.datagrams);
+    const result = o.sendSegments(
+      o.fd,
+      run.address,
+      run.port,
+      run.segmentSize,
+      run.datagrams,
+      run.dontFragment,
+    );
     if (result === -EAGAIN || result === -ENOBUFS) return false;
     if (result === -EIO || result === -EINVAL) {
       this.stats.off = true;
@@ -187,7 +198,7 @@ export class GsoBatch {
     for (let i = 0; i < run.datagrams.length; i++) {
       const datagram = run.datagrams[i] as Buffer;
       single[0] = datagram;
-      const result = o.sendSegments(o.fd, run.address, run.port, datagram.length, single);
+      const result = o.sendSegments(o.fd, run.address, run.port, datagram.length, single, run.dontFragment);
       single.length = 0;
       if (result === -EAGAIN || result === -ENOBUFS) {
         run.datagrams.splice(0, i);

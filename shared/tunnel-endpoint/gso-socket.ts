@@ -20,7 +20,7 @@ export interface GsoSocketStats extends GsoBatchStats {
 export class GsoSocket implements DatagramSocket {
   readonly address: string;
   readonly port: number;
-  readonly dontFragment: boolean;
+  readonly dontFragment = true;
   readonly #addon: UdpGsoAddon;
   readonly #handle: GsoSocketHandle;
   readonly #batch: GsoBatch;
@@ -47,7 +47,6 @@ export class GsoSocket implements DatagramSocket {
     );
     this.address = this.#handle.address;
     this.port = this.#handle.port;
-    this.dontFragment = this.#handle.dontFragment;
     this.#batch = new GsoBatch({
       fd: this.#handle.fd,
       family: bind.length === 16 ? 6 : 4,
@@ -73,8 +72,8 @@ export class GsoSocket implements DatagramSocket {
     return { ...this.#batch.stats, ...this.#reads };
   }
 
-  send(datagram: Buffer, host: string, port: number): boolean {
-    return !this.#closed && this.#batch.send(datagram, host, port);
+  send(datagram: Buffer, host: string, port: number, dontFragment: boolean): boolean {
+    return !this.#closed && this.#batch.send(datagram, host, port, dontFragment);
   }
 
   /**

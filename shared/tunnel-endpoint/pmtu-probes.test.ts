@@ -73,7 +73,7 @@ describe('PmtuProbes', () => {
     expect(t.probes.ack(KEY, Buffer.alloc(12), 8_952)).toBe(false);
   });
 
-  it('an unknown first hop (IPv6): the base without don\'t-fragment, a search up to what the path acks with it', async () => {
+  it("an unknown first hop (IPv6): the base without don't-fragment, a search up to what the path acks with it", async () => {
     const fragmenting = setup({ firstHop: undefined, pathMtu: 65_000 });
     fragmenting.probes.start(KEY, fragmenting.direct);
     await settle();

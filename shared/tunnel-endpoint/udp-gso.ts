@@ -10,7 +10,8 @@ import { TunnelError } from '../errors.js';
 
 /**
  * `datagrams`: 1-64, each `segmentSize` bytes but the last (shorter, not empty), 65,000 bytes at most
- * together; `address`: 4 bytes on an IPv4 socket, 16 on an IPv6 one. Bytes sent, or -errno.
+ * together; `address`: 4 bytes on an IPv4 socket, 16 on an IPv6 one; `dontFragment`: these leave with DF set
+ * whatever the kernel knows of the path (IP_PMTUDISC_PROBE for this call). Bytes sent, or -errno.
  */
 export type SendSegments = (
   fd: number,
@@ -18,6 +19,7 @@ export type SendSegments = (
   port: number,
   segmentSize: number,
   datagrams: readonly Uint8Array[],
+  dontFragment?: boolean,
 ) => number;
 
 /** A read: one datagram (segmentSize = its length) or a run of segmentSize-byte datagrams, the last maybe shorter. */
@@ -30,8 +32,6 @@ export interface GsoSocketHandle {
   readonly fd: number;
   readonly port: number;
   readonly address: string;
-  /** Every datagram leaves with don't-fragment set (IP_PMTUDISC_PROBE): the kernel took the option. */
-  readonly dontFragment: boolean;
 }
 
 export interface UdpGsoAddon {

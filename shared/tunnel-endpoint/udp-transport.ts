@@ -5,7 +5,8 @@
  * and arrive in runs, one read per run); elsewhere, or with TUNNEL_UDP_GSO=off, a node:dgram socket
  * (datagram-socket.ts). Every datagram handed up is fresh or a view of a fresh buffer (never reused), so
  * receivers may keep it. Incoming datagrams are told apart by their first bytes: disco messages
- * (shared/disco/disco-codec.ts) to `onDisco`, anything else to `onWireGuard`. Sending never throws: `send`
+ * (shared/disco/disco-codec.ts) to `onDisco`, anything else to `onWireGuard`; sent disco messages (path MTU
+ * probes among them) leave with don't-fragment on the GSO socket. Sending never throws: `send`
  * is false when the socket is closed or backed up, and a send the kernel refuses is counted. A datagram
  * handed down from a buffer pool (shared/buffer-pool.ts) goes back to its pool once the kernel has its bytes.
  */
@@ -108,7 +109,10 @@ export class UdpTransport {
     return this.#socket.address;
   }
 
-  /** Datagrams leave with don't-fragment set (the GSO socket): the MTU search need not stop at the first hop. */
+  /**
+   * Disco messages, path MTU probes among them, leave with don't-fragment set (the GSO socket), so a probe
+   * larger than the path carries is lost, never fragmented: the MTU search need not stop at the first hop.
+   */
   get dontFragment(): boolean {
     return this.#socket.dontFragment;
   }
@@ -125,7 +129,7 @@ export class UdpTransport {
 
   /** Queues one datagram to host:port; false when closed or backed up (never throws for that). */
   send(datagram: Buffer, host: string, port: number): boolean {
-    if (this.#closed || !this.#socket.send(datagram, host, port)) {
+    if (this.#closed || !this.#socket.send(datagram, host, port, isDiscoMessage(datagram))) {
       this.stats.refused++;
       return false;
     }

@@ -3,7 +3,7 @@
  * kernel walks its UDP/IP stack once for the run and cuts it into datagrams at the segment size, on the
  * way out or (where the device offloads it) in the NIC. node:dgram makes one sendmsg per datagram.
  *
- *   sendSegments(fd, address, port, segmentSize, datagrams) -> bytes sent (>= 0), or -errno
+ *   sendSegments(fd, address, port, segmentSize, datagrams[, dontFragment]) -> bytes sent (>= 0), or -errno
  *
  * fd: a bound UDP socket's descriptor; address: 4 bytes (IPv4 socket) or 16 bytes (IPv6 socket, IPv4
  * destinations as ::ffff:a.b.c.d); port: 1-65535; datagrams: an Array of 1-64 Uint8Arrays, each exactly
@@ -13,7 +13,14 @@
  * before it returns, so the caller may reuse them at once. Wrong argument types or sizes throw a
  * TypeError or RangeError. Errors of the send itself are returned, never thrown: -EIO or -EINVAL where
  * the route cannot take GSO (no checksum offload on the device), -EAGAIN/-ENOBUFS when the socket's
- * buffer is full, -EPERM when a firewall drops the datagrams.
+ * buffer is full, -EPERM when a firewall drops the datagrams, -EMSGSIZE for a don't-fragment datagram larger
+ * than the interface's MTU.
+ *
+ * dontFragment true: these datagrams leave with DF set whatever the kernel knows of the path
+ * (IP_PMTUDISC_PROBE, and IPV6_PMTUDISC_PROBE on an IPv6 socket, for this one call), so a router whose next
+ * link is smaller drops them instead of fragmenting them: what a path MTU probe needs. Other sends keep the
+ * socket's setting (the kernel's default: DF while a datagram fits the path MTU it knows, fragmented at the
+ * sender once an ICMP "fragmentation needed" lowered it).
  */
 #include "udp-gso.h"
 
@@ -54,9 +61,24 @@ static int get_segments(napi_env env, napi_value list, int32_t segment, struct i
   return 1;
 }
 
+/* Sets IP_MTU_DISCOVER (and IPV6_MTU_DISCOVER on an IPv6 socket) to `mode`, keeping the old values in saved. */
+typedef struct {
+  int v4, v6, have_v4, have_v6;
+} pmtu_modes;
+
+static void set_pmtu_mode(int fd, int family, int v4_mode, int v6_mode, pmtu_modes *saved) {
+  socklen_t len = sizeof(int);
+  if (saved) saved->have_v4 = getsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &saved->v4, &len) == 0;
+  setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v4_mode, sizeof(v4_mode));
+  if (family != AF_INET6) return;
+  len = sizeof(int);
+  if (saved) saved->have_v6 = getsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &saved->v6, &len) == 0;
+  setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v6_mode, sizeof(v6_mode));
+}
+
 napi_value send_segments(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5];
+  size_t argc = 6;
+  napi_value argv[6];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
   if (argc < 5) {
     napi_throw_type_error(env, "ERR_MISSING_ARGS", "sendSegments(fd, address, port, segmentSize, datagrams)");
@@ -93,12 +115,19 @@ napi_value send_segments(napi_env env, napi_callback_info info) {
     uint16_t size = (uint16_t)segment;
     memcpy(CMSG_DATA(c), &size, sizeof(size));
   }
+  bool dont_fragment = false;
+  if (argc > 5) napi_get_value_bool(env, argv[5], &dont_fragment);
+  pmtu_modes saved = {0, 0, 0, 0};
+  int family = to.storage.ss_family;
+  if (dont_fragment) set_pmtu_mode(fd, family, IP_PMTUDISC_PROBE, IPV6_PMTUDISC_PROBE, &saved);
   ssize_t sent;
   do {
     sent = sendmsg(fd, &msg, MSG_DONTWAIT);
   } while (sent < 0 && errno == EINTR);
+  int err = errno;
+  if (dont_fragment && saved.have_v4) set_pmtu_mode(fd, saved.have_v6 ? family : AF_INET, saved.v4, saved.v6, NULL);
   napi_value result;
-  napi_create_int64(env, sent < 0 ? -(int64_t)errno : (int64_t)sent, &result);
+  napi_create_int64(env, sent < 0 ? -(int64_t)err : (int64_t)sent, &result);
   return result;
 }
 

@@ -3,7 +3,7 @@
  * the kernel coalesces a sender's datagrams (a GSO send, or GRO in the receiving device), one read returns
  * the whole run and its segment size, instead of one read and one JavaScript call per datagram.
  *
- *   open(address, port, onRead, onWritable) -> { handle, fd, port, address, dontFragment }
+ *   open(address, port, onRead, onWritable) -> { handle, fd, port, address }
  *   waitWritable(handle)
  *   close(handle)
  *
@@ -14,8 +14,7 @@
  * datagrams of segmentSize bytes each but the last, which may be shorter. A read longer than any UDP
  * datagram can be (MSG_TRUNC) is dropped. Each wake-up reads at most 64 times, so other sockets get their
  * turn. After a send came back with EAGAIN, waitWritable() asks for one onWritable() call once the socket
- * takes data again. Every datagram leaves with don't-fragment set (set_dont_fragment: dontFragment says whether
- * the kernel took it), so the direct path's MTU search sees what the path carries. Both buffers are asked for 4 MiB (as root beyond net.core.[rw]mem_max), as wireguard-go
+ * takes data again. Both buffers are asked for 4 MiB (as root beyond net.core.[rw]mem_max), as wireguard-go
  * does, so bursts of runs do not overflow them. The socket keeps the event loop alive until close(), which
  * stops reading at once (no callback after it returns) and closes the descriptor on the loop's next turn.
  * fd serves sendSegments (send.c).
@@ -218,26 +217,13 @@ static int bind_socket(const destination *where, const char **syscall) {
   return fd;
 }
 
-/*
- * Don't-fragment on every datagram, without the kernel's path MTU cache (IP_PMTUDISC_PROBE: a datagram larger
- * than the interface's MTU fails with EMSGSIZE, one larger than a router's next link is dropped there), so the
- * direct path's MTU search (DPLPMTUD) finds what the whole path carries. 1 when set for the socket's family.
- */
-static int set_dont_fragment(int fd, int family) {
-  int probe4 = IP_PMTUDISC_PROBE;
-  int v4 = setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &probe4, sizeof(probe4)) == 0;
-  if (family == AF_INET) return v4;
-  int probe6 = IPV6_PMTUDISC_PROBE;
-  return setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &probe6, sizeof(probe6)) == 0 && v4;
-}
-
-static napi_value describe(napi_env env, udp_socket *s, int dont_fragment) {
+static napi_value describe(napi_env env, udp_socket *s) {
   struct sockaddr_storage local;
   socklen_t len = sizeof(local);
   char text[INET6_ADDRSTRLEN] = "";
   int port = 0;
   if (getsockname(s->fd, (struct sockaddr *)&local, &len) == 0) port = format_source(&local, text, sizeof(text));
-  napi_value out, handle, fd, port_value, address, df;
+  napi_value out, handle, fd, port_value, address;
   napi_create_object(env, &out);
   napi_create_external(env, s, finalize, NULL, &handle);
   napi_create_int32(env, s->fd, &fd);
@@ -247,8 +233,6 @@ static napi_value describe(napi_env env, udp_socket *s, int dont_fragment) {
   napi_set_named_property(env, out, "fd", fd);
   napi_set_named_property(env, out, "port", port_value);
   napi_set_named_property(env, out, "address", address);
-  napi_get_boolean(env, dont_fragment, &df);
-  napi_set_named_property(env, out, "dontFragment", df);
   return out;
 }
 
@@ -293,7 +277,7 @@ napi_value socket_open(napi_env env, napi_callback_info info) {
   napi_create_reference(env, resource, 1, &s->resource);
   napi_async_init(env, resource, name, &s->async);
   uv_poll_start(&s->poll, UV_READABLE, on_events);
-  return describe(env, s, set_dont_fragment(fd, where.storage.ss_family));
+  return describe(env, s);
 }
 
 /* The socket behind the first argument; NULL with a pending TypeError when it is not open()'s handle. */
