@@ -192,7 +192,7 @@ export async function startServe(
   dataDir: string,
   listen: string,
   extra: readonly string[] = [],
-  opts: { umask?: number } = {},
+  opts: { umask?: number; env?: Record<string, string> } = {},
 ) {
   const p = new Proc(
     RELAY_BIN,
@@ -210,8 +210,8 @@ export async function startServe(
       'off',
       ...extra,
     ],
-    cleanEnv(),
-    opts,
+    cleanEnv(opts.env),
+    { umask: opts.umask },
   );
   await p.waitFor((x) => x.stdout.includes('\n'), 20_000, 'the ready line');
   const ready = JSON.parse(p.stdout.split('\n')[0]!) as ReadyLine;

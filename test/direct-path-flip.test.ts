@@ -56,6 +56,9 @@ let edge: NamespaceAgent;
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 
 /** Creates cluster `name`, joins it from the agent namespace (upstream: the host's HTTP server) and runs it. */
+/** The relay and the agents here run on the GSO/GRO socket (opt-in), so its runs cross the NAT end to end. */
+const GSO = { TUNNEL_UDP_GSO: 'on' };
+
 async function joinAndRun(name: string, extra: readonly string[] = []): Promise<NamespaceAgent> {
   const created = await admin('cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);
@@ -64,6 +67,7 @@ async function joinAndRun(name: string, extra: readonly string[] = []): Promise<
     extraArgs: ['--upstream', `http://${t.hubPublicAddress}:${upstreamPort}`, ...extra],
     prefix: 'flip-agent',
     runTimeoutMs: 280_000,
+    env: GSO,
   });
 }
 
@@ -184,12 +188,17 @@ beforeAll(async () => {
   upstream.listen(0, t.hubPublicAddress);
   await once(upstream, 'listening');
   upstreamPort = (upstream.address() as AddressInfo).port;
-  const started = await startServe(tempDir('flip-relay-'), `${t.hubPublicAddress}:0`, [
-    '--udp-port',
-    String(await freeUdpPort(t.hubPublicAddress)),
-    '--stun-port',
-    String(await freeUdpPort(t.hubPublicAddress)),
-  ]);
+  const started = await startServe(
+    tempDir('flip-relay-'),
+    `${t.hubPublicAddress}:0`,
+    [
+      '--udp-port',
+      String(await freeUdpPort(t.hubPublicAddress)),
+      '--stun-port',
+      String(await freeUdpPort(t.hubPublicAddress)),
+    ],
+    { env: GSO },
+  );
   relay = started.proc;
   ready = started.ready;
   adminEnv = adminEnvOf(ready);

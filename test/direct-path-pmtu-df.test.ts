@@ -4,10 +4,11 @@
  *
  *   agent ns ══ LAN, MTU 9,000 ══ router ns (MASQUERADE) ── WAN, MTU 1,500 ── host: relay + hub UDP port
  *
- * - on the GSO socket (every datagram with don't-fragment): the search's jumbo probes die at the router (a
- *   mangle PREROUTING rule there counts them arriving), so the path stays at 1,420 and a download is intact;
- * - with TUNNEL_UDP_GSO=off (node:dgram cannot set don't-fragment) the router fragments the same probes, they
- *   are acknowledged, and the path climbs to 8,920 over a link that carries 1,500: what the first case avoids.
+ * - on the GSO socket (TUNNEL_UDP_GSO=on: probes with don't-fragment): the search's jumbo probes die at the
+ *   router (a mangle PREROUTING rule there counts them arriving), so the path stays at 1,420;
+ * - on node:dgram (the default, which cannot ask for don't-fragment per datagram) the same probes come through
+ *   fragmented, are acknowledged, and the path climbs to 8,920 over a link that carries 1,500: what the first
+ *   case avoids.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale, cleanup, sleep } from './cli-harness.js';
@@ -63,7 +64,7 @@ afterAll(async () => {
 
 describe('direct path MTU search beyond the first hop', () => {
   it("with don't-fragment the jumbo probes die at the router and the path stays at 1,420", async () => {
-    const { a, jumbo } = await jumboLan('edge-df');
+    const { a, jumbo } = await jumboLan('edge-df', { TUNNEL_UDP_GSO: 'on' });
     await waitFor(direct(a), 30_000, 'the direct path', 250);
     await waitFor(
       async () => (await jumbo.counters()).packets > 0,
@@ -78,8 +79,8 @@ describe('direct path MTU search beyond the first hop', () => {
     expect(r.pathDetail?.mtu).toBe(1_420);
   }, 90_000);
 
-  it("on node:dgram (no don't-fragment) the router fragments them and the path climbs to 8,920", async () => {
-    const { a, jumbo } = await jumboLan('edge-frag', { TUNNEL_UDP_GSO: 'off' });
+  it("on node:dgram (no don't-fragment) they come through fragmented and the path climbs to 8,920", async () => {
+    const { a, jumbo } = await jumboLan('edge-frag');
     await waitFor(direct(a), 30_000, 'the direct path', 250);
     await waitFor(
       async () => (await a.status()).pathDetail?.mtu === 8_920,

@@ -22,7 +22,7 @@ async function receiver(): Promise<{ port: number; next: () => Promise<Buffer> }
 }
 
 const socketKinds = [
-  { kind: 'the GSO addon', gso: udpGso(undefined) },
+  { kind: 'the GSO addon', gso: udpGso('on') },
   { kind: 'node:dgram', gso: null },
 ];
 
