@@ -1,7 +1,14 @@
 import { isIPv6 } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bytesToIp, ipToBytes, ipToFamilyBytes, isV4Mapped, normalizeIp } from './ip-bytes.js';
+import {
+  bytesToIp,
+  ipToBytes,
+  ipToFamilyBytes,
+  ipToSocketBytes,
+  isV4Mapped,
+  normalizeIp,
+} from './ip-bytes.js';
 
 describe('ip-bytes', () => {
   it('maps IPv4 into ::ffff:0:0/96 and back', () => {
@@ -104,5 +111,23 @@ describe('normalizeIp', () => {
     expect(normalizeIp('::ffff:10.0.0.1')).toBe('10.0.0.1');
     expect(normalizeIp('2001:DB8:0:0::1')).toBe('2001:db8::1');
     expect(normalizeIp('nope')).toBeNull();
+  });
+
+  it('gives a socket of each family its sockaddr bytes, none for IPv6 on IPv4 (property)', () => {
+    fc.assert(
+      fc.property(fc.ipV4(), (text) => {
+        const mapped = ipToBytes(text);
+        expect(ipToSocketBytes(text, 6)).toEqual(mapped);
+        expect(ipToSocketBytes(text, 4)).toEqual(mapped?.subarray(12));
+      }),
+    );
+    fc.assert(
+      fc.property(fc.ipV6(), (text) => {
+        const bytes = ipToBytes(text);
+        expect(ipToSocketBytes(text, 6)).toEqual(bytes);
+        expect(ipToSocketBytes(text, 4)).toEqual(bytes && isV4Mapped(bytes) ? bytes.subarray(12) : null);
+      }),
+    );
+    expect(ipToSocketBytes('not-an-address', 4)).toBeNull();
   });
 });

@@ -56,6 +56,16 @@ export function ipToFamilyBytes(text: string): Buffer | null {
   return isV4Mapped(bytes) ? bytes.subarray(12) : bytes;
 }
 
+/**
+ * The address bytes a socket of `family` puts in its sockaddr: 16 on an IPv6 socket (IPv4 as ::ffff:a.b.c.d),
+ * 4 on an IPv4 one; null for anything else (not an address, or IPv6 on an IPv4 socket).
+ */
+export function ipToSocketBytes(text: string, family: 4 | 6): Buffer | null {
+  const bytes = ipToBytes(text);
+  if (bytes === null || family === 6) return bytes;
+  return isV4Mapped(bytes) ? bytes.subarray(12) : null;
+}
+
 /** Text of a 16-byte address: dotted for IPv4-mapped, RFC 5952 otherwise. */
 export function bytesToIp(bytes: Uint8Array): string {
   if (bytes.length !== IP_BYTES_LEN) throw new RangeError(`ip: ${bytes.length} bytes, not 16`);

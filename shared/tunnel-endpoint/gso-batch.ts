@@ -16,7 +16,7 @@
  */
 import { constants } from 'node:os';
 import { releaseSent } from '../buffer-pool.js';
-import { ipToBytes, isV4Mapped } from '../ip/ip-bytes.js';
+import { ipToSocketBytes } from '../ip/ip-bytes.js';
 import { RingQueue } from '../ring-queue.js';
 import { GSO_MAX_BYTES, GSO_MAX_SEGMENTS, type SendSegments } from './udp-gso.js';
 
@@ -231,9 +231,7 @@ export class GsoBatch {
   /** The destination's bytes for the socket's family, or null when host is not such an address. */
   #destination(host: string): Uint8Array | null {
     if (host === this.#addressOf && this.#address !== null) return this.#address;
-    const bytes = ipToBytes(host);
-    if (bytes === null) return null;
-    const address = this.#options.family === 6 ? bytes : isV4Mapped(bytes) ? bytes.subarray(12) : null;
+    const address = ipToSocketBytes(host, this.#options.family);
     if (address === null) return null;
     this.#address = address;
     this.#addressOf = host;

@@ -5,7 +5,7 @@
  * names) and the transport falls back to node:dgram.
  */
 import { isIPv6 } from 'node:net';
-import { ipToBytes, isV4Mapped } from '../ip/ip-bytes.js';
+import { ipToSocketBytes } from '../ip/ip-bytes.js';
 import type { DatagramEvents, DatagramSocket, DatagramSocketOptions } from './datagram-socket.js';
 import { GsoBatch, type GsoBatchStats } from './gso-batch.js';
 import type { GsoSocketHandle, UdpGsoAddon } from './udp-gso.js';
@@ -62,9 +62,7 @@ export class GsoSocket implements DatagramSocket {
    * `code`, e.g. EADDRINUSE) and leaves nothing open.
    */
   static open(addon: UdpGsoAddon, o: DatagramSocketOptions & { maxQueuedSends: number }): GsoSocket | null {
-    const bytes = ipToBytes(o.host);
-    if (bytes === null) return null;
-    const bind = isIPv6(o.host) ? bytes : isV4Mapped(bytes) ? bytes.subarray(12) : null;
+    const bind = ipToSocketBytes(o.host, isIPv6(o.host) ? 6 : 4);
     return bind === null ? null : new GsoSocket(addon, o, bind);
   }
 
