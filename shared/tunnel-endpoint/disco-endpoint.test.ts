@@ -8,9 +8,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AGENT_ADDRESS,
+  connectAgent,
   connectNodes,
   HUB_ADDRESS,
   type LoopbackNode,
+  type LoopbackNodeOptions,
   startLoopbackNode,
 } from '../../test/helpers/loopback-endpoints.js';
 import { pollUntil } from '../../test/helpers/wait.js';
@@ -36,8 +38,14 @@ async function until(pred: () => boolean, ms: number): Promise<number> {
 }
 
 /** A node whose UDP sends pass while the gate is open; it answers every echo it gets. */
-function node(address: string, role: 'client' | 'server', gate: { open: boolean }): Promise<LoopbackNode> {
+function node(
+  address: string,
+  role: 'client' | 'server',
+  gate: { open: boolean },
+  more: Pick<LoopbackNodeOptions, 'keys' | 'timers'> = {},
+): Promise<LoopbackNode> {
   return startLoopbackNode({
+    ...more,
     address,
     gate: (_d, send) => gate.open && send(),
     endpoint: { streams: { role } },
@@ -133,5 +141,35 @@ describe('TunnelEndpoint with disco', () => {
     expect(agent.paths?.path?.kind).toBe('relayed');
     expect(agent.udp.stats.sent).toBe(0);
     expect(agent.endpoint.disco?.snapshot(hub.keys.publicKey)?.reason).toBe('relay-only');
+  });
+
+  it('answers a restarted peer over the relay at once, though the old direct remote was still trusted', async () => {
+    // The hub idles with a long trust window; the restarted agent (same keys, new UDP port) cannot reach the
+    // hub over UDP (as behind a hub NAT that takes no unsolicited UDP), so it handshakes over the relay.
+    const timers = { idlePingMs: 10_000 };
+    const hub = await node(HUB, 'client', { open: true }, { timers });
+    const first = await node(AGENT, 'server', { open: true }, { timers });
+    let agent = first;
+    const { presharedKey } = connectNodes(hub, first, { agentNow: () => agent });
+    for (let seq = 0; seq < 5; seq++) first.endpoint.send(echo(seq));
+    await until(() => first.got >= 5 && hub.paths?.path?.kind === 'direct', 3_000);
+    await new Promise((r) => setTimeout(r, 1_200)); // idle now: the hub trusts the remote for ~10 s more
+    await first.endpoint.close();
+    await first.udp.close();
+    const blocked = { open: false };
+    agent = await node(AGENT, 'server', blocked, { keys: first.keys, timers });
+    connectAgent(hub, agent, presharedKey);
+    expect(hub.endpoint.disco?.snapshot(agent.keys.publicKey)?.route).toBe('direct');
+    agent.endpoint.send(echo(100));
+    const answeredIn = await until(() => agent.got >= 1, 5_000);
+    expect(answeredIn).toBeLessThan(1_000);
+    expect(hub.endpoint.disco?.snapshot(agent.keys.publicKey)?.route).not.toBe('direct');
+    // UDP open again: the hub's pings reach the new port and both sides go direct to each other.
+    blocked.open = true;
+    await until(() => hub.endpoint.disco?.snapshot(agent.keys.publicKey)?.route === 'direct', 5_000);
+    expect(hub.endpoint.disco?.snapshot(agent.keys.publicKey)?.remote).toEqual({
+      host: LO,
+      port: agent.udp.port,
+    });
   });
 });

@@ -255,6 +255,13 @@ export class DiscoPeers {
     if (state) this.#sendCallMeMaybe(state);
   }
 
+  /** The peer showed it does not hear us on the direct remote (see PathSelector.distrustRemote). */
+  distrustRemote(key: Buffer): void {
+    const state = this.#peers.get(keyToBase64(key));
+    if (!state?.selector.distrustRemote()) return;
+    this.#poll(state);
+  }
+
   snapshot(key: Buffer): PathSnapshot | undefined {
     return this.#peers.get(keyToBase64(key))?.selector.snapshot();
   }

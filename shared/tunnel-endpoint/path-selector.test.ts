@@ -355,6 +355,44 @@ describe('path selector', () => {
     expect(sim.until(10_000, () => sim.sel.route === 'direct')).toBeLessThanOrEqual(3_000);
   });
 
+  it('stops trusting an idle remote at once when the peer restarted, and moves to its new address', () => {
+    const sim = new Sim();
+    sim.link(A, true);
+    sim.sel.setCandidates([A]);
+    sim.poll();
+    sim.clock.advance(40_000); // idle and direct: A is trusted for the keepalive pace and more
+    expect(sim.sel.route).toBe('direct');
+    expect(sim.sel.distrustRemote()).toBe(true); // a handshake over the relay: the peer does not hear A
+    expect(sim.sel.route).toBe('both'); // replies go over the relay too, from now on
+    expect(sim.sel.distrustRemote()).toBe(false); // only a direct route changes
+    sim.link(A, false); // the old process's port is gone; the new one's is B
+    sim.link(B, true);
+    sim.sel.setCandidates([B]);
+    sim.poll();
+    expect(sim.until(2_000, () => sim.sel.route === 'direct')).toBeLessThanOrEqual(100);
+    expect(sim.sel.snapshot()).toMatchObject({ remote: B, fallbacks: 0 });
+  });
+
+  it('goes back to a distrusted remote at its next answer, and drops it after a ping timeout without one', () => {
+    const sim = new Sim();
+    sim.link(A, true, 30);
+    sim.sel.setCandidates([A]);
+    sim.poll();
+    sim.clock.advance(40_000);
+    const before = sim.udpPingsTo(A);
+    expect(sim.sel.distrustRemote()).toBe(true);
+    sim.poll();
+    expect(sim.udpPingsTo(A)).toBe(before + 1); // pinged at once, not at the idle pace
+    expect(sim.until(1_000, () => sim.sel.route === 'direct')).toBe(30);
+    expect(sim.sel.snapshot().remote).toEqual(A);
+    sim.link(A, false);
+    expect(sim.sel.distrustRemote()).toBe(true);
+    sim.poll();
+    const dropped = sim.until(10_000, () => sim.sel.route === 'relayed');
+    expect(dropped).toBeGreaterThanOrEqual(DEFAULT_PATH_TIMERS.pingTimeoutMs);
+    expect(dropped).toBeLessThanOrEqual(DEFAULT_PATH_TIMERS.pingTimeoutMs + 100);
+  });
+
   it('accepts a pong only once, for a ping in flight, over the way the ping went', () => {
     const sim = new Sim();
     sim.link(A, false);

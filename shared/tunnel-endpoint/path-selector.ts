@@ -264,6 +264,26 @@ export class PathSelector {
     else this.#confirmUntil = Math.max(this.#confirmUntil, now + this.#timers.confirmMs);
   }
 
+  /**
+   * The peer showed it does not hear us on the direct remote (it initiated a WireGuard handshake over the
+   * relay, as after a restart with a new UDP port): while the route is `direct`, the remote's past answers
+   * stop counting. The route becomes `both`, so replies reach the peer over the relay too; the remote is
+   * pinged at once and is `direct` again at its next answer (this is no fallback: no hold-down), dropped
+   * after a ping timeout without one, and replaced by any other candidate that answers first. True when
+   * the route changed (poll now).
+   */
+  distrustRemote(): boolean {
+    const best = this.#best;
+    if (!best || this.#route !== 'direct') return false;
+    const now = this.#clock.now();
+    best.lastPongAt = NEVER;
+    best.lastPingAt = NEVER;
+    best.streak = 0;
+    this.#confirmUntil = Math.max(this.#confirmUntil, now + this.#timers.confirmMs);
+    this.#setRoute('both', now);
+    return true;
+  }
+
   /** A datagram was sent to or received from the peer. True when this woke an idle peer: poll now. */
   noteTraffic(): boolean {
     const now = this.#clock.now();

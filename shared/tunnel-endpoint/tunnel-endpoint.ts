@@ -32,6 +32,7 @@ import type { PacketRoom } from '../packet-room.js';
 import { StreamBinding, type StreamBindingOptions } from '../tunnel-streams/stream-binding.js';
 import type { WireGuardTimers } from '../wireguard/constants.js';
 import {
+  type AuthenticatedMessage,
   type DatagramSource,
   Device,
   type DeviceStats,
@@ -150,7 +151,7 @@ export class TunnelEndpoint {
       authenticatedSources: o.authenticatedSources,
       send: sendOnPath,
       onPacket: (p, peer) => this.#deliver(p, peer),
-      onAuthenticated: (peer, source) => this.#authenticated(peer, source),
+      onAuthenticated: (peer, source, message) => this.#authenticated(peer, source, message),
       sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
     });
     this.paths = new PathManager({
@@ -320,11 +321,17 @@ export class TunnelEndpoint {
     this.direct.opened++;
   }
 
-  /** Roaming: the peer is answered on the path (and UDP address) its latest authenticated datagram took. */
-  #authenticated(peer: Peer<PeerPaths>, source: DatagramSource | null): void {
+  /**
+   * Roaming: the peer is answered on the path (and UDP address) its latest authenticated datagram took. A
+   * steered peer that initiates a handshake over the relay does not hear us on our direct remote (it
+   * restarted, or its own route is not direct): its selector stops trusting that remote, so the response
+   * and what follows go over the relay too until the remote answers again.
+   */
+  #authenticated(peer: Peer<PeerPaths>, source: DatagramSource | null, message: AuthenticatedMessage): void {
     const paths = peer.endpoint;
     if (!paths) return;
     if (source === null) {
+      if (message === 'initiation') this.disco?.distrustRemote(paths.publicKey);
       paths.arrivedOn('relayed');
       return;
     }

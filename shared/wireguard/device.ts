@@ -42,10 +42,17 @@ import {
   type Response,
 } from './messages.js';
 import { consumeInitiation, consumeResponse, type NoiseIdentity } from './noise.js';
-import { type DatagramSource, type Endpoint, Peer, type PeerHost, type TransportDropReason } from './peer.js';
+import {
+  type AuthenticatedMessage,
+  type DatagramSource,
+  type Endpoint,
+  Peer,
+  type PeerHost,
+  type TransportDropReason,
+} from './peer.js';
 import { RateLimiter } from './rate-limiter.js';
 
-export type { DatagramSource, Endpoint } from './peer.js';
+export type { AuthenticatedMessage, DatagramSource, Endpoint } from './peer.js';
 export { Peer } from './peer.js';
 
 export interface DeviceOptions<E extends Endpoint = Endpoint> {
@@ -74,7 +81,7 @@ export interface DeviceOptions<E extends Endpoint = Endpoint> {
    * `source` is its address for receiveFrom(), null for receive(). Roaming transports move the peer's
    * endpoint here, and only here.
    */
-  onAuthenticated?(peer: Peer<E>, source: DatagramSource | null): void;
+  onAuthenticated?(peer: Peer<E>, source: DatagramSource | null, message: AuthenticatedMessage): void;
   /** Sends a cookie reply to a source no peer is known for (receiveFrom under load); absent: none sent. */
   sendToSource?(datagram: Buffer, source: DatagramSource): boolean;
 }
@@ -218,7 +225,7 @@ export class Device<E extends Endpoint = Endpoint> {
         return true;
       },
       deliver: (p, peer) => opts.onPacket(p, peer),
-      authenticated: (peer, source) => opts.onAuthenticated?.(peer, source),
+      authenticated: (peer, source, message) => opts.onAuthenticated?.(peer, source, message),
       allowedSource: (src, peer) => this.#allowed.lookup(src) === peer,
       debug: (m) => log?.debug(m),
     };

@@ -23,6 +23,9 @@ export interface DatagramSource {
   readonly port: number;
 }
 
+/** Which of a peer's datagrams authenticated: a handshake initiation or response, or transport data. */
+export type AuthenticatedMessage = 'initiation' | 'response' | 'transport';
+
 /** What a Peer needs from its Device. */
 export interface PeerHost<E extends Endpoint = Endpoint> {
   readonly identity: NoiseIdentity;
@@ -36,9 +39,9 @@ export interface PeerHost<E extends Endpoint = Endpoint> {
   /**
    * A datagram from `peer` authenticated (a valid handshake message, or transport data that opened and
    * passed the replay window), before the peer answers it. `source` is its network address when the
-   * transport gave one (Device.receiveFrom), else null.
+   * transport gave one (Device.receiveFrom), else null; `message` the kind of datagram.
    */
-  authenticated(peer: Peer<E>, source: DatagramSource | null): void;
+  authenticated(peer: Peer<E>, source: DatagramSource | null, message: AuthenticatedMessage): void;
   deliver(packet: Buffer, peer: Peer<E>): void;
   /** True when `source` (an inner source address) routes to `peer` in AllowedIPs. */
   allowedSource(source: Uint8Array, peer: Peer<E>): boolean;

@@ -11,12 +11,26 @@ import { splitInnerPacket } from './inner-packet.js';
 import { Keypair, Keypairs } from './keypair.js';
 import { readTransportCounter } from './messages.js';
 import { createInitiation, createResponse, deriveSession, Handshake } from './noise.js';
-import type { DatagramSource, Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
+import type {
+  AuthenticatedMessage,
+  DatagramSource,
+  Endpoint,
+  PeerDropReason,
+  PeerEvents,
+  PeerHost,
+} from './peer-host.js';
 import { PeerTimer } from './peer-timer.js';
 import { TimestampGenerator } from './tai64n.js';
 import { openTransport, sealTransport } from './transport.js';
 
-export type { DatagramSource, Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
+export type {
+  AuthenticatedMessage,
+  DatagramSource,
+  Endpoint,
+  PeerDropReason,
+  PeerEvents,
+  PeerHost,
+} from './peer-host.js';
 
 /** Why a transport datagram for a known index was dropped before it authenticated. */
 export type TransportDropReason = 'expired-keypair' | 'decrypt' | 'replay';
@@ -188,7 +202,7 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
 
   /** The device consumed an initiation from this peer: answer it and stage the new keypair as `next`. */
   onInitiationConsumed(from: E | undefined, source: DatagramSource | null = null): void {
-    this.#authenticated(from, source);
+    this.#authenticated(from, source, 'initiation');
     this.timersAnyAuthenticatedPacketTraversal();
     this.timersAnyAuthenticatedPacketReceived();
     const now = this.#host.clock.now();
@@ -205,7 +219,7 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
 
   /** The device consumed a response to our initiation: the new keypair is current; confirm it. */
   onResponseConsumed(from: E | undefined, source: DatagramSource | null = null): void {
-    this.#authenticated(from, source);
+    this.#authenticated(from, source, 'response');
     this.timersAnyAuthenticatedPacketTraversal();
     this.timersAnyAuthenticatedPacketReceived();
     this.#installSession();
@@ -232,7 +246,7 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
     if (!plain) return this.#dropIn('decrypt');
     if (!kp.replay.validate(readTransportCounter(datagram), t.rejectAfterMessages))
       return this.#dropIn('replay');
-    this.#authenticated(from, source);
+    this.#authenticated(from, source, 'transport');
     const { promoted, dropped } = this.keypairs.receivedWith(kp);
     if (promoted) {
       if (dropped) this.#host.indices.delete(dropped.localIndex);
@@ -374,9 +388,9 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
   }
 
   /** Roaming: replies go where the latest authenticated datagram came from. */
-  #authenticated(from: E | undefined, source: DatagramSource | null): void {
+  #authenticated(from: E | undefined, source: DatagramSource | null, message: AuthenticatedMessage): void {
     if (from) this.endpoint = from;
-    this.#host.authenticated(this, source);
+    this.#host.authenticated(this, source, message);
   }
 
   #dropIn(reason: TransportDropReason): TransportDropReason {

@@ -56,10 +56,14 @@ export interface LoopbackNodeOptions {
   onPacket?: (packet: Buffer, node: LoopbackNode) => void;
   /** Where the node's closers go (the test runs them after each test, newest first). */
   closers: Array<() => unknown>;
+  /** The node's WireGuard keys (a restarted process keeps its own); default new ones. */
+  keys?: KeyPair;
+  /** Path timers over FAST_PATH_TIMERS. */
+  timers?: Partial<PathTimers>;
 }
 
 export async function startLoopbackNode(o: LoopbackNodeOptions): Promise<LoopbackNode> {
-  const keys = generateKeyPair();
+  const keys = o.keys ?? generateKeyPair();
   const udp = await UdpTransport.open({ host: LO, port: 0 });
   o.closers.push(() => udp.close());
   const gated = {
@@ -72,7 +76,7 @@ export async function startLoopbackNode(o: LoopbackNodeOptions): Promise<Loopbac
     address: parseIpv4Address(o.address),
     clock: realClock,
     udp: gated,
-    disco: { timers: FAST_PATH_TIMERS },
+    disco: { timers: { ...FAST_PATH_TIMERS, ...o.timers } },
     onPacket: (p) => {
       node.got++;
       node.gotAt.push(Date.now());
@@ -109,21 +113,38 @@ export function relayedPath(from: LoopbackNode, to: () => LoopbackNode): Path {
   };
 }
 
-/** Adds each node as the other's disco peer over the relayed path, and gives each its loopback candidate. */
-export function connectNodes(hub: LoopbackNode, agent: LoopbackNode): void {
-  const common = { presharedKey: generatePresharedKey(), disco: true };
+/**
+ * Adds each node as the other's disco peer over the relayed path, and gives each its loopback candidate. The
+ * hub's relay hands its payloads to `agentNow()` (default: `agent`): a test that restarts the agent points it
+ * at the new node and connects that one with connectAgent.
+ */
+export function connectNodes(
+  hub: LoopbackNode,
+  agent: LoopbackNode,
+  opts: { agentNow?: () => LoopbackNode } = {},
+): { presharedKey: Buffer } {
+  const presharedKey = generatePresharedKey();
   hub.paths = hub.endpoint.addPeer({
-    ...common,
+    presharedKey,
+    disco: true,
     publicKey: agent.keys.publicKey,
     address: AGENT_ADDRESS,
-    paths: [relayedPath(hub, () => agent)],
+    paths: [relayedPath(hub, opts.agentNow ?? (() => agent))],
   }).paths;
+  hub.endpoint.disco?.setLocalCandidates([{ host: LO, port: hub.udp.port }]);
+  connectAgent(hub, agent, presharedKey);
+  return { presharedKey };
+}
+
+/** The agent's side of connectNodes: the hub as its disco peer over the relayed path, and its candidate. */
+export function connectAgent(hub: LoopbackNode, agent: LoopbackNode, presharedKey: Buffer): void {
+  // Candidates first, as a restarted agent that already knows them: its first call-me-maybe lists them.
+  agent.endpoint.disco?.setLocalCandidates([{ host: LO, port: agent.udp.port }]);
   agent.paths = agent.endpoint.addPeer({
-    ...common,
+    presharedKey,
+    disco: true,
     publicKey: hub.keys.publicKey,
     address: HUB_ADDRESS,
     paths: [relayedPath(agent, () => hub)],
   }).paths;
-  hub.endpoint.disco?.setLocalCandidates([{ host: LO, port: hub.udp.port }]);
-  agent.endpoint.disco?.setLocalCandidates([{ host: LO, port: agent.udp.port }]);
 }
