@@ -438,8 +438,8 @@ describe('admin access', () => {
       expect(view.status).toBe('Accepted');
       expect(view.leaseRenewTime).not.toBeNull();
       // No TUNNEL_WG_AEAD: the fastest cipher that loads, the OpenSSL addon npm ci built; no TUNNEL_UDP_GSO:
-      // node:dgram (the GSO/GRO socket is opt-in).
-      expect(agent.stderr).toContain('WireGuard cipher openssl, UDP via node:dgram');
+      // the GSO/GRO socket npm ci built too.
+      expect(agent.stderr).toContain('WireGuard cipher openssl, UDP via GSO/GRO');
       // One agent per state dir: a second one, and unjoin, are refused while it runs.
       for (const cmd of ['run', 'unjoin']) {
         const second = await client(cmd, '--state-dir', stateDir);
@@ -614,11 +614,11 @@ describe('bad usage exits 2 with one line naming the value', () => {
     const relay = new Proc(
       RELAY_BIN,
       ['serve', '--output', 'json', '--listen', '127.0.0.1:0', '--data-dir', tempDir('aead-ok-')],
-      cleanEnv({ TUNNEL_WG_AEAD: 'sodium-native', TUNNEL_UDP_GSO: 'on' }),
+      cleanEnv({ TUNNEL_WG_AEAD: 'sodium-native', TUNNEL_UDP_GSO: 'off' }),
     );
     await relay.waitFor((p) => p.stderr.includes('"relay listening"'), 20_000, 'the relay listening log');
     expect(relay.stderr).toContain('"wireguardCipher":"sodium-native"');
-    expect(relay.stderr).toContain('"udpSocket":"GSO/GRO"');
+    expect(relay.stderr).toContain('"udpSocket":"node:dgram"');
     expect(await relay.stop('SIGTERM')).toBe(0);
   });
 

@@ -56,7 +56,7 @@ let edge: NamespaceAgent;
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 
 /** Creates cluster `name`, joins it from the agent namespace (upstream: the host's HTTP server) and runs it. */
-/** The relay and the agents here run on the GSO/GRO socket (opt-in), so its runs cross the NAT end to end. */
+/** The relay and the agents here run on the GSO/GRO socket (required, not only where it loads), so its runs cross the NAT end to end. */
 const GSO = { TUNNEL_UDP_GSO: 'on' };
 
 async function joinAndRun(name: string, extra: readonly string[] = []): Promise<NamespaceAgent> {

@@ -4,9 +4,9 @@
  *
  *   agent ns ══ LAN, MTU 9,000 ══ router ns (MASQUERADE) ── WAN, MTU 1,500 ── host: relay + hub UDP port
  *
- * - on the GSO socket (TUNNEL_UDP_GSO=on: probes with don't-fragment): the search's jumbo probes die at the
+ * - on the GSO socket (the default; probes with don't-fragment): the search's jumbo probes die at the
  *   router (a mangle PREROUTING rule there counts them arriving), so the path stays at 1,420;
- * - on node:dgram (the default, which cannot ask for don't-fragment per datagram) the same probes come through
+ * - on node:dgram (TUNNEL_UDP_GSO=off; it cannot ask for don't-fragment per datagram) the same probes come through
  *   fragmented, are acknowledged, and the path climbs to 8,920 over a link that carries 1,500: what the first
  *   case avoids.
  */
@@ -80,7 +80,7 @@ describe('direct path MTU search beyond the first hop', () => {
   }, 90_000);
 
   it("on node:dgram (no don't-fragment) they come through fragmented and the path climbs to 8,920", async () => {
-    const { a, jumbo } = await jumboLan('edge-frag');
+    const { a, jumbo } = await jumboLan('edge-frag', { TUNNEL_UDP_GSO: 'off' });
     await waitFor(direct(a), 30_000, 'the direct path', 250);
     await waitFor(
       async () => (await a.status()).pathDetail?.mtu === 8_920,

@@ -57,13 +57,14 @@ function reads(): { got: Read[]; onRead: OnRead; until(n: number): Promise<void>
 }
 
 describe('UDP GSO addon', () => {
-  it('loads on this machine (npm ci builds native/udp-gso) when TUNNEL_UDP_GSO=on asks for it', () => {
+  it('loads on this machine (npm ci builds native/udp-gso): used unless TUNNEL_UDP_GSO=off', () => {
     expect(typeof addon?.sendSegments).toBe('function');
-    expect(udpGso(undefined)).toBeNull();
-    expect(udpGso('')).toBeNull();
+    expect(udpGso(undefined)).toBe(addon);
+    expect(udpGso('')).toBe(addon);
     expect(udpGso('off')).toBeNull();
     expect(udpSocketName('on')).toBe('GSO/GRO');
-    expect(udpSocketName(undefined)).toBe('node:dgram');
+    expect(udpSocketName(undefined)).toBe('GSO/GRO');
+    expect(udpSocketName('off')).toBe('node:dgram');
     let err: unknown;
     try {
       udpGso('fast');

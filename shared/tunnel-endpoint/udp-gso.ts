@@ -1,9 +1,9 @@
 /**
  * The optional UDP GSO/GRO addon (native/udp-gso, Linux, built by `npm ci` where a C compiler is present):
  * a socket read on Node's event loop with UDP GRO on (a run of one sender's datagrams in one read), and
- * sendSegments, one sendmsg(2) for a run of datagrams to one destination (UDP GSO). It is opt-in:
- * TUNNEL_UDP_GSO=on requires it; unset, empty or `off`, the UDP transport uses node:dgram, one system call and
- * one callback per datagram.
+ * sendSegments, one sendmsg(2) for a run of datagrams to one destination (UDP GSO). The UDP transport uses it
+ * wherever it loads; TUNNEL_UDP_GSO=on requires it, `off` turns it off. Without it the transport uses
+ * node:dgram, one system call and one callback per datagram.
  */
 import { createRequire } from 'node:module';
 import { TunnelError } from '../errors.js';
@@ -67,11 +67,12 @@ function loadAddon(): UdpGsoAddon | null {
 }
 
 /**
- * The addon as TUNNEL_UDP_GSO says: `on`, the addon (BAD_CONFIG where it does not load); unset, empty or
- * `off`, null (node:dgram). Any other value is BAD_CONFIG naming it.
+ * The addon as TUNNEL_UDP_GSO says: unset or empty, the addon where it loads, else null (node:dgram); `on`,
+ * the addon (BAD_CONFIG where it does not load); `off`, null. Any other value is BAD_CONFIG naming it.
  */
 export function udpGso(setting = process.env.TUNNEL_UDP_GSO): UdpGsoAddon | null {
-  if (setting === undefined || setting === '' || setting === 'off') return null;
+  if (setting === 'off') return null;
+  if (setting === undefined || setting === '') return loadAddon();
   if (setting !== 'on') {
     throw new TunnelError('BAD_CONFIG', `TUNNEL_UDP_GSO '${setting}' is not a setting; expected on or off`);
   }

@@ -1,8 +1,8 @@
 /**
  * The UDP transport of a tunnel endpoint: one socket (IPv4, or IPv6 when bound to an IPv6 address; a
- * socket bound to `::` also takes IPv4 as `::ffff:a.b.c.d`). With TUNNEL_UDP_GSO=on (opt-in; the UDP GSO
- * addon, udp-gso.ts) it is the addon's socket (gso-socket.ts: datagrams to one destination leave in runs, one
- * sendmsg per run, and arrive in runs, one read per run); otherwise a node:dgram socket
+ * socket bound to `::` also takes IPv4 as `::ffff:a.b.c.d`). Where the UDP GSO addon loads (udp-gso.ts; not
+ * with TUNNEL_UDP_GSO=off) it is the addon's socket (gso-socket.ts: datagrams to one destination leave in
+ * runs, one sendmsg per run, and arrive in runs, one read per run); otherwise a node:dgram socket
  * (datagram-socket.ts). Every datagram handed up is fresh or a view of a fresh buffer (never reused), so
  * receivers may keep it. Incoming datagrams are told apart by their first bytes: disco messages
  * (shared/disco/disco-codec.ts) to `onDisco`, anything else to `onWireGuard`; sent disco messages (path MTU
@@ -45,7 +45,7 @@ export interface UdpTransportOptions {
   /** 0 picks an ephemeral port. */
   port: number;
   maxQueuedSends?: number;
-  /** The GSO addon (default: udpGso(), the addon when TUNNEL_UDP_GSO=on); null: node:dgram. */
+  /** The GSO addon (default: udpGso(), the addon unless TUNNEL_UDP_GSO=off or it does not load); null: node:dgram. */
   gso?: UdpGsoAddon | null;
 }
 
