@@ -40,7 +40,9 @@ import {
   echoPipe,
   freePort,
   latency,
+  latencyInTurns,
   procCpu,
+  type Quantiles,
   start,
   startBenchAgent,
   startRelayAndUpstream,
@@ -241,6 +243,8 @@ function directTargets(o: {
   direct: NsRow;
   idle: Map<string, { p50: number; p99: number }>;
   busy: Map<string, { p50: number; p99: number }>;
+  /** Idle established round trips on the two namespace agents, sampled in turns (latencyInTurns). */
+  inTurns: { direct: Quantiles; relayed: Quantiles } | undefined;
   mtu: number | null;
   flips: FlipTimes[];
 }): void {
@@ -274,6 +278,15 @@ function directTargets(o: {
       added(d) <= added(r),
     );
   }
+  const turns = o.inTurns;
+  if (turns) {
+    const f = (q: Quantiles): string => `${q.p50.toFixed(2)} / ${q.p99.toFixed(2)}`;
+    line(
+      'p99 latency, direct <= relayed (idle, established connection, samples taken in turns)',
+      `p50 / p99 direct ${f(turns.direct)} ms, relayed ${f(turns.relayed)} ms`,
+      turns.direct.p99 <= turns.relayed.p99,
+    );
+  }
   if (o.flips.length > 0) {
     const each = (pick: (f: FlipTimes) => number) =>
       o.flips.map((f) => (pick(f) / 1000).toFixed(2)).join(' / ');
@@ -288,6 +301,27 @@ function directTargets(o: {
       `${each((f) => f.upgradeMs)} s`,
       worst((f) => f.upgradeMs) <= 10_000,
     );
+  }
+}
+
+/**
+ * Idle round trips on one established connection through each namespace agent, direct and relayed, sampled in
+ * turns: the rows of (b) measure one path after the other, so their p99s also differ by when each ran.
+ */
+async function namespaceLatencyInTurns(
+  site: NamespaceSite,
+): Promise<{ direct: Quantiles; relayed: Quantiles }> {
+  const direct = await echoPipe(site.direct.dial);
+  const relayed = await echoPipe(site.relayed.dial);
+  try {
+    const both = [() => direct.rtt(), () => relayed.rtt()];
+    await warmUp(() => Promise.all(both.map((fn) => fn())), WARM_MS);
+    const [d, r] = await latencyInTurns(both, SAMPLES);
+    if (!d || !r) throw new Error('no samples');
+    return { direct: d, relayed: r };
+  } finally {
+    direct.close();
+    relayed.close();
   }
 }
 
@@ -397,9 +431,18 @@ async function main(): Promise<void> {
           `p99 ${signed(tun.p99 - base.p99)} ms (target: p99 added <= 2 ms)`,
       );
     }
+    const inTurns = site ? await namespaceLatencyInTurns(site) : undefined;
     const flips = site ? await measureFlips(site, FLIP_ROUNDS, saturate) : [];
     if (site && nsDirect)
-      directTargets({ wgOne: wg?.one, direct: nsDirect, idle, busy: loaded, mtu: site.directMtu(), flips });
+      directTargets({
+        wgOne: wg?.one,
+        direct: nsDirect,
+        idle,
+        busy: loaded,
+        inTurns,
+        mtu: site.directMtu(),
+        flips,
+      });
 
     const cert = createSelfSignedCert({ commonName: 'bench', altNames: ['127.0.0.1'], now: Date.now() });
     const p = await measurePrimitives(256 * 1024 * 1024, { key: cert.keyPem, cert: cert.certPem });

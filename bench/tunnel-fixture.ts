@@ -198,20 +198,41 @@ export function procCpu(pid: number | undefined): number {
 }
 
 /** p50, p90 and p99 (ms) of `n` sequential calls, after 5 warm-up calls. */
-export async function latency(
-  fn: () => Promise<unknown>,
-  n: number,
-): Promise<{ p50: number; p90: number; p99: number }> {
-  for (let i = 0; i < 5; i++) await fn();
-  const t: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = performance.now();
-    await fn();
-    t.push(performance.now() - s);
-  }
-  t.sort((a, b) => a - b);
-  const q = (p: number): number => t[Math.floor(n * p)] ?? 0;
+export interface Quantiles {
+  p50: number;
+  p90: number;
+  p99: number;
+}
+
+function quantiles(samples: number[]): Quantiles {
+  const t = [...samples].sort((a, b) => a - b);
+  const q = (p: number): number => t[Math.floor(t.length * p)] ?? 0;
   return { p50: q(0.5), p90: q(0.9), p99: q(0.99) };
+}
+
+export async function latency(fn: () => Promise<unknown>, n: number): Promise<Quantiles> {
+  return (await latencyInTurns([fn], n))[0] ?? quantiles([]);
+}
+
+/**
+ * `n` timed calls of each of `fns`, taken in turns (a, b, a, b, ...) after 5 untimed ones each, so that every
+ * one meets the same moments of machine noise: their quantiles compare even where the noise, not the path,
+ * sets the tail.
+ */
+export async function latencyInTurns(
+  fns: readonly (() => Promise<unknown>)[],
+  n: number,
+): Promise<Quantiles[]> {
+  for (let i = 0; i < 5; i++) for (const fn of fns) await fn();
+  const samples = fns.map((): number[] => []);
+  for (let i = 0; i < n; i++) {
+    for (const [k, fn] of fns.entries()) {
+      const s = performance.now();
+      await fn();
+      samples[k]?.push(performance.now() - s);
+    }
+  }
+  return samples.map(quantiles);
 }
 
 /** Calls `fn` over and over for `ms` milliseconds (JIT and caches warm before a latency measurement). */

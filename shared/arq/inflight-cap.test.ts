@@ -12,6 +12,9 @@ import { InflightCap } from './inflight-cap.js';
 class Bottleneck {
   deliver: (d: Buffer) => void = () => {};
   readonly waits: number[] = [];
+  /** When each datagram was handed over (its wait is at the same index). */
+  readonly sentAt: number[] = [];
+  sentBytes = 0;
   #freeAt = 0;
   constructor(
     readonly clock: Clock,
@@ -22,6 +25,8 @@ class Bottleneck {
     const now = this.clock.now();
     const start = Math.max(now, this.#freeAt);
     this.waits.push(start - now);
+    this.sentAt.push(now);
+    this.sentBytes += d.length;
     this.#freeAt = start + d.length / this.bytesPerMs;
     this.clock.setTimer(this.#freeAt + this.latencyMs - now, () => this.deliver(d));
   };
@@ -86,6 +91,24 @@ describe('InflightCap', () => {
     expect(c.minRtt).toBe(2.5);
   });
 
+  it('drains when a new min-RTT bucket begins: one segment at a time for two RTTs, then the cap from the old rate', () => {
+    const c = new InflightCap(1, 10_000);
+    c.onRttSample(1, 0);
+    for (let r = 0; r <= 6; r++) c.onAdvance(r, r + 1, r * 100_000, r * 2); // 50 kB/ms
+    expect(c.bytes).toBeCloseTo(50_000 * 3, 5);
+    // Samples under a standing queue: 3 ms. A new bucket begins at 5 s: the drain, 2 x 3 ms.
+    c.onRttSample(3, 5_000);
+    expect(c.draining(5_000)).toBe(true);
+    expect(c.bytes).toBe(1);
+    c.onAdvance(7, 8, 700_000, 5_003); // acks during the drain are not rate samples
+    expect(c.bytes).toBe(1);
+    c.onRttSample(0.5, 5_004); // the path without its queue
+    expect(c.draining(5_006)).toBe(false);
+    c.onAdvance(8, 9, 701_000, 5_006);
+    expect(c.rate).toBeCloseTo(50_000, 5);
+    expect(c.bytes).toBeCloseTo(50_000 * (2 * 0.5 + 1), 5);
+  });
+
   it('a round ends only when the cumulative ack passes the sn that was next when it began', () => {
     const c = new InflightCap(4, 0);
     c.onRttSample(1, 0);
@@ -114,6 +137,44 @@ describe('ArqSession with queueTargetMs over a path that queues', () => {
     const loose = transfer(0, bytes);
     expect(loose.doneAt).toBeGreaterThan(0);
     expect(loose.p99Wait).toBeGreaterThan(3 * capped.p99Wait);
+  });
+});
+
+describe('ArqSession with queueTargetMs over a long transfer', () => {
+  it('holds the queue where it settled for 30 s: the drains keep the min RTT from creeping up', () => {
+    const clock = new FakeClock(0);
+    const ab = new Bottleneck(clock, 50_000, 0.2);
+    const ba = new Bottleneck(clock, 50_000, 0.2);
+    const opts = { conv: 9, mtu: 65_475, clock, ackEvery: 1, queueTargetMs: 1 };
+    const a = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ab.send });
+    const b = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ba.send });
+    ab.deliver = (d) => b.input(d);
+    ba.deliver = (d) => a.input(d);
+    b.on('data', () => {});
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    const END = 30_000;
+    const pump = (): void => {
+      while (clock.now() < END && a.write(chunk)) {}
+      if (clock.now() < END) a.once('drain', pump);
+    };
+    pump();
+    while (clock.now() < END) clock.advance(1);
+    const p50 = (from: number, to: number): number => {
+      const w = ab.waits
+        .filter((_, i) => {
+          const at = ab.sentAt[i] ?? -1;
+          return at >= from && at < to;
+        })
+        .sort((x, y) => x - y);
+      return w[Math.floor(w.length / 2)] ?? Number.NaN;
+    };
+    const settled = p50(5_000, 10_000);
+    // Without the drains the min RTT doubled with each bucket: 3.5 ms of queue, 10, 23, 49 by 30 s.
+    expect(settled).toBeLessThan(5);
+    expect(p50(25_000, 30_000)).toBeLessThanOrEqual(settled * 1.1);
+    // The path stays full: 50 MB/s less the drains (under 1 %).
+    const sentBytes = ab.sentBytes;
+    expect(sentBytes / END).toBeGreaterThan(50_000 * 0.98);
   });
 });
 

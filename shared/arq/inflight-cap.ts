@@ -17,6 +17,15 @@
  * Where it settles: if the cap is what limits the flow, the rate is cap / RTT, so the cap grows while the RTT
  * stays below 2 x minRtt + queueTargetMs and shrinks above it: the queue in front of the path is held near
  * queueTargetMs (plus one minimum RTT).
+ *
+ * Draining (BBR's ProbeRTT): a flow the cap limits keeps that queue standing, so its RTT samples are all
+ * about 2 x minRtt + queueTargetMs. Once the older minimum ages out, the larger one replaces it and the cap,
+ * and the queue with it, doubles every 5-10 s of a long transfer. So each time a new minimum-RTT bucket
+ * begins, the cap lets one segment be in flight at a time for two RTTs (at least DRAIN_MIN_MS, at most
+ * DRAIN_MAX_MS; below the floor, which is 4 segments: 4 relayed 64 KB segments are themselves a queue of
+ * several ms): the queue empties and the new bucket holds a sample of the path without it. The rate is not
+ * sampled meanwhile (it would measure the drain); afterwards the cap is the rate before it x (2 x the new
+ * minRtt + queueTargetMs). A drain every 5 s of two RTTs costs well under 1 % of the rate.
  */
 import { seqDiff } from './segment.js';
 
@@ -33,6 +42,8 @@ export class InflightCap {
   readonly #roundTimes: number[] = [];
   readonly #delivered: number[] = [];
   #rate = 0;
+  /** One segment at a time until then (monotonic ms; see Draining above). */
+  #drainUntil = Number.NEGATIVE_INFINITY;
 
   /** `queueTargetMs` 0 disables the cap. */
   constructor(queueTargetMs: number, floorBytes: number) {
@@ -44,7 +55,10 @@ export class InflightCap {
     return this.#targetMs > 0;
   }
 
-  /** Largest number of unacknowledged bytes allowed now (Infinity while disabled or before any sample). */
+  /**
+   * Largest number of unacknowledged bytes allowed now (Infinity while disabled or before any sample; 1 while
+   * draining: a segment may go only when none is in flight).
+   */
   get bytes(): number {
     return this.#cap;
   }
@@ -59,12 +73,21 @@ export class InflightCap {
     return this.#rate;
   }
 
+  /** One segment at a time now, so the queue in front of the path empties (see Draining above). */
+  draining(now: number): boolean {
+    return now < this.#drainUntil;
+  }
+
   onRttSample(rttMs: number, now: number): void {
     if (!this.enabled) return;
     if (now - this.#bucketAt >= MIN_RTT_BUCKET_MS) {
       this.#minPrev = this.#minCur;
       this.#minCur = Number.POSITIVE_INFINITY;
       this.#bucketAt = now;
+      if (Number.isFinite(this.#cap)) {
+        this.#drainUntil = now + Math.min(DRAIN_MAX_MS, Math.max(DRAIN_MIN_MS, 2 * rttMs));
+        this.#cap = 1;
+      }
     }
     if (rttMs < this.#minCur) this.#minCur = rttMs;
   }
@@ -74,7 +97,8 @@ export class InflightCap {
    * is the next sn to send. Ends the round if it is over and recomputes the cap.
    */
   onAdvance(una: number, sndNxt: number, delivered: number, now: number): void {
-    if (!this.enabled) return;
+    if (!this.enabled || this.draining(now)) return;
+    if (this.#drainUntil > Number.NEGATIVE_INFINITY) this.#endDrain();
     if (this.#roundEnd >= 0 && seqDiff(una, this.#roundEnd) < 0) return;
     this.#roundEnd = sndNxt;
     this.#roundTimes.push(now);
@@ -86,9 +110,22 @@ export class InflightCap {
     const span = now - this.#roundTimes[0]!;
     if (this.#roundTimes.length < 3 || span <= 0) return;
     this.#rate = (delivered - this.#delivered[0]!) / span;
+    this.#setCap();
+  }
+
+  #setCap(): void {
     const minRtt = this.minRtt;
     if (Number.isFinite(minRtt))
       this.#cap = Math.max(this.#floor, this.#rate * (2 * minRtt + this.#targetMs));
+  }
+
+  /** The drain is over: the cap from the rate before it, rounds measured afresh from here. */
+  #endDrain(): void {
+    this.#drainUntil = Number.NEGATIVE_INFINITY;
+    this.#roundEnd = -1;
+    this.#roundTimes.length = 0;
+    this.#delivered.length = 0;
+    this.#setCap();
   }
 }
 
@@ -96,3 +133,6 @@ export class InflightCap {
 const ROUNDS = 4;
 /** The minimum RTT is the smaller of the current and the previous bucket of this length. */
 const MIN_RTT_BUCKET_MS = 5_000;
+/** A drain lasts two RTTs, within these bounds (ms). */
+const DRAIN_MIN_MS = 5;
+const DRAIN_MAX_MS = 200;
