@@ -197,7 +197,6 @@ export function procCpu(pid: number | undefined): number {
   }
 }
 
-/** p50, p90 and p99 (ms) of `n` sequential calls, after 5 warm-up calls. */
 export interface Quantiles {
   p50: number;
   p90: number;
@@ -210,6 +209,7 @@ function quantiles(samples: number[]): Quantiles {
   return { p50: q(0.5), p90: q(0.9), p99: q(0.99) };
 }
 
+/** p50, p90 and p99 (ms) of `n` sequential calls, after 5 warm-up calls. */
 export async function latency(fn: () => Promise<unknown>, n: number): Promise<Quantiles> {
   return (await latencyInTurns([fn], n))[0] ?? quantiles([]);
 }

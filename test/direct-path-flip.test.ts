@@ -55,10 +55,10 @@ let edge: NamespaceAgent;
 
 const admin = (...args: string[]) => run(RELAY_BIN, args, adminEnv);
 
-/** Creates cluster `name`, joins it from the agent namespace (upstream: the host's HTTP server) and runs it. */
 /** The relay and the agents here run on the GSO/GRO socket (required, not only where it loads), so its runs cross the NAT end to end. */
 const GSO = { TUNNEL_UDP_GSO: 'on' };
 
+/** Creates cluster `name`, joins it from the agent namespace (upstream: the host's HTTP server) and runs it. */
 async function joinAndRun(name: string, extra: readonly string[] = []): Promise<NamespaceAgent> {
   const created = await admin('cluster', 'create', name, '--output', 'json');
   expect(created.code, created.stderr).toBe(0);

@@ -42,18 +42,13 @@ import {
   type Response,
 } from './messages.js';
 import { consumeInitiation, consumeResponse, type NoiseIdentity } from './noise.js';
-import {
-  type AuthenticatedMessage,
-  type DatagramSource,
-  type Endpoint,
-  Peer,
-  type PeerHost,
-  type TransportDropReason,
-} from './peer.js';
+import { type DatagramSource, type Endpoint, Peer, type PeerHost, type TransportDropReason } from './peer.js';
+import type { AuthenticatedMessage } from './peer-host.js';
 import { RateLimiter } from './rate-limiter.js';
 
-export type { AuthenticatedMessage, DatagramSource, Endpoint } from './peer.js';
+export type { DatagramSource, Endpoint } from './peer.js';
 export { Peer } from './peer.js';
+export type { AuthenticatedMessage } from './peer-host.js';
 
 export interface DeviceOptions<E extends Endpoint = Endpoint> {
   privateKey: Uint8Array;

@@ -23,14 +23,7 @@ import { PeerTimer } from './peer-timer.js';
 import { TimestampGenerator } from './tai64n.js';
 import { openTransport, sealTransport } from './transport.js';
 
-export type {
-  AuthenticatedMessage,
-  DatagramSource,
-  Endpoint,
-  PeerDropReason,
-  PeerEvents,
-  PeerHost,
-} from './peer-host.js';
+export type { DatagramSource, Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
 
 /** Why a transport datagram for a known index was dropped before it authenticated. */
 export type TransportDropReason = 'expired-keypair' | 'decrypt' | 'replay';
