@@ -91,22 +91,39 @@ describe('InflightCap', () => {
     expect(c.minRtt).toBe(2.5);
   });
 
-  it('drains when a new min-RTT bucket begins: one segment at a time for two RTTs, then the cap from the old rate', () => {
+  it('drains after a bucket whose min RTT stood above the one before: one segment at a time for two RTTs, then the cap from the old rate', () => {
     const c = new InflightCap(1, 10_000);
     c.onRttSample(1, 0);
     for (let r = 0; r <= 6; r++) c.onAdvance(r, r + 1, r * 100_000, r * 2); // 50 kB/ms
     expect(c.bytes).toBeCloseTo(50_000 * 3, 5);
-    // Samples under a standing queue: 3 ms. A new bucket begins at 5 s: the drain, 2 x 3 ms.
+    // The bucket from 5 s holds only samples under a standing queue: 3 ms against 1 ms before.
     c.onRttSample(3, 5_000);
-    expect(c.draining(5_000)).toBe(true);
+    expect(c.draining(5_000)).toBe(false); // the bucket that ended (from 0 s) had the path's minimum
+    // It ends at 10 s: the drain, 2 x 3 ms.
+    c.onRttSample(3, 10_000);
+    expect(c.draining(10_000)).toBe(true);
     expect(c.bytes).toBe(1);
-    c.onAdvance(7, 8, 700_000, 5_003); // acks during the drain are not rate samples
+    c.onAdvance(7, 8, 700_000, 10_003); // acks during the drain are not rate samples
     expect(c.bytes).toBe(1);
-    c.onRttSample(0.5, 5_004); // the path without its queue
-    expect(c.draining(5_006)).toBe(false);
-    c.onAdvance(8, 9, 701_000, 5_006);
+    c.onRttSample(0.5, 10_004); // the path without its queue
+    expect(c.draining(10_006)).toBe(false);
+    c.onAdvance(8, 9, 701_000, 10_006);
     expect(c.rate).toBeCloseTo(50_000, 5);
     expect(c.bytes).toBeCloseTo(50_000 * (2 * 0.5 + 1), 5);
+  });
+
+  it('never drains a flow whose min RTT stays at the path\'s', () => {
+    const c = new InflightCap(1, 10_000);
+    c.onRttSample(25, 0);
+    for (let r = 0; r <= 6; r++) c.onAdvance(r, r + 1, r * 100_000, r * 50);
+    expect(Number.isFinite(c.bytes)).toBe(true);
+    for (let t = 1_000; t <= 60_000; t += 250) {
+      // A 25 ms path: each 5 s bucket's minimum 25 or 25.4 ms, within queueTargetMs / 2 of the one before.
+      const floor = Math.floor(t / 5_000) % 2 === 0 ? 25 : 25.4;
+      c.onRttSample(floor + (t % 1_000) / 1_000, t);
+      expect(c.draining(t)).toBe(false);
+    }
+    expect(c.bytes).toBeGreaterThan(1);
   });
 
   it('a round ends only when the cumulative ack passes the sn that was next when it began', () => {

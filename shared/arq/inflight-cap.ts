@@ -20,13 +20,15 @@
  *
  * Draining (BBR's ProbeRTT): a flow the cap limits keeps that queue standing, so its RTT samples are all
  * about 2 x minRtt + queueTargetMs. Once the older minimum ages out, the larger one replaces it and the cap,
- * and the queue with it, doubles every 5-10 s of a long transfer. So each time a new minimum-RTT bucket
- * begins, the cap lets one segment be in flight at a time for two RTTs (at least DRAIN_MIN_MS, at most
- * DRAIN_MAX_MS; below the floor, which is 4 segments: 4 relayed 64 KB segments are themselves a queue of
- * several ms): the queue empties and the new bucket holds a sample of the path without it. The rate is not
- * sampled meanwhile (it would measure the drain); afterwards the cap is the rate before it x (2 x the new
- * minRtt + queueTargetMs). A drain of two RTTs every 5 s costs up to 2 x RTT / 5 s of the rate: under 1 % below
- * a 25 ms RTT, 4 % at 100 ms.
+ * and the queue with it, doubles every 5-10 s of a long transfer. So when a minimum-RTT bucket ends whose
+ * minimum stood more than queueTargetMs / 2 above the bucket's before it (a queue stood all through it), the
+ * cap lets one segment be in flight at a time for two RTTs (at least DRAIN_MIN_MS, at most DRAIN_MAX_MS;
+ * below the floor, which is 4 segments: 4 relayed 64 KB segments are themselves a queue of several ms): the
+ * queue empties and the new bucket holds a sample of the path without it. The rate is not sampled meanwhile
+ * (it would measure the drain); afterwards the cap is the rate before it x (2 x the new minRtt +
+ * queueTargetMs). Under a standing queue that is a drain every other bucket, 10 s: 2 x RTT / 10 s of the
+ * rate, 0.2 % at a 10 ms RTT. A flow whose RTT stays at the path's (a long path the cap does not hold back,
+ * an interactive one) is never drained.
  */
 import { seqDiff } from './segment.js';
 
@@ -82,10 +84,11 @@ export class InflightCap {
   onRttSample(rttMs: number, now: number): void {
     if (!this.enabled) return;
     if (now - this.#bucketAt >= MIN_RTT_BUCKET_MS) {
+      const queued = this.#minCur > this.#minPrev + this.#targetMs / 2;
       this.#minPrev = this.#minCur;
       this.#minCur = Number.POSITIVE_INFINITY;
       this.#bucketAt = now;
-      if (Number.isFinite(this.#cap)) {
+      if (queued && Number.isFinite(this.#cap)) {
         this.#drainUntil = now + Math.min(DRAIN_MAX_MS, Math.max(DRAIN_MIN_MS, 2 * rttMs));
         this.#cap = 1;
       }
