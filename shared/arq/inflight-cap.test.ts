@@ -112,7 +112,7 @@ describe('InflightCap', () => {
     expect(c.bytes).toBeCloseTo(50_000 * (2 * 0.5 + 1), 5);
   });
 
-  it('never drains a flow whose min RTT stays at the path\'s', () => {
+  it("never drains a flow whose min RTT stays at the path's", () => {
     const c = new InflightCap(1, 10_000);
     c.onRttSample(25, 0);
     for (let r = 0; r <= 6; r++) c.onAdvance(r, r + 1, r * 100_000, r * 50);
