@@ -170,6 +170,9 @@ export class ArqSession extends EventEmitter {
   get inflightCap(): number {
     return this.#cap.bytes;
   }
+  get queueTargetMs(): number {
+    return this.#cap.targetMs;
+  }
   /** Bytes written and not yet sent. */
   get notSentBytes(): number {
     return this.#sendQueue.bytes;
@@ -198,6 +201,18 @@ export class ArqSession extends EventEmitter {
       if (this.#acks.due(this.#clock.now())) this.flush(false);
       else this.#arm();
     }
+  }
+
+  /**
+   * Holds about `ms` of data queued in front of the path from now on (the in-flight cap, inflight-cap.ts; 0
+   * turns the cap off). Throws BAD_CONFIG for a negative or non-finite value.
+   */
+  setQueueTarget(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) {
+      throw new TunnelError('BAD_CONFIG', `arq queueTargetMs: ${ms} is not a non-negative number`);
+    }
+    this.#cap.setTarget(ms);
+    if (!this.#closed) this.flush(false);
   }
 
   /** Changes the datagram size from now on; segments already in flight that no longer fit are fragmented. */

@@ -126,6 +126,33 @@ describe('InflightCap', () => {
     expect(c.bytes).toBeGreaterThan(1);
   });
 
+  it('takes a new target at once: the cap from the samples so far, off at 0, on again with them', () => {
+    const c = new InflightCap(1, 1_000);
+    c.onRttSample(0.25, 0);
+    for (let r = 0; r <= 6; r++) c.onAdvance(r, r + 1, r * 100_000, r * 2); // 50 kB/ms
+    expect(c.bytes).toBeCloseTo(50_000 * (2 * 0.25 + 1), 5);
+    c.setTarget(0.5);
+    expect(c.targetMs).toBe(0.5);
+    expect(c.bytes).toBeCloseTo(50_000 * (2 * 0.25 + 0.5), 5);
+    c.setTarget(0);
+    expect(c.bytes).toBe(Number.POSITIVE_INFINITY);
+    c.setTarget(2);
+    expect(c.bytes).toBeCloseTo(50_000 * (2 * 0.25 + 2), 5);
+  });
+
+  it('keeps a drain that is under way when the target changes', () => {
+    const c = new InflightCap(1, 1_000);
+    c.onRttSample(1, 0);
+    for (let r = 0; r <= 6; r++) c.onAdvance(r, r + 1, r * 100_000, r * 2);
+    c.onRttSample(3, 5_000);
+    c.onRttSample(3, 10_000);
+    expect(c.draining(10_000)).toBe(true);
+    c.setTarget(0.5);
+    expect(c.bytes).toBe(1);
+    c.onAdvance(8, 9, 701_000, 10_006);
+    expect(c.bytes).toBeCloseTo(50_000 * (2 * 3 + 0.5), 5); // the new bucket's minimum is 3 ms
+  });
+
   it('a round ends only when the cumulative ack passes the sn that was next when it began', () => {
     const c = new InflightCap(4, 0);
     c.onRttSample(1, 0);
@@ -154,6 +181,45 @@ describe('ArqSession with queueTargetMs over a path that queues', () => {
     const loose = transfer(0, bytes);
     expect(loose.doneAt).toBeGreaterThan(0);
     expect(loose.p99Wait).toBeGreaterThan(3 * capped.p99Wait);
+  });
+});
+
+describe('ArqSession.setQueueTarget', () => {
+  it('moves the queue a bulk transfer holds, mid-transfer, and refuses a bad target', () => {
+    const clock = new FakeClock(0);
+    const ab = new Bottleneck(clock, 50_000, 0.2);
+    const ba = new Bottleneck(clock, 50_000, 0.2);
+    // 8 KB datagrams: the floor of 4 segments (0.65 ms at 50 MB/s) stays below both targets.
+    const opts = { conv: 9, mtu: 8_192, clock, ackEvery: 1, queueTargetMs: 4 };
+    const a = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ab.send });
+    const b = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ba.send });
+    ab.deliver = (d) => b.input(d);
+    ba.deliver = (d) => a.input(d);
+    b.on('data', () => {});
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    const pump = (): void => {
+      while (a.write(chunk)) {}
+      a.once('drain', pump);
+    };
+    pump();
+    const p50Wait = (from: number, to: number): number => {
+      const w = ab.waits.filter((_, i) => (ab.sentAt[i] ?? -1) >= from && (ab.sentAt[i] ?? -1) < to);
+      return w.sort((x, y) => x - y)[Math.floor(w.length / 2)] ?? Number.NaN;
+    };
+    while (clock.now() < 2_000) clock.advance(1);
+    a.setQueueTarget(1);
+    while (clock.now() < 4_000) clock.advance(1);
+    const wide = p50Wait(1_000, 2_000);
+    const narrow = p50Wait(3_000, 4_000);
+    expect(wide).toBeGreaterThan(3);
+    expect(narrow).toBeLessThan(wide / 2);
+    expect(a.queueTargetMs).toBe(1);
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => a.setQueueTarget(bad)).toThrow(expect.objectContaining({ code: 'BAD_CONFIG' }));
+    }
+    expect(a.queueTargetMs).toBe(1);
+    a.close();
+    b.close();
   });
 });
 

@@ -33,7 +33,7 @@
 import { seqDiff } from './segment.js';
 
 export class InflightCap {
-  readonly #targetMs: number;
+  #targetMs: number;
   readonly #floor: number;
   #cap = Number.POSITIVE_INFINITY;
   // min RTT, windowed
@@ -56,6 +56,20 @@ export class InflightCap {
 
   get enabled(): boolean {
     return this.#targetMs > 0;
+  }
+
+  get targetMs(): number {
+    return this.#targetMs;
+  }
+
+  /**
+   * A new queue target, from now on: the cap is recomputed at once from the samples so far (0 turns the cap
+   * off; samples taken meanwhile count again once it is on).
+   */
+  setTarget(queueTargetMs: number): void {
+    this.#targetMs = queueTargetMs;
+    if (!this.enabled) this.#cap = Number.POSITIVE_INFINITY;
+    else if (this.#rate > 0 && !Number.isFinite(this.#drainUntil)) this.#setCap();
   }
 
   /**

@@ -18,7 +18,7 @@ import {
 import { pollUntil } from '../../test/helpers/wait.js';
 import { parseIpv4Address } from '../ip/index.js';
 import { buildUdpPacket } from '../ip/udp.js';
-import { STREAM_ACK_POLICIES } from '../tunnel-streams/constants.js';
+import { STREAM_PATH_TUNING } from '../tunnel-streams/constants.js';
 
 const HUB = HUB_ADDRESS;
 const AGENT = AGENT_ADDRESS;
@@ -99,13 +99,14 @@ describe('TunnelEndpoint with disco', () => {
       route: 'direct',
       remote: { host: LO, port: hub.udp.port },
     });
-    // A stream session started now acknowledges by the direct path's policy, on both sides.
+    // A stream session started now acknowledges and caps its flight by the direct path's tuning, on both sides.
     hub.endpoint.streams.open(parseIpv4Address(AGENT), 'svc:80').catch(() => {});
     const hubArq = hub.endpoint.streams.link(parseIpv4Address(AGENT))?.arq;
-    expect(hubArq?.ackPolicy).toEqual(STREAM_ACK_POLICIES.direct);
+    const tuning = (arq: typeof hubArq) => ({ ack: arq?.ackPolicy, queueTargetMs: arq?.queueTargetMs });
+    expect(tuning(hubArq)).toEqual(STREAM_PATH_TUNING.direct);
     await until(() => agent.endpoint.streams.link(parseIpv4Address(HUB)) !== undefined, 1_000);
     const agentArq = agent.endpoint.streams.link(parseIpv4Address(HUB))?.arq;
-    expect(agentArq?.ackPolicy).toEqual(STREAM_ACK_POLICIES.direct);
+    expect(tuning(agentArq)).toEqual(STREAM_PATH_TUNING.direct);
 
     // UDP blocked: once the trust window (250 ms here) runs out every datagram also goes over the relay
     // (route both), so the echoes stop for about that long, not until the remote is dropped (550 ms).
@@ -119,12 +120,12 @@ describe('TunnelEndpoint with disco', () => {
     const gaps = after.map((t, i) => t - (i === 0 ? blockedAt : (after[i - 1] ?? t)));
     expect(Math.max(...gaps)).toBeLessThan(450);
     expect(agent.paths?.path?.kind).toBe('relayed');
-    expect(agentArq?.ackPolicy).toEqual(STREAM_ACK_POLICIES.relayed);
+    expect(tuning(agentArq)).toEqual(STREAM_PATH_TUNING.relayed);
 
     // UDP back: direct again.
     gate.open = true;
     await until(() => agent.paths?.path?.kind === 'direct' && agent.paths?.duplicating === false, 3_000);
-    expect(agentArq?.ackPolicy).toEqual(STREAM_ACK_POLICIES.direct);
+    expect(tuning(agentArq)).toEqual(STREAM_PATH_TUNING.direct);
     expect(Object.values(hub.endpoint.disco?.dropped ?? {}).reduce((a, b) => a + b, 0)).toBe(0);
   });
 

@@ -11,22 +11,21 @@ export const STREAMS_PORT = 4789;
 
 import type { AckPolicy } from '../arq/pending-acks.js';
 
-/**
- * ARQ tuning of a stream session, on both paths. The relay path runs over the relay's TCP connections, which
- * queue instead of dropping, so the loss-based window alone would fill every buffer on the way: the in-flight
- * cap (inflight-cap.ts) keeps about queueTargetMs of data queued, which bounds how long a new stream's bytes
- * wait behind a bulk stream. 1 ms: on loopback with a CPU-bound relay and agent, 4 ms gave small requests next
- * to a bulk stream p50 7.7-8.5 ms and 1 ms 4.4-6.2 ms, at the same bulk rate (docs/BENCHMARKS.md); the floor of
- * 4 segments and the 2 x minRtt term keep a long path filled.
- */
-export const STREAM_ARQ_TUNING = { queueTargetMs: 1 } as const;
-
 /** The kind of path a stream session's datagrams take now (the tunnel endpoint's PathKind). */
 export type StreamPathKind = 'relayed' | 'direct';
 
+/** How a stream session sends on one kind of path: its ACK policy and its in-flight cap's queue target. */
+export interface StreamPathTuning {
+  ack: AckPolicy;
+  /** ms of data the in-flight cap (arq/inflight-cap.ts) keeps queued in front of the path. */
+  queueTargetMs: number;
+}
+
 /**
- * How a stream session acknowledges, by the path its datagrams take now (the session follows a path switch at
- * once: StreamLink.setPath).
+ * How a stream session sends, by the path its datagrams take now (the session follows a path switch at once:
+ * StreamLink.setPath).
+ *
+ * ACKs:
  * - relayed: every datagram at once. A segment is up to ~64 KB, so that is one small ACK per 64 KB.
  * - direct: a segment is at most the path MTU (1,420 bytes at a 1,500-byte MTU), and the cost of a datagram is
  *   per datagram, not per byte (one sealed UDP send each): every 8th data segment, or 1 ms after the first
@@ -36,10 +35,22 @@ export type StreamPathKind = 'relayed' | 'direct';
  *   Every 8th against every 4th, same bench minute (docs/BENCHMARKS.md): relay + agent 19.5-21.3 against
  *   22.1-23.4 CPU s per GiB; every datagram: 30-33.
  * Each ACK carries the time it was held, so RTT samples and the timers built on them leave the delay out.
+ *
+ * Queue target: the in-flight cap keeps about rate x (2 x minRtt + queueTargetMs) unacknowledged, which bounds
+ * how long a new stream's bytes wait behind a bulk stream. On a long path the 2 x minRtt term dominates; on a
+ * short one (a LAN, one host) the target sets the queue, and that queue is mostly work waiting in the two
+ * processes' event loops and socket buffers.
+ * - relayed: 1 ms. The relay's TCP connections queue instead of dropping; with CPU-bound relay and agent on
+ *   loopback, 4 ms gave small requests next to a bulk stream p50 7.7-8.5 ms and 1 ms 4.4-6.2 ms, at the same
+ *   bulk rate. The floor of 4 segments (4 x 64 KB) and the 2 x minRtt term keep a long path filled.
+ * - direct: 0.5 ms. A bulk stream here costs about twice the CPU per byte (1,420-byte datagrams), so at 1 ms
+ *   it kept relay and agent busy all the time and a small request next to it waited behind that work: p99
+ *   11.2-15.0 ms against the relayed path's 8.2-10.6 ms (docs/BENCHMARKS.md). At 0.5 ms the bulk rate is the
+ *   same within the noise; at 0.3 ms too few datagrams are in flight to fill a GSO run and it fell by a third.
  */
-export const STREAM_ACK_POLICIES: Readonly<Record<StreamPathKind, AckPolicy>> = {
-  relayed: { ackEvery: 1, ackDelayMs: 10 },
-  direct: { ackEvery: 8, ackDelayMs: 1 },
+export const STREAM_PATH_TUNING: Readonly<Record<StreamPathKind, StreamPathTuning>> = {
+  relayed: { ack: { ackEvery: 1, ackDelayMs: 10 }, queueTargetMs: 1 },
+  direct: { ack: { ackEvery: 8, ackDelayMs: 1 }, queueTargetMs: 0.5 },
 };
 
 /** The path a stream session's datagrams take: its kind, and the largest inner packet it carries. */

@@ -4,7 +4,7 @@ import { realClock } from '../clock.js';
 import { parseIpv4Address } from '../ip/index.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { OPEN_OK, readOpenRequest, replyOpen } from '../mux/open-target.js';
-import { STREAM_ACK_POLICIES, STREAMS_PORT, type StreamPathKind } from './constants.js';
+import { STREAM_PATH_TUNING, STREAMS_PORT, type StreamPathKind } from './constants.js';
 import { pickStreamDatagram, wrapStreamDatagram } from './inner-udp.js';
 import { StreamBinding } from './stream-binding.js';
 
@@ -75,22 +75,23 @@ describe('StreamBinding', () => {
     expect(hub.link(AGENT)?.conv).toBe(agent.link(HUB)?.conv);
   });
 
-  it("follows the peer's path: a link starts with its kind's ACK policy and switches policy and MTU at once", async () => {
+  it("follows the peer's path: a link starts with its kind's tuning and switches tuning and MTU at once", async () => {
     const { hub, agent } = pair(echoUpper, 'direct');
     open.push(hub, agent);
     const s = await hub.open(AGENT, 'svc:80');
     const hubArq = hub.link(AGENT)!.arq;
     const agentArq = agent.link(HUB)!.arq;
-    expect(hubArq.ackPolicy).toEqual(STREAM_ACK_POLICIES.direct);
-    expect(agentArq.ackPolicy).toEqual(STREAM_ACK_POLICIES.relayed);
+    const tuning = (arq: typeof hubArq) => ({ ack: arq.ackPolicy, queueTargetMs: arq.queueTargetMs });
+    expect(tuning(hubArq)).toEqual(STREAM_PATH_TUNING.direct);
+    expect(tuning(agentArq)).toEqual(STREAM_PATH_TUNING.relayed);
     agent.setPath(HUB, { kind: 'direct', mtu: 1420 });
-    expect(agentArq.ackPolicy).toEqual(STREAM_ACK_POLICIES.direct);
+    expect(tuning(agentArq)).toEqual(STREAM_PATH_TUNING.direct);
     expect(agentArq.mtu).toBe(1420 - 28);
     const got = readAll(s);
     const body = 'x'.repeat(200_000);
     s.write(body.slice(0, 100_000));
     hub.setPath(AGENT, { kind: 'relayed', mtu: 65_000 });
-    expect(hubArq.ackPolicy).toEqual(STREAM_ACK_POLICIES.relayed);
+    expect(tuning(hubArq)).toEqual(STREAM_PATH_TUNING.relayed);
     s.end(body.slice(100_000));
     expect(await got).toBe(`target=svc:80;${body.toUpperCase()}`);
   });

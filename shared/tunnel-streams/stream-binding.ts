@@ -18,7 +18,7 @@ import { IPV4_MAX_PACKET } from '../ip/ipv4.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { openTarget } from '../mux/open-target.js';
 import type { PacketRoom } from '../packet-room.js';
-import { STREAM_ARQ_TUNING, STREAMS_PORT, type StreamPath, type StreamPathKind } from './constants.js';
+import { STREAMS_PORT, type StreamPath, type StreamPathKind } from './constants.js';
 import { type InnerDropReason, pickStreamDatagram } from './inner-udp.js';
 import { addLinkTotals, type LinkTotals, newLinkTotals, sumLinkTotals } from './link-totals.js';
 import { type LinkArqOptions, type LinkMuxOptions, StreamLink } from './stream-link.js';
@@ -202,7 +202,7 @@ export class StreamBinding {
       clock: o.clock,
       send: o.send,
       defer: o.defer,
-      arq: { ...STREAM_ARQ_TUNING, ...o.arq },
+      arq: o.arq,
       mux: o.mux,
     });
     this.#links.set(remote, link);

@@ -16,11 +16,16 @@ import type { MuxSession } from '../mux/mux-session.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { type MuxBindingOptions, muxOverArq } from '../mux/transport.js';
 import type { PacketRoom } from '../packet-room.js';
-import { STREAM_ACK_POLICIES, type StreamPath, type StreamPathKind } from './constants.js';
+import { STREAM_PATH_TUNING, type StreamPath, type StreamPathKind } from './constants.js';
 import { streamDatagramRoom, wrapStreamDatagram } from './inner-udp.js';
 
-/** ARQ tuning a binding may pass through (everything but what the link decides). */
-export type LinkArqOptions = Partial<Omit<ArqOptions, 'conv' | 'mtu' | 'clock' | 'output' | 'defer'>>;
+/** ARQ tuning a binding may pass through (everything but what the link decides, by itself or by the path). */
+export type LinkArqOptions = Partial<
+  Omit<
+    ArqOptions,
+    'conv' | 'mtu' | 'clock' | 'output' | 'defer' | 'ackEvery' | 'ackDelayMs' | 'queueTargetMs'
+  >
+>;
 export type LinkMuxOptions = Partial<Omit<MuxBindingOptions, 'role' | 'clock'>>;
 
 export interface StreamLinkOptions {
@@ -32,7 +37,7 @@ export interface StreamLinkOptions {
   port: number;
   /** What the layers below the inner packet allow towards the peer (largest inner packet, room). */
   room: PacketRoom;
-  /** The kind of path the datagrams take at first (its ACK policy); setPath() follows a switch. */
+  /** The kind of path the datagrams take at first (its STREAM_PATH_TUNING); setPath() follows a switch. */
   kind: StreamPathKind;
   clock: Clock;
   /** Sends one inner IP packet (the link does not touch it afterwards); false when it was dropped. */
@@ -54,9 +59,11 @@ export class StreamLink extends EventEmitter {
     super();
     this.remote = o.remote;
     const room = streamDatagramRoom(o.room);
+    const tuning = STREAM_PATH_TUNING[o.kind];
     this.arq = new ArqSession({
-      ...STREAM_ACK_POLICIES[o.kind],
       ...o.arq,
+      ...tuning.ack,
+      queueTargetMs: tuning.queueTargetMs,
       conv: o.conv,
       mtu: room.mtu,
       clock: o.clock,
@@ -93,12 +100,14 @@ export class StreamLink extends EventEmitter {
 
   /**
    * The peer's path changed (or its MTU did): the session sizes new segments to it (splitting those in flight
-   * if it shrank) and acknowledges by its kind's policy from now on.
+   * if it shrank) and acknowledges and caps its flight by its kind's tuning from now on.
    */
   setPath(path: StreamPath): void {
     if (this.#closed) return;
+    const tuning = STREAM_PATH_TUNING[path.kind];
     this.arq.setMtu(streamDatagramRoom({ mtu: path.mtu, headroom: 0, tailroom: 0 }).mtu);
-    this.arq.setAckPolicy(STREAM_ACK_POLICIES[path.kind]);
+    this.arq.setAckPolicy(tuning.ack);
+    this.arq.setQueueTarget(tuning.queueTargetMs);
   }
 
   /** Closes the session; its streams (and pending opens) fail with `err`. */
