@@ -123,12 +123,28 @@ describe('ARQ acknowledgement policy', () => {
     expect(t.a.stats.ackAsks).toBeGreaterThan(0);
   });
 
-  it('acknowledges a short segment at once (the sender has nothing more to send)', () => {
-    const { clock, a, p } = setup({ latencyMs: 5 }, { ackEvery: 4, ackDelayMs: 200 });
+  it("lets a reply carry a short request's ACK: one datagram back per exchange, not two", () => {
+    const { clock, a, b, p } = setup({ latencyMs: 1 }, DIRECT);
+    b.on('data', () => clock.setTimer(0.25, () => b.write(Buffer.from('a small reply'))));
+    let replies = 0;
+    a.on('data', () => replies++);
+    for (let i = 1; i <= 20; i++) {
+      a.write(Buffer.from('a small request'));
+      runUntil(clock, () => replies === i && a.bufferedBytes === 0, 100, 0.05);
+    }
+    expect(replies).toBe(20);
+    expect(a.bufferedBytes).toBe(0);
+    expect(p.ba.counters.sent).toBe(20);
+  });
+
+  it("sends a short segment's ACK after the delay when nothing carries it", () => {
+    const { clock, a, p } = setup({ latencyMs: 5 }, { ackEvery: 4, ackDelayMs: 20 });
     a.write(Buffer.from('a small request'));
     runUntil(clock, () => a.bufferedBytes === 0, 1_000);
-    expect(clock.now()).toBeLessThanOrEqual(12);
+    expect(clock.now()).toBeGreaterThanOrEqual(30);
+    expect(clock.now()).toBeLessThanOrEqual(32);
     expect(p.ba.counters.sent).toBe(1);
+    expect(a.srttMs).toBeLessThanOrEqual(11); // the hold is not path delay
   });
 
   it('acknowledges at once around a gap and survives loss, reordering and duplication on the direct policy', () => {

@@ -552,9 +552,9 @@ export class ArqSession extends EventEmitter {
     const acks = this.#acks;
     switch (this.#recvWindow.push(h.cmd, h.sn, data)) {
       case 'stored':
+        // Held by the policy, a short segment's too: the sender has no more now, but this side's reply (or the
+        // next request of an exchange) usually goes within the delay and carries the ACK.
         acks.add(h.sn, h.ts, now);
-        // A short segment: the sender had no more to send, so no more is coming to share the ACK with.
-        if (h.len < this.mss) acks.ackNow();
         return;
       case 'stored-out-of-order':
         acks.add(h.sn, h.ts, now);

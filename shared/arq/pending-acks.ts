@@ -5,9 +5,11 @@
  * in one datagram, when the first of these holds:
  * - `ackEvery` are pending;
  * - the oldest has waited `ackDelayMs` (the session's timer);
- * - something asked for them at once (ackNow(): a gap or a duplicate, a short segment, a small receive window,
- *   a window probe; the session decides);
+ * - something asked for them at once (ackNow(): a gap or a duplicate, a small receive window, a window probe;
+ *   the session decides);
  * - a datagram goes out anyway (the session lets them ride along).
+ * A short segment (its sender has no more for now) is held like the others: in an exchange of small messages
+ * this side's reply, or the next request, goes within the delay and carries the ACK, one datagram instead of two.
  * Each ACK carries how long it was held (segment.ts), so the sender's RTT samples leave the delay out.
  *
  * The policy follows the path (tunnel-streams/constants.ts): every segment at once where a segment is large

@@ -29,11 +29,12 @@ export interface StreamPathTuning {
  * - relayed: every datagram at once. A segment is up to ~64 KB, so that is one small ACK per 64 KB.
  * - direct: a segment is at most the path MTU (1,420 bytes at a 1,500-byte MTU), and the cost of a datagram is
  *   per datagram, not per byte (one sealed UDP send each): every 8th data segment, or 1 ms after the first
- *   one pending, whichever comes first; at once on a gap, a duplicate, a short segment (the sender has no more)
- *   or a small receive window, and when the sender's window is too small to wait (pending-acks.ts). The UDP
- *   path drops rather than queues, so a lost ACK costs only its share of a later one (ACKs are cumulative).
- *   Every 8th against every 4th, same bench minute (docs/BENCHMARKS.md): relay + agent 19.5-21.3 against
- *   22.1-23.4 CPU s per GiB; every datagram: 30-33.
+ *   one pending, whichever comes first; at once on a gap, a duplicate or a small receive window, and when the
+ *   sender's window is too small to wait (pending-acks.ts). The UDP path drops rather than queues, so a lost
+ *   ACK costs only its share of a later one (ACKs are cumulative). Every 8th against every 4th, same bench
+ *   minute (docs/BENCHMARKS.md): relay + agent 19.5-21.3 against 22.1-23.4 CPU s per GiB; every datagram:
+ *   30-33. A short segment's ACK waits too, so a reply carries it: in an exchange of 100-byte messages relay
+ *   + agent spent 145 us of CPU per round trip against 195 us acknowledging short segments at once.
  * Each ACK carries the time it was held, so RTT samples and the timers built on them leave the delay out.
  *
  * Queue target: the in-flight cap keeps about rate x (2 x minRtt + queueTargetMs) unacknowledged, which bounds
@@ -44,9 +45,11 @@ export interface StreamPathTuning {
  *   loopback, 4 ms gave small requests next to a bulk stream p50 7.7-8.5 ms and 1 ms 4.4-6.2 ms, at the same
  *   bulk rate. The floor of 4 segments (4 x 64 KB) and the 2 x minRtt term keep a long path filled.
  * - direct: 0.5 ms. A bulk stream here costs about twice the CPU per byte (1,420-byte datagrams), so at 1 ms
- *   it kept relay and agent busy all the time and a small request next to it waited behind that work: p99
- *   11.2-15.0 ms against the relayed path's 8.2-10.6 ms (docs/BENCHMARKS.md). At 0.5 ms the bulk rate is the
- *   same within the noise; at 0.3 ms too few datagrams are in flight to fill a GSO run and it fell by a third.
+ *   it kept relay and agent busy all the time and a small request next to it waited behind that work. On
+ *   tunnel-bench's namespace site (one veth, two cores), round trips next to a bulk stream had a p99 of
+ *   11.6-15.0 ms at 1 ms against the relayed path's 7.7-9.8 ms, and 6.7-8.8 ms at 0.5 ms against 8.1-10.1 ms;
+ *   the bulk rate is the same within the noise. At 0.4 ms it fell by a sixth and at 0.3 ms by a third: too
+ *   few datagrams in flight to fill a GSO run.
  */
 export const STREAM_PATH_TUNING: Readonly<Record<StreamPathKind, StreamPathTuning>> = {
   relayed: { ack: { ackEvery: 1, ackDelayMs: 10 }, queueTargetMs: 1 },
