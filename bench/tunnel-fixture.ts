@@ -215,9 +215,11 @@ export async function latency(fn: () => Promise<unknown>, n: number): Promise<Qu
 }
 
 /**
- * `n` timed calls of each of `fns`, taken in turns (a, b, a, b, ...) after 5 untimed ones each, so that every
- * one meets the same moments of machine noise: their quantiles compare even where the noise, not the path,
- * sets the tail.
+ * `n` timed calls of each of `fns`, taken in turns after 5 untimed ones each, so that every one meets the same
+ * moments of machine noise: their quantiles compare even where the noise, not the path, sets the tail. The order
+ * is reversed every other round (a, b, b, a, a, b, ...): a call often starts while the processes are still
+ * finishing the one before (its acknowledgements, timers), and with two calls in a fixed order each would always
+ * follow the other and carry only that one's leftovers.
  */
 export async function latencyInTurns(
   fns: readonly (() => Promise<unknown>)[],
@@ -225,10 +227,12 @@ export async function latencyInTurns(
 ): Promise<Quantiles[]> {
   for (let i = 0; i < 5; i++) for (const fn of fns) await fn();
   const samples = fns.map((): number[] => []);
+  const forward = [...fns.keys()];
+  const backward = [...forward].reverse();
   for (let i = 0; i < n; i++) {
-    for (const [k, fn] of fns.entries()) {
+    for (const k of i % 2 === 0 ? forward : backward) {
       const s = performance.now();
-      await fn();
+      await fns[k]?.();
       samples[k]?.push(performance.now() - s);
     }
   }
