@@ -184,28 +184,38 @@ describe('ArqSession with queueTargetMs over a path that queues', () => {
   });
 });
 
+/**
+ * Two sessions over 50 MB/s bottlenecks (0.2 ms each way), a bulk transfer from a to b written until `endMs`
+ * (the clock is advanced by the caller).
+ */
+function bulkOverBottleneck(o: { mtu: number; queueTargetMs: number; endMs: number }) {
+  const clock = new FakeClock(0);
+  const ab = new Bottleneck(clock, 50_000, 0.2);
+  const ba = new Bottleneck(clock, 50_000, 0.2);
+  const opts = { conv: 9, mtu: o.mtu, clock, ackEvery: 1, queueTargetMs: o.queueTargetMs };
+  const a = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ab.send });
+  const b = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ba.send });
+  ab.deliver = (d) => b.input(d);
+  ba.deliver = (d) => a.input(d);
+  b.on('data', () => {});
+  const chunk = Buffer.alloc(64 * 1024, 7);
+  const pump = (): void => {
+    while (clock.now() < o.endMs && a.write(chunk)) {}
+    if (clock.now() < o.endMs) a.once('drain', pump);
+  };
+  pump();
+  /** Median wait in the a -> b queue of the datagrams handed over in [from, to). */
+  const p50Wait = (from: number, to: number): number => {
+    const w = ab.waits.filter((_, i) => (ab.sentAt[i] ?? -1) >= from && (ab.sentAt[i] ?? -1) < to);
+    return w.sort((x, y) => x - y)[Math.floor(w.length / 2)] ?? Number.NaN;
+  };
+  return { clock, a, b, ab, p50Wait };
+}
+
 describe('ArqSession.setQueueTarget', () => {
   it('moves the queue a bulk transfer holds, mid-transfer, and refuses a bad target', () => {
-    const clock = new FakeClock(0);
-    const ab = new Bottleneck(clock, 50_000, 0.2);
-    const ba = new Bottleneck(clock, 50_000, 0.2);
     // 8 KB datagrams: the floor of 4 segments (0.65 ms at 50 MB/s) stays below both targets.
-    const opts = { conv: 9, mtu: 8_192, clock, ackEvery: 1, queueTargetMs: 4 };
-    const a = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ab.send });
-    const b = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ba.send });
-    ab.deliver = (d) => b.input(d);
-    ba.deliver = (d) => a.input(d);
-    b.on('data', () => {});
-    const chunk = Buffer.alloc(64 * 1024, 7);
-    const pump = (): void => {
-      while (a.write(chunk)) {}
-      a.once('drain', pump);
-    };
-    pump();
-    const p50Wait = (from: number, to: number): number => {
-      const w = ab.waits.filter((_, i) => (ab.sentAt[i] ?? -1) >= from && (ab.sentAt[i] ?? -1) < to);
-      return w.sort((x, y) => x - y)[Math.floor(w.length / 2)] ?? Number.NaN;
-    };
+    const { clock, a, b, p50Wait } = bulkOverBottleneck({ mtu: 8_192, queueTargetMs: 4, endMs: 4_000 });
     while (clock.now() < 2_000) clock.advance(1);
     a.setQueueTarget(1);
     while (clock.now() < 4_000) clock.advance(1);
@@ -225,39 +235,15 @@ describe('ArqSession.setQueueTarget', () => {
 
 describe('ArqSession with queueTargetMs over a long transfer', () => {
   it('holds the queue where it settled for 30 s: the drains keep the min RTT from creeping up', () => {
-    const clock = new FakeClock(0);
-    const ab = new Bottleneck(clock, 50_000, 0.2);
-    const ba = new Bottleneck(clock, 50_000, 0.2);
-    const opts = { conv: 9, mtu: 65_475, clock, ackEvery: 1, queueTargetMs: 1 };
-    const a = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ab.send });
-    const b = new ArqSession({ ...opts, sendWindow: 4096, recvWindow: 4096, output: ba.send });
-    ab.deliver = (d) => b.input(d);
-    ba.deliver = (d) => a.input(d);
-    b.on('data', () => {});
-    const chunk = Buffer.alloc(64 * 1024, 7);
     const END = 30_000;
-    const pump = (): void => {
-      while (clock.now() < END && a.write(chunk)) {}
-      if (clock.now() < END) a.once('drain', pump);
-    };
-    pump();
+    const { clock, ab, p50Wait } = bulkOverBottleneck({ mtu: 65_475, queueTargetMs: 1, endMs: END });
     while (clock.now() < END) clock.advance(1);
-    const p50 = (from: number, to: number): number => {
-      const w = ab.waits
-        .filter((_, i) => {
-          const at = ab.sentAt[i] ?? -1;
-          return at >= from && at < to;
-        })
-        .sort((x, y) => x - y);
-      return w[Math.floor(w.length / 2)] ?? Number.NaN;
-    };
-    const settled = p50(5_000, 10_000);
+    const settled = p50Wait(5_000, 10_000);
     // Without the drains the min RTT doubled with each bucket: 3.5 ms of queue, 10, 23, 49 by 30 s.
     expect(settled).toBeLessThan(5);
-    expect(p50(25_000, 30_000)).toBeLessThanOrEqual(settled * 1.1);
+    expect(p50Wait(25_000, 30_000)).toBeLessThanOrEqual(settled * 1.1);
     // The path stays full: 50 MB/s less the drains (under 1 %).
-    const sentBytes = ab.sentBytes;
-    expect(sentBytes / END).toBeGreaterThan(50_000 * 0.98);
+    expect(ab.sentBytes / END).toBeGreaterThan(50_000 * 0.98);
   });
 });
 
