@@ -275,7 +275,7 @@ function directTargets(o: {
   if (turns) {
     const f = (q: Quantiles): string => `${q.p50.toFixed(2)} / ${q.p99.toFixed(2)}`;
     line(
-      `p99 latency, direct <= relayed (idle, established connection, ${IN_TURNS_SAMPLES} samples each taken in turns)`,
+      `p99 latency, direct <= relayed (idle, established connection, ${IN_TURNS_SAMPLES} samples each taken in turns, ${IN_TURNS_PAUSE_MS} ms apart)`,
       `p50 / p99 direct ${f(turns.direct)} ms, relayed ${f(turns.relayed)} ms`,
       turns.direct.p99 <= turns.relayed.p99,
     );
@@ -314,9 +314,17 @@ function directTargets(o: {
 /**
  * Samples of each path in the idle comparison of the namespace agents. A p99 rests on its slowest 1 %: from
  * 2,000 samples that is 20, and the two paths' p99s then moved by up to 0.17 ms either way from run to run
- * (machine noise, visible on both paths at the same moments). 10,000 each take ~6 s.
+ * (machine noise, visible on both paths at the same moments).
  */
 const IN_TURNS_SAMPLES = Math.max(SAMPLES, 10_000);
+/**
+ * Pause between two round trips taken in turns (~30 s for 2 x 10,000). Both agents share the relay and the two
+ * cores: without it a round trip on one path often began while relay and the other agent were still at the
+ * other path's last one (the relayed path's hub acknowledges each reply at once, and its agent wakes up to read
+ * that), which no agent meets in use. Four runs without a pause: p99s 0.00-0.04 ms apart either way while each
+ * path alone (the rows of (b)) was 0.15-0.54 ms apart in the direct path's favour.
+ */
+const IN_TURNS_PAUSE_MS = 1;
 
 /**
  * Idle round trips on one established connection through each namespace agent, direct and relayed, sampled in
@@ -330,7 +338,7 @@ async function namespaceLatencyInTurns(
   try {
     const both = [() => direct.rtt(), () => relayed.rtt()];
     await warmUp(() => Promise.all(both.map((fn) => fn())), WARM_MS);
-    const [d, r] = await latencyInTurns(both, IN_TURNS_SAMPLES);
+    const [d, r] = await latencyInTurns(both, IN_TURNS_SAMPLES, IN_TURNS_PAUSE_MS);
     if (!d || !r) throw new Error('no samples');
     return { direct: d, relayed: r };
   } finally {

@@ -219,11 +219,13 @@ export async function latency(fn: () => Promise<unknown>, n: number): Promise<Qu
  * moments of machine noise: their quantiles compare even where the noise, not the path, sets the tail. The order
  * is reversed every other round (a, b, b, a, a, b, ...): a call often starts while the processes are still
  * finishing the one before (its acknowledgements, timers), and with two calls in a fixed order each would always
- * follow the other and carry only that one's leftovers.
+ * follow the other and carry only that one's leftovers. `pauseMs` > 0 waits that long (a timer) between calls,
+ * so that each starts with the processes idle.
  */
 export async function latencyInTurns(
   fns: readonly (() => Promise<unknown>)[],
   n: number,
+  pauseMs = 0,
 ): Promise<Quantiles[]> {
   for (let i = 0; i < 5; i++) for (const fn of fns) await fn();
   const samples = fns.map((): number[] => []);
@@ -234,6 +236,7 @@ export async function latencyInTurns(
       const s = performance.now();
       await fns[k]?.();
       samples[k]?.push(performance.now() - s);
+      if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
     }
   }
   return samples.map(quantiles);
