@@ -34,6 +34,7 @@ export interface ArqOptions {
    * Caps the bytes in flight at maxDeliveryRate x (2 x minRtt + this many ms), at least 4 segments
    * (inflight-cap.ts). 0 = off (default; only the loss-based window limits). Meant for paths that queue
    * instead of dropping (the relay's TCP), where it bounds how long new bytes wait behind a bulk transfer.
+   * Changeable with setQueueTarget().
    */
   queueTargetMs?: number;
   /** Longest delay before a pending ACK is sent (default 10 ms, at most 60,000). Changeable with setAckPolicy(). */

@@ -63,8 +63,8 @@ export class InflightCap {
   }
 
   /**
-   * A new queue target, from now on: the cap is recomputed at once from the samples so far (0 turns the cap
-   * off; samples taken meanwhile count again once it is on).
+   * A new queue target, from now on: the cap is recomputed at once from the samples so far. 0 turns the cap
+   * off (no samples are taken while it is off).
    */
   setTarget(queueTargetMs: number): void {
     this.#targetMs = queueTargetMs;
