@@ -231,7 +231,7 @@ interface NsRow {
 /**
  * Table (a) figures of one namespace agent: 1 stream, PARALLEL streams, CPU of relay + agent per MB MiB. One
  * untimed download of MB MiB comes first: the agents have just started, and on the direct path the first 64 MiB
- * after the start ran at 40-50 % of the later ones (code not yet optimised by the JIT, so each datagram costs
+ * after the start ran at a third to a half of the later ones' rate (code not yet optimised by the JIT, so each datagram costs
  * more and the in-flight cap holds a lower rate).
  */
 async function nsBulk(site: NamespaceSite, which: 'direct' | 'relayed'): Promise<NsRow> {

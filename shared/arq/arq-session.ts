@@ -211,6 +211,7 @@ export class ArqSession extends EventEmitter {
     if (!Number.isFinite(ms) || ms < 0) {
       throw new TunnelError('BAD_CONFIG', `arq queueTargetMs: ${ms} is not a non-negative number`);
     }
+    if (ms === this.#cap.targetMs) return; // a path change that kept the kind (an MTU step)
     this.#cap.setTarget(ms);
     if (!this.#closed) this.flush(false);
   }
