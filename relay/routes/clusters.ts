@@ -99,7 +99,7 @@ function bootstrapView(ctx: RelayContext, cluster: string, issued: IssuedPsk, up
       upstream,
     }),
     installUrl: url,
-    installCommand: installCommand(url, ctx),
+    installCommand: installCommand({ url, cluster, caPin: ctx.caPin, caPem: ctx.caPem }),
   };
 }
 

@@ -4,7 +4,8 @@
  * credential. A used link answers 410 INSTALL_LINK_USED, one whose PSK expired, was replaced or was
  * used 410 INSTALL_LINK_EXPIRED, an unknown token 404 NOT_FOUND; each refusal counts against the
  * source's failure budget (relay/rate-limit.ts, shared with registrations); once it is used up, refusals
- * answer 429 until its window ends, while a valid link is still served from that source.
+ * answer 429 until its window ends, while a valid link is still served from that source. `HEAD` answers 200 with
+ * the GET's headers and no body, without looking the token up, so a link scanner's HEAD never uses a link.
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
@@ -70,9 +71,18 @@ function renderFor(ctx: RelayContext, cluster: string, psk: string): string {
 }
 
 export const installRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
+  // HEAD (link scanners, previews) answers what a GET would carry in its headers, without looking the token up:
+  // it neither uses the link nor counts as a failure. Fastify would otherwise run the GET handler for HEAD.
+  app.head('/api/v1/install/:token', { schema: { params: InstallParams } }, async (_req, reply) => {
+    reply.header('cache-control', 'no-store');
+    reply.type('application/yaml; charset=utf-8');
+    return reply.send();
+  });
+
   app.get(
     '/api/v1/install/:token',
     {
+      exposeHeadRoute: false,
       schema: {
         params: InstallParams,
         response: { 200: Type.String(), 404: ErrorBody, 410: ErrorBody, 429: ErrorBody },

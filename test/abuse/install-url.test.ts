@@ -1,15 +1,17 @@
 /**
- * Abuse replay: the one-time install URL printed by `cluster create` / `rotate-psk`. Through the real
- * relay with curl (as the printed command runs it): the first fetch answers the agent manifests with the
- * PSK inside (schema-valid YAML); a second fetch, concurrent fetches beyond the first, a link whose PSK
- * expired or was replaced, and guessed tokens are all refused with their own code; a source that keeps
- * failing gets 429 while a valid link is still served to it; no token, PSK or access key reaches the
- * relay's log, JSON or pretty, even at debug level where every request's URL is logged.
+ * Abuse replay: the one-time install URL printed by `cluster create` / `rotate-psk`. Through the real relay with
+ * curl (the printed line's fetch, run in sh as pasted): the first fetch answers the agent manifests with the PSK
+ * inside (schema-valid YAML); a second fetch, concurrent fetches beyond the first, a link whose PSK expired or was
+ * replaced, and guessed tokens are all refused with their own code; a HEAD (link scanners send one) answers 200
+ * without using the link or counting as a failure; a source that keeps failing gets 429 while a valid link is still
+ * served to it; no token, PSK or access key reaches the relay's log, JSON or pretty, even at debug level where every
+ * request's URL is logged. (That the line keeps the URL out of every argv: install-command.test.ts.)
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale, cleanup, curl, RELAY_BIN, run, sleep, tempDir } from '../cli-harness.js';
 import { validateYamlStream } from '../helpers/kubernetes-schema.js';
+import { runPasted } from '../helpers/pasted-line.js';
 import { api, logLines, type ServedRelay, serve } from './relay-fixture.js';
 import { abuseScale } from './scale.js';
 
@@ -49,12 +51,10 @@ async function create(name: string, body: Record<string, string> = {}): Promise<
   return r.body.bootstrap;
 }
 
-/** The curl half of the printed `curl ... | kubectl apply -f -` line, as argv (no shell). */
-function curlArgs(b: Bootstrap): string[] {
-  const [fetch] = b.installCommand.split(' | kubectl apply -f -');
-  const words = (fetch ?? '').split(' ').map((w) => w.replace(/^'(.*)'$/, '$1'));
-  expect(words[0]).toBe('curl');
-  return words.slice(1);
+/** The printed line up to kubectl (which needs a Kubernetes cluster), run as pasted into sh: the fetch alone. */
+function fetchAsPrinted(installCommand: string) {
+  expect(installCommand.endsWith(' | kubectl apply -f -')).toBe(true);
+  return runPasted('sh', installCommand.slice(0, -' | kubectl apply -f -'.length));
 }
 
 /** A fetch of `url` from local address `from` (each 127.x address is its own source to the relay). */
@@ -70,16 +70,17 @@ describe('one-time install URL', () => {
   it('serves schema-valid agent manifests with the PSK once; the second fetch is refused', async () => {
     const b = await createWithCli('inst-once');
     expect(b.installCommand).toContain(b.installUrl);
-    const first = await curl(curlArgs(b));
+    const first = await fetchAsPrinted(b.installCommand);
     expect(first.code, first.stderr).toBe(0);
     const docs = validateYamlStream(first.stdout);
     const secret = docs.find((d) => d.kind === 'Secret');
     expect(secret?.stringData).toEqual({ psk: b.psk });
     expect(docs.map((d) => d.kind)).toContain('StatefulSet');
 
-    const second = await curl(curlArgs(b));
-    expect(second.code).toBe(22);
+    const second = await fetchAsPrinted(b.installCommand);
     expect(second.stdout).toBe('');
+    expect(second.stderr).toContain('curl: (22) The requested URL returned error: 410');
+    expect(second.stderr).toContain('run tunnel-relay cluster rotate-psk inst-once for a new one');
     const again = await fetchFrom(b.installUrl);
     expect(again.status).toBe(410);
     expect(again.code).toBe('INSTALL_LINK_USED');
@@ -96,12 +97,40 @@ describe('one-time install URL', () => {
     expect(r.stdout.split('\n')).toHaveLength(2);
     const line = r.stdout.trim();
     expect(line).toMatch(
-      /^curl -fsS --insecure --pinnedpubkey 'sha256\/\/[A-Za-z0-9+/]{43}=' https:\/\/\S+\/api\/v1\/install\/tin_\S{43} \| kubectl apply -f -$/,
+      /^\{ echo 'url = "https:\/\/\S+\/api\/v1\/install\/tin_[A-Za-z0-9_-]{43}"' \| curl -fsS --insecure --pinnedpubkey sha256\/\/[A-Za-z0-9+/]{43}= -K - \|\| \{ \[ \$\? -eq 22 \] && echo "install link refused \(already used, expired or replaced\): run tunnel-relay cluster rotate-psk local-cluster for a new one" >&2; \}; \} \| kubectl apply -f -$/,
     );
-    const fetched = await curl(curlArgs({ psk: '', installUrl: '', installCommand: line }));
+    const fetched = await fetchAsPrinted(line);
     expect(fetched.code, fetched.stderr).toBe(0);
     const secret = validateYamlStream(fetched.stdout).find((d) => d.kind === 'Secret');
     expect(secret?.stringData).toEqual({ psk: expect.stringMatching(/^tpsk_/) });
+  });
+
+  it('a HEAD (a link scanner) neither uses the link nor counts as a failure; the GET after it is served once', async () => {
+    const b = await create('inst-head');
+    const source = '127.0.0.4';
+    const heads = [
+      b.installUrl,
+      `${relay.ready.url}/api/v1/install/tin_${randomBytes(32).toString('base64url')}`,
+    ];
+    for (let i = 0; i < 12 + 2 * abuseScale(); i++) {
+      const url = heads[i % heads.length] ?? '';
+      const r = await curl(['-sk', '-I', '--interface', source, '-w', '%{http_code}', url]);
+      const status = r.stdout.slice(r.stdout.lastIndexOf('\n') + 1);
+      expect(status, r.stdout).toBe('200');
+      expect(r.stdout.toLowerCase()).toContain('cache-control: no-store');
+      expect(r.stdout.toLowerCase()).toContain('content-type: application/yaml');
+    }
+    // More HEADs than the failure budget (10) from one source: its guesses are still answered 404, not 429.
+    const guess = await fetchFrom(
+      `${relay.ready.url}/api/v1/install/tin_${randomBytes(32).toString('base64url')}`,
+      source,
+    );
+    expect([guess.status, guess.code]).toEqual([404, 'NOT_FOUND']);
+    const first = await fetchFrom(b.installUrl, source);
+    expect(first.status).toBe(200);
+    expect(first.body).toContain(b.psk);
+    const second = await fetchFrom(b.installUrl, source);
+    expect([second.status, second.code]).toEqual([410, 'INSTALL_LINK_USED']);
   });
 
   it('ends with its PSK: expired, or replaced by rotate-psk (whose own link works)', async () => {
