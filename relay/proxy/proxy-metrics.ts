@@ -25,9 +25,9 @@ export function streamFamilies(b: StreamBinding): Family[] {
     gauge(`${p}open`, 'Streams open over all links.', b.streamCount),
     counter(`${p}links_started_total`, 'Stream links started by the hub.', one(b.stats.linksStarted)),
     counter(`${p}opened_total`, 'Streams opened by the hub (proxy requests).', one(t.mux.streamsOpened)),
-    counter(`${p}refused_total`, 'Inbound streams reset at once by the mux, by reason.', [
-      [{ reason: 'limit' }, t.mux.refused.limit],
-      [{ reason: 'going_away' }, t.mux.refused.goingAway],
+    // Agents may not open streams: the hub resets every one at once, so no other refusal reason can occur here.
+    counter(`${p}refused_total`, 'Streams an agent opened, reset at once by the hub, by reason.', [
+      [{ reason: 'protocol_violation' }, t.mux.refused.protocolViolation],
     ]),
     counter(`${p}arq_retransmits_total`, 'ARQ segments retransmitted, by trigger.', [
       [{ trigger: 'timeout' }, t.arq.retransmitsTimeout],

@@ -19,6 +19,11 @@ export interface MuxOptions {
   maxWindow?: number;
   /** Cap on open streams (both directions). Inbound excess is reset with RST_STREAM_LIMIT (default 512). */
   maxStreams?: number;
+  /**
+   * Whether the peer may open streams (default true). false: every stream the peer opens is reset at once with
+   * RST_PROTOCOL and counted (`refused.protocolViolation`); nothing of it is buffered.
+   */
+  acceptStreams?: boolean;
   /** Cap on the sum of all streams' window growth beyond initialWindow (auto-tuning budget, default 64 MiB). */
   maxSessionGrowth?: number;
   /** Largest Data payload sent in one frame (default 64 KiB). */
@@ -33,7 +38,9 @@ export interface MuxOptions {
   streamHighWater?: number;
 }
 
-export type MuxConfig = Required<Omit<MuxOptions, 'role' | 'clock' | 'write' | 'closeTransport'>>;
+export type MuxConfig = Required<
+  Omit<MuxOptions, 'role' | 'clock' | 'write' | 'closeTransport' | 'acceptStreams'>
+>;
 
 export const MUX_DEFAULTS: MuxConfig = {
   initialWindow: BASE_WINDOW,
@@ -79,8 +86,11 @@ export interface MuxStats {
   framesOut: number;
   streamsOpened: number;
   streamsAccepted: number;
-  /** Inbound streams reset at once, by reason. */
-  refused: { limit: number; goingAway: number };
+  /**
+   * Inbound streams reset at once, by reason: over maxStreams, the session going away, or opened by a peer that
+   * may not open streams (acceptStreams false).
+   */
+  refused: { limit: number; goingAway: number; protocolViolation: number };
   /** Data frames for unknown (already closed) streams, discarded. */
   strayData: number;
   pingsSent: number;
@@ -92,7 +102,7 @@ export function newMuxStats(): MuxStats {
     framesOut: 0,
     streamsOpened: 0,
     streamsAccepted: 0,
-    refused: { limit: 0, goingAway: 0 },
+    refused: { limit: 0, goingAway: 0, protocolViolation: 0 },
     strayData: 0,
     pingsSent: 0,
   };

@@ -178,6 +178,39 @@ describe('MuxSession over an in-memory byte stream', () => {
     expect(server.streamCount).toBe(3);
   });
 
+  it('with acceptStreams false, resets every stream the peer opens at once and buffers none of its data', async () => {
+    const w = duplexPair();
+    const opener = muxOverDuplex(w[0], { clock: realClock, keepAliveMs: 0, role: 'server' });
+    const refuser = muxOverDuplex(w[1], {
+      clock: realClock,
+      keepAliveMs: 0,
+      role: 'client',
+      acceptStreams: false,
+    });
+    const seen: MuxStream[] = [];
+    refuser.on('stream', (s: MuxStream) => seen.push(s));
+    const n = 20;
+    const errors = Array.from({ length: n }, () => {
+      const s = opener.open();
+      const err = errorOf(s);
+      // A whole window's worth, which an accepting side would have to hold for a reader.
+      s.write(Buffer.alloc(256 * 1024, 7));
+      return err;
+    });
+    for (const err of await Promise.all(errors)) {
+      expect(isTunnelError(err, 'STREAM_RESET')).toBe(true);
+      expect(err.message).toMatch(/protocol-error/);
+    }
+    expect(seen).toEqual([]);
+    expect(refuser.streamCount).toBe(0);
+    expect(refuser.stats.refused).toEqual({ limit: 0, goingAway: 0, protocolViolation: n });
+    expect(refuser.stats.streamsAccepted).toBe(0);
+    // The session itself carries on: the refusing side still opens streams of its own.
+    const accepted = nextStream(opener);
+    refuser.open().end('still up');
+    expect((await readAll(await accepted)).toString()).toBe('still up');
+  });
+
   it('propagates a reset with its code', async () => {
     const { client, server } = pair();
     const accepted = nextStream(server);

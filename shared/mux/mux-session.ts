@@ -3,7 +3,8 @@
  * The session is I/O-free: feed it bytes with input(), give it a write() that returns false under
  * backpressure, and call transportDrained()/transportClosed(). See transport.ts for the bindings.
  *
- * Events: 'stream' (MuxStream, inbound), 'goaway' (code), 'close' (err?), 'error' (only if listened to).
+ * Events: 'stream' (MuxStream, inbound; never with acceptStreams false), 'goaway' (code), 'close' (err?), 'error'
+ * (only if listened to).
  */
 import { EventEmitter } from 'node:events';
 import type { TimerHandle } from '../clock.js';
@@ -19,6 +20,7 @@ import {
   GOAWAY_NORMAL,
   GOAWAY_PROTOCOL,
   RST_IDLE_TIMEOUT,
+  RST_PROTOCOL,
   RST_REFUSED,
   RST_STREAM_LIMIT,
   TYPE_DATA,
@@ -54,6 +56,7 @@ export class MuxSession extends EventEmitter {
   readonly #streams = new Map<number, MuxStream>();
   readonly #parser: FrameParser;
   readonly #host: StreamHost;
+  readonly #acceptStreams: boolean;
   #nextId: number;
   #blocked = false;
   #pending = new Set<MuxStream>();
@@ -79,6 +82,7 @@ export class MuxSession extends EventEmitter {
     super();
     this.#cfg = resolveMuxConfig(opts);
     this.#opts = opts;
+    this.#acceptStreams = opts.acceptStreams !== false;
     this.#nextId = opts.role === 'client' ? 1 : 2;
     this.#lastInputAt = opts.clock.now();
     const cfg = this.#cfg;
@@ -243,15 +247,8 @@ export class MuxSession extends EventEmitter {
       if (s || id === 0 || (id & 1) === (this.#opts.role === 'client' ? 1 : 0)) {
         throw new TunnelError('WIRE_MALFORMED', `mux: bad SYN for stream ${id}`);
       }
-      const refuse =
-        this.#localGoAway || this.#closed
-          ? RST_REFUSED
-          : this.#streams.size >= this.#cfg.maxStreams
-            ? RST_STREAM_LIMIT
-            : -1;
+      const refuse = this.#refusal();
       if (refuse >= 0) {
-        if (refuse === RST_STREAM_LIMIT) this.stats.refused.limit++;
-        else this.stats.refused.goingAway++;
         this.#send(encodeHeader(TYPE_WINDOW_UPDATE, FLAG_RST, id, refuse), null);
         if (h.type === TYPE_DATA) this.#discard();
         return;
@@ -286,6 +283,26 @@ export class MuxSession extends EventEmitter {
       if (h.flags & FLAG_FIN) s.onFin();
     }
     if (h.flags & FLAG_SYN) this.emit('stream', s);
+  }
+
+  /**
+   * Why a stream the peer opens now is reset at once (its RST code, counted), or -1 when it is accepted. A peer
+   * that may not open streams at all is refused first: its streams never hold a window or a buffer here.
+   */
+  #refusal(): number {
+    if (!this.#acceptStreams) {
+      this.stats.refused.protocolViolation++;
+      return RST_PROTOCOL;
+    }
+    if (this.#localGoAway || this.#closed) {
+      this.stats.refused.goingAway++;
+      return RST_REFUSED;
+    }
+    if (this.#streams.size >= this.#cfg.maxStreams) {
+      this.stats.refused.limit++;
+      return RST_STREAM_LIMIT;
+    }
+    return -1;
   }
 
   /** The Data payload that follows (if any) is skipped: payload() goes nowhere while #cur is null. */

@@ -125,6 +125,52 @@ describe('StreamBinding', () => {
     expect(hub.linkCount).toBe(0);
   });
 
+  it('the hub resets every stream the agent opens at once (counted), and keeps its own streams working', async () => {
+    const { hub, agent } = pair(echoUpper);
+    open.push(hub, agent);
+    const first = await hub.open(AGENT, 'svc:80');
+    const n = 12;
+    const link = agent.link(HUB)!;
+    const resets = Array.from({ length: n }, () => {
+      const s = link.mux.open();
+      const err = new Promise<Error>((resolve) => s.once('error', resolve));
+      s.write(Buffer.alloc(256 * 1024, 1));
+      return err;
+    });
+    for (const err of await Promise.all(resets)) expect(err.message).toMatch(/protocol-error/);
+    expect(hub.linkTotals().mux.refused.protocolViolation).toBe(n);
+    expect(hub.linkTotals().mux.streamsAccepted).toBe(0);
+    expect(hub.streamCount).toBe(1); // the hub's own stream only
+    const got = readAll(first);
+    first.end('hub');
+    expect(await got).toBe('target=svc:80;HUB');
+  });
+
+  it('a server binding with no stream handler refuses the streams it would leave unread', async () => {
+    const hub: StreamBinding = new StreamBinding({
+      role: 'client',
+      local: HUB,
+      clock: realClock,
+      send: (p) => {
+        setImmediate(() => agent.input(p));
+        return true;
+      },
+    });
+    const agent: StreamBinding = new StreamBinding({
+      role: 'server',
+      local: AGENT,
+      clock: realClock,
+      send: (p) => {
+        setImmediate(() => hub.input(p));
+        return true;
+      },
+    });
+    open.push(hub, agent);
+    await expect(hub.open(AGENT, 'svc:80', 5_000)).rejects.toMatchObject({ code: 'STREAM_RESET' });
+    expect(agent.linkTotals().mux.refused.protocolViolation).toBe(1);
+    expect(agent.streamCount).toBe(0);
+  });
+
   it('server refuses sessions from peers it does not accept, and ignores non-stream packets', () => {
     const { hub, agent } = pair(echoUpper);
     open.push(hub, agent);

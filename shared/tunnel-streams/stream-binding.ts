@@ -8,6 +8,9 @@
  *   agent's old session hears nothing until the hub opens a stream with its new conv.
  * - server (agent): a datagram from an accepted peer with a new conv (first one, or the hub restarted)
  *   replaces the link; inbound streams go to `onStream`.
+ * Only a server with `onStream` accepts inbound streams. A stream the peer opens anywhere else (the agent
+ * opening one to the hub, or a server with no taker) is reset at once with RST_PROTOCOL and counted in the
+ * mux's refused.protocolViolation: nothing would read it, so none of its window is ever buffered.
  * Links are removed when their session closes. Caps: `maxLinks` peers (excess counted `linkLimit`).
  */
 import { randomInt } from 'node:crypto';
@@ -46,7 +49,7 @@ export interface StreamBindingOptions {
   kindFor?: (remote: number) => StreamPathKind;
   /** server: whether datagrams from `remote` may start a session (default: any). */
   accept?: (remote: number) => boolean;
-  /** server: a new inbound stream. */
+  /** server: a new inbound stream, which the handler owns (reads it or ends it). Absent: inbound streams are refused. */
   onStream?: (stream: MuxStream, remote: number) => void;
   port?: number;
   maxLinks?: number;
@@ -199,6 +202,7 @@ export class StreamBinding {
       port: this.#port,
       room: o.roomFor?.(remote) ?? NOTHING_BELOW,
       kind: o.kindFor?.(remote) ?? 'relayed',
+      acceptStreams: o.role === 'server' && o.onStream !== undefined,
       clock: o.clock,
       send: o.send,
       defer: o.defer,
@@ -211,7 +215,8 @@ export class StreamBinding {
       if (this.#links.get(remote) === link) this.#links.delete(remote);
       addLinkTotals(this.#closedTotals, link);
     });
-    if (o.role === 'server') link.on('stream', (s: MuxStream) => o.onStream?.(s, remote));
+    const onStream = o.role === 'server' ? o.onStream : undefined;
+    if (onStream) link.on('stream', (s: MuxStream) => onStream(s, remote));
     return link;
   }
 }

@@ -5,7 +5,8 @@
  *
  * Roles (docs/PROTOCOL.md): the hub is mux 'client' (opens streams) and picks a random conv
  * for each incarnation; the agent is 'server' and adopts whatever conv the hub uses (the binding
- * replaces its link when the conv changes).
+ * replaces its link when the conv changes). Only the side with a taker for inbound streams accepts them
+ * (`acceptStreams`): a stream nothing would read is reset at once, so its window is never buffered.
  */
 import { EventEmitter } from 'node:events';
 import type { ArqOptions } from '../arq/arq-options.js';
@@ -26,7 +27,7 @@ export type LinkArqOptions = Partial<
     'conv' | 'mtu' | 'clock' | 'output' | 'defer' | 'ackEvery' | 'ackDelayMs' | 'queueTargetMs'
   >
 >;
-export type LinkMuxOptions = Partial<Omit<MuxBindingOptions, 'role' | 'clock'>>;
+export type LinkMuxOptions = Partial<Omit<MuxBindingOptions, 'role' | 'clock' | 'acceptStreams'>>;
 
 export interface StreamLinkOptions {
   role: 'client' | 'server';
@@ -39,6 +40,11 @@ export interface StreamLinkOptions {
   room: PacketRoom;
   /** The kind of path the datagrams take at first (its STREAM_PATH_TUNING); setPath() follows a switch. */
   kind: StreamPathKind;
+  /**
+   * Whether the peer may open streams on this link ('stream' events); false resets each at once (RST_PROTOCOL,
+   * counted in the mux's refused.protocolViolation).
+   */
+  acceptStreams: boolean;
   clock: Clock;
   /** Sends one inner IP packet (the link does not touch it afterwards); false when it was dropped. */
   send(packet: Buffer): boolean;
@@ -75,7 +81,12 @@ export class StreamLink extends EventEmitter {
         if (!o.send(wrapStreamDatagram(o.local, o.remote, d, o.port))) this.sendErrors++;
       },
     });
-    this.mux = muxOverArq(this.arq, { ...o.mux, role: o.role, clock: o.clock });
+    this.mux = muxOverArq(this.arq, {
+      ...o.mux,
+      role: o.role,
+      clock: o.clock,
+      acceptStreams: o.acceptStreams,
+    });
     this.mux.on('stream', (s: MuxStream) => this.emit('stream', s));
     this.mux.on('close', (err?: TunnelError) => this.#done(err));
     this.arq.on('close', (err?: TunnelError) => {
