@@ -41,6 +41,11 @@ export class PeerPaths implements Endpoint {
   /** `peer:<base64 key>`: the name the device logs and rate-limits handshakes by. */
   readonly key: string;
   readonly publicKey: Buffer;
+  /**
+   * The peer's key (Endpoint.peerKey): a datagram handed to the device as coming from these paths (its relay
+   * connection, which the relay authenticated by this key) that belongs to another peer is dropped.
+   */
+  readonly peerKey: Buffer;
   readonly address: number;
   readonly #paths: Path[] = [];
   readonly #onPathChange: (peer: PeerPaths) => void;
@@ -54,6 +59,7 @@ export class PeerPaths implements Endpoint {
 
   constructor(o: PeerPathsOptions) {
     this.publicKey = o.publicKey;
+    this.peerKey = o.publicKey;
     this.address = o.address;
     this.key = `peer:${o.publicKey.toString('base64')}`;
     this.#onPathChange = o.onPathChange;

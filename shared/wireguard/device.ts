@@ -103,6 +103,7 @@ export type DeviceDropReason =
   | 'replay'
   | 'cookie-ignored'
   | 'no-route'
+  | 'sender-mismatch'
   | 'closed'
   | 'internal';
 
@@ -120,6 +121,7 @@ export function noDeviceDrops(): Record<DeviceDropReason, number> {
     replay: 0,
     'cookie-ignored': 0,
     'no-route': 0,
+    'sender-mismatch': 0,
     closed: 0,
     internal: 0,
   };
@@ -306,7 +308,9 @@ export class Device<E extends Endpoint = Endpoint> {
 
   /**
    * Handles one datagram from the peer of endpoint `from` (a transport that names the sender, e.g. a relay
-   * that authenticated its key). Returns why it was dropped, or null once it authenticated. Never throws.
+   * that authenticated its key). When `from` names its peer's key (Endpoint.peerKey), a datagram of any other
+   * peer is dropped as `sender-mismatch` once its peer is known, before it is opened. Returns why it was
+   * dropped, or null once it authenticated. Never throws.
    */
   receive(datagram: Buffer, from: E): ReceiveDrop | null {
     return this.#receiveGuarded(datagram, from, null);
@@ -355,12 +359,19 @@ export class Device<E extends Endpoint = Endpoint> {
     if (type === MSG_COOKIE_REPLY) {
       const r = parseCookieReply(d);
       const e = this.#indices.get(r.receiverIndex);
+      if (e && this.#fromOtherPeer(from, e.peer)) return this.#dropped('sender-mismatch');
       return e?.peer.cookies.consumeReply(r, this.#clock.now()) ? null : this.#dropped('cookie-ignored');
     }
     if (d.length < DATA_MIN_LEN) return this.#dropped('malformed');
     const e = this.#indices.get(d.readUInt32LE(DATA_RECEIVER));
     if (!e?.keypair) return this.#dropped('unknown-index');
+    if (this.#fromOtherPeer(from, e.peer)) return this.#dropped('sender-mismatch');
     return e.peer.receiveTransport(e.keypair, d, from, source);
+  }
+
+  /** `from` names the key of a peer other than `peer` (see Endpoint.peerKey). */
+  #fromOtherPeer(from: E | undefined, peer: Peer<E>): boolean {
+    return from?.peerKey !== undefined && !peer.publicKey.equals(from.peerKey);
   }
 
   #handshake(
@@ -388,22 +399,41 @@ export class Device<E extends Endpoint = Endpoint> {
       }
       if (!this.#limiter.allow(sourceKey)) return this.#dropped('rate-limited');
     }
-    if (type === MSG_INITIATION) {
-      const peer = consumeInitiation(
-        this.#identity,
-        msg as Initiation,
-        (pk) => this.#peers.get(pk.toString('hex')),
-        this.#clock.now(),
-        this.timers.handshakeInitiationRate,
-      );
-      peer.onInitiationConsumed(from, source);
-      return null;
-    }
+    if (type === MSG_INITIATION) return this.#initiation(msg as Initiation, from, source);
     const r = msg as Response;
     const e = this.#indices.get(r.receiverIndex);
     if (!e || e.keypair) return this.#dropped('unknown-index');
+    if (this.#fromOtherPeer(from, e.peer)) return this.#dropped('sender-mismatch');
     consumeResponse(this.#identity, r, e.peer);
     e.peer.onResponseConsumed(from, source);
+    return null;
+  }
+
+  /**
+   * An initiation: its sender's static key is known once decrypted, and checked against `from` before the
+   * peer's handshake state changes (a mismatch never consumes it).
+   */
+  #initiation(msg: Initiation, from: E | undefined, source: DatagramSource | null): ReceiveDrop | null {
+    let mismatch = false;
+    const lookup = (pk: Buffer): Peer<E> | undefined => {
+      const peer = this.#peers.get(pk.toString('hex'));
+      mismatch = peer !== undefined && this.#fromOtherPeer(from, peer);
+      return mismatch ? undefined : peer;
+    };
+    let peer: Peer<E>;
+    try {
+      peer = consumeInitiation(
+        this.#identity,
+        msg,
+        lookup,
+        this.#clock.now(),
+        this.timers.handshakeInitiationRate,
+      );
+    } catch (err) {
+      if (mismatch) return this.#dropped('sender-mismatch');
+      throw err;
+    }
+    peer.onInitiationConsumed(from, source);
     return null;
   }
 

@@ -12,6 +12,14 @@ import type { Peer } from './peer.js';
  */
 export interface Endpoint {
   readonly key: string;
+  /**
+   * The public key of the one peer whose datagrams arrive from this endpoint, when the transport names the
+   * sender by its key (a relay connection: the relay authenticated that key). A datagram handed to
+   * Device.receive with this endpoint that belongs to any other peer is dropped (`sender-mismatch`) before it
+   * is opened: it never authenticates, never uses up the other peer's replay window and never moves that
+   * peer's endpoint. Absent: the endpoint names no key (a UDP address; roaming rules apply).
+   */
+  readonly peerKey?: Uint8Array;
 }
 
 /**
