@@ -204,6 +204,10 @@ export async function mountDataPlane(
   // The hub's own candidates (its interface addresses with the UDP port) for the agents' probes; agents also
   // try the advertised endpoint (tunnel.udpEndpoint).
   const stunServers = udp ? await resolveStunServers(ctx.config.stunServers, log) : [];
+  // Never probed when an agent names them (shared/disco/candidate-address.ts): the port's own addresses, and
+  // below, the hub's candidates.
+  const ownUdp = udp ? await udp.ownAddresses(ctx.publicUrl()) : [];
+  hub.endpoint.disco?.setOwnAddresses(ownUdp);
   const candidates = udp
     ? new CandidateGatherer({
         clock: ctx.clock,
@@ -213,6 +217,7 @@ export async function mountDataPlane(
         stunServers,
         onChange: (g) => {
           hub.endpoint.disco?.setConditions({ stun: g.stun });
+          hub.endpoint.disco?.setOwnAddresses([...ownUdp, ...g.candidates]);
           hub.endpoint.disco?.setLocalCandidates(g.candidates);
           if (stunServers.length > 0)
             log.info({ stun: g.stun, reflexive: g.reflexive }, 'hub: address from STUN changed');

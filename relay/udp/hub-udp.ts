@@ -8,6 +8,9 @@
  * `--stun-server` round). The port is
  * advertised to agents (`tunnel.udpEndpoint`) only while the hub listens on it.
  */
+
+import type { DiscoAddress } from '../../shared/disco/disco-codec.js';
+import { resolveEndpoint } from '../../shared/disco/resolve-endpoint.js';
 import { TunnelError } from '../../shared/errors.js';
 import { isStunBindingSuccess } from '../../shared/stun/stun-codec.js';
 import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
@@ -115,6 +118,21 @@ export class HubUdp {
   advertised(publicUrl: string): string | null {
     if (this.#hub === null) return null;
     return this.#publicEndpoint ?? `${new URL(publicUrl).hostname}:${this.transport.port}`;
+  }
+
+  /**
+   * The port's own addresses, which agents' candidates may never name (shared/disco/candidate-address.ts): the
+   * bound address and port, and the endpoint agents are told to use (a name resolved; left out when it does not
+   * resolve). Before the relay listens, a public URL that is not set yet is the listen address's own: the
+   * interface addresses (the hub's candidates) cover it.
+   */
+  async ownAddresses(publicUrl: string): Promise<DiscoAddress[]> {
+    const port = this.transport.port;
+    const out: DiscoAddress[] = [{ host: this.transport.address, port }];
+    const urlEndpoint = URL.canParse(publicUrl) ? `${new URL(publicUrl).hostname}:${port}` : null;
+    const told = await resolveEndpoint(this.#publicEndpoint ?? urlEndpoint);
+    if (told) out.push(told);
+    return out;
   }
 
   get stats(): HubUdpStats {

@@ -53,7 +53,7 @@ export function hubUdpFamilies(s: HubUdpStats, direct: { opened: number; roamed:
 
 /** Prometheus families of the hub's disco (probes with the agents, over the relay and the UDP port). */
 export function discoFamilies(
-  d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes' | 'pingOutcomes'>,
+  d: Pick<DiscoPeers, 'stats' | 'dropped' | 'routes' | 'pingOutcomes' | 'candidatesRefused'>,
 ): Family[] {
   const p = 'tunnel_relay_disco_';
   return [
@@ -67,6 +67,11 @@ export function discoFamilies(
       `${p}dropped_total`,
       'Disco messages dropped, by reason (docs/PROTOCOL.md section 9).',
       byReason(d.dropped),
+    ),
+    counterFamily(
+      `${p}candidates_refused_total`,
+      "Agents' candidate addresses the hub never pings, by reason (the address's scope, own-address, churn).",
+      byReason(d.candidatesRefused),
     ),
     {
       name: `${p}peers`,

@@ -106,6 +106,7 @@ export const DISCO_DROP_REASONS = [
   'unexpected-pong', // a pong for no ping in flight, a probe-ack for no probe in flight
   'wrong-carrier', // a call-me-maybe over UDP (it must come over the relay), a probe or its ack over the relay
   'sender-mismatch', // over the relay, the sealed sender is not the relay's source key
+  'rate-limited', // a call-me-maybe over the peer's budget (shared/tunnel-endpoint/disco-limits.ts)
 ] as const;
 export type DiscoDropReason = (typeof DISCO_DROP_REASONS)[number];
 
@@ -127,6 +128,7 @@ export function emptyDropCounts(): Record<DiscoDropReason, number> {
     'unexpected-pong': 0,
     'wrong-carrier': 0,
     'sender-mismatch': 0,
+    'rate-limited': 0,
   };
 }
 

@@ -330,6 +330,9 @@ describe('disco peers over real UDP sockets', () => {
     b.setLocalCandidates([{ host: '127.0.0.1', port: sb.address().port }]);
     a.addPeer(kb.publicKey);
     b.addPeer(ka.publicKey);
+    // Loopback candidates a call-me-maybe names are never pinged: b is told where a is (as an agent is told the
+    // hub's UDP endpoint), and a learns b's address from b's pings.
+    b.setConfigured(ka.publicKey, [{ host: '127.0.0.1', port: sa.address().port }]);
     await waitFor(() => a.snapshot(kb.publicKey)?.route === 'direct', 3_000, 'a direct route', 20);
     expect(a.snapshot(kb.publicKey)).toMatchObject({
       route: 'direct',

@@ -4,7 +4,11 @@
  * arrives, over either, is opened, checked against the replay guard and handled here: a ping is answered
  * the way it came (over UDP with the address it came from), a pong goes to the selector, a call-me-maybe
  * (over the relay only) gives the peer's candidates and is answered with ours at once when its list changed,
- * else at most every `callMeMaybeMinMs`; a path MTU probe (over UDP only) is answered with an ack of its size
+ * else at most every `callMeMaybeMinMs`; the candidates a call-me-maybe names, and the addresses a peer's UDP
+ * pings come from, are screened first (shared/disco/candidate-address.ts: never loopback, unspecified,
+ * multicast, broadcast, link-local, reserved or our own addresses; refusals counted in `candidatesRefused`), and
+ * each peer's call-me-maybes, new candidates and pings to unconfirmed candidates are rate-limited
+ * (disco-limits.ts); a path MTU probe (over UDP only) is answered with an ack of its size
  * to where it came from, and an ack goes to `onProbeAck`. Anything refused is dropped and counted by reason
  * (`dropped`), never thrown, and never
  * moves a peer's route: only a pong to one of our own pings does that.
@@ -14,6 +18,12 @@
  * it hears of each route change in `onRouteChange`.
  */
 import type { Clock, TimerHandle } from '../clock.js';
+import {
+  type CandidateRefusal,
+  candidateRefusal,
+  emptyRefusalCounts,
+  OwnAddresses,
+} from '../disco/candidate-address.js';
 import {
   type DiscoAddress,
   type DiscoDropReason,
@@ -28,6 +38,8 @@ import {
 import { DiscoKeyring } from '../disco/disco-keyring.js';
 import { ReplayGuard } from '../disco/replay-guard.js';
 import { keyToBase64 } from '../keys.js';
+import { TokenBucket } from '../token-bucket.js';
+import { type DiscoLimits, discoLimits } from './disco-limits.js';
 import {
   emptyProbeCounts,
   type LocalConditions,
@@ -67,7 +79,12 @@ export interface DiscoPeersOptions {
   readonly callMeMaybeMinMs?: number;
   /** Our call-me-maybe is sent again this often (a peer that restarted learns it again; default 60 s). */
   readonly callMeMaybeRefreshMs?: number;
+  /** Per-peer rate limits (disco-limits.ts); BAD_CONFIG for a value that is not a positive integer. */
+  readonly limits?: Partial<DiscoLimits>;
 }
+
+/** Why a peer's candidate address was left out: the address (candidate-address.ts), or the churn budget. */
+export type CandidateDrop = CandidateRefusal | 'churn';
 
 export const DEFAULT_DISCO_MAX_PEERS = 10_000;
 
@@ -91,6 +108,8 @@ interface PeerState extends DiscoPeer {
   lastCallMeMaybeAt: number;
   /** Whether our last call-me-maybe to the peer listed our candidates (we were probing). */
   announcedProbing: boolean;
+  /** The peer's call-me-maybes we still handle now (the rest are dropped as rate-limited). */
+  readonly callMeMaybeBudget: TokenBucket;
   /** The candidates of the peer's last call-me-maybe, as text (a change is answered at once). */
   peerCandidates: string | undefined;
 }
@@ -124,7 +143,11 @@ export class DiscoPeers {
   };
   /** Our disco pings to every peer, by carrier and outcome. */
   readonly pingOutcomes: ProbeCounts = emptyProbeCounts();
+  /** Peers' candidate addresses left out, by reason (never pinged). */
+  readonly candidatesRefused: Record<CandidateDrop, number> = { ...emptyRefusalCounts(), churn: 0 };
   readonly #options: DiscoPeersOptions;
+  readonly #limits: DiscoLimits;
+  #own = new OwnAddresses();
   readonly #clock: Clock;
   readonly #keyring: DiscoKeyring;
   readonly #guard: ReplayGuard;
@@ -138,6 +161,7 @@ export class DiscoPeers {
     this.#options = o;
     this.#clock = o.clock;
     this.#maxPeers = o.maxPeers ?? DEFAULT_DISCO_MAX_PEERS;
+    this.#limits = discoLimits(o.limits);
     this.#keyring = new DiscoKeyring({ privateKey: o.privateKey, maxPeers: this.#maxPeers });
     this.#guard = new ReplayGuard({ clock: o.clock, maxSenders: this.#maxPeers });
     this.#conditions = {
@@ -180,6 +204,10 @@ export class DiscoPeers {
         conditions: this.#conditions,
         timers: this.#options.timers,
         counts: this.pingOutcomes,
+        limits: this.#limits,
+        onChurn: () => {
+          this.candidatesRefused.churn++;
+        },
         onRouteChange: () => this.#routeChanged(state),
       }),
       get route() {
@@ -196,6 +224,11 @@ export class DiscoPeers {
       heard: false,
       lastCallMeMaybeAt: Number.NEGATIVE_INFINITY,
       announcedProbing: false,
+      callMeMaybeBudget: new TokenBucket({
+        clock: this.#clock,
+        burst: this.#limits.callMeMaybeBurst,
+        intervalMs: this.#limits.callMeMaybeIntervalMs,
+      }),
       peerCandidates: undefined,
     };
     this.#peers.set(id, state);
@@ -223,6 +256,14 @@ export class DiscoPeers {
       this.#sendCallMeMaybe(state);
       this.#poll(state);
     }
+  }
+
+  /**
+   * This node's own addresses (its UDP listen address, its public endpoint, its candidates): a peer's
+   * call-me-maybe naming any of these hosts is never pinged there (candidate-address.ts).
+   */
+  setOwnAddresses(list: readonly DiscoAddress[]): void {
+    this.#own = new OwnAddresses(list);
   }
 
   /** Applies to every peer at once (relay-only and 443-only stop UDP pings and drop direct routes). */
@@ -330,7 +371,9 @@ export class DiscoPeers {
     if (!state.selector.udpAllowed) return; // relay-only / 443-only: no UDP, not even a pong
     const observed = { host: from.address, port: from.port };
     this.#send(state, { via: 'udp', to: observed }, { type: 'pong', txid, sentAt, observed });
-    state.selector.notePeerAddress(observed);
+    const refused = candidateRefusal(observed, { own: this.#own, observed: true });
+    if (refused) this.candidatesRefused[refused]++;
+    else state.selector.notePeerAddress(observed);
     this.#poll(state);
   }
 
@@ -372,8 +415,14 @@ export class DiscoPeers {
       this.dropped['wrong-carrier']++;
       return;
     }
+    if (!state.callMeMaybeBudget.take()) {
+      this.dropped['rate-limited']++;
+      return;
+    }
     this.stats.callMeMaybes++;
-    state.selector.setCandidates(candidates);
+    const usable = this.#screen(candidates);
+    // An empty list says the peer stopped using UDP; a list of refused addresses only changes nothing.
+    if (candidates.length === 0 || usable.length > 0) state.selector.setCandidates(usable);
     // A new list (the peer restarted, its network changed, it gave up or tries again) is answered at once:
     // the peer may never have heard ours. The same list again only after callMeMaybeMinMs, so that two peers
     // never answer each other in a loop.
@@ -383,6 +432,15 @@ export class DiscoPeers {
     if (changed || this.#clock.now() - state.lastCallMeMaybeAt >= (this.#options.callMeMaybeMinMs ?? 5_000))
       this.#sendCallMeMaybe(state);
     this.#poll(state);
+  }
+
+  /** The candidates that may be pinged; the others are counted by reason. */
+  #screen(candidates: readonly DiscoAddress[]): DiscoAddress[] {
+    return candidates.filter((c) => {
+      const refused = candidateRefusal(c, { own: this.#own });
+      if (refused) this.candidatesRefused[refused]++;
+      return refused === null;
+    });
   }
 
   /**

@@ -16,6 +16,10 @@
  * before `direct` again (1 + fallbacks, at most 1 + maxExtraStreak) and holds `direct` off for
  * 1 s x 2^(fallbacks-1) (at most holdDownMaxMs) after the fallback; stableMs of `direct` forgets them.
  *
+ * Budgets (disco-limits.ts): new candidate addresses from the peer (call-me-maybe, peer-reflexive) and pings to
+ * candidates nothing answered at yet are token buckets per selector, so however often the peer sends new lists, the
+ * pings it causes stay within the budget; a ping without a token waits for the next one.
+ *
  * Giving up: when STUN says UDP is blocked (`no-answer`) or the NAT maps per destination (`varies`), and no
  * UDP ping was ever answered by the end of the first attempts (the confirm window and a ping timeout after
  * it), the selector stops pinging over UDP (`probing` false): direct cannot work from here, and more pings
@@ -25,6 +29,8 @@
 import type { Clock } from '../clock.js';
 import { type DiscoAddress, newTxid } from '../disco/disco-codec.js';
 import { normalizeIp } from '../ip/ip-bytes.js';
+import { TokenBucket } from '../token-bucket.js';
+import { DEFAULT_DISCO_LIMITS, type DiscoLimits } from './disco-limits.js';
 import { type PathTimers, pathTimers } from './path-timers.js';
 import { PendingPings } from './pending-pings.js';
 
@@ -85,6 +91,13 @@ export interface PathSelectorOptions {
   readonly onRouteChange?: () => void;
   /** Where this selector's pings are counted (shared by the selectors of an endpoint). */
   readonly counts?: ProbeCounts;
+  /**
+   * The per-peer budgets of new candidates and of pings to candidates that never answered (disco-limits.ts;
+   * default DEFAULT_DISCO_LIMITS).
+   */
+  readonly limits?: DiscoLimits;
+  /** A new candidate address was left out: the new-candidate budget was spent (counted as churn). */
+  readonly onChurn?: () => void;
 }
 
 interface Candidate {
@@ -116,6 +129,11 @@ export class PathSelector {
   readonly #onRouteChange: () => void;
   readonly #pending: PendingPings<ProbeTarget>;
   readonly #counts: ProbeCounts;
+  readonly #onChurn: () => void;
+  /** Addresses not held yet that may still be added (call-me-maybe and peer-reflexive ones). */
+  readonly #newCandidates: TokenBucket;
+  /** Pings to candidates that never answered (and are not configured). */
+  readonly #unconfirmedPings: TokenBucket;
   readonly #candidates = new Map<string, Candidate>();
   #conditions: LocalConditions;
   #best: Candidate | undefined;
@@ -145,6 +163,18 @@ export class PathSelector {
     this.#newTxid = o.newTxid ?? newTxid;
     this.#onRouteChange = o.onRouteChange ?? (() => {});
     this.#counts = o.counts ?? emptyProbeCounts();
+    this.#onChurn = o.onChurn ?? (() => {});
+    const limits = o.limits ?? DEFAULT_DISCO_LIMITS;
+    this.#newCandidates = new TokenBucket({
+      clock: o.clock,
+      burst: limits.newCandidateBurst,
+      intervalMs: limits.newCandidateIntervalMs,
+    });
+    this.#unconfirmedPings = new TokenBucket({
+      clock: o.clock,
+      burst: limits.unconfirmedPingBurst,
+      intervalMs: limits.unconfirmedPingIntervalMs,
+    });
     this.#conditions = { ...DEFAULT_CONDITIONS, ...o.conditions };
   }
 
@@ -212,7 +242,7 @@ export class PathSelector {
       if (!key || listed.has(key) || listed.size >= this.#maxCandidates) continue;
       listed.add(key);
       const known = this.#candidates.get(key);
-      const c = known ?? this.#addCandidate(a, key);
+      const c = known ?? this.#addCandidate(a, key, true);
       added ||= !known && c !== undefined;
       if (c && c.source !== 'configured') c.source = 'call-me-maybe';
     }
@@ -236,7 +266,7 @@ export class PathSelector {
     const keep = new Set<string>();
     for (const a of list) {
       const key = addressKey(a);
-      const c = key ? (this.#candidates.get(key) ?? this.#addCandidate(a, key)) : undefined;
+      const c = key ? (this.#candidates.get(key) ?? this.#addCandidate(a, key, false)) : undefined;
       if (!c || !key) continue;
       c.source = 'configured';
       keep.add(key);
@@ -256,7 +286,7 @@ export class PathSelector {
     if (!key) return;
     const now = this.#clock.now();
     const known = this.#candidates.get(key);
-    const c = known ?? this.#addCandidate(from, key);
+    const c = known ?? this.#addCandidate(from, key, true);
     if (!c) return;
     if (c.source === 'peer-reflexive') c.expiresAt = now + this.#timers.peerReflexiveTtlMs;
     if (known) return;
@@ -308,6 +338,8 @@ export class PathSelector {
     if (!this.probing) return out;
     for (const c of this.#candidates.values()) {
       if (now - c.lastPingAt < this.#intervalFor(c, now)) continue;
+      // Waits for the budget's next token (nextWakeAt): the peer named the address, nothing answered there yet.
+      if (this.#unconfirmed(c) && !this.#unconfirmedPings.take()) continue;
       c.lastPingAt = now;
       this.#udpPingsSinceStart++;
       out.push(this.#record({ via: 'udp', to: c.address }, now));
@@ -351,7 +383,7 @@ export class PathSelector {
     if (!this.probing) return at;
     const givesUpAt = this.#givesUpAt();
     if (givesUpAt !== undefined) at = Math.min(at, givesUpAt + 1);
-    for (const c of this.#candidates.values()) at = Math.min(at, c.lastPingAt + this.#intervalFor(c, now));
+    for (const c of this.#candidates.values()) at = Math.min(at, this.#pingDueAt(c, now));
     const best = this.#best;
     if (best)
       at = Math.min(
@@ -378,8 +410,16 @@ export class PathSelector {
     };
   }
 
-  #addCandidate(address: DiscoAddress, key: string): Candidate | undefined {
+  /**
+   * Holds a new candidate; undefined when there is no room, or (`fromPeer`: an address the peer named or pinged
+   * from, not a configured one) when the new-candidate budget is spent.
+   */
+  #addCandidate(address: DiscoAddress, key: string, fromPeer: boolean): Candidate | undefined {
     if (this.#candidates.size >= this.#maxCandidates && !this.#evictReflexive()) return undefined;
+    if (fromPeer && !this.#newCandidates.take()) {
+      this.#onChurn();
+      return undefined;
+    }
     const c: Candidate = {
       address: { host: normalizeIp(address.host) ?? address.host, port: address.port },
       key,
@@ -402,6 +442,17 @@ export class PathSelector {
       return true;
     }
     return false;
+  }
+
+  /** A candidate nothing ever answered at, that no configuration vouches for: its pings are budgeted. */
+  #unconfirmed(c: Candidate): boolean {
+    return c.lastPongAt === NEVER && c.source !== 'configured';
+  }
+
+  /** When the candidate's next ping is due, and (budgeted) has a token for it. */
+  #pingDueAt(c: Candidate, now: number): number {
+    const due = c.lastPingAt + this.#intervalFor(c, now);
+    return this.#unconfirmed(c) ? Math.max(due, this.#unconfirmedPings.nextAt()) : due;
   }
 
   #startConfirming(): void {

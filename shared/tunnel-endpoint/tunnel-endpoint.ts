@@ -77,7 +77,7 @@ export interface TunnelEndpointOptions {
    */
   disco?: Pick<
     DiscoPeersOptions,
-    'conditions' | 'timers' | 'callMeMaybeMinMs' | 'callMeMaybeRefreshMs' | 'onObserved'
+    'conditions' | 'timers' | 'callMeMaybeMinMs' | 'callMeMaybeRefreshMs' | 'onObserved' | 'limits'
   >;
   /**
    * The path MTU search of disco peers' direct paths (on with `disco` and `udp`): its timers, steps and

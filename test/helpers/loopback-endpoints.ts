@@ -116,7 +116,9 @@ export function relayedPath(from: LoopbackNode, to: () => LoopbackNode): Path {
 /**
  * Adds each node as the other's disco peer over the relayed path, and gives each its loopback candidate. The
  * hub's relay hands its payloads to `agentNow()` (default: `agent`): a test that restarts the agent points it
- * at the new node and connects that one with connectAgent.
+ * at the new node and connects that one with connectAgent. Loopback candidates named in a call-me-maybe are never
+ * probed (shared/disco/candidate-address.ts), so, as a real agent is told the hub's UDP endpoint, the agent has
+ * the hub's as a configured address; the hub learns the agent's from its pings (loopback sources are allowed).
  */
 export function connectNodes(
   hub: LoopbackNode,
@@ -147,4 +149,5 @@ export function connectAgent(hub: LoopbackNode, agent: LoopbackNode, presharedKe
     address: HUB_ADDRESS,
     paths: [relayedPath(agent, () => hub)],
   }).paths;
+  agent.endpoint.disco?.setConfigured(hub.keys.publicKey, [{ host: LO, port: hub.udp.port }]);
 }
