@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { TunnelError } from '../shared/errors.js';
+import { type ControlLimits, parseControlLimits } from './config-control-limits.js';
 import { checkRelayMode, parseMode, type RelayMode } from './config-mode.js';
 import { parseProxyProtocol, type TrustedCidr } from './config-proxy-protocol.js';
 import { parseStoreSettings, type StoreConfig } from './config-store.js';
@@ -78,6 +79,8 @@ export interface RelayConfig {
   drainGraceMs: number;
   /** `--proxy-protocol`: peers whose connections start with a PROXY header naming the client; empty = off. */
   proxyProtocol: readonly TrustedCidr[];
+  /** Pending registrations, the write budget and the audit log's size and retention (config-control-limits.ts). */
+  controlLimits: ControlLimits;
 }
 
 /** `drain-grace` in whole seconds. */
@@ -124,6 +127,11 @@ const KEYS = {
   drainGrace: 'drain-grace',
   mode: 'mode',
   proxyProtocol: 'proxy-protocol',
+  maxPendingRegistrations: 'max-pending-registrations',
+  maxPendingPerKey: 'max-pending-per-key',
+  writeBudget: 'write-budget',
+  auditMaxRows: 'audit-max-rows',
+  auditRetention: 'audit-retention',
 } as const;
 type Key = keyof typeof KEYS;
 type Raw = Partial<Record<Key, unknown>>;
@@ -484,6 +492,13 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
     ...fleet,
     drainGraceMs: drainGraceMs(pick),
     proxyProtocol: parseProxyProtocol(pick('proxyProtocol')),
+    controlLimits: parseControlLimits({
+      maxPendingRegistrations: pick('maxPendingRegistrations'),
+      maxPendingPerKey: pick('maxPendingPerKey'),
+      writeBudget: pick('writeBudget'),
+      auditMaxRows: pick('auditMaxRows'),
+      auditRetention: pick('auditRetention'),
+    }),
   };
 }
 

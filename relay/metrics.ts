@@ -166,7 +166,7 @@ export class Metrics {
   );
   readonly registrations = new Counter(
     'tunnel_relay_registrations_total',
-    'Agent registrations by result (accepted, pending, rejected, conflict, rate_limited).',
+    'Agent registrations by result (accepted, pending, rejected, conflict, rate_limited, pending_cap).',
   );
   readonly leaseRenewals = new Counter('tunnel_relay_lease_renewals_total', 'Agent lease renewals.');
   /** Exported from 0 (an alert on it needs the series before the first one). */

@@ -51,6 +51,11 @@ interface ServeFlags {
   drainGrace?: string;
   mode?: string;
   proxyProtocol?: string;
+  maxPendingRegistrations?: string;
+  maxPendingPerKey?: string;
+  writeBudget?: string;
+  auditMaxRows?: string;
+  auditRetention?: string;
   output: OutputFormat;
 }
 
@@ -154,6 +159,26 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
     .option(
       '--proxy-protocol <cidrs>',
       'load balancers (CIDR[,CIDR...]) whose connections start with a PROXY header (v1 or v2) naming the client (default off)',
+    )
+    .option(
+      '--max-pending-registrations <n>',
+      'Pending clusters that bootstrap-key registrations may create, in all, 1-100000 (default 1000)',
+    )
+    .option(
+      '--max-pending-per-key <n>',
+      'Pending clusters that one bootstrap key may create, 1-100000 (default 250)',
+    )
+    .option(
+      '--write-budget <n>',
+      'mutating API calls per minute per access key (bursts up to it), 1-1000000 (default 240)',
+    )
+    .option(
+      '--audit-max-rows <n>',
+      'audit rows kept before rows older than --audit-retention are pruned, 1000-100000000 (default 100000)',
+    )
+    .option(
+      '--audit-retention <duration>',
+      'audit rows younger than this are never pruned, 1h-366d (default 30d)',
     )
     .addOption(outputOption())
     .action(async (flags: ServeFlags) => serve(flags, startOptions));

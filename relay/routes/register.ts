@@ -51,6 +51,28 @@ async function agentOf(
   return { p, c };
 }
 
+/**
+ * 429 LIMIT_EXCEEDED for a registration past a Pending cap (relay/store/pending-caps.ts), naming the cap and its
+ * setting. Not audited and not counted against the source: the key was valid, and a flood of refusals must not
+ * fill the audit log.
+ */
+function pendingCapError(cap: { scope: 'key' | 'relay'; max: number }, actor: string): TunnelError {
+  const fix =
+    'accept or deny the waiting clusters (tunnel-relay cluster list --status awaiting-acceptance) before more join';
+  if (cap.scope === 'key') {
+    return new TunnelError(
+      'LIMIT_EXCEEDED',
+      `pending registrations per bootstrap key: ${actor} already has ${cap.max} Pending clusters ` +
+        `(--max-pending-per-key); ${fix}`,
+    );
+  }
+  return new TunnelError(
+    'LIMIT_EXCEEDED',
+    `pending registrations: the relay already holds ${cap.max} Pending clusters created by bootstrap keys ` +
+      `(--max-pending-registrations); ${fix}`,
+  );
+}
+
 export async function clusterValuesVersion(ctx: RelayContext, name: string): Promise<string> {
   const [platform, own] = await Promise.all([readPlatformValues(ctx), readClusterValues(ctx, name)]);
   return valuesVersion(deepMerge(platform, own ?? {}));
@@ -107,6 +129,10 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       );
       if (!result.ok) {
         if (result.reason === 'rejected') return fail(result.why, actor);
+        if (result.reason === 'pending-cap') {
+          ctx.metrics.registrations.inc({ result: 'pending_cap' });
+          throw pendingCapError(result, actor);
+        }
         ctx.metrics.registrations.inc({ result: 'conflict' });
         throw new TunnelError(
           'CONFLICT',

@@ -8,7 +8,7 @@ import type { RelayConfig } from '../config.js';
 import { prepareDbFile } from '../store/db-file.js';
 import { PostgresStore } from '../store/postgres.js';
 import { SqliteStore } from '../store/sqlite.js';
-import type { Store } from '../store/types.js';
+import type { Store, StoreLimits } from '../store/types.js';
 
 export interface OpenStoreOptions {
   /** A SQLite file whose mode had to be narrowed (default: a warning on stderr). */
@@ -17,6 +17,17 @@ export interface OpenStoreOptions {
   onStoreError?: (message: string) => void;
   /** PostgreSQL: refuse a database without a relay store instead of creating one (offline tools). */
   existingOnly?: boolean;
+}
+
+/** The store's caps from `--max-pending-*` and `--audit-*` (the others keep the store's defaults). */
+export function storeLimitsOf(config: RelayConfig): Partial<StoreLimits> {
+  const c = config.controlLimits;
+  return {
+    maxAuditRows: c.auditMaxRows,
+    auditRetentionMs: c.auditRetentionMs,
+    maxPendingRegistrations: c.maxPendingRegistrations,
+    maxPendingPerKey: c.maxPendingPerKey,
+  };
 }
 
 export async function openStore(config: RelayConfig, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -28,11 +39,12 @@ export async function openStore(config: RelayConfig, opts: OpenStoreOptions = {}
       poolSize: pgConfig.poolSize,
       onError: opts.onStoreError ?? ((m) => process.stderr.write(`${m}\n`)),
       existingOnly: opts.existingOnly ?? false,
+      limits: storeLimitsOf(config),
     });
   }
   try {
     prepareDbFile(config.store.path, onModeFixed);
-    return new SqliteStore(config.store.path);
+    return new SqliteStore(config.store.path, storeLimitsOf(config));
   } catch (err) {
     if (isTunnelError(err)) throw err;
     const reason = (err as { code?: string }).code ?? (err as Error).message;

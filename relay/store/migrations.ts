@@ -131,6 +131,18 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE agent_path_history ADD COLUMN reason_from TEXT;
   UPDATE agent_path_history SET reason_from = 'hub' WHERE reason IS NOT NULL;
   `,
+  // 9: the bootstrap key whose registration created a cluster (Pending registrations are capped per key and in
+  // all: pending-caps.ts), and the indexes the paged lists (keyset order, page-query.ts) and the audit's
+  // retention read.
+  `
+  ALTER TABLE clusters ADD COLUMN bootstrap_key TEXT;
+  CREATE INDEX clusters_pending_key ON clusters (status, bootstrap_key);
+  CREATE INDEX clusters_status_name ON clusters (status, name);
+  CREATE INDEX clusters_grp_name ON clusters (grp, name);
+  CREATE INDEX access_keys_created ON access_keys (created_at, id);
+  CREATE INDEX audit_at ON audit (at);
+  CREATE INDEX audit_actor ON audit (actor, id);
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

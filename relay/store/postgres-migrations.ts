@@ -21,6 +21,13 @@ const PG_SUFFIX: Readonly<Record<number, string>> = {
     );
     CREATE INDEX failure_counts_touched ON failure_counts (touched);
     CREATE SEQUENCE failure_counts_touch;`,
+  // Cluster names are paged in byte order as SQLite orders them (COLLATE "C"), whatever the database's locale:
+  // the keyset and a client comparing names then agree.
+  9: `DROP INDEX clusters_status_name;
+    DROP INDEX clusters_grp_name;
+    CREATE INDEX clusters_name_c ON clusters (name COLLATE "C");
+    CREATE INDEX clusters_status_name ON clusters (status, name COLLATE "C");
+    CREATE INDEX clusters_grp_name ON clusters (grp, name COLLATE "C");`,
 };
 
 export const PG_MIGRATIONS: readonly string[] = MIGRATIONS.map(

@@ -5,6 +5,7 @@
  * SERIALIZABLE, so the same PSK sent to two replicas at once registers exactly once.
  */
 
+import type { PendingCap } from './pending-caps.js';
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
 import type { Tx } from './postgres-tx.js';
 import { pskRefusal } from './psk-refusal.js';
@@ -14,6 +15,8 @@ export interface PgRegisterDeps {
   cluster(tx: Tx, name: string): Promise<ClusterRecord | null>;
   /** Throws LIMIT_EXCEEDED when the relay holds its maximum number of clusters. */
   checkClusterCap(tx: Tx): Promise<void>;
+  /** The registration cap a new Pending cluster of bootstrap key `keyId` would pass (pending-caps.ts), or null. */
+  pendingCap(tx: Tx, keyId: string): Promise<PendingCap | null>;
 }
 
 interface PskRow {
@@ -55,11 +58,13 @@ async function admit(
   if (c && !(c.status === 'Pending' && c.publicKey === input.publicKey))
     return { ok: false, reason: 'conflict' };
   if (!c) {
+    const capped = await deps.pendingCap(tx, input.via.keyId);
+    if (capped !== null) return { ok: false, reason: 'pending-cap', ...capped };
     await deps.checkClusterCap(tx);
     await tx.run(
-      `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
-         VALUES ($1, $2, $3, 'Pending', $4, $5)`,
-      [input.cluster, input.via.group, input.cluster, input.now, input.now],
+      `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at, bootstrap_key)
+         VALUES ($1, $2, $3, 'Pending', $4, $5, $6)`,
+      [input.cluster, input.via.group, input.cluster, input.now, input.now, input.via.keyId],
     );
   }
   return 'Pending';

@@ -12,7 +12,10 @@ import { TunnelError } from '../../shared/errors.js';
 import type { FailureLimits } from '../failure-limits.js';
 import type { FailureLimiterOptions } from '../rate-limit.js';
 import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
+import { auditPrune, auditPruneDue, auditUpToSql, pruneAuditSql } from './audit-retention.js';
+import { accessKeyPageSql, auditPageSql, clusterPageSql, pageOf } from './page-query.js';
 import { type PathHistoryRow, selectPathHistorySql, toPathChange } from './path-history-row.js';
+import { type PendingCap, type PendingCounts, pendingCapOf, pendingCountsSql } from './pending-caps.js';
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
 import {
   CONNECT_TIMEOUT_MS,
@@ -49,17 +52,21 @@ import {
   toKey,
 } from './sqlite-rows.js';
 import type {
+  AccessKeyCursor,
   AccessKeyRecord,
   AgentIdentity,
   AgentPathRecord,
   AuditEntry,
+  AuditPageQuery,
   AuditRecord,
+  ClusterPageQuery,
   ClusterRecord,
   ClusterStatus,
   ClusterStatusChange,
   LeaseInput,
   NewCluster,
   NewSecret,
+  Page,
   PathChange,
   RegisterInput,
   RegisterResult,
@@ -86,7 +93,10 @@ export interface PostgresStoreOptions {
 interface Listeners {
   keyRevoked: Set<(keyId: string) => void>;
   keyLoss: Set<(event: RemoteKeyLoss) => void>;
+  auditOverCap: Set<(keptOverCap: number) => void>;
 }
+
+const pgParam = (i: number) => `$${i}`;
 
 const KEY_COLS = 'id, role, description, created_at, expires_at, revoked_at';
 
@@ -131,7 +141,7 @@ export class PostgresStore implements Store {
     // An idle connection the server closed is dropped by the pool; the next query opens another.
     pool.on('error', (err) => onError(`store: ${scrub(err.message, connection.password)}`));
     const origin = newOrigin();
-    const listeners: Listeners = { keyRevoked: new Set(), keyLoss: new Set() };
+    const listeners: Listeners = { keyRevoked: new Set(), keyLoss: new Set(), auditOverCap: new Set() };
     let feed: EventFeed | null = null;
     try {
       const client = await pool.connect();
@@ -183,8 +193,16 @@ export class PostgresStore implements Store {
       [e.at, e.actor, e.action, e.target, e.source, JSON.stringify(e.detail)],
     );
     const id = row!.id;
-    if (id > this.#limits.maxAuditRows && id % 1000 === 0)
-      await tx.run('DELETE FROM audit WHERE id <= $1', [id - this.#limits.maxAuditRows]);
+    if (!auditPruneDue(id, this.#limits)) return;
+    const { cut, olderThan } = auditPrune(id, e.at, this.#limits);
+    await tx.run(pruneAuditSql(pgParam), [cut, olderThan]);
+    const kept = (await tx.one<{ n: number }>(auditUpToSql(pgParam), [cut]))!.n;
+    if (kept > 0) for (const listener of this.#listeners.auditOverCap) listener(kept);
+  }
+
+  async #pendingCap(tx: Tx, keyId: string): Promise<PendingCap | null> {
+    const counts = await tx.one<PendingCounts>(pendingCountsSql(pgParam), [keyId]);
+    return pendingCapOf(counts!, this.#limits);
   }
 
   /** Tells the other replicas, when (and only if) the transaction commits. */
@@ -272,6 +290,12 @@ export class PostgresStore implements Store {
     return rows.map(toCluster);
   }
 
+  async clusterPage(query: ClusterPageQuery): Promise<Page<ClusterRecord, string>> {
+    const { sql, params } = clusterPageSql('postgres', query);
+    const rows = await (await this.#read()).all<ClusterRow>(sql, params);
+    return pageOf(rows.map(toCluster), query.limit, (c) => c.name);
+  }
+
   async countClustersByStatus(): Promise<Record<string, number>> {
     const tx = await this.#read();
     const out: Record<string, number> = { Pending: 0, Accepted: 0, Denied: 0 };
@@ -357,6 +381,7 @@ export class PostgresStore implements Store {
       const result = await registerInPgTx(tx, input, {
         cluster: (t, name) => this.#cluster(t, name),
         checkClusterCap: (t) => this.#checkClusterCap(t),
+        pendingCap: (t, keyId) => this.#pendingCap(t, keyId),
       });
       if (result.ok) await this.#audit(tx, audit);
       if (result.ok && result.replacedPublicKey !== null) {
@@ -437,11 +462,13 @@ export class PostgresStore implements Store {
     return relayedReasonCountsPg(await this.#read(), sinceWall);
   }
 
-  async agentPaths(cluster?: string): Promise<AgentPathRecord[]> {
-    const where = cluster === undefined ? '' : ' WHERE cluster = $1';
+  async agentPaths(clusters?: string | readonly string[]): Promise<AgentPathRecord[]> {
+    const names = clusters === undefined ? [] : typeof clusters === 'string' ? [clusters] : [...clusters];
+    if (clusters !== undefined && names.length === 0) return [];
+    const where = clusters === undefined ? '' : ' WHERE cluster = ANY($1)';
     const rows = await (await this.#read()).all<AgentPathRow>(
       `SELECT ${AGENT_PATH_COLS} FROM agent_paths${where}`,
-      cluster === undefined ? [] : [cluster],
+      clusters === undefined ? [] : [names],
     );
     return rows.map(toAgentPath);
   }
@@ -484,6 +511,15 @@ export class PostgresStore implements Store {
       `SELECT ${KEY_COLS} FROM access_keys ORDER BY created_at, id`,
     );
     return rows.map(toKey);
+  }
+
+  async accessKeyPage(query: {
+    limit: number;
+    after: AccessKeyCursor | null;
+  }): Promise<Page<AccessKeyRecord, AccessKeyCursor>> {
+    const { sql, params } = accessKeyPageSql('postgres', query);
+    const rows = await (await this.#read()).all<KeyRow>(sql, params);
+    return pageOf(rows.map(toKey), query.limit, (k) => ({ createdAt: k.createdAt, id: k.id }));
   }
 
   async revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult> {
@@ -576,5 +612,16 @@ export class PostgresStore implements Store {
       [limit],
     );
     return rows.map(toAuditRecord);
+  }
+
+  async auditPage(query: AuditPageQuery): Promise<Page<AuditRecord, number>> {
+    const { sql, params } = auditPageSql('postgres', query);
+    const rows = await (await this.#read()).all<AuditRow>(sql, params);
+    return pageOf(rows.map(toAuditRecord), query.limit, (r) => r.id);
+  }
+
+  onAuditOverCap(listener: (keptOverCap: number) => void): () => void {
+    this.#listeners.auditOverCap.add(listener);
+    return () => this.#listeners.auditOverCap.delete(listener);
   }
 }

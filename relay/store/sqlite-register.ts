@@ -4,6 +4,7 @@
  * agent, replace its credential, and allocate the address when Accepted.
  */
 import type Database from 'better-sqlite3';
+import type { PendingCap } from './pending-caps.js';
 import { pskRefusal } from './psk-refusal.js';
 import type { AddressPool } from './sqlite-addresses.js';
 import type { ClusterRecord, ClusterStatus, RegisterInput, RegisterResult } from './types.js';
@@ -14,6 +15,8 @@ export interface RegisterDeps {
   clusterByKey(publicKey: string): string | null;
   /** Throws LIMIT_EXCEEDED when the relay holds its maximum number of clusters. */
   checkClusterCap(): void;
+  /** The registration cap a new Pending cluster of bootstrap key `keyId` would pass (pending-caps.ts), or null. */
+  pendingCap(keyId: string): PendingCap | null;
   pool: AddressPool;
 }
 
@@ -53,11 +56,13 @@ export function registerInTx(
     if (c && !(c.status === 'Pending' && c.publicKey === input.publicKey))
       return { ok: false, reason: 'conflict' };
     if (!c) {
+      const capped = deps.pendingCap(input.via.keyId);
+      if (capped !== null) return { ok: false, reason: 'pending-cap', ...capped };
       deps.checkClusterCap();
       db.prepare(
-        `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
-             VALUES (?, ?, ?, 'Pending', ?, ?)`,
-      ).run(input.cluster, input.via.group, input.cluster, input.now, input.now);
+        `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at, bootstrap_key)
+             VALUES (?, ?, ?, 'Pending', ?, ?, ?)`,
+      ).run(input.cluster, input.via.group, input.cluster, input.now, input.now, input.via.keyId);
     }
     status = 'Pending';
   }

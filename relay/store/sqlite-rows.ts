@@ -100,5 +100,7 @@ export function toKey(r: KeyRow): AccessKeyRecord {
   };
 }
 
+export const KEY_COLS = 'id, role, description, created_at, expires_at, revoked_at';
+
 export const CLUSTER_COLS =
   'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since, agent_reason';

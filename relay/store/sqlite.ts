@@ -5,9 +5,19 @@
  */
 
 import Database from 'better-sqlite3';
+import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
+import {
+  AUDIT_MAX_ROWS,
+  AUDIT_RETENTION,
+  MAX_PENDING_PER_KEY,
+  MAX_PENDING_REGISTRATIONS,
+} from '../config-control-limits.js';
 import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
+import { auditPrune, auditPruneDue, auditUpToSql, pruneAuditSql } from './audit-retention.js';
 import { applyMigrations } from './migrations.js';
+import { accessKeyPageSql, auditPageSql, clusterPageSql, pageOf } from './page-query.js';
+import { type PendingCap, type PendingCounts, pendingCapOf, pendingCountsSql } from './pending-caps.js';
 import { CURRENT_PSK_ORDER, type PskState, type PskSummary, pskSummary } from './psk-refusal.js';
 import { AddressPool } from './sqlite-addresses.js';
 import { insertPsk, takeInstallLinkInTx } from './sqlite-install-links.js';
@@ -23,17 +33,21 @@ import {
   toKey,
 } from './sqlite-rows.js';
 import type {
+  AccessKeyCursor,
   AccessKeyRecord,
   AgentIdentity,
   AgentPathRecord,
   AuditEntry,
+  AuditPageQuery,
   AuditRecord,
+  ClusterPageQuery,
   ClusterRecord,
   ClusterStatus,
   ClusterStatusChange,
   LeaseInput,
   NewCluster,
   NewSecret,
+  Page,
   PathChange,
   RegisterInput,
   RegisterResult,
@@ -48,7 +62,10 @@ import type {
 export const DEFAULT_STORE_LIMITS: StoreLimits = {
   maxClusters: 100_000,
   maxAccessKeys: 10_000,
-  maxAuditRows: 100_000,
+  maxAuditRows: AUDIT_MAX_ROWS.default,
+  auditRetentionMs: parseDuration(AUDIT_RETENTION.default),
+  maxPendingRegistrations: MAX_PENDING_REGISTRATIONS.default,
+  maxPendingPerKey: MAX_PENDING_PER_KEY.default,
 };
 
 export class SqliteStore implements Store {
@@ -58,6 +75,7 @@ export class SqliteStore implements Store {
   readonly #pool: AddressPool;
   readonly #history: SqlitePathHistory;
   readonly #keyRevoked = new Set<(keyId: string) => void>();
+  readonly #auditOverCap = new Set<(keptOverCap: number) => void>();
   #closed = false;
 
   constructor(path: string, limits: Partial<StoreLimits> = {}) {
@@ -80,7 +98,9 @@ export class SqliteStore implements Store {
       insertAudit: db.prepare(
         'INSERT INTO audit (at, actor, action, target, source, detail) VALUES (?, ?, ?, ?, ?, ?)',
       ),
-      pruneAudit: db.prepare('DELETE FROM audit WHERE id <= ?'),
+      pruneAudit: db.prepare(pruneAuditSql(() => '?')),
+      auditUpTo: db.prepare<[number], { n: number }>(auditUpToSql(() => '?')),
+      pendingCounts: db.prepare<[string], PendingCounts>(pendingCountsSql(() => '?')),
       findAgent: db.prepare<[string], { id: string; cluster: string; status: string }>(
         `SELECT a.id, a.cluster, c.status FROM agent_credentials a JOIN clusters c ON c.name = a.cluster
          WHERE a.hash = ? AND a.revoked_at IS NULL`,
@@ -110,8 +130,15 @@ export class SqliteStore implements Store {
       JSON.stringify(e.detail),
     );
     const id = Number(info.lastInsertRowid);
-    if (id > this.#limits.maxAuditRows && id % 1000 === 0)
-      this.#statements.pruneAudit.run(id - this.#limits.maxAuditRows);
+    if (!auditPruneDue(id, this.#limits)) return;
+    const { cut, olderThan } = auditPrune(id, e.at, this.#limits);
+    this.#statements.pruneAudit.run(cut, olderThan);
+    const kept = this.#statements.auditUpTo.get(cut)!.n;
+    if (kept > 0) for (const listener of this.#auditOverCap) listener(kept);
+  }
+
+  #pendingCap(keyId: string): PendingCap | null {
+    return pendingCapOf(this.#statements.pendingCounts.get(keyId)!, this.#limits);
   }
 
   #checkClusterCap(): void {
@@ -206,6 +233,14 @@ export class SqliteStore implements Store {
     });
   }
 
+  clusterPage(query: ClusterPageQuery): Promise<Page<ClusterRecord, string>> {
+    return this.#transaction(() => {
+      const { sql, params } = clusterPageSql('sqlite', query);
+      const rows = this.#database.prepare<unknown[], ClusterRow>(sql).all(...params);
+      return pageOf(rows.map(toCluster), query.limit, (c) => c.name);
+    });
+  }
+
   countClustersByStatus(): Promise<Record<string, number>> {
     return this.#transaction(() => {
       const out: Record<string, number> = { Pending: 0, Accepted: 0, Denied: 0 };
@@ -289,6 +324,7 @@ export class SqliteStore implements Store {
         cluster: (name) => this.#cluster(name),
         clusterByKey: (key) => this.#statements.clusterByKey.get(key)?.name ?? null,
         checkClusterCap: () => this.#checkClusterCap(),
+        pendingCap: (keyId) => this.#pendingCap(keyId),
         pool: this.#pool,
       });
       if (result.ok) this.#audit(audit);
@@ -364,12 +400,14 @@ export class SqliteStore implements Store {
     return this.#transaction(() => this.#history.relayedReasonCounts(sinceWall));
   }
 
-  agentPaths(cluster?: string): Promise<AgentPathRecord[]> {
+  agentPaths(clusters?: string | readonly string[]): Promise<AgentPathRecord[]> {
     return this.#transaction(() => {
-      const where = cluster === undefined ? '' : ' WHERE cluster = ?';
+      const names = clusters === undefined ? [] : typeof clusters === 'string' ? [clusters] : [...clusters];
+      if (clusters !== undefined && names.length === 0) return [];
+      const where = clusters === undefined ? '' : ` WHERE cluster IN (${names.map(() => '?').join(', ')})`;
       const rows = this.#database
         .prepare<unknown[], AgentPathRow>(`SELECT ${AGENT_PATH_COLS} FROM agent_paths${where}`)
-        .all(...(cluster === undefined ? [] : [cluster]));
+        .all(...names);
       return rows.map(toAgentPath);
     });
   }
@@ -408,6 +446,17 @@ export class SqliteStore implements Store {
         .all()
         .map(toKey),
     );
+  }
+
+  accessKeyPage(query: {
+    limit: number;
+    after: AccessKeyCursor | null;
+  }): Promise<Page<AccessKeyRecord, AccessKeyCursor>> {
+    return this.#transaction(() => {
+      const { sql, params } = accessKeyPageSql('sqlite', query);
+      const rows = this.#database.prepare<unknown[], KeyRow>(sql).all(...params);
+      return pageOf(rows.map(toKey), query.limit, (k) => ({ createdAt: k.createdAt, id: k.id }));
+    });
   }
 
   async revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult> {
@@ -490,5 +539,18 @@ export class SqliteStore implements Store {
         .all(limit)
         .map(toAuditRecord),
     );
+  }
+
+  auditPage(query: AuditPageQuery): Promise<Page<AuditRecord, number>> {
+    return this.#transaction(() => {
+      const { sql, params } = auditPageSql('sqlite', query);
+      const rows = this.#database.prepare<unknown[], AuditRow>(sql).all(...params);
+      return pageOf(rows.map(toAuditRecord), query.limit, (r) => r.id);
+    });
+  }
+
+  onAuditOverCap(listener: (keptOverCap: number) => void): () => void {
+    this.#auditOverCap.add(listener);
+    return () => this.#auditOverCap.delete(listener);
   }
 }

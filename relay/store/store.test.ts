@@ -447,6 +447,145 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     expect(await s.pathHistory('ar')).toEqual(before);
   });
 
+  it('caps Pending registrations per bootstrap key and in all; accepting frees a place', async () => {
+    const small = await backend.open({ maxPendingPerKey: 2, maxPendingRegistrations: 3 });
+    const via = (keyId: string) => ({ kind: 'bootstrap' as const, keyId, group: 'default' });
+    let n = 20;
+    const join = (name: string, keyId: string) =>
+      small.register(
+        regInput(name, {
+          via: via(keyId),
+          publicKey: key(n++),
+          credential: { id: `a-${name}`, hash: `c-${name}`, expiresAt: null },
+        }),
+        audit('r'),
+      );
+    expect((await join('k1-a', 'k1')).ok).toBe(true);
+    expect((await join('k1-b', 'k1')).ok).toBe(true);
+    expect(await join('k1-c', 'k1')).toEqual({ ok: false, reason: 'pending-cap', scope: 'key', max: 2 });
+    expect((await join('k2-a', 'k2')).ok).toBe(true);
+    expect(await join('k2-b', 'k2')).toEqual({ ok: false, reason: 'pending-cap', scope: 'relay', max: 3 });
+    expect(await small.getCluster('k1-c')).toBeNull();
+    // the same agent again (its Pending cluster, its key) is no new cluster
+    const again = await small.register(
+      regInput('k1-a', {
+        via: via('k1'),
+        publicKey: key(20),
+        credential: { id: 'a2', hash: 'c2', expiresAt: null },
+      }),
+      audit('r'),
+    );
+    expect(again.ok).toBe(true);
+    // an operator's clusters are not counted and not refused
+    await small.createCluster(
+      { name: 'op', group: 'default', displayName: 'op', createdAt: 1 },
+      secret('p-op'),
+      audit('c'),
+    );
+    await small.setClusterStatus('k1-a', { status: 'Accepted', now: 5, presharedKey: 'pp' }, audit('accept'));
+    expect((await join('k1-c', 'k1')).ok).toBe(true);
+    expect((await small.listAudit(100)).filter((r) => r.action === 'r')).toHaveLength(5);
+    await small.close();
+  });
+
+  it('pages clusters by name with a keyset: each once, in byte order, by group and status', async () => {
+    const names = ['b-2', 'a', 'b', 'a-1', 'z9', 'm', 'ab', 'a0', 'c-c', 'k'];
+    for (const [i, name] of names.entries()) {
+      const group = i % 2 === 0 ? 'even' : 'odd';
+      await s.createCluster(
+        { name, group, displayName: name, createdAt: i },
+        secret(`p-${name}`),
+        audit('c'),
+      );
+    }
+    await s.setClusterStatus('m', { status: 'Denied', now: 5, presharedKey: 'x' }, audit('deny'));
+    const walk = async (query: { group?: string; status?: 'Pending' | 'Denied' }, limit: number) => {
+      const seen: string[] = [];
+      let after: string | null = null;
+      for (let pages = 0; pages < 20; pages++) {
+        const page = await s.clusterPage({ ...query, limit, after });
+        expect(page.items.length).toBeLessThanOrEqual(limit);
+        seen.push(...page.items.map((c) => c.name));
+        if (page.next === null) return seen;
+        expect(page.next).toBe(page.items.at(-1)!.name);
+        after = page.next;
+      }
+      throw new Error('paging did not end');
+    };
+    const byteOrder = [...names].sort();
+    expect(await walk({}, 3)).toEqual(byteOrder);
+    expect(await walk({}, 10)).toEqual(byteOrder);
+    expect(await walk({ group: 'odd' }, 2)).toEqual(names.filter((_, i) => i % 2 === 1).sort());
+    expect(await walk({ status: 'Denied' }, 2)).toEqual(['m']);
+    expect(await walk({ group: 'even', status: 'Pending' }, 4)).toEqual(
+      names.filter((n, i) => i % 2 === 0 && n !== 'm').sort(),
+    );
+    // a cluster added before the cursor is not seen, one after it is; none repeats
+    const first = await s.clusterPage({ limit: 4, after: null });
+    await s.createCluster(
+      { name: 'a00', group: 'x', displayName: 'x', createdAt: 9 },
+      secret('p-a00'),
+      audit('c'),
+    );
+    await s.createCluster(
+      { name: 'zz', group: 'x', displayName: 'x', createdAt: 9 },
+      secret('p-zz'),
+      audit('c'),
+    );
+    const rest = await s.clusterPage({ limit: 100, after: first.next });
+    expect([...first.items, ...rest.items].map((c) => c.name)).toEqual([...byteOrder, 'zz']);
+    expect(rest.next).toBeNull();
+    expect((await s.agentPaths([])).length).toBe(0);
+  });
+
+  it('pages the audit log newest first, by actor and since', async () => {
+    for (let i = 1; i <= 25; i++) {
+      await s.appendAudit({
+        ...audit('x', String(i)),
+        at: i * 10,
+        actor: i % 3 === 0 ? 'k_three' : 'k_other',
+      });
+    }
+    const walk = async (query: { since?: number; actor?: string }, limit: number) => {
+      const seen: string[] = [];
+      let before: number | null = null;
+      for (let pages = 0; pages < 30; pages++) {
+        const page = await s.auditPage({ ...query, limit, before });
+        seen.push(...page.items.map((r) => r.target));
+        if (page.next === null) return seen;
+        before = page.next;
+      }
+      throw new Error('paging did not end');
+    };
+    const newestFirst = Array.from({ length: 25 }, (_, i) => String(25 - i));
+    expect(await walk({}, 4)).toEqual(newestFirst);
+    expect(await walk({}, 1000)).toEqual(newestFirst);
+    expect(await walk({ actor: 'k_three' }, 2)).toEqual(['24', '21', '18', '15', '12', '9', '6', '3']);
+    expect(await walk({ since: 200 }, 3)).toEqual(newestFirst.slice(0, 6));
+    expect(await walk({ since: 200, actor: 'k_other' }, 3)).toEqual(['25', '23', '22', '20']);
+  });
+
+  it('prunes audit rows past the cap only when older than the retention; reports young rows kept', async () => {
+    const small = await backend.open({ maxAuditRows: 1000, auditRetentionMs: 500 });
+    const kept: number[] = [];
+    small.onAuditOverCap((n) => kept.push(n));
+    // rows 1-1500 written at time 0, rows 1501-3000 at 1000: at row 3000 the cap reaches rows 1001-2000, and
+    // 1501-2000 are younger than 500 ms then
+    for (let i = 1; i <= 3000; i++)
+      await small.appendAudit({ ...audit('x', String(i)), at: i <= 1500 ? 0 : 1000 });
+    const rows: string[] = [];
+    let before: number | null = null;
+    do {
+      const page = await small.auditPage({ limit: 1000, before });
+      rows.push(...page.items.map((r) => r.target));
+      before = page.next;
+    } while (before !== null);
+    expect(rows).toHaveLength(1500);
+    expect(rows.at(-1)).toBe('1501');
+    expect(kept).toEqual([500]);
+    await small.close();
+  });
+
   it('counts the agents relayed now by hub reason and agent reason, fresh reports only', async () => {
     const report = (cluster: string, over: Partial<AgentPathRecord> = {}): AgentPathRecord => ({
       cluster,
@@ -505,8 +644,9 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     expect(await s.getPlatformValues()).toEqual({ a: { b: 1 } });
     expect(await s.getClusterValues('none')).toBeNull();
     expect(await s.setClusterValues('none', {}, audit('v'))).toBe(false);
-    const capped = await backend.open({ maxAuditRows: 1000 });
-    for (let i = 0; i < 2500; i++) await capped.appendAudit(audit('x', String(i)));
+    const capped = await backend.open({ maxAuditRows: 1000, auditRetentionMs: 3_600_000 });
+    const hourLater = (i: number) => (i < 1000 ? 0 : 3_600_001);
+    for (let i = 0; i < 2500; i++) await capped.appendAudit({ ...audit('x', String(i)), at: hourLater(i) });
     const rows = await capped.listAudit(5000);
     expect(rows.length).toBeLessThanOrEqual(1500);
     expect(rows[0]!.target).toBe('2499');

@@ -121,7 +121,12 @@ export type RegisterResult =
   | { ok: false; reason: 'rejected'; why: RegistrationRefusal }
   /** Bootstrap registration for a name that is taken (by another key, or not Pending). */
   | { ok: false; reason: 'conflict' }
-  | { ok: false; reason: 'key-in-use' };
+  | { ok: false; reason: 'key-in-use' }
+  /**
+   * A bootstrap registration that would create a cluster while its key (`scope` key) or the relay (`relay`) already
+   * holds `max` Pending clusters created by registrations (StoreLimits).
+   */
+  | { ok: false; reason: 'pending-cap'; scope: 'key' | 'relay'; max: number };
 
 export interface AgentIdentity {
   credentialId: string;
@@ -142,7 +147,41 @@ export interface LeaseInput {
 export interface StoreLimits {
   maxClusters: number;
   maxAccessKeys: number;
+  /** Audit rows kept before the oldest are pruned; only rows older than `auditRetentionMs` are ever pruned. */
   maxAuditRows: number;
+  /** Audit rows younger than this (by their `at`) are kept whatever their number. */
+  auditRetentionMs: number;
+  /** Pending clusters created by bootstrap-key registrations, in all (operators' `cluster create` not counted). */
+  maxPendingRegistrations: number;
+  /** Pending clusters created by the registrations of one bootstrap key. */
+  maxPendingPerKey: number;
+}
+/** One page of a list in a stable order, and the key of its last item when more remain (`next`, else null). */
+export interface Page<T, K> {
+  items: T[];
+  next: K | null;
+}
+
+/** Clusters by name (byte order), after `after` (exclusive), optionally of one group and one status. */
+export interface ClusterPageQuery {
+  limit: number;
+  after: string | null;
+  group?: string;
+  status?: ClusterStatus;
+}
+
+/** Where an access key stands in the list's order (created, then id). */
+export interface AccessKeyCursor {
+  createdAt: number;
+  id: string;
+}
+
+/** Audit rows newest first, older than row `before` (exclusive), optionally at or after `since` and of one actor. */
+export interface AuditPageQuery {
+  limit: number;
+  before: number | null;
+  since?: number;
+  actor?: string;
 }
 
 /** An agent's path as the hub holding its session last reported it (relay/hub/path-report.ts). */
@@ -206,6 +245,8 @@ export interface Store {
   /** The cluster's current bootstrap PSK (never the secret), or null when it has none. */
   currentPsk(cluster: string, now: number): Promise<PskSummary | null>;
   listClusters(filter?: { group?: string }): Promise<ClusterRecord[]>;
+  /** At most `query.limit` clusters in name order, read in SQL with a keyset (no OFFSET). */
+  clusterPage(query: ClusterPageQuery): Promise<Page<ClusterRecord, string>>;
   countClustersByStatus(): Promise<Record<string, number>>;
   /** Clusters whose lease was renewed at or after `sinceWall` (fresh leases, for metrics). */
   countLeasesSince(sinceWall: number): Promise<number>;
@@ -242,8 +283,8 @@ export interface Store {
   findClusterByKey(publicKey: string): Promise<ClusterRecord | null>;
   /** Writes the agent's path (replacing the last one); nothing when the cluster does not exist. */
   saveAgentPath(path: AgentPathRecord): Promise<void>;
-  /** The agents' paths as last written, every cluster's (`cluster` given: that one's, if any). */
-  agentPaths(cluster?: string): Promise<AgentPathRecord[]>;
+  /** The agents' paths as last written, every cluster's (`clusters` given: those clusters', where they have one). */
+  agentPaths(clusters?: string | readonly string[]): Promise<AgentPathRecord[]>;
   /**
    * The cluster's path changes, newest first, at most PATH_HISTORY_MAX: saveAgentPath records them, and renewLease
    * when only the agent's reason changed while its report (fresh) says relayed (store/path-history-row.ts).
@@ -256,6 +297,11 @@ export interface Store {
   createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void>;
   findAccessKey(hash: string): Promise<AccessKeyRecord | null>;
   listAccessKeys(): Promise<AccessKeyRecord[]>;
+  /** At most `limit` access keys in list order (created, then id), after `after`. */
+  accessKeyPage(query: {
+    limit: number;
+    after: AccessKeyCursor | null;
+  }): Promise<Page<AccessKeyRecord, AccessKeyCursor>>;
   /**
    * Revokes the key unless it is absent or already revoked (`not-found`), or it is the last admin key
    * active at `now` (`last-admin`: the relay would have no administrator left).
@@ -285,4 +331,11 @@ export interface Store {
 
   appendAudit(entry: AuditEntry): Promise<void>;
   listAudit(limit: number): Promise<AuditRecord[]>;
+  /** At most `query.limit` audit rows, newest first, read with a keyset on the row id. */
+  auditPage(query: AuditPageQuery): Promise<Page<AuditRecord, number>>;
+  /**
+   * Calls `listener` when a prune of the audit log finds rows over `maxAuditRows` that it kept because they are
+   * younger than `auditRetentionMs`, with how many. Listeners must not throw. Returns the function that removes it.
+   */
+  onAuditOverCap(listener: (keptOverCap: number) => void): () => void;
 }
