@@ -153,7 +153,25 @@ export const RotatePskBody = Type.Object(
   closed,
 );
 export const ClusterWithBootstrap = Type.Object({ cluster: Cluster, bootstrap: Bootstrap }, closed);
-export const ClusterList = Type.Object({ items: Type.Array(Cluster) }, closed);
+/** A list page's `continue`: present while more items remain (relay/paging.ts). */
+const Continue = Type.Optional(Type.String());
+/** `?limit=N&continue=TOKEN` of every list route (relay/paging.ts). */
+const pageQuery = {
+  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })),
+  continue: Type.Optional(Type.String({ maxLength: 512 })),
+};
+export const PageQuery = Type.Object(pageQuery, closed);
+export const ClusterListQuery = Type.Object(
+  {
+    ...pageQuery,
+    group: Type.Optional(Type.String({ maxLength: 253 })),
+    status: Type.Optional(
+      Type.Union([Type.Literal('Pending'), Type.Literal('Accepted'), Type.Literal('Denied')]),
+    ),
+  },
+  closed,
+);
+export const ClusterList = Type.Object({ items: Type.Array(Cluster), continue: Continue }, closed);
 
 export const KubeconfigBody = Type.Object({ ttl: Type.Optional(DurationText) }, closed);
 export const MintedKubeconfig = Type.Object(
@@ -194,6 +212,7 @@ export const TokenList = Type.Object(
         closed,
       ),
     ),
+    continue: Continue,
   },
   closed,
 );
@@ -273,7 +292,13 @@ export const LeaseReply = Type.Object(
 export const ValuesObject = Type.Record(Type.String(), Type.Unknown());
 
 export const AuditQuery = Type.Object(
-  { limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })) },
+  {
+    ...pageQuery,
+    /** RFC 3339 time: only rows written at or after it. */
+    since: Type.Optional(Type.String({ maxLength: 64 })),
+    /** Only rows of this actor (a key id, `agent:NAME`, `bootstrap:KEY`, ...). */
+    actor: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  },
   closed,
 );
 export const AuditList = Type.Object(
@@ -292,6 +317,7 @@ export const AuditList = Type.Object(
         closed,
       ),
     ),
+    continue: Continue,
   },
   closed,
 );

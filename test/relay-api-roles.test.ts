@@ -219,6 +219,114 @@ describe('role table', () => {
       expectCode(await as(who, 'GET', '/api/v1/audit'), 403);
   });
 
+  it('list pages: every list route takes limit and continue, and pages hold what the role may see', async () => {
+    // Every page of `path` (limit `limit`), following `continue`; the items of all pages.
+    async function walk(who: Who, path: string, limit: number): Promise<Array<Record<string, unknown>>> {
+      const items: Array<Record<string, unknown>> = [];
+      let next: string | undefined;
+      for (let pages = 0; pages < 100; pages++) {
+        const sep = path.includes('?') ? '&' : '?';
+        const cont = next === undefined ? '' : `&continue=${encodeURIComponent(next)}`;
+        const r = await as(who, 'GET', `${path}${sep}limit=${limit}${cont}`);
+        expectCode(r, 200);
+        expect(r.body.items.length).toBeLessThanOrEqual(limit);
+        items.push(...r.body.items);
+        next = r.body.continue;
+        if (next === undefined) return items;
+        expect(r.body.items.length).toBe(limit);
+      }
+      throw new Error(`${path}: paging did not end`);
+    }
+    for (const name of ['pg-c', 'pg-a', 'pg-b']) {
+      expectCode(await as('admin', 'POST', '/api/v1/clusters', { name, group: 'team-a' }), 201);
+    }
+    const names = (items: Array<Record<string, unknown>>) => items.map((c) => c.name as string);
+    const whole = await as('admin', 'GET', '/api/v1/clusters?limit=500');
+    expect(whole.body.continue).toBeUndefined();
+    const all = names(whole.body.items);
+    expect(all).toEqual([...all].sort());
+    expect(names(await walk('admin', '/api/v1/clusters', 2))).toEqual(all);
+    expect(names(await walk('viewer', '/api/v1/clusters', 3))).toEqual(all);
+    const teamA = names(whole.body.items.filter((c: { group: string }) => c.group === 'team-a'));
+    expect(names(await walk('editorA', '/api/v1/clusters', 2))).toEqual(teamA);
+    expect(names(await walk('admin', '/api/v1/clusters?group=team-a', 2))).toEqual(teamA);
+    expect(names(await walk('editorA', '/api/v1/clusters?group=team-a', 1))).toEqual(teamA);
+    expectCode(await as('editorA', 'GET', '/api/v1/clusters?group=team-b'), 403, 'FORBIDDEN');
+    const pending = names(whole.body.items.filter((c: { status: string }) => c.status === 'Pending'));
+    expect(names(await walk('viewer', '/api/v1/clusters?status=Pending', 2))).toEqual(pending);
+    for (const who of ['bootstrap', 'agent'] as const)
+      expectCode(await as(who, 'GET', '/api/v1/clusters?limit=1'), 403, 'FORBIDDEN');
+    expectCode(await as('none', 'GET', '/api/v1/clusters?limit=1'), 401, 'UNAUTHENTICATED');
+
+    const keys = await walk('admin', '/api/v1/tokens', 2);
+    const keyIds = keys.map((k) => k.id as string);
+    expect(new Set(keyIds).size).toBe(keyIds.length);
+    expect(keyIds).toEqual(
+      (await as('admin', 'GET', '/api/v1/tokens?limit=1000')).body.items.map((k: { id: string }) => k.id),
+    );
+    const tokensPage = await as('admin', 'GET', '/api/v1/tokens?limit=1');
+    for (const who of ['viewer', 'editorA', 'bootstrap', 'agent'] as const) {
+      const cont = encodeURIComponent(tokensPage.body.continue);
+      expectCode(await as(who, 'GET', `/api/v1/tokens?limit=1&continue=${cont}`), 403, 'FORBIDDEN');
+    }
+
+    // A token is the list's own: another list's, a made-up one or a bad limit is 400 BAD_INPUT naming it.
+    const clusterPage = await as('admin', 'GET', '/api/v1/clusters?limit=1');
+    const foreign = await as(
+      'admin',
+      'GET',
+      `/api/v1/tokens?continue=${encodeURIComponent(clusterPage.body.continue)}`,
+    );
+    expectCode(foreign, 400, 'BAD_INPUT');
+    expect(foreign.body.error.message).toMatch(/^continue: /);
+    for (const bad of ['x', 'bm90LWpzb24', encodeURIComponent('{"l":"clusters","k":"a"}')]) {
+      const r = await as('admin', 'GET', `/api/v1/clusters?continue=${bad}`);
+      expectCode(r, 400, 'BAD_INPUT');
+      expect(r.body.error.message).toMatch(/^continue: /);
+    }
+    expectCode(await as('admin', 'GET', '/api/v1/clusters?limit=0'), 400, 'BAD_INPUT');
+    expectCode(await as('admin', 'GET', '/api/v1/clusters?limit=-1'), 400, 'BAD_INPUT');
+    expectCode(await as('admin', 'GET', '/api/v1/clusters?status=Gone'), 400, 'BAD_INPUT');
+    expect((await as('admin', 'GET', '/api/v1/clusters?limit=9999')).body.items).toEqual(whole.body.items);
+  });
+
+  it('audit pages: newest first, each row once, by actor and since; admin and viewer only', async () => {
+    const editorId = (await as('editorA', 'GET', '/api/v1/whoami')).body.keyId as string;
+    expectCode(await as('editorA', 'PUT', '/api/v1/clusters/in-a/values', { page: 1 }), 200);
+    expectCode(await as('editorA', 'PUT', '/api/v1/clusters/in-a/values', { page: 2 }), 200);
+    const first = await as('viewer', 'GET', '/api/v1/audit?limit=12');
+    const ids: number[] = [];
+    let next: string | undefined;
+    for (let page = 0; page < 4; page++) {
+      const cont = next === undefined ? '' : `&continue=${encodeURIComponent(next)}`;
+      const r = await as('viewer', 'GET', `/api/v1/audit?limit=3${cont}`);
+      ids.push(...r.body.items.map((a: { id: number }) => a.id));
+      next = r.body.continue;
+    }
+    expect(ids).toEqual(first.body.items.map((a: { id: number }) => a.id));
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+    const own = await as('admin', 'GET', `/api/v1/audit?limit=1000&actor=${editorId}`);
+    expect(own.body.items.length).toBeGreaterThanOrEqual(2);
+    expect(own.body.items.every((a: { actor: string }) => a.actor === editorId)).toBe(true);
+    expect(own.body.items[0]).toMatchObject({ action: 'values.set', target: 'in-a' });
+    const since = own.body.items[1].at as string;
+    const recent = await as(
+      'viewer',
+      'GET',
+      `/api/v1/audit?actor=${editorId}&since=${encodeURIComponent(since)}`,
+    );
+    expect(recent.body.items.every((a: { at: string }) => a.at >= since)).toBe(true);
+    expect(recent.body.items.length).toBeGreaterThanOrEqual(2);
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await as('viewer', 'GET', `/api/v1/audit?since=${future}`)).body.items).toEqual([]);
+    const bad = await as('viewer', 'GET', '/api/v1/audit?since=yesterday');
+    expectCode(bad, 400, 'BAD_INPUT');
+    expect(bad.body.error.message).toContain('since "yesterday"');
+    for (const who of ['editorA', 'bootstrap', 'agent'] as const)
+      expectCode(await as(who, 'GET', `/api/v1/audit?limit=1&actor=${editorId}`), 403, 'FORBIDDEN');
+    expectCode(await as('none', 'GET', '/api/v1/audit?limit=1'), 401, 'UNAUTHENTICATED');
+  });
+
   it('rate limits: admin and viewer list, only admin clears', async () => {
     expectCode(await as('viewer', 'GET', '/api/v1/rate-limits'), 200);
     for (const who of ['editorA', 'bootstrap', 'agent'] as const)

@@ -1,21 +1,50 @@
-/** GET /api/v1/audit (admin, viewer): newest first. */
+/**
+ * GET /api/v1/audit (admin, viewer): the audit log newest first, one page at a time (`?limit=&continue=`,
+ * relay/paging.ts), optionally only rows at or after `?since=` (RFC 3339) and of one `?actor=`.
+ */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { TunnelError } from '../../shared/errors.js';
 import { requireReader } from '../auth.js';
 import { principalOf, type RelayContext } from '../context.js';
+import { AUDIT_PAGE, decodeContinue, encodeContinue, pageLimit } from '../paging.js';
 import { AuditList, AuditQuery, ErrorBody } from '../schemas.js';
 
-export const AUDIT_PAGE_MAX = 1000;
+/** RFC 3339 date-time with a zone (`2026-01-02T03:04:05Z`, `...+01:00`), fractions allowed. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function sinceOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = RFC3339.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(ms)) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `since ${JSON.stringify(text)} is not valid: expected an RFC 3339 time like 2026-01-02T15:04:05Z`,
+    );
+  }
+  return ms;
+}
 
 export const auditRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
   app.get(
     '/api/v1/audit',
-    { schema: { querystring: AuditQuery, response: { 200: AuditList, 401: ErrorBody, 403: ErrorBody } } },
+    {
+      schema: {
+        querystring: AuditQuery,
+        response: { 200: AuditList, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
+      },
+    },
     async (req) => {
       const p = await principalOf(ctx, req);
       requireReader(p, 'read the audit log');
-      const limit = Math.min(AUDIT_PAGE_MAX, Math.max(1, Number(req.query.limit ?? '100')));
-      const rows = await ctx.store.listAudit(limit);
-      return { items: rows.map((r) => ({ ...r, at: new Date(r.at).toISOString() })) };
+      const since = sinceOf(req.query.since);
+      const page = await ctx.store.auditPage({
+        limit: pageLimit(req.query.limit, AUDIT_PAGE),
+        before: decodeContinue('audit', req.query.continue),
+        ...(since === undefined ? {} : { since }),
+        ...(req.query.actor === undefined ? {} : { actor: req.query.actor }),
+      });
+      const items = page.items.map((r) => ({ ...r, at: new Date(r.at).toISOString() }));
+      return page.next === null ? { items } : { items, continue: encodeContinue('audit', page.next) };
     },
   );
 };

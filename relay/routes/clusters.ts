@@ -24,7 +24,6 @@ import { installCommand, installUrl } from '../install-command.js';
 import { issueInstallLink } from '../install-link.js';
 import { checkName } from '../names.js';
 import {
-  ClusterList,
   Cluster as ClusterSchema,
   ClusterWithBootstrap,
   CreateClusterBody,
@@ -35,6 +34,7 @@ import {
 } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
 import type { ClusterRecord, NewSecret } from '../store/types.js';
+import { clusterListRoutes } from './cluster-list.js';
 import { installRoutes } from './install.js';
 import { pathHistoryRoutes } from './path-history.js';
 
@@ -108,6 +108,7 @@ const errors = ERROR_REPLIES;
 export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
   await app.register(installRoutes, { ctx });
   await app.register(pathHistoryRoutes, { ctx });
+  await app.register(clusterListRoutes, { ctx });
   app.post(
     '/api/v1/clusters',
     { schema: { body: CreateClusterBody, response: { 201: ClusterWithBootstrap, ...errors } } },
@@ -133,18 +134,6 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       return { cluster: clusterView(ctx, c), bootstrap: bootstrapView(ctx, name, issued, upstream) };
     },
   );
-
-  app.get('/api/v1/clusters', { schema: { response: { 200: ClusterList, ...errors } } }, async (req) => {
-    const p = await principalOf(ctx, req);
-    requireClusterRead(p, null, 'list clusters');
-    const group = p.kind === 'key' && p.group !== null ? p.group : undefined;
-    const [items, paths] = await Promise.all([
-      ctx.store.listClusters(group === undefined ? {} : { group }),
-      ctx.store.agentPaths(),
-    ]);
-    const pathOf = new Map(paths.map((p) => [p.cluster, p]));
-    return { items: items.map((c) => clusterView(ctx, c, pathOf.get(c.name))) };
-  });
 
   app.get(
     '/api/v1/clusters/:name',

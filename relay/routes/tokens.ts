@@ -4,7 +4,16 @@ import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { actorOf, parseRole, requireAdmin } from '../auth.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
-import { CreatedToken, CreateTokenBody, ERROR_REPLIES, IdParams, Revoked, TokenList } from '../schemas.js';
+import { decodeContinue, encodeContinue, pageLimit, TOKEN_PAGE } from '../paging.js';
+import {
+  CreatedToken,
+  CreateTokenBody,
+  ERROR_REPLIES,
+  IdParams,
+  PageQuery,
+  Revoked,
+  TokenList,
+} from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
 
 const errors = ERROR_REPLIES;
@@ -40,21 +49,30 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = asy
     },
   );
 
-  app.get('/api/v1/tokens', { schema: { response: { 200: TokenList, ...errors } } }, async (req) => {
-    const p = await principalOf(ctx, req);
-    requireAdmin(p, 'list access keys');
-    const keys = await ctx.store.listAccessKeys();
-    return {
-      items: keys.map((k) => ({
+  // One page in creation order, `?limit=&continue=` (relay/paging.ts).
+  app.get(
+    '/api/v1/tokens',
+    { schema: { querystring: PageQuery, response: { 200: TokenList, ...errors } } },
+    async (req) => {
+      const p = await principalOf(ctx, req);
+      requireAdmin(p, 'list access keys');
+      const after = decodeContinue('tokens', req.query.continue);
+      const page = await ctx.store.accessKeyPage({
+        limit: pageLimit(req.query.limit, TOKEN_PAGE),
+        after: after === null ? null : { createdAt: after[0], id: after[1] },
+      });
+      const items = page.items.map((k) => ({
         id: k.id,
         role: k.role,
         description: k.description,
         createdAt: new Date(k.createdAt).toISOString(),
         expiresAt: isoOrNull(k.expiresAt),
         revokedAt: isoOrNull(k.revokedAt),
-      })),
-    };
-  });
+      }));
+      if (page.next === null) return { items };
+      return { items, continue: encodeContinue('tokens', [page.next.createdAt, page.next.id]) };
+    },
+  );
 
   app.delete(
     '/api/v1/tokens/:id',
