@@ -88,6 +88,61 @@ describe('cluster list', () => {
   });
 });
 
+describe('paged lists', () => {
+  it('cluster list, token list and audit print one page with --limit and the command for the next', async () => {
+    for (const name of ['page-a', 'page-b', 'page-c'])
+      expect((await admin('cluster', 'create', name)).code).toBe(0);
+    const all = (JSON.parse((await admin('cluster', 'list', '-o', 'json')).stdout) as Listed).items.map(
+      (c) => c.name,
+    );
+    expect(all).toEqual([...all].sort());
+    // Text: each page's rows, and on stderr the command that prints the next page.
+    const seen: string[] = [];
+    let args = ['cluster', 'list', '--limit', '2'];
+    for (let page = 0; page < 10; page++) {
+      const r = await admin(...args);
+      expect(r.code, r.stderr).toBe(0);
+      seen.push(
+        ...r.stdout
+          .trimEnd()
+          .split('\n')
+          .slice(1)
+          .map((line) => line.split(/ +/)[0]!),
+      );
+      const next = /^more remain: tunnel-relay (cluster list --limit 2 --continue \S+)$/m.exec(r.stderr);
+      if (next === null) break;
+      args = next[1]!.split(' ');
+    }
+    expect(seen).toEqual(all);
+    // JSON: `continue` is the token.
+    const first = JSON.parse((await admin('cluster', 'list', '-o', 'json', '--limit', '1')).stdout);
+    expect(first.items).toHaveLength(1);
+    const second = JSON.parse(
+      (await admin('cluster', 'list', '-o', 'json', '--limit', '1', '--continue', first.continue)).stdout,
+    );
+    expect(second.items.map((c: { name: string }) => c.name)).toEqual([all[1]]);
+    const keys = JSON.parse((await admin('token', 'list', '-o', 'json', '--limit', '1')).stdout);
+    expect(keys.items).toHaveLength(1);
+    expect(typeof keys.continue).toBe('string');
+    const rest = JSON.parse((await admin('token', 'list', '-o', 'json', '--continue', keys.continue)).stdout);
+    const every = JSON.parse((await admin('token', 'list', '-o', 'json')).stdout);
+    expect([...keys.items, ...rest.items]).toEqual(every.items);
+    const audit = await admin('audit', '--limit', '2');
+    expect(audit.stdout.trimEnd().split('\n')).toHaveLength(3);
+    expect(audit.stderr).toMatch(/^more remain: tunnel-relay audit --limit 2 --continue \S+$/m);
+    const everything = JSON.parse((await admin('audit', '--all', '-o', 'json')).stdout);
+    expect(everything.items.length).toBeGreaterThan(3);
+    expect(everything.continue).toBeUndefined();
+    const bad = await admin('cluster', 'list', '--continue', 'bm9wZQ');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^error BAD_INPUT: continue: not a token this list \(clusters\) issued/);
+    const watch = await admin('cluster', 'list', '--watch', '--limit', '2');
+    expect(watch.stderr).toBe(
+      'error BAD_INPUT: --watch follows every cluster: leave out --limit and --continue\n',
+    );
+  });
+});
+
 describe('cluster accept', () => {
   it('says so when no agent is waiting (NO_AGENT_WAITING), in text and JSON', async () => {
     const r = await admin('cluster', 'accept', 'fresh');

@@ -1,9 +1,14 @@
-/** `tunnel-relay audit [--limit N]`: the relay's audit log, newest first (admin, viewer). */
+/**
+ * `tunnel-relay audit [--limit N] [--continue TOKEN | --all] [--since TIME] [--actor ID]`: the relay's audit log,
+ * newest first (admin, viewer). One page of --limit rows (default 100) and the token for the next; --all reads
+ * every page (list-pages.ts).
+ */
 import { Command } from 'commander';
 import { printAnswer, table } from '../../shared/cli/output.js';
 import { shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
+import { nextPageNote, type PageFlags, pageOptions, readPages } from './list-pages.js';
 
 interface AuditItem {
   id: string | number;
@@ -17,30 +22,65 @@ interface AuditItem {
 /** The relay serves at most this many entries per call. */
 export const AUDIT_LIMIT_MAX = 1000;
 
-function parseLimit(v: string): number {
-  const n = Number(v);
-  if (!/^\d{1,4}$/.test(v) || n < 1 || n > AUDIT_LIMIT_MAX) {
-    throw new TunnelError('BAD_INPUT', `--limit ${shown(v)} is not valid: expected 1-${AUDIT_LIMIT_MAX}`);
+type AuditFlags = AdminFlags & PageFlags & { all?: boolean; since?: string; actor?: string };
+
+/** RFC 3339 with a zone, as the relay takes it (relay/routes/audit.ts). */
+function parseSince(v: string): string {
+  if (
+    !/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/.test(v) ||
+    Number.isNaN(Date.parse(v))
+  ) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `--since ${shown(v)} is not valid: expected a time like 2026-01-02T15:04:05Z`,
+    );
   }
-  return n;
+  return v;
+}
+
+function parseActor(v: string): string {
+  if (v.length < 1 || v.length > 128 || /[\p{Cc}\s]/u.test(v)) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `--actor ${shown(v)} is not valid: expected a key id like k_..., agent:NAME`,
+    );
+  }
+  return v;
+}
+
+function auditPath(flags: AuditFlags): string {
+  const query = new URLSearchParams();
+  if (flags.since !== undefined) query.set('since', flags.since);
+  if (flags.actor !== undefined) query.set('actor', flags.actor);
+  const text = query.toString();
+  return text === '' ? '/api/v1/audit' : `/api/v1/audit?${text}`;
 }
 
 export function auditCommand(): Command {
-  return withAdminFlags(
-    new Command('audit')
-      .description('show the audit log, newest first')
-      .option('--limit <n>', `how many entries, 1-${AUDIT_LIMIT_MAX}`, parseLimit, 100),
-  ).action(async (flags: AdminFlags & { limit: number }) => {
-    const res = await withClient(flags, (c) =>
-      c.json<{ items: AuditItem[] }>('GET', `/api/v1/audit?limit=${flags.limit}`),
+  const cmd = new Command('audit')
+    .description('show the audit log, newest first')
+    .option('--all', 'every entry (page after page) instead of one page')
+    .option('--since <time>', 'only entries at or after this RFC 3339 time', parseSince)
+    .option(
+      '--actor <id>',
+      'only entries of this actor (a key id, agent:NAME, bootstrap:KEY...)',
+      parseActor,
     );
-    printAnswer(flags.output, res, (out) =>
+  for (const option of pageOptions('entries', AUDIT_LIMIT_MAX, 100)) cmd.addOption(option);
+  return withAdminFlags(cmd).action(async (flags: AuditFlags) => {
+    const res = await withClient(flags, (c) =>
+      readPages<AuditItem>(c, auditPath(flags), flags, AUDIT_LIMIT_MAX),
+    );
+    printAnswer(flags.output, res, (out) => {
       out.line(
         table(
           ['AT', 'ACTOR', 'ACTION', 'TARGET', 'SOURCE'],
           res.items.map((a) => [a.at, a.actor, a.action, a.target, a.source ?? '-']),
         ),
-      ),
-    );
+      );
+      const filters = `${flags.since ? ` --since ${flags.since}` : ''}${flags.actor ? ` --actor ${flags.actor}` : ''}`;
+      const next = nextPageNote(`tunnel-relay audit${filters}`, res, flags.limit);
+      if (next !== null) out.note(next);
+    });
   });
 }

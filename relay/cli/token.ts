@@ -8,6 +8,10 @@ import { shellQuote } from '../../shared/cli/shell-quote.js';
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
+import { nextPageNote, type PageFlags, pageOptions, readPages } from './list-pages.js';
+
+/** The relay's largest page of access keys (relay/paging.ts TOKEN_PAGE). */
+export const TOKEN_PAGE_MAX = 1000;
 
 interface CreatedToken {
   id: string;
@@ -83,27 +87,31 @@ export function tokenCommand(): Command {
     }),
   );
 
+  const list = new Command('list').description('list access keys (never their secrets), oldest first');
+  for (const option of pageOptions('access keys', TOKEN_PAGE_MAX)) list.addOption(option);
   token.addCommand(
-    withAdminFlags(new Command('list').description('list access keys (never their secrets)')).action(
-      async (flags: AdminFlags) => {
-        const res = await withClient(flags, (c) => c.json<{ items: TokenInfo[] }>('GET', '/api/v1/tokens'));
-        printAnswer(flags.output, res, (out) =>
-          out.line(
-            table(
-              ['ID', 'ROLE', 'CREATED', 'EXPIRES', 'REVOKED', 'DESCRIPTION'],
-              res.items.map((t) => [
-                t.id,
-                t.role,
-                t.createdAt,
-                t.expiresAt ?? '-',
-                t.revokedAt ?? '-',
-                t.description ?? '',
-              ]),
-            ),
+    withAdminFlags(list).action(async (flags: AdminFlags & PageFlags) => {
+      const res = await withClient(flags, (c) =>
+        readPages<TokenInfo>(c, '/api/v1/tokens', flags, TOKEN_PAGE_MAX),
+      );
+      printAnswer(flags.output, res, (out) => {
+        out.line(
+          table(
+            ['ID', 'ROLE', 'CREATED', 'EXPIRES', 'REVOKED', 'DESCRIPTION'],
+            res.items.map((t) => [
+              t.id,
+              t.role,
+              t.createdAt,
+              t.expiresAt ?? '-',
+              t.revokedAt ?? '-',
+              t.description ?? '',
+            ]),
           ),
         );
-      },
-    ),
+        const next = nextPageNote('tunnel-relay token list', res, flags.limit);
+        if (next !== null) out.note(next);
+      });
+    }),
   );
 
   token.addCommand(
