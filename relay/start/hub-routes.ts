@@ -1,5 +1,6 @@
 /** The hub mode's routes, then the extra plugins (data plane: /derp, proxies), registered before it listens. */
 import type { FastifyInstance } from 'fastify';
+import { watchAuditOverCap } from '../audit-over-cap.js';
 import type { RelayContext } from '../context.js';
 import { auditRoutes } from '../routes/audit.js';
 import { clusterRoutes } from '../routes/clusters.js';
@@ -13,6 +14,7 @@ import { registerRoutes } from '../routes/register.js';
 import { tokenRoutes } from '../routes/tokens.js';
 import { valuesRoutes } from '../routes/values.js';
 import { whoamiRoutes } from '../routes/whoami.js';
+import { installWriteBudget } from '../write-budget-hook.js';
 
 export type RelayPlugin = (app: FastifyInstance, relay: RelayContext) => Promise<void>;
 
@@ -38,6 +40,8 @@ export async function registerHubRoutes(
   plugins: readonly RelayPlugin[],
 ): Promise<void> {
   try {
+    installWriteBudget(app, ctx);
+    watchAuditOverCap(app, ctx);
     for (const routes of ROUTES) await app.register(routes, { ctx });
     for (const plugin of plugins) await plugin(app, ctx);
     await app.ready();

@@ -72,7 +72,7 @@ const insecure = new Agent({ connect: { rejectUnauthorized: false } });
 /** An HTTPS call to the relay as an outsider makes it (no CA pin); body parsed when JSON. */
 export async function api(
   url: string,
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
   path: string,
   opts: { token?: string; body?: unknown } = {},
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON fields
