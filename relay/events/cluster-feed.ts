@@ -1,7 +1,7 @@
 /**
- * The cluster feed behind GET /api/v1/events: the latest view of every cluster (the JSON that
- * GET /api/v1/clusters/NAME answers), kept in memory once the first stream opens, and every change of
- * it handed to the open streams (event-stream.ts). What makes a change:
+ * The cluster feed behind GET /api/v1/events: the latest state of every cluster, kept in memory once the first
+ * stream opens, from which its view (the JSON that GET /api/v1/clusters/NAME answers) is built, and every change of
+ * that view handed to the open streams (event-stream.ts). What makes a change:
  *   stored   the routes call RelayHooks.clusterChanged after each committed change (create, accept, deny,
  *            register, lease, unjoin, values, rotate-psk, delete), and the key-loss events of another
  *            replica sharing a PostgreSQL store (delete, deny, unjoin) arrive as hook events too: the
@@ -17,7 +17,12 @@
  * Live and time changes are compared with the view last sent, leaving out the fields that move all the
  * time (VOLATILE_FIELDS: traffic counters, RTT, last handshake): those are carried with every event as
  * they stand, but a change of only them sends nothing. One refresh runs at a time, in order.
+ *
+ * What it holds per cluster is small: the stored record and PSK summary (the record's claims are capped by
+ * shared/claim-limits.ts), a 27-character digest of the view last built and one time. Views are built when they are
+ * sent: once per change for every stream, and for a stream's snapshot as it is written.
  */
+import { createHash } from 'node:crypto';
 import type { TimerHandle } from '../../shared/clock.js';
 import { availableCondition, graceMs } from '../conditions.js';
 import { clusterDetailView, type RelayContext } from '../context.js';
@@ -53,8 +58,7 @@ interface FeedEntry {
   group: string;
   record: ClusterRecord;
   psk: PskSummary | null;
-  json: string;
-  /** The JSON without VOLATILE_FIELDS. */
+  /** SHA-256 (base64url, truncated) of the view last built without VOLATILE_FIELDS. */
   stable: string;
   /** Wall-clock ms at which the view changes with time alone (Infinity: never). */
   dueAt: number;
@@ -132,7 +136,8 @@ export class ClusterFeed {
 
   /** The cluster's current view (JSON), or undefined once it is gone. */
   viewOf(name: string): string | undefined {
-    return this.#entries.get(name)?.json;
+    const e = this.#entries.get(name);
+    return e && JSON.stringify(clusterDetailView(this.#ctx, e.record, e.psk));
   }
 
   subscribe(subscriber: FeedSubscriber): () => void {
@@ -156,7 +161,7 @@ export class ClusterFeed {
     const records = await store.listClusters();
     for (const record of records) {
       const psk = await store.currentPsk(record.name, clock.wallNow());
-      this.#entries.set(record.name, this.#entry(record, psk));
+      this.#entries.set(record.name, this.#entry(record, psk).entry);
     }
     if (this.#state !== 'loading') return;
     this.#state = 'ready';
@@ -215,9 +220,9 @@ export class ClusterFeed {
         this.#send({ kind: 'cluster-deleted', name, group: old.group, json: JSON.stringify({ name }) });
         return true;
       }
-      const entry = this.#entry(record, psk);
+      const { entry, json } = this.#entry(record, psk);
       this.#entries.set(name, entry);
-      this.#send({ kind: 'cluster', name, group: entry.group, json: entry.json });
+      this.#send({ kind: 'cluster', name, group: entry.group, json });
       return true;
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
@@ -230,17 +235,19 @@ export class ClusterFeed {
   #recheck(name: string): void {
     const old = this.#entries.get(name);
     if (old === undefined) return;
-    const entry = this.#entry(old.record, old.psk);
+    const { entry, json } = this.#entry(old.record, old.psk);
     this.#entries.set(name, entry);
     if (entry.stable !== old.stable) {
-      this.#send({ kind: 'cluster', name, group: entry.group, json: entry.json });
+      this.#send({ kind: 'cluster', name, group: entry.group, json });
     }
   }
 
-  #entry(record: ClusterRecord, psk: PskSummary | null): FeedEntry {
+  /** The entry to hold for the cluster, and its view (JSON) as of now. */
+  #entry(record: ClusterRecord, psk: PskSummary | null): { entry: FeedEntry; json: string } {
     const { clock, config } = this.#ctx;
     const view = clusterDetailView(this.#ctx, record, psk);
-    const stable = JSON.stringify(Object.entries(view).filter(([k]) => !VOLATILE_FIELDS.has(k)));
+    const stableView = JSON.stringify(Object.entries(view).filter(([k]) => !VOLATILE_FIELDS.has(k)));
+    const stable = createHash('sha256').update(stableView).digest('base64url').slice(0, 27);
     const now = clock.wallNow();
     const available = availableCondition(record, now, config.leaseDurationSeconds);
     let dueAt = Number.POSITIVE_INFINITY;
@@ -248,7 +255,7 @@ export class ClusterFeed {
       dueAt = record.leaseRenewAt + graceMs(config.leaseDurationSeconds);
     }
     if (psk !== null && psk.state === 'unused') dueAt = Math.min(dueAt, psk.expiresAt);
-    return { group: record.group, record, psk, json: JSON.stringify(view), stable, dueAt };
+    return { entry: { group: record.group, record, psk, stable, dueAt }, json: JSON.stringify(view) };
   }
 
   #send(message: FeedMessage): void {

@@ -37,6 +37,8 @@ export interface SnapshotSource {
 export interface EventStreamOptions {
   res: ServerResponse;
   feed: SnapshotSource;
+  /** Send the snapshot first (default); false: `ready` at once, then changes only (`?snapshot=false`). */
+  snapshot?: boolean;
   /** Whether the caller may see clusters of `group`. */
   visible(group: string): boolean;
   clock: Clock;
@@ -62,7 +64,7 @@ export class EventStream implements FeedSubscriber {
 
   constructor(opts: EventStreamOptions) {
     this.#opts = opts;
-    this.#snapshot = new Set(opts.feed.names(opts.visible));
+    this.#snapshot = new Set(opts.snapshot === false ? [] : opts.feed.names(opts.visible));
     opts.res.once('close', () => this.#finish('client'));
   }
 

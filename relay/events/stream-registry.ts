@@ -79,10 +79,15 @@ export class StreamRegistry {
    * Opens a stream of `key` on `res` (call checkRoom first, with no await in between). Throws UNAUTHENTICATED
    * when the key was revoked since it was checked; nothing is written then.
    */
-  open(key: KeyPrincipal, res: ServerResponse): EventStream {
+  open(
+    key: KeyPrincipal,
+    res: ServerResponse,
+    opts: { snapshot: boolean } = { snapshot: true },
+  ): EventStream {
     const stream = new EventStream({
       res,
       feed: this.#feed,
+      snapshot: opts.snapshot,
       visible: (group) => key.group === null || group === key.group,
       clock: this.#ctx.clock,
       maxQueuedBytes: this.#limits.maxQueuedBytes,

@@ -20,6 +20,20 @@ export const MAX_QUEUED_BYTES = 2 * 1024 * 1024;
 /** With a store shared by replicas: how often the feed reads the cluster list for the others' changes. */
 export const RECONCILE_MS = 5_000;
 
+/**
+ * `?snapshot=false`: no snapshot, `ready` at once, then the changes (a client that pages GET /api/v1/clusters
+ * itself, as the console does, and wants only what changes); absent or `true`: the snapshot first.
+ */
+function snapshotOf(query: unknown): boolean {
+  const value = (query as Record<string, unknown> | undefined)?.snapshot;
+  if (value === undefined || value === 'true') return true;
+  if (value === 'false') return false;
+  throw new TunnelError(
+    'BAD_INPUT',
+    `snapshot ${JSON.stringify(value)} is not valid: expected true or false`,
+  );
+}
+
 export interface EventsRouteOptions {
   ctx: RelayContext;
   /** Caps (defaults above); tests lower them. */
@@ -46,10 +60,11 @@ export const eventsRoutes: FastifyPluginAsync<EventsRouteOptions> = async (app, 
     const p = await principalOf(ctx, req);
     requireClusterRead(p, null, 'watch clusters');
     if (p.kind !== 'key') throw new TunnelError('FORBIDDEN', 'an agent credential may not watch clusters');
+    const snapshot = snapshotOf(req.query);
     await feed.ready();
     // No await from the cap check to the registration: concurrent opens cannot overshoot the caps.
     registry.checkRoom(p);
-    const stream = registry.open(p, reply.raw);
+    const stream = registry.open(p, reply.raw, { snapshot });
     // The request (a GET) is complete: read its end so the connection no longer counts as pending for its source.
     req.raw.resume();
     reply.hijack();
