@@ -1,9 +1,11 @@
 /**
  * Agent values: platform `agentValues` (GET|PUT /api/v1/values), per-cluster annotation values
  * (GET|PUT /api/v1/clusters/:name/values), and the agent-facing YAML at GET /clusters/:name
- * (`?token=` or Bearer; `?source=platform-config|cluster-annotation`, merged when absent).
+ * (`?token=` or Bearer; `?source=platform-config|cluster-annotation`, merged when absent). A document that holds
+ * platform values is read under the platform values' roles, so no caller reads them here that GET /api/v1/values
+ * refuses (the cluster's own agent excepted, for its merged document).
  */
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
 import { stringify as toYaml } from 'yaml';
 import { TunnelError } from '../../shared/errors.js';
 import { deepMerge } from '../../shared/values/deep-merge.js';
@@ -23,6 +25,8 @@ import type { ClusterRecord } from '../store/types.js';
 import { readClusterValues, readPlatformValues } from '../values.js';
 import { assertValuesWithinLimits } from '../values-limits.js';
 
+type ValuesSource = NonNullable<Static<typeof ValuesQuery>['source']>;
+
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
 /** Readers of a cluster's values: admin, viewer, its group's editor, and its own agent. */
@@ -34,6 +38,22 @@ function requireValuesRead(p: Principal, c: ClusterRecord): void {
     return;
   }
   requireClusterRead(p, c.group, `read values of clusters in group ${c.group}`);
+}
+
+/**
+ * Readers of the agent values YAML of cluster `c` from `source`: the cluster's own layer as its values route
+ * (requireValuesRead); platform values, alone or merged under the cluster's, as the platform values route
+ * (admin, viewer), except that the cluster's own agent gets its merged document (what it runs with).
+ */
+function requireValuesYamlRead(p: Principal, c: ClusterRecord, source: ValuesSource | undefined): void {
+  requireValuesRead(p, c);
+  if (source === 'cluster-annotation') return;
+  if (p.kind === 'agent' && source === undefined) return;
+  const what =
+    source === 'platform-config'
+      ? 'read platform values'
+      : `read platform values (merged into those of cluster ${c.name}); ?source=cluster-annotation reads the cluster's own`;
+  requireReader(p, what);
 }
 
 export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
@@ -91,10 +111,10 @@ export const valuesRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = as
     async (req, reply) => {
       const p = await principalOf(ctx, req, true);
       const c = await visibleCluster(ctx.store, p, req.params.name);
-      requireValuesRead(p, c);
+      const source = req.query.source;
+      requireValuesYamlRead(p, c, source);
       const platform = await readPlatformValues(ctx);
       const own = (await readClusterValues(ctx, c.name)) ?? {};
-      const source = req.query.source;
       const doc =
         source === 'platform-config'
           ? platform

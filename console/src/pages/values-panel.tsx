@@ -17,8 +17,9 @@ export function ValuesPanel({ cluster }: { cluster: Cluster }) {
     const { toYaml } = await yamlLib();
     return toYaml(await api.get('/api/v1/values'));
   }, [round]);
+  // The merged document holds the platform values: read under their roles (admin, viewer), as the relay does.
   const merged = useLoad(
-    () => api.text(`/clusters/${encodeURIComponent(cluster.name)}`),
+    async () => (can.readPlatformValues ? api.text(`/clusters/${encodeURIComponent(cluster.name)}`) : null),
     [cluster.name, round],
   );
   return (
@@ -35,7 +36,11 @@ export function ValuesPanel({ cluster }: { cluster: Cluster }) {
       <ClusterLayer cluster={cluster} onSaved={() => setRound((r) => r + 1)} />
       <div class="values-pane">
         <h3 id="values-merged">Merged (what the agent gets)</h3>
-        <pre data-values="merged">{merged.data ?? ''}</pre>
+        {can.readPlatformValues ? (
+          <pre data-values="merged">{merged.data ?? ''}</pre>
+        ) : (
+          <p class="muted">Your role cannot read the platform values, which the merge holds.</p>
+        )}
         <ErrorNote error={merged.error} />
       </div>
     </div>
