@@ -3,7 +3,8 @@
  * `tunnel-relay serve`: sign in, create a cluster from a display name alone, run the join command the page
  * shows with the real tunnel-client and watch the row turn connected without a reload (timed), accept a
  * Pending bootstrap join from the approvals page, a viewer key (created on the access keys page) sees no
- * create button and its forged create is refused, a hostile display name stays text, values YAML errors show
+ * create button and its forged create is refused, a hostile display name stays text, bidi overrides and other
+ * invisible characters in a display name and a claim show escaped as the CLI prints them, values YAML errors show
  * inline. Screenshots of the main pages go to a temporary directory, or docs/console with
  * CONSOLE_SCREENSHOTS_DIR=docs/console (`npm run screenshots`).
  */
@@ -12,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import { api } from './abuse/relay-fixture.js';
 import {
   adminEnvOf,
@@ -168,7 +170,10 @@ describe('web console', () => {
     const installText = (await page.locator('pre[data-command="install"]').textContent()) ?? '';
     expect(joinText).toContain('--cluster edge-lab-1');
     expect(joinText).toContain(`--ca-pin ${ready.caPin}`);
-    expect(installText).toMatch(/kubectl apply -f -$/);
+    // The install line keeps its one-time URL out of argv: curl reads it as config on stdin.
+    expect(installText).toMatch(
+      /^\{ echo 'url = "https:\/\/\S+\/api\/v1\/install\/tin_\S+"' \| curl .* -K - .*\| kubectl apply -f -$/,
+    );
     expect(await page.locator('[data-field="psk-expiry"]').textContent()).toMatch(/expires .*\(in 2\d h\)/);
     // The row is there (Pending) before any agent runs.
     await page
@@ -244,6 +249,40 @@ describe('web console', () => {
     await page.locator('a', { hasText: 'img-src-x-onerror-alert-1' }).click();
     expect(await page.locator('#cluster-title').textContent()).toBe(XSS);
     expect(await inPage(page, "document.querySelectorAll('img').length")).toBe(0);
+    await page.getByRole('link', { name: '← Clusters' }).click();
+  });
+
+  it('shows bidi overrides and other invisible characters as escapes, as the CLI prints them', async () => {
+    const { page } = admin;
+    const spoof = 'staging \u202Edorp-ton\u202C';
+    const escaped = 'staging \\u202edorp-ton\\u202c';
+    const created = await api(ready.url, 'POST', '/api/v1/clusters', {
+      token: ready.adminKey!,
+      body: { name: 'bidi-name', displayName: spoof },
+    });
+    expect(created.status, created.text).toBe(201);
+    const registered = await api(ready.url, 'POST', '/api/v1/register', {
+      token: created.body.bootstrap.psk,
+      body: {
+        cluster: 'bidi-name',
+        publicKey: keyToBase64(generateKeyPair().publicKey),
+        agentVersion: '0.1.0',
+        claims: { env: `prod\u200b\u2066${spoof}` },
+      },
+    });
+    expect(registered.status, registered.text).toBe(201);
+    // The CLI's rendering of the same name is the reference.
+    const cli = await run(RELAY_BIN, ['cluster', 'get', 'bidi-name'], adminEnvOf(ready));
+    expect(cli.stdout.split('\n')).toContain(`display name:  ${escaped}`);
+    await page.goto(`${ready.url}/ui/#/clusters`);
+    const cell = page.locator('tr[data-cluster="bidi-name"] td').first();
+    await expect.poll(() => cell.textContent()).toBe(escaped);
+    await page.locator('a', { hasText: 'bidi-name' }).click();
+    expect(await page.locator('#cluster-title').textContent()).toBe(escaped);
+    const claim = page.locator('dt', { hasText: /^env$/ }).locator('xpath=following-sibling::dd[1]');
+    expect(await claim.textContent()).toBe(`prod\\u200b\\u2066${escaped}`);
+    // Nowhere on the page is a bidi, zero-width or other format character left raw.
+    expect(await inPage(page, String.raw`/[\p{Cf}]/u.test(document.body.innerText)`)).toBe(false);
     await page.getByRole('link', { name: '← Clusters' }).click();
   });
 
@@ -410,7 +449,7 @@ describe('web console', () => {
     expect(actions.length).toBeGreaterThanOrEqual(2);
     expect(new Set(actions)).toEqual(new Set(['cluster.create']));
     const targets = await page.locator('tr[data-audit-action] td[data-label="Target"]').allTextContents();
-    expect(targets.slice(0, 2)).toEqual(['img-src-x-onerror-alert-1', 'edge-lab-1']);
+    expect(targets.slice(0, 3)).toEqual(['bidi-name', 'img-src-x-onerror-alert-1', 'edge-lab-1']);
     await page.getByLabel('Action').selectOption('');
     await shot(page, 'audit');
     await page.getByRole('button', { name: 'Sign out' }).click();
