@@ -378,7 +378,7 @@ describe('web console', () => {
 
     // This console meets a relay without the events feed (404): it polls instead, and still signs out on 401.
     const viewer = await openPage(390, 844);
-    await viewer.context.route('**/api/v1/events', (route) =>
+    await viewer.context.route('**/api/v1/events?*', (route) =>
       route.fulfill({ status: 404, contentType: 'application/json', body: '{"error":{"code":"NOT_FOUND"}}' }),
     );
     await signIn(viewer.page, token);

@@ -2,7 +2,6 @@
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { type Api, makeApi } from './api.js';
 import { Console, type ConsoleState } from './context.js';
-import { type FeedMode, startClusterFeed } from './live.js';
 import { AccessKeysPage } from './pages/access-keys.js';
 import { ApprovalsPage } from './pages/approvals.js';
 import { AuditPage } from './pages/audit.js';
@@ -12,7 +11,8 @@ import { SignIn } from './pages/sign-in.js';
 import { abilitiesOf } from './roles.js';
 import { type Route, useRoute } from './router.js';
 import { forgetKey, savedKey, saveKey } from './session.js';
-import type { Cluster, WhoAmI } from './types.js';
+import type { WhoAmI } from './types.js';
+import { useClusters } from './use-clusters.js';
 
 interface Session {
   api: Api;
@@ -52,48 +52,23 @@ export function App() {
   return <SignIn check={signIn} onSignedIn={accept} />;
 }
 
-function useClusters(api: Api) {
-  const [clusters, setClusters] = useState<ReadonlyMap<string, Cluster>>(new Map());
-  const [loaded, setLoaded] = useState(false);
-  const [feed, setFeed] = useState<{ mode: FeedMode; detail: string | null }>({
-    mode: 'connecting',
-    detail: null,
-  });
-  const upsert = useCallback((c: Cluster) => setClusters((m) => new Map(m).set(c.name, c)), []);
-  const remove = useCallback(
-    (name: string) =>
-      setClusters((m) => {
-        const next = new Map(m);
-        next.delete(name);
-        return next;
-      }),
-    [],
-  );
-  useEffect(
-    () =>
-      startClusterFeed(api, {
-        reset: (list) => {
-          setClusters(new Map(list.map((c) => [c.name, c])));
-          setLoaded(true);
-        },
-        upsert,
-        remove,
-        mode: (mode, detail) =>
-          setFeed((f) =>
-            f.mode === mode && f.detail === (detail ?? null) ? f : { mode, detail: detail ?? null },
-          ),
-      }),
-    [api, upsert, remove],
-  );
-  return { clusters, loaded, feed, upsert, remove };
-}
-
 function SignedIn({ session, signOut }: { session: Session; signOut: () => void }) {
   const route = useRoute();
   const live = useClusters(session.api);
   const state: ConsoleState = useMemo(
     () => ({ api: session.api, me: session.me, can: abilitiesOf(session.me), ...live }),
-    [session, live.clusters, live.loaded, live.feed, live.upsert, live.remove],
+    [
+      session,
+      live.clusters,
+      live.loaded,
+      live.more,
+      live.loadingMore,
+      live.listError,
+      live.feed,
+      live.loadMore,
+      live.upsert,
+      live.remove,
+    ],
   );
   const pending = [...live.clusters.values()].filter(
     (c) => c.status === 'Pending' && c.publicKey !== null,

@@ -1,10 +1,11 @@
 /**
- * The clusters the page shows, kept current: GET /api/v1/events (server-sent events read with fetch, since
- * EventSource cannot send the Authorization header). On open the feed sends every visible cluster, then
- * `ready`; after that one `cluster` event per change and `cluster-deleted` per removal; `end` (with the error's
- * code and message) when the relay ends the stream (a revoked key then gets 401 on reconnect, which signs
- * out). A relay without the feed (404) is polled instead. A dropped stream reconnects with backoff; every wait
- * is bounded.
+ * The changes of the clusters the page shows: GET /api/v1/events?snapshot=false (server-sent events read with fetch,
+ * since EventSource cannot send the Authorization header). The stream sends `ready` at once (no snapshot: the
+ * console reads the clusters a page at a time itself, cluster-pages.ts), then one `cluster` event per change and
+ * `cluster-deleted` per removal; `end` (with the error's code and message) when the relay ends the stream (a
+ * revoked key then gets 401 on reconnect, which signs out). Each `ready` asks for the first page again
+ * (`resync`), so nothing that changed while the stream was down is missed. A relay without the feed (404) is
+ * polled instead: the first page every POLL_MS. A dropped stream reconnects with backoff; every wait is bounded.
  */
 import { type Api, ApiError } from './api.js';
 import { SseParser } from './sse-parser.js';
@@ -13,8 +14,8 @@ import type { Cluster } from './types.js';
 export type FeedMode = 'connecting' | 'live' | 'polling' | 'offline';
 
 export interface FeedHandlers {
-  /** The whole visible set (after the feed's `ready`, or each poll). */
-  reset(clusters: Cluster[]): void;
+  /** Read the first page again: the stream is live (its `ready`), or a poll is due. */
+  resync(): void;
   upsert(cluster: Cluster): void;
   remove(name: string): void;
   mode(mode: FeedMode, detail?: string): void;
@@ -31,12 +32,11 @@ const SILENCE_MS = 45_000;
 type StreamEnd = 'ended' | 'missing';
 
 async function readStream(api: Api, h: FeedHandlers, signal: AbortSignal): Promise<StreamEnd> {
-  const res = await api.raw('/api/v1/events', { signal, accept: 'text/event-stream' });
+  const res = await api.raw('/api/v1/events?snapshot=false', { signal, accept: 'text/event-stream' });
   if (res.status === 404) return 'missing';
   if (!res.ok || !res.body)
     throw new ApiError(res.status, `HTTP_${res.status}`, `events feed: ${res.status}`);
   const parser = new SseParser();
-  const initial: Cluster[] = [];
   let ready = false;
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   for (;;) {
@@ -53,9 +53,7 @@ async function readStream(api: Api, h: FeedHandlers, signal: AbortSignal): Promi
     if (next.done) return 'ended';
     for (const ev of parser.push(next.value)) {
       if (ev.event === 'cluster') {
-        const c = JSON.parse(ev.data) as Cluster;
-        if (ready) h.upsert(c);
-        else initial.push(c);
+        h.upsert(JSON.parse(ev.data) as Cluster);
       } else if (ev.event === 'cluster-deleted') {
         h.remove((JSON.parse(ev.data) as { name: string }).name);
       } else if (ev.event === 'end') {
@@ -66,7 +64,7 @@ async function readStream(api: Api, h: FeedHandlers, signal: AbortSignal): Promi
         );
       } else if (ev.event === 'ready' && !ready) {
         ready = true;
-        h.reset(initial);
+        h.resync();
         h.mode('live');
       }
     }
@@ -82,16 +80,11 @@ const sleep = (ms: number, signal: AbortSignal) =>
     });
   });
 
-async function poll(api: Api, h: FeedHandlers, signal: AbortSignal): Promise<void> {
+async function poll(h: FeedHandlers, signal: AbortSignal): Promise<void> {
   const until = Date.now() + FEED_RETRY_MS;
   h.mode('polling');
   while (!signal.aborted && Date.now() < until) {
-    try {
-      h.reset((await api.get<{ items: Cluster[] }>('/api/v1/clusters')).items);
-      h.mode('polling');
-    } catch (err) {
-      h.mode('offline', (err as Error).message);
-    }
+    h.resync();
     await sleep(POLL_MS, signal);
   }
 }
@@ -106,7 +99,7 @@ export function startClusterFeed(api: Api, h: FeedHandlers): () => void {
       try {
         const end = await readStream(api, h, ctl.signal);
         if (end === 'missing') {
-          await poll(api, h, ctl.signal);
+          await poll(h, ctl.signal);
           continue;
         }
         retry = RETRY_MIN_MS;

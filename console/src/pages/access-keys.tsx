@@ -1,17 +1,25 @@
-/** Access keys (admin): create (the key is shown once, with a copy button), list, revoke. */
+/**
+ * Access keys (admin): create (the key is shown once, with a copy button), list oldest first a page at a time
+ * ("Load more access keys"), revoke.
+ */
 import { useState } from 'preact/hooks';
 import { ErrorNote } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
+import { LoadMore } from '../components/load-more.js';
 import { useConsole } from '../context.js';
 import { age, when } from '../format.js';
-import { useLoad, useNow } from '../hooks.js';
+import { useNow } from '../hooks.js';
 import type { AccessKey } from '../types.js';
+import { usePages } from '../use-pages.js';
+
+/** Keys per page (the relay's default page). */
+const KEY_PAGE = 100;
 
 const ROLES = ['viewer', 'admin', 'bootstrap', 'group-editor'] as const;
 
 export function AccessKeysPage() {
   const { api, can } = useConsole();
-  const keys = useLoad(() => api.get<{ items: AccessKey[] }>('/api/v1/tokens'), []);
+  const keys = usePages<AccessKey>(api, '/api/v1/tokens', KEY_PAGE);
   if (!can.manageKeys) return <p>Only an admin key manages access keys.</p>;
   return (
     <section aria-labelledby="keys-title">
@@ -19,7 +27,18 @@ export function AccessKeysPage() {
       <CreateKey onCreated={keys.reload} />
       <h2>Keys</h2>
       <ErrorNote error={keys.error} />
-      {keys.data && <KeyTable keys={keys.data.items} onChanged={keys.reload} />}
+      {keys.loaded && (
+        <>
+          <KeyTable keys={keys.items} onChanged={keys.reload} />
+          <LoadMore
+            what="access keys"
+            shown={keys.items.length}
+            more={keys.more}
+            loading={keys.loading}
+            onMore={keys.loadMore}
+          />
+        </>
+      )}
     </section>
   );
 }

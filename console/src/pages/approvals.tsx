@@ -1,11 +1,13 @@
 /**
  * Pending approvals (double opt-in): agents that registered with a bootstrap key wait here until accepted or
  * denied. Each shows the name it claimed, its key fingerprint and the address it registered from (from the
- * audit log's `cluster.register` row, for roles that may read it).
+ * audit log's `cluster.register` row, for roles that may read it). It lists those among the clusters read so far
+ * (use-clusters.ts); "Load more clusters" reads the next page.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { clusterPath } from '../api.js';
 import { ErrorNote } from '../components/bits.js';
+import { LoadMore } from '../components/load-more.js';
 import { useConsole } from '../context.js';
 import { keyFingerprint } from '../fingerprint.js';
 import { age, when } from '../format.js';
@@ -15,7 +17,7 @@ import type { AuditItem, Cluster } from '../types.js';
 import { Claims } from './cluster.js';
 
 export function ApprovalsPage() {
-  const { clusters, api, can } = useConsole();
+  const { clusters, api, can, more, loadMore, loadingMore, listError } = useConsole();
   const waiting = [...clusters.values()]
     .filter((c) => c.status === 'Pending' && c.publicKey !== null)
     .sort((a, b) => a.name.localeCompare(b.name));
@@ -27,7 +29,13 @@ export function ApprovalsPage() {
   return (
     <section aria-labelledby="approvals-title">
       <h1 id="approvals-title">Pending approvals</h1>
-      {waiting.length === 0 && <p class="muted">No agent is waiting for approval.</p>}
+      {waiting.length === 0 && (
+        <p class="muted">
+          {more
+            ? 'No agent is waiting among the clusters loaded so far.'
+            : 'No agent is waiting for approval.'}
+        </p>
+      )}
       <ul class="cards">
         {waiting.map((c) => (
           <PendingCard
@@ -39,6 +47,16 @@ export function ApprovalsPage() {
           />
         ))}
       </ul>
+      {more && (
+        <LoadMore
+          what="clusters"
+          shown={clusters.size}
+          more={more}
+          loading={loadingMore}
+          error={listError}
+          onMore={loadMore}
+        />
+      )}
     </section>
   );
 }

@@ -1,26 +1,32 @@
-/** Audit log (admin, viewer): newest first, filtered by actor and action (over the newest 1000 rows). */
+/**
+ * Audit log (admin, viewer): newest first, AUDIT_PAGE entries at a time ("Load more entries" reads older ones).
+ * The actor filter is the relay's (`?actor=`: every entry of that actor, page by page); the action filter applies
+ * to the entries loaded.
+ */
 import { useState } from 'preact/hooks';
-import { ErrorNote } from '../components/bits.js';
+import { LoadMore } from '../components/load-more.js';
 import { useConsole } from '../context.js';
 import { when } from '../format.js';
-import { useLoad } from '../hooks.js';
 import type { AuditItem } from '../types.js';
+import { usePages } from '../use-pages.js';
 
-export const AUDIT_ROWS = 1000;
+export const AUDIT_PAGE = 200;
 
 export function AuditPage() {
   const { api, can } = useConsole();
-  const rows = useLoad(
-    async () => (await api.get<{ items: AuditItem[] }>(`/api/v1/audit?limit=${AUDIT_ROWS}`)).items,
-    [],
-  );
   const [actor, setActor] = useState('');
   const [action, setAction] = useState('');
+  const path = actor ? `/api/v1/audit?actor=${encodeURIComponent(actor)}` : '/api/v1/audit';
+  const rows = usePages<AuditItem>(api, path, AUDIT_PAGE);
+  // The actors seen so far stay offered while one of them is chosen.
+  const [seenActors, setSeenActors] = useState<ReadonlySet<string>>(new Set());
+  const fresh = rows.items.map((r) => r.actor).filter((a) => !seenActors.has(a));
+  if (fresh.length > 0) setSeenActors(new Set([...seenActors, ...fresh]));
   if (!can.readAudit) return <p>Your role cannot read the audit log.</p>;
-  const items = rows.data ?? [];
-  const actors = [...new Set(items.map((r) => r.actor))].sort();
+  const items = rows.items;
+  const actors = [...seenActors].sort();
   const actions = [...new Set(items.map((r) => r.action))].sort();
-  const shown = items.filter((r) => (!actor || r.actor === actor) && (!action || r.action === action));
+  const shown = items.filter((r) => !action || r.action === action);
   return (
     <section aria-labelledby="audit-title">
       <div class="page-head">
@@ -53,9 +59,8 @@ export function AuditPage() {
           </select>
         </label>
       </div>
-      <ErrorNote error={rows.error} />
       <p class="muted">
-        {shown.length} of the newest {items.length} entries, newest first.
+        {shown.length} of the {items.length} newest entries{actor ? ` of ${actor}` : ''}, newest first.
       </p>
       <div class="table-wrap">
         <table>
@@ -87,6 +92,14 @@ export function AuditPage() {
           </tbody>
         </table>
       </div>
+      <LoadMore
+        what="entries"
+        shown={items.length}
+        more={rows.more}
+        loading={rows.loading}
+        error={rows.error}
+        onMore={rows.loadMore}
+      />
     </section>
   );
 }

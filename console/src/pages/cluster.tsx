@@ -1,9 +1,10 @@
 /**
  * One cluster: overview, conditions with reasons and transition times, claims, agent values (platform, cluster
- * layer editable as YAML, merged), rotate PSK, accept/deny, delete with confirmation.
+ * layer editable as YAML, merged), rotate PSK, accept/deny, delete with confirmation. A cluster outside the pages
+ * read so far (a link to it) is read on its own, then kept current by the feed as the others.
  */
-import { useState } from 'preact/hooks';
-import { clusterPath } from '../api.js';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, clusterPath } from '../api.js';
 import { ErrorNote, PathCell, StatusBadge } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
 import { useConsole } from '../context.js';
@@ -12,16 +13,48 @@ import { useLoad, useNow } from '../hooks.js';
 import type { Bootstrap, Cluster, PathChange, PathDetail } from '../types.js';
 import { ValuesPanel } from './values-panel.js';
 
+/** Reads cluster `name` when the pages read so far do not hold it; its error (404: null with `missing`). */
+function useClusterOutsidePages(name: string, held: boolean): { missing: boolean; error: string | null } {
+  const { api, loaded, upsert } = useConsole();
+  const [state, setState] = useState<{ missing: boolean; error: string | null }>({
+    missing: false,
+    error: null,
+  });
+  useEffect(() => {
+    setState({ missing: false, error: null });
+    if (held || !loaded) return;
+    let live = true;
+    api.get<Cluster>(clusterPath(name)).then(
+      (c) => {
+        if (live) upsert(c);
+      },
+      (err: Error) => {
+        if (!live) return;
+        const missing = err instanceof ApiError && err.status === 404;
+        setState({ missing, error: missing ? null : err.message });
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [name, held, loaded]);
+  return state;
+}
+
 export function ClusterPage({ name }: { name: string }) {
-  const { clusters, loaded } = useConsole();
+  const { clusters } = useConsole();
   const c = clusters.get(name);
+  const outside = useClusterOutsidePages(name, c !== undefined);
   if (!c) {
+    const failed = outside.missing || outside.error !== null;
     return (
       <section>
         <p>
           <a href="#/clusters">← Clusters</a>
         </p>
-        <p class={loaded ? 'error' : 'muted'}>{loaded ? `No cluster named ${name}.` : 'Loading…'}</p>
+        <p class={failed ? 'error' : 'muted'}>
+          {outside.missing ? `No cluster named ${name}.` : (outside.error ?? 'Loading…')}
+        </p>
       </section>
     );
   }

@@ -1,6 +1,10 @@
-/** The Clusters view: one row per cluster, filtered by group, status and name, live from the feed. */
+/**
+ * The Clusters view: one row per cluster of the pages read so far (use-clusters.ts; "Load more clusters" reads the
+ * next), filtered by group, status and name, live from the feed.
+ */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ConditionCell, conditionOf, PathCell, StatusBadge } from '../components/bits.js';
+import { LoadMore } from '../components/load-more.js';
 import { useConsole } from '../context.js';
 import { age, latest, when } from '../format.js';
 import { useNow } from '../hooks.js';
@@ -18,7 +22,7 @@ function matches(c: Cluster, f: { group: string; status: string; search: string 
 }
 
 export function ClustersPage() {
-  const { clusters, loaded, can } = useConsole();
+  const { clusters, loaded, can, more, loadMore, loadingMore, listError } = useConsole();
   const now = useNow();
   const [group, setGroup] = useState('');
   const [status, setStatus] = useState('');
@@ -76,7 +80,11 @@ export function ClustersPage() {
       </div>
       {!loaded && <p class="muted">Loading clusters…</p>}
       {loaded && rows.length === 0 && (
-        <p class="muted">{all.length === 0 ? 'No clusters yet.' : 'No cluster matches the filters.'}</p>
+        <p class="muted">
+          {all.length === 0 && !more
+            ? 'No clusters yet.'
+            : `No cluster ${more ? 'loaded so far ' : ''}matches the filters.`}
+        </p>
       )}
       {rows.length > 0 && (
         <div class="table-wrap">
@@ -102,6 +110,16 @@ export function ClustersPage() {
             </tbody>
           </table>
         </div>
+      )}
+      {loaded && (
+        <LoadMore
+          what="clusters"
+          shown={all.length}
+          more={more}
+          loading={loadingMore}
+          error={listError}
+          onMore={loadMore}
+        />
       )}
       {connecting && <ConnectDrawer onClose={() => setConnecting(false)} />}
     </section>
