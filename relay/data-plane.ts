@@ -38,6 +38,7 @@ import {
   type HubStatusSettings,
 } from './hub/hub-node.js';
 import { loadHubKey } from './identity.js';
+import { meshHeaderRefusal } from './mesh/mesh-screen.js';
 import { requestSource } from './mesh/mesh-source.js';
 import { PathReports } from './path-reports.js';
 import type { KeyEvent } from './relay-events.js';
@@ -117,6 +118,7 @@ export async function mountDataPlane(
     policy: { canSend: (src, dst) => src.equals(hubPub) || dst.equals(hubPub) },
     reservedKeys: ctx.reservedKeys,
     sourceOf: (req) => requestSource(ctx.mesh?.key ?? null, req),
+    refusal: (req) => meshHeaderRefusal(ctx, req),
     logger: log,
     onPacket: opts.onPacket,
     limits: { ...configuredDerpLimits(ctx.config), ...opts.derpLimits },

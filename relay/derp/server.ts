@@ -67,6 +67,11 @@ export interface DerpServerOptions {
    * peer; a hub replica behind the relay tier gives the address the tier names, relay/mesh/mesh-source.ts).
    */
   sourceOf?: (req: IncomingMessage) => string | undefined;
+  /**
+   * Checked first on every upgrade to `path`: an error refuses it with that error's envelope (a hub replica refuses a
+   * bad `tunnel-mesh-key` header here, relay/mesh/mesh-screen.ts); null lets it through.
+   */
+  refusal?: (req: IncomingMessage) => TunnelError | null;
 }
 
 export interface AttachOptions {
@@ -122,6 +127,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
   readonly #path: string;
   readonly #reserved: DerpServerOptions['reservedKeys'];
   readonly #sourceOf: (req: IncomingMessage) => string | undefined;
+  readonly #refusal: (req: IncomingMessage) => TunnelError | null;
   readonly #wss: WebSocketServer;
   readonly #clients = new Map<string, RoutedPeer>();
   readonly #conns = new Set<WsPeer>();
@@ -144,6 +150,7 @@ class DerpServerImpl implements WsRouter, DerpServer {
     this.#path = opts.path ?? '/derp';
     this.#reserved = opts.reservedKeys;
     this.#sourceOf = opts.sourceOf ?? ((req) => peerAddress(req.socket));
+    this.#refusal = opts.refusal ?? (() => null);
     this.#slots = new HandshakeSlots({
       maxTotal: this.limits.maxHandshaking,
       maxPerSource: this.limits.maxHandshakingPerSource,
@@ -163,6 +170,11 @@ class DerpServerImpl implements WsRouter, DerpServer {
   // --- upgrade and connections ---------------------------------------------------------------
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const refused = this.#refusal(req);
+    if (refused) {
+      refuseUpgrade(socket, refused, this.clock);
+      return;
+    }
     if (this.#closing || !this.#admitting) {
       this.#refuse(socket, new TunnelError('CLOSED', 'relay is shutting down'));
       return;

@@ -5,7 +5,8 @@
  *   - a request without the header is a client's: served as usual (and may be forwarded one hop);
  *   - a request with the header and the right key is a mesh request: served locally, never forwarded again;
  *   - a request with the header and any other value, or on a relay with no mesh key, is refused with
- *     MESH_UNAUTHENTICATED before anything else is looked at.
+ *     MESH_UNAUTHENTICATED before anything else is looked at, on every route (mesh-screen.ts: the API, /derp, the
+ *     console, the probes; the hub proxies check it here through mesh-routing.ts).
  * The comparison is constant-time over SHA-256 digests (no length or prefix leaks); the key never reaches a log,
  * an error message or an agent (the path proxy drops the header).
  */
@@ -37,25 +38,38 @@ export interface MeshAuthStats {
   refused: number;
 }
 
+/**
+ * The refusal of a request whose mesh header is bad (any value but this fleet's key, or the header on a relay with
+ * no mesh key), counted as refused; null for a request without the header or with the right key.
+ */
+export function meshRefusal(
+  key: MeshKey | null,
+  headers: IncomingHttpHeaders,
+  stats?: MeshAuthStats,
+): TunnelError | null {
+  const given = headers[MESH_KEY_HEADER];
+  if (given === undefined) return null;
+  const ok =
+    key !== null && typeof given === 'string' && timingSafeEqual(digest(given), digest(meshHeaderValue(key)));
+  if (ok) return null;
+  if (stats) stats.refused++;
+  return new TunnelError(
+    'MESH_UNAUTHENTICATED',
+    key === null
+      ? `this relay takes no mesh requests (it has no --mesh-key-file); remove the ${MESH_KEY_HEADER} header`
+      : `the ${MESH_KEY_HEADER} header does not carry this fleet's mesh key; give every replica the same --mesh-key-file`,
+  );
+}
+
 /** Whether the request is a client's or a mesh peer's; MESH_UNAUTHENTICATED for a bad mesh header. */
 export function meshOrigin(
   key: MeshKey | null,
   headers: IncomingHttpHeaders,
   stats?: MeshAuthStats,
 ): MeshOrigin {
-  const given = headers[MESH_KEY_HEADER];
-  if (given === undefined) return 'client';
-  const ok =
-    key !== null && typeof given === 'string' && timingSafeEqual(digest(given), digest(meshHeaderValue(key)));
-  if (!ok) {
-    if (stats) stats.refused++;
-    throw new TunnelError(
-      'MESH_UNAUTHENTICATED',
-      key === null
-        ? `this relay takes no mesh requests (it has no --mesh-key-file); remove the ${MESH_KEY_HEADER} header`
-        : `the ${MESH_KEY_HEADER} header does not carry this fleet's mesh key; give every replica the same --mesh-key-file`,
-    );
-  }
+  const refused = meshRefusal(key, headers, stats);
+  if (refused) throw refused;
+  if (headers[MESH_KEY_HEADER] === undefined) return 'client';
   if (stats) stats.accepted++;
   return headers[MESH_VIA_HEADER] === VIA_RELAY ? 'tier' : 'mesh';
 }

@@ -15,8 +15,8 @@ import { graceMs } from '../conditions.js';
 import type { RelayContext } from '../context.js';
 import { type DataPlane, type DataPlaneOptions, mountDataPlane } from '../data-plane.js';
 import { meshFamilies } from '../mesh/mesh-metrics.js';
-import { newMeshStats } from '../mesh/mesh-node.js';
 import { ARRIVAL_WAIT_MS, type MeshRouting } from '../mesh/mesh-routing.js';
+import { meshStatsOf } from '../mesh/mesh-screen.js';
 import { attachConnectProxy, type ConnectProxyStats } from './connect-proxy.js';
 import { HubStreams, type HubStreamsOptions } from './hub-streams.js';
 import { LivePipes } from './live-pipes.js';
@@ -63,7 +63,7 @@ export function hubProxyPlugin(
     const pipes = new LivePipes({ ctx, credentials: ctx.store });
     const mesh: MeshRouting = {
       node: ctx.mesh ?? null,
-      stats: ctx.mesh?.stats ?? newMeshStats(),
+      stats: meshStatsOf(ctx),
       isLocal: (k) => dp.hub.status(k)?.connected === true,
       // An agent whose lease is fresh is alive: when it has a session nowhere, it is reconnecting.
       arrivalWaitMs: (c) =>

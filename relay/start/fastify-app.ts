@@ -1,7 +1,8 @@
 /**
  * The Fastify server of a relay process (either mode) on its one port: TLS with the relay's certificate (or plain
  * HTTP behind a terminator), the connection guard and limits, JSON-only bodies, the error envelope for every
- * failure, and while closing `Connection: close` on answers and 503 CLOSED for new requests.
+ * failure, `Cache-Control: no-store` on every API answer, and while closing `Connection: close` on answers and
+ * 503 CLOSED for new requests.
  */
 import Fastify, {
   type FastifyBaseLogger,
@@ -25,7 +26,7 @@ import { redactUrl } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { ProxyProtocolGate } from '../proxy-protocol/proxy-protocol-gate.js';
 import { proxyProtocolFamilies } from '../proxy-protocol/proxy-protocol-metrics.js';
-import { BODY_LIMIT, PROBE_PATHS, TLS_HANDSHAKE_TIMEOUT_MS } from './limits.js';
+import { BODY_LIMIT, NO_STORE_PREFIXES, PROBE_PATHS, TLS_HANDSHAKE_TIMEOUT_MS } from './limits.js';
 import { mapError } from './map-error.js';
 
 /** The configured HTTP limits, with the total connection cap derived from the open-file limit when not set. */
@@ -162,8 +163,10 @@ export function createRelayApp(o: AppOptions): RelayApp {
   // in-flight response instead of holding close() open, and new requests get 503 CLOSED.
   const closing = new ClosingFlag();
   addRequestChecks(app, () => closing.closing);
-  app.addHook('onSend', async (_req, reply, payload) => {
+  app.addHook('onSend', async (req, reply, payload) => {
     if (closing.closing) reply.header('connection', 'close');
+    if (NO_STORE_PREFIXES.some((prefix) => req.url.startsWith(prefix)))
+      reply.header('cache-control', 'no-store');
     return payload;
   });
   app.addHook('onResponse', async (req, reply) => {

@@ -1,7 +1,11 @@
-/** The hub mode's routes, then the extra plugins (data plane: /derp, proxies), registered before it listens. */
+/**
+ * The hub mode's routes behind the mesh header check, then the extra plugins (data plane: /derp, proxies), registered
+ * before it listens.
+ */
 import type { FastifyInstance } from 'fastify';
 import { watchAuditOverCap } from '../audit-over-cap.js';
 import type { RelayContext } from '../context.js';
+import { screenMeshHeader } from '../mesh/mesh-screen.js';
 import { auditRoutes } from '../routes/audit.js';
 import { clusterRoutes } from '../routes/clusters.js';
 import { consoleRoutes } from '../routes/console.js';
@@ -40,6 +44,8 @@ export async function registerHubRoutes(
   plugins: readonly RelayPlugin[],
 ): Promise<void> {
   try {
+    // Ahead of every route: a bad mesh header is refused before anything else.
+    screenMeshHeader(app, ctx);
     installWriteBudget(app, ctx);
     watchAuditOverCap(app, ctx);
     for (const routes of ROUTES) await app.register(routes, { ctx });

@@ -25,6 +25,11 @@ export const DRAIN_READINESS_MS = 1_000;
  */
 export const DRAIN_QUIET_MS = 1_000;
 export const DRAIN_QUIET_RESERVE_MS = 500;
+/**
+ * Answers under these path prefixes (the API, the agent values YAML) get `Cache-Control: no-store`: many carry
+ * secrets (access keys, kubeconfigs, PSKs, agent credentials, values), and no API answer is worth caching.
+ */
+export const NO_STORE_PREFIXES: readonly string[] = ['/api/', '/clusters/'];
 /** Paths that do not count as traffic for the drain's quiet wait (probes and scrapes). */
 export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 /** Failed registrations: after 10 from one source within 5 minutes its further failures get 429 (valid credentials pass). */

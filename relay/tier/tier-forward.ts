@@ -38,6 +38,14 @@ export interface TierForwardOptions {
   stats: TierStats;
 }
 
+/** A relay-mode replica's answer to any request carrying the mesh key header: nothing dials it as a mesh peer. */
+function noMeshRequests(): TunnelError {
+  return new TunnelError(
+    'MESH_UNAUTHENTICATED',
+    `a relay-mode replica takes no mesh requests; remove the ${MESH_KEY_HEADER} header`,
+  );
+}
+
 /** Paths this replica answers itself. */
 const LOCAL_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
@@ -93,7 +101,11 @@ export class TierForwarder {
     app.server.on('connect', onConnect);
     app.server.on('upgrade', onUpgrade);
     const onRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      if (LOCAL_PATHS.has((request.raw.url ?? '').split('?', 1)[0] ?? '')) return;
+      if (LOCAL_PATHS.has((request.raw.url ?? '').split('?', 1)[0] ?? '')) {
+        // Refused here too, so that no path of a relay-mode replica takes the header.
+        if (request.headers[MESH_KEY_HEADER] !== undefined) throw noMeshRequests();
+        return;
+      }
       reply.hijack();
       this.#plain(request.raw, reply.raw);
     };
@@ -108,12 +120,7 @@ export class TierForwarder {
   }
 
   #hop(req: IncomingMessage): MeshHop {
-    if (req.headers[MESH_KEY_HEADER] !== undefined) {
-      throw new TunnelError(
-        'MESH_UNAUTHENTICATED',
-        `a relay-mode replica takes no mesh requests; remove the ${MESH_KEY_HEADER} header`,
-      );
-    }
+    if (req.headers[MESH_KEY_HEADER] !== undefined) throw noMeshRequests();
     const row: ReplicaRow = hubFor(this.#pool, req);
     return {
       dial: () =>
