@@ -21,6 +21,8 @@ interface AuditItem {
 
 /** The relay serves at most this many entries per call. */
 export const AUDIT_LIMIT_MAX = 1000;
+/** Entries per page with --all: well within the 4 MiB a response may have, whatever their details hold. */
+export const AUDIT_FOLLOW_PAGE = 250;
 
 type AuditFlags = AdminFlags & PageFlags & { all?: boolean; since?: string; actor?: string };
 
@@ -69,7 +71,7 @@ export function auditCommand(): Command {
   for (const option of pageOptions('entries', AUDIT_LIMIT_MAX, 100)) cmd.addOption(option);
   return withAdminFlags(cmd).action(async (flags: AuditFlags) => {
     const res = await withClient(flags, (c) =>
-      readPages<AuditItem>(c, auditPath(flags), flags, AUDIT_LIMIT_MAX),
+      readPages<AuditItem>(c, auditPath(flags), flags, AUDIT_FOLLOW_PAGE),
     );
     printAnswer(flags.output, res, (out) => {
       out.line(

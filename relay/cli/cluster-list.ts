@@ -24,6 +24,11 @@ type ListFlags = AdminFlags & PageFlags & { status?: StatusFilter; group?: strin
 
 /** The relay's largest page of clusters (relay/paging.ts CLUSTER_PAGE). */
 export const CLUSTER_PAGE_MAX = 500;
+/**
+ * Clusters per page when every page is read: 100 clusters with the most claims (about 22 KB each) fit well within
+ * the 4 MiB a response may have (shared/http/client.ts).
+ */
+export const CLUSTER_FOLLOW_PAGE = 100;
 
 /** The query the relay filters by: the group, and the cluster status --status implies. */
 function listPath(flags: Pick<ListFlags, 'status' | 'group'>): string {
@@ -128,7 +133,7 @@ export function clusterListCommand(): Command {
     }
     if (flags.watch) return watchClusters(flags, (c) => filterClusters([c], flags).length === 1);
     const res = await withClient(flags, (c) =>
-      readPages<Cluster>(c, listPath(flags), flags, CLUSTER_PAGE_MAX),
+      readPages<Cluster>(c, listPath(flags), flags, CLUSTER_FOLLOW_PAGE),
     );
     const items = filterClusters(res.items, flags);
     const out = streamPrinter();

@@ -1,8 +1,8 @@
 /**
  * How the list commands (`cluster list`, `token list`, `audit`) read the relay's paged lists (docs/API.md
  * "Lists"): with `--limit N`, one page of at most N (starting at `--continue TOKEN` when given) whose `continue`
- * is printed so the next page can be asked for; without it, every page in turn (the list route's largest page
- * each time) until the relay gives no `continue`.
+ * is printed so the next page can be asked for; without it, every page in turn (`followPage` items each, sized so
+ * a page fits the 4 MiB a response may have) until the relay gives no `continue`.
  */
 import { Option } from 'commander';
 import { shown } from '../../shared/cli/parsers.js';
@@ -65,12 +65,12 @@ function pageUrl(path: string, limit: number, token: string | undefined): string
   return `${path}${sep}limit=${limit}${token === undefined ? '' : `&continue=${encodeURIComponent(token)}`}`;
 }
 
-/** One page (`flags.limit`) or every page from `flags.continue` on, `pageMax` at a time. */
+/** One page (`flags.limit`) or every page from `flags.continue` on, `followPage` at a time. */
 export async function readPages<T>(
   client: RelayClient,
   path: string,
   flags: PageFlags & { all?: boolean },
-  pageMax: number,
+  followPage: number,
 ): Promise<Listed<T>> {
   if (flags.limit !== undefined && !flags.all) {
     return client.json<Listed<T>>('GET', pageUrl(path, flags.limit, flags.continue));
@@ -78,7 +78,7 @@ export async function readPages<T>(
   const items: T[] = [];
   let token = flags.continue;
   for (let pages = 0; pages < MAX_PAGES; pages++) {
-    const page = await client.json<Listed<T>>('GET', pageUrl(path, pageMax, token));
+    const page = await client.json<Listed<T>>('GET', pageUrl(path, followPage, token));
     items.push(...page.items);
     if (page.continue === undefined) return { items };
     token = page.continue;
