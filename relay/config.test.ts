@@ -340,6 +340,54 @@ describe('drain grace', () => {
   });
 });
 
+describe('control-plane caps', () => {
+  const resolve = (o: {
+    flags?: Record<string, unknown>;
+    env?: Record<string, string>;
+    configFile?: string;
+  }) => resolveRelayConfig({ cwd: dir, ...o, flags: { dataDir: 'd', ...o.flags } }).controlLimits;
+
+  it('has defaults and takes every key from flags, env and file', () => {
+    expect(resolve({})).toEqual({
+      maxPendingRegistrations: 1_000,
+      maxPendingPerKey: 250,
+      writeBudgetPerMinute: 240,
+      auditMaxRows: 100_000,
+      auditRetentionMs: 30 * 86_400_000,
+    });
+    const flags = {
+      maxPendingRegistrations: '50',
+      maxPendingPerKey: '5',
+      writeBudget: '60',
+      auditMaxRows: '2000',
+      auditRetention: '90d',
+    };
+    expect(resolve({ flags })).toEqual({
+      maxPendingRegistrations: 50,
+      maxPendingPerKey: 5,
+      writeBudgetPerMinute: 60,
+      auditMaxRows: 2_000,
+      auditRetentionMs: 90 * 86_400_000,
+    });
+    const env = { TUNNEL_RELAY_WRITE_BUDGET: '7', TUNNEL_RELAY_AUDIT_RETENTION: '12h' };
+    expect(resolve({ env })).toMatchObject({ writeBudgetPerMinute: 7, auditRetentionMs: 12 * 3_600_000 });
+    const cfg = file('caps.yaml', 'max-pending-per-key: 9\naudit-max-rows: 5000\n');
+    expect(resolve({ configFile: cfg })).toMatchObject({ maxPendingPerKey: 9, auditMaxRows: 5_000 });
+  });
+
+  it('refuses values out of range with BAD_CONFIG naming the flag', () => {
+    const bad = (flags: Record<string, unknown>) => badConfig(() => resolve({ flags }));
+    expect(bad({ maxPendingPerKey: '0' })).toBe(
+      'max-pending-per-key (--max-pending-per-key): expected a whole number 1-100000, got "0"',
+    );
+    expect(bad({ maxPendingRegistrations: '100001' })).toMatch(/^max-pending-registrations \(--max-/);
+    expect(bad({ writeBudget: 'lots' })).toMatch(/^write-budget \(--write-budget\): expected a whole number/);
+    expect(bad({ auditMaxRows: '999' })).toMatch(/^audit-max-rows \(--audit-max-rows\): expected .* 1000-/);
+    for (const retention of ['30m', '367d', 'forever', ''])
+      expect(bad({ auditRetention: retention })).toMatch(/^audit-retention \(--audit-retention\): expected/);
+  });
+});
+
 describe('--mode', () => {
   const meshKey = () => {
     const p = join(dir, 'mesh.key');
