@@ -28,6 +28,11 @@ export interface KeyPrincipal {
   role: Role;
   group: string | null;
   expiresAt: number | null;
+  /**
+   * A key scoped to one cluster's proxy: the creation time of the cluster it was minted for (it reaches that
+   * cluster only, never a later one of the same name); null for every other key.
+   */
+  clusterCreatedAt: number | null;
 }
 
 export type Principal =
@@ -50,6 +55,11 @@ export function parseRole(text: unknown): Role | null {
 /** What a key scoped to one cluster's path proxy may do there; every other route refuses such a key. */
 export interface ProxyScope {
   cluster: string;
+  /**
+   * The createdAt of the cluster the key was minted for: a cluster of that name created later is not its own
+   * (null: no cluster is; authenticate refuses such a key).
+   */
+  clusterCreatedAt: number | null;
   write: boolean;
 }
 
@@ -59,9 +69,23 @@ export interface ProxyScope {
  */
 export function proxyScope(p: Principal): ProxyScope | null {
   if (p.kind !== 'key') return null;
-  if (p.role.startsWith('cluster-proxy:')) return { cluster: p.role.slice(14), write: true };
-  if (p.role.startsWith('cluster-proxy-read:')) return { cluster: p.role.slice(19), write: false };
+  const clusterCreatedAt = p.clusterCreatedAt;
+  if (p.role.startsWith('cluster-proxy:'))
+    return { cluster: p.role.slice(14), clusterCreatedAt, write: true };
+  if (p.role.startsWith('cluster-proxy-read:')) {
+    return { cluster: p.role.slice(19), clusterCreatedAt, write: false };
+  }
   return null;
+}
+
+function isScopedRole(role: Role): boolean {
+  return scopedClusterOf(role) !== null;
+}
+
+/** The cluster a `cluster-proxy:NAME` or `cluster-proxy-read:NAME` role is scoped to; null for other roles. */
+export function scopedClusterOf(role: Role): string | null {
+  const prefix = SCOPED_PREFIXES.find((p) => role.startsWith(p));
+  return prefix === undefined ? null : role.slice(prefix.length);
 }
 
 /** The bearer token of the request (header first, then `?token=` when allowed), or null. */
@@ -92,8 +116,11 @@ export async function authenticate(store: Store, token: string | null, nowWall: 
     }
     const role = parseRole(k.role);
     if (!role) throw new TunnelError('UNAUTHENTICATED', UNAUTH);
+    // A scoped key must name the cluster it was minted for; one that does not could only reach the wrong one.
+    const clusterCreatedAt = isScopedRole(role) ? (k.minted?.clusterCreatedAt ?? null) : null;
+    if (isScopedRole(role) && clusterCreatedAt === null) throw new TunnelError('UNAUTHENTICATED', UNAUTH);
     const group = role.startsWith('group-editor:') ? role.slice(13) : null;
-    return { kind: 'key', id: k.id, role, group, expiresAt: k.expiresAt };
+    return { kind: 'key', id: k.id, role, group, expiresAt: k.expiresAt, clusterCreatedAt };
   }
   if (kind === 'agent') {
     const a = await store.findAgent(hashSecret(token));

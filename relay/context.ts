@@ -20,6 +20,7 @@ import { requestSource } from './mesh/mesh-source.js';
 import type { Metrics } from './metrics.js';
 import { type HubPathDetail, withReason } from './path-reason.js';
 import { PATH_REPORT_STALE_MS } from './path-reports.js';
+import type { FailureLimiter } from './rate-limit.js';
 import type { ReservedKeys } from './reserved-keys.js';
 import type { PskSummary } from './store/psk-refusal.js';
 import type { AgentPathRecord, AuditEntry, ClusterRecord, Store } from './store/types.js';
@@ -34,7 +35,11 @@ export interface RelayContext {
   metrics: Metrics;
   /** Failed registrations by source (relay/registration-limit.ts). */
   /** Failed registrations by source: in memory, or shared by the replicas of a PostgreSQL store. */
-  limiter: { bySource: FailureLimits };
+  limiter: {
+    bySource: FailureLimits;
+    /** Kubeconfigs minted by each access key (relay/kubeconfig-mint-limit.ts), in this process. */
+    kubeconfigMints: FailureLimiter;
+  };
   hubPublicKey: Buffer;
   /** Keys no agent may register and the DERP server never disconnects (the hub's own). */
   reservedKeys: ReservedKeys;

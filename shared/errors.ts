@@ -74,7 +74,7 @@ export const ERROR_CODES = {
   RATE_LIMITED: {
     status: 429,
     summary:
-      'Too many attempts (failed registrations of a source, writes by a key past its --write-budget); retry after the Retry-After seconds.',
+      'Too many attempts (failed registrations of a source, kubeconfigs minted by a key, writes by a key past its --write-budget); retry after the Retry-After seconds.',
   },
   PAYLOAD_TOO_LARGE: { status: 413, summary: 'The request body is over the limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, summary: 'The request body is not application/json.' },

@@ -35,7 +35,7 @@ async function setup(maxPipes?: number): Promise<void> {
   store = new SqliteStore(':memory:');
   for (const id of ['k1', 'k2']) {
     await store.createAccessKey(
-      { id, role: 'viewer', description: '', createdAt: 0, expiresAt: null, revokedAt: null },
+      { id, role: 'viewer', description: '', createdAt: 0, expiresAt: null, revokedAt: null, minted: null },
       `hash-${id}`,
       { ...audit, action: 'token.create' },
     );

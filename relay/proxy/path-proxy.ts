@@ -37,7 +37,7 @@ import { exchange } from './http-exchange.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import type { LivePipes } from './live-pipes.js';
-import { bearer, isReadOnly, requireProxy } from './proxy-auth.js';
+import { bearer, isReadOnly, isScopeOf, requireProxy } from './proxy-auth.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 
 const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
@@ -130,9 +130,15 @@ async function authorize(
 ): Promise<{ key: KeyPrincipal; cluster: ClusterRecord }> {
   const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
   const c = await ctx.store.getCluster(cluster);
+  const scope = proxyScope(who);
+  // A key minted for a cluster that was deleted is refused as an unknown key, even by a later cluster of its name
+  // (the deletion revoked it; this holds for a key minted while the deletion ran too).
+  if (c !== null && scope !== null && scope.cluster === c.name && !isScopeOf(scope, c)) {
+    throw new TunnelError('UNAUTHENTICATED', 'missing, unknown, expired or revoked credential');
+  }
   // A cluster the caller may not see answers as a missing one: no group named, no existence confirmed.
   // A key scoped to one cluster's proxy sees that cluster only.
-  const visible = c !== null && (canSeeCluster(who, c) || proxyScope(who)?.cluster === c.name);
+  const visible = c !== null && (canSeeCluster(who, c) || scope?.cluster === c.name);
   if (!c || !visible) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
   return { key: requireProxy(who, c, isReadOnly(req.method, upgrade) ? 'read' : 'write'), cluster: c };
 }

@@ -3,7 +3,8 @@
  *   admin                any cluster, CONNECT and path proxy
  *   group-editor:G       clusters in group G, CONNECT and path proxy
  *   viewer               path proxy only, GET/HEAD/OPTIONS without Upgrade (read-only); never CONNECT
- *   cluster-proxy:C      path proxy of cluster C only (minted by the kubeconfig route); never CONNECT
+ *   cluster-proxy:C      path proxy of cluster C only (minted by the kubeconfig route; the very cluster it was
+ *                        minted for, never a later cluster named C); never CONNECT
  *   cluster-proxy-read:C path proxy of cluster C only, read-only; never CONNECT
  *   bootstrap, agents    never
  * CONNECT takes `Proxy-Authorization: Bearer <key>` or `Basic base64(user:<key>)` (what Go's and curl's
@@ -11,7 +12,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { TunnelError } from '../../shared/errors.js';
-import { type KeyPrincipal, type Principal, proxyScope } from '../auth.js';
+import { type KeyPrincipal, type Principal, type ProxyScope, proxyScope } from '../auth.js';
 
 export type ProxyUse = 'connect' | 'read' | 'write';
 
@@ -42,6 +43,7 @@ export function bearer(headers: IncomingHttpHeaders): string | null {
 export interface ProxyTarget {
   name: string;
   group: string;
+  createdAt: number;
 }
 
 /** Whether the key `p` may use the proxy this way on cluster `target` (the table above). */
@@ -50,8 +52,15 @@ export function mayUseProxy(p: KeyPrincipal, target: ProxyTarget, use: ProxyUse)
   if (p.group !== null && p.group === target.group) return true;
   if (p.role === 'viewer' && use === 'read') return true;
   const scope = proxyScope(p);
+  return scope !== null && use !== 'connect' && isScopeOf(scope, target) && (scope.write || use === 'read');
+}
+
+/** Whether `target` is the very cluster a scoped key was minted for (its name, and not a later cluster of that name). */
+export function isScopeOf(scope: ProxyScope, target: ProxyTarget): boolean {
   return (
-    scope !== null && use !== 'connect' && scope.cluster === target.name && (scope.write || use === 'read')
+    scope.cluster === target.name &&
+    scope.clusterCreatedAt !== null &&
+    scope.clusterCreatedAt === target.createdAt
   );
 }
 

@@ -101,27 +101,42 @@ describe('proxy credentials and roles', () => {
   });
 
   it('admin anywhere; group-editor in its group; viewer read-only path proxy; agents never', () => {
-    const key = (role: string, group: string | null = null): Principal =>
-      ({ kind: 'key', id: 'k', role, group, expiresAt: null }) as Principal;
-    expect(requireProxy(key('admin'), { name: 'c', group: 'g' }, 'connect')).toEqual(key('admin'));
-    expect(() =>
-      requireProxy(key('group-editor:g', 'g'), { name: 'c', group: 'g' }, 'connect'),
-    ).not.toThrow();
-    expect(() => requireProxy(key('group-editor:h', 'h'), { name: 'c', group: 'g' }, 'write')).toThrow(
-      /group g/,
+    const key = (
+      role: string,
+      group: string | null = null,
+      clusterCreatedAt: number | null = null,
+    ): Principal => ({ kind: 'key', id: 'k', role, group, expiresAt: null, clusterCreatedAt }) as Principal;
+    const scoped = (role: string) => key(role, null, 1);
+    expect(requireProxy(key('admin'), { name: 'c', group: 'g', createdAt: 1 }, 'connect')).toEqual(
+      key('admin'),
     );
-    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g' }, 'read')).not.toThrow();
-    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g' }, 'connect')).toThrow(/viewer/);
-    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g' }, 'write')).toThrow();
-    expect(() => requireProxy(key('bootstrap'), { name: 'c', group: 'g' }, 'read')).toThrow();
+    expect(() =>
+      requireProxy(key('group-editor:g', 'g'), { name: 'c', group: 'g', createdAt: 1 }, 'connect'),
+    ).not.toThrow();
+    expect(() =>
+      requireProxy(key('group-editor:h', 'h'), { name: 'c', group: 'g', createdAt: 1 }, 'write'),
+    ).toThrow(/group g/);
+    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g', createdAt: 1 }, 'read')).not.toThrow();
+    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g', createdAt: 1 }, 'connect')).toThrow(
+      /viewer/,
+    );
+    expect(() => requireProxy(key('viewer'), { name: 'c', group: 'g', createdAt: 1 }, 'write')).toThrow();
+    expect(() => requireProxy(key('bootstrap'), { name: 'c', group: 'g', createdAt: 1 }, 'read')).toThrow();
     const agent = { kind: 'agent', cluster: 'c', credentialId: 'x', status: 'Accepted' } as Principal;
-    expect(() => requireProxy(agent, { name: 'c', group: 'g' }, 'read')).toThrow(/agent/);
-    const edge = { name: 'edge-1', group: 'g' };
-    expect(() => requireProxy(key('cluster-proxy:edge-1'), edge, 'write')).not.toThrow();
-    expect(() => requireProxy(key('cluster-proxy:edge-1'), edge, 'connect')).toThrow(/cluster-proxy/);
-    expect(() => requireProxy(key('cluster-proxy:edge-2'), edge, 'read')).toThrow(/cluster-proxy/);
-    expect(() => requireProxy(key('cluster-proxy-read:edge-1'), edge, 'read')).not.toThrow();
-    expect(() => requireProxy(key('cluster-proxy-read:edge-1'), edge, 'write')).toThrow(/read/);
+    expect(() => requireProxy(agent, { name: 'c', group: 'g', createdAt: 1 }, 'read')).toThrow(/agent/);
+    const edge = { name: 'edge-1', group: 'g', createdAt: 1 };
+    expect(() => requireProxy(scoped('cluster-proxy:edge-1'), edge, 'write')).not.toThrow();
+    expect(() => requireProxy(scoped('cluster-proxy:edge-1'), edge, 'connect')).toThrow(/cluster-proxy/);
+    expect(() => requireProxy(scoped('cluster-proxy:edge-2'), edge, 'read')).toThrow(/cluster-proxy/);
+    expect(() => requireProxy(scoped('cluster-proxy-read:edge-1'), edge, 'read')).not.toThrow();
+    expect(() => requireProxy(scoped('cluster-proxy-read:edge-1'), edge, 'write')).toThrow(/read/);
+    // A scoped key reaches the cluster it was minted for only: not a later cluster of the same name.
+    const recreated = { ...edge, createdAt: 2 };
+    expect(() => requireProxy(scoped('cluster-proxy:edge-1'), recreated, 'read')).toThrow(/cluster-proxy/);
+    expect(() => requireProxy(scoped('cluster-proxy-read:edge-1'), recreated, 'read')).toThrow(
+      /cluster-proxy/,
+    );
+    expect(() => requireProxy(key('cluster-proxy:edge-1'), edge, 'read')).toThrow(/cluster-proxy/);
     expect(isReadOnly('GET', false)).toBe(true);
     expect(isReadOnly('GET', true)).toBe(false);
     expect(isReadOnly('POST', false)).toBe(false);

@@ -2,28 +2,35 @@
  * POST /api/v1/clusters/:name/kubeconfig: a kubeconfig that reaches the cluster's API through the path
  * proxy, with a newly minted access key scoped to that one cluster's proxy (role `cluster-proxy:NAME`, or
  * `cluster-proxy-read:NAME` for a caller that may only read there). The key expires (`ttl`, default 24h,
- * at most 30d), shows in GET /api/v1/tokens and is revoked like any key; every other route refuses it.
+ * at most 30d), shows in GET /api/v1/tokens and is revoked like any key, and with the cluster when it is
+ * deleted; it is tied to the cluster's creation time, so a later cluster of the same name never accepts it.
+ * Every other route refuses it. A non-admin key mints at most KUBECONFIG_MINTS per minute (429 RATE_LIMITED
+ * beyond, relay/kubeconfig-mint-limit.ts) and holds at most maxLiveKeysPerMinter live ones (LIMIT_EXCEEDED).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
-import { actorOf, type Principal, type Role, visibleCluster } from '../auth.js';
+import { actorOf, type KeyPrincipal, type Principal, type Role, visibleCluster } from '../auth.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
 import { singleContextKubeconfig } from '../kubeconfig-document.js';
+import { chargeKubeconfigMint } from '../kubeconfig-mint-limit.js';
 import { mayUseProxy, requireProxy } from '../proxy/proxy-auth.js';
 import { ErrorBody, KubeconfigBody, MintedKubeconfig, NameParams } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
+import type { ClusterRecord } from '../store/types.js';
 
 export const DEFAULT_KUBECONFIG_TTL = '24h';
 export const MAX_KUBECONFIG_TTL_MS = 30 * 86_400_000;
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
 
-/** The scoped role to mint for `p` on cluster `c`: read-write if `p` may write through its proxy, else read. */
-function scopedRole(p: Principal, c: { name: string; group: string }): Role {
-  if (p.kind === 'key' && mayUseProxy(p, c, 'write')) return `cluster-proxy:${c.name}`;
-  requireProxy(p, c, 'read');
-  return `cluster-proxy-read:${c.name}`;
+/**
+ * The scoped role to mint for `p` on cluster `c`, with the key minting it: read-write if `p` may write through its
+ * proxy, else read (FORBIDDEN if not even that).
+ */
+function scopedRole(p: Principal, c: ClusterRecord): { role: Role; minter: KeyPrincipal } {
+  if (p.kind === 'key' && mayUseProxy(p, c, 'write')) return { role: `cluster-proxy:${c.name}`, minter: p };
+  return { role: `cluster-proxy-read:${c.name}`, minter: requireProxy(p, c, 'read') };
 }
 
 function ttlMs(text: string | undefined): number {
@@ -62,15 +69,24 @@ export const kubeconfigRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> 
     async (req, reply) => {
       const p = await principalOf(ctx, req);
       const c = await visibleCluster(ctx.store, p, req.params.name);
-      const role = scopedRole(p, c);
+      const { role, minter } = scopedRole(p, c);
       const now = ctx.clock.wallNow();
       const expiresAt = now + ttlMs(req.body.ttl);
+      chargeKubeconfigMint(ctx.limiter.kubeconfigMints, reply, minter);
       const id = newId('k_');
       const token = newSecret('accessKey');
       const audit = auditEntry(ctx, req, actorOf(p), 'token.create', id, { role, kubeconfig: c.name });
       const description = `kubeconfig for cluster ${c.name} (minted by ${actorOf(p)})`;
       await ctx.store.createAccessKey(
-        { id, role, description, createdAt: now, expiresAt, revokedAt: null },
+        {
+          id,
+          role,
+          description,
+          createdAt: now,
+          expiresAt,
+          revokedAt: null,
+          minted: { by: minter.id, clusterCreatedAt: c.createdAt },
+        },
         hashSecret(token),
         audit,
       );

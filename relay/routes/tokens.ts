@@ -2,7 +2,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
-import { actorOf, parseRole, requireAdmin } from '../auth.js';
+import {
+  actorOf,
+  type Principal,
+  parseRole,
+  type Role,
+  requireAdmin,
+  scopedClusterOf,
+  visibleCluster,
+} from '../auth.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../context.js';
 import { decodeContinue, encodeContinue, pageLimit, TOKEN_PAGE } from '../paging.js';
 import {
@@ -15,8 +23,20 @@ import {
   TokenList,
 } from '../schemas.js';
 import { hashSecret, newId, newSecret } from '../secrets.js';
+import type { KeyMinting } from '../store/types.js';
 
 const errors = ERROR_REPLIES;
+
+/**
+ * A key scoped to one cluster's proxy is tied to that cluster as it exists now (NOT_FOUND when it does not), as the
+ * kubeconfig route ties the keys it mints; null for every other role.
+ */
+async function scopedKeyMinting(ctx: RelayContext, p: Principal, role: Role): Promise<KeyMinting | null> {
+  const cluster = scopedClusterOf(role);
+  if (cluster === null) return null;
+  const c = await visibleCluster(ctx.store, p, cluster);
+  return { by: actorOf(p), clusterCreatedAt: c.createdAt };
+}
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
@@ -35,11 +55,20 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = asy
       }
       const now = ctx.clock.wallNow();
       const expiresAt = req.body.expiresIn ? now + parseDuration(req.body.expiresIn, 'expiresIn') : null;
+      const minted = await scopedKeyMinting(ctx, p, role);
       const id = newId('k_');
       const token = newSecret('accessKey');
       const audit = auditEntry(ctx, req, actorOf(p), 'token.create', id, { role });
       await ctx.store.createAccessKey(
-        { id, role, description: req.body.description ?? '', createdAt: now, expiresAt, revokedAt: null },
+        {
+          id,
+          role,
+          description: req.body.description ?? '',
+          createdAt: now,
+          expiresAt,
+          revokedAt: null,
+          minted,
+        },
         hashSecret(token),
         audit,
       );

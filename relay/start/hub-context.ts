@@ -13,6 +13,7 @@ import { DrainState } from '../drain.js';
 import { localFailureLimits } from '../failure-limits.js';
 import { RelayHooks } from '../hooks.js';
 import { ensureDataDir, loadHubKey } from '../identity.js';
+import { kubeconfigMintLimiter } from '../kubeconfig-mint-limit.js';
 import { checkFleet, type FleetStart, meshNodeOf } from '../mesh/join-fleet.js';
 import { Metrics } from '../metrics.js';
 import { FailureLimiter } from '../rate-limit.js';
@@ -92,6 +93,7 @@ export async function hubContext(i: HubContextInput): Promise<HubContext> {
         store instanceof PostgresStore
           ? store.failureLimits(clock, REGISTER_FAILURES)
           : localFailureLimits(new FailureLimiter(clock, REGISTER_FAILURES)),
+      kubeconfigMints: kubeconfigMintLimiter(clock),
     },
     hubPublicKey: hub.publicKey,
     reservedKeys,

@@ -143,6 +143,28 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX audit_at ON audit (at);
   CREATE INDEX audit_actor ON audit (actor, id);
   `,
+  // 10: kubeconfig keys tied to the key that minted them (live ones capped per minting key) and to the cluster they
+  // were minted for, by its creation time: a key never reaches a later cluster that reuses the name. A kubeconfig
+  // key minted before this version is tied to its cluster when the cluster is older than the key; a key whose
+  // cluster is gone or newer (deleted and created again) could only reach the wrong cluster and is deleted. The
+  // indexes serve the live-key count, the retention of ended keys and the revocation of a deleted cluster's keys
+  // (store/access-key-caps.ts).
+  `
+  ALTER TABLE access_keys ADD COLUMN minted_by TEXT;
+  ALTER TABLE access_keys ADD COLUMN cluster_created_at BIGINT;
+  UPDATE access_keys SET cluster_created_at = (SELECT c.created_at FROM clusters c
+      WHERE c.name = substr(access_keys.role, 15) AND c.created_at <= access_keys.created_at)
+    WHERE role LIKE 'cluster-proxy:%';
+  UPDATE access_keys SET cluster_created_at = (SELECT c.created_at FROM clusters c
+      WHERE c.name = substr(access_keys.role, 20) AND c.created_at <= access_keys.created_at)
+    WHERE role LIKE 'cluster-proxy-read:%';
+  DELETE FROM access_keys
+    WHERE (role LIKE 'cluster-proxy:%' OR role LIKE 'cluster-proxy-read:%') AND cluster_created_at IS NULL;
+  CREATE INDEX access_keys_role ON access_keys (role);
+  CREATE INDEX access_keys_minted_by ON access_keys (minted_by);
+  CREATE INDEX access_keys_expires ON access_keys (expires_at);
+  CREATE INDEX access_keys_revoked ON access_keys (revoked_at);
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

@@ -120,7 +120,15 @@ describe('PostgreSQL store shared by replicas', () => {
       const ids = [`adm-${round}-a`, `adm-${round}-b`];
       for (const id of ids) {
         await a!.createAccessKey(
-          { id, role: 'admin', description: '', createdAt: 1, expiresAt: (round + 1) * 100, revokedAt: null },
+          {
+            id,
+            role: 'admin',
+            description: '',
+            createdAt: 1,
+            expiresAt: (round + 1) * 100,
+            revokedAt: null,
+            minted: null,
+          },
           `hash-${id}`,
           audit('t'),
         );
@@ -144,7 +152,15 @@ describe('PostgreSQL store shared by replicas', () => {
   it("a key revoked on one replica reaches the other's listeners within a second, and its own once", async () => {
     const [a, b] = await replicas(2);
     await a!.createAccessKey(
-      { id: 'kv', role: 'viewer', description: '', createdAt: 1, expiresAt: null, revokedAt: null },
+      {
+        id: 'kv',
+        role: 'viewer',
+        description: '',
+        createdAt: 1,
+        expiresAt: null,
+        revokedAt: null,
+        minted: null,
+      },
       'hash-kv',
       audit('t'),
     );
@@ -320,7 +336,15 @@ describe('PostgreSQL store across a server restart', () => {
       async () => {
         const id = `after-restart-${seen.length}-${Date.now()}`;
         await a!.createAccessKey(
-          { id, role: 'viewer', description: '', createdAt: 1, expiresAt: null, revokedAt: null },
+          {
+            id,
+            role: 'viewer',
+            description: '',
+            createdAt: 1,
+            expiresAt: null,
+            revokedAt: null,
+            minted: null,
+          },
           `hash-${id}`,
           audit('t'),
         );

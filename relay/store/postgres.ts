@@ -11,6 +11,16 @@ import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { FailureLimits } from '../failure-limits.js';
 import type { FailureLimiterOptions } from '../rate-limit.js';
+import {
+  checkKeyCaps,
+  ENDED_KEY_RETENTION_MS,
+  endedRowsOver,
+  type LiveKeyCounts,
+  liveKeyCountsSql,
+  pruneEndedKeysSql,
+  pruneOldestEndedSql,
+  revokeClusterKeysSql,
+} from './access-key-caps.js';
 import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
 import { auditPrune, auditPruneDue, auditUpToSql, pruneAuditSql } from './audit-retention.js';
 import { accessKeyPageSql, auditPageSql, clusterPageSql, pageOf } from './page-query.js';
@@ -46,7 +56,9 @@ import {
   type AuditRow,
   CLUSTER_COLS,
   type ClusterRow,
+  KEY_COLS,
   type KeyRow,
+  keyValues,
   toAuditRecord,
   toCluster,
   toKey,
@@ -63,6 +75,7 @@ import type {
   ClusterRecord,
   ClusterStatus,
   ClusterStatusChange,
+  CreateKeyOptions,
   LeaseInput,
   NewCluster,
   NewSecret,
@@ -97,8 +110,6 @@ interface Listeners {
 }
 
 const pgParam = (i: number) => `$${i}`;
-
-const KEY_COLS = 'id, role, description, created_at, expires_at, revoked_at';
 
 async function requireRelaySchema(client: pg.PoolClient, connection: PostgresConnection): Promise<void> {
   const r = await client.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
@@ -362,18 +373,22 @@ export class PostgresStore implements Store {
     });
   }
 
-  deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null> {
-    return this.#addressWrite(async (tx) => {
+  async deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null> {
+    const deleted = await this.#addressWrite(async (tx) => {
       const c = await this.#cluster(tx, name);
       if (!c) return null;
       // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
       await releaseAddress(tx, name);
       await tx.run('DELETE FROM clusters WHERE name = $1', [name]);
+      const revoked = await tx.all<{ id: string }>(revokeClusterKeysSql(pgParam), [name, audit.at]);
       await this.#audit(tx, audit);
       if (c.publicKey !== null)
         await this.#notify(tx, { kind: 'cluster-deleted', cluster: name, publicKey: c.publicKey });
-      return c;
+      for (const { id } of revoked) await this.#notify(tx, { kind: 'key-revoked', id });
+      return { cluster: c, revoked: revoked.map((r) => r.id) };
     });
+    for (const id of deleted?.revoked ?? []) for (const listener of this.#listeners.keyRevoked) listener(id);
+    return deleted?.cluster ?? null;
   }
 
   register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult> {
@@ -481,19 +496,22 @@ export class PostgresStore implements Store {
     return r ? toCluster(r) : null;
   }
 
-  createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void> {
+  createAccessKey(
+    key: AccessKeyRecord,
+    hash: string,
+    audit: AuditEntry,
+    options: CreateKeyOptions = { cap: 'enforce' },
+  ): Promise<void> {
     return this.#write(async (tx) => {
-      const { n } = (await tx.one<{ n: number }>('SELECT COUNT(*) AS n FROM access_keys'))!;
-      if (n >= this.#limits.maxAccessKeys) {
-        throw new TunnelError(
-          'LIMIT_EXCEEDED',
-          `access keys: the relay already holds ${this.#limits.maxAccessKeys}`,
-        );
-      }
+      const now = key.createdAt;
+      await tx.run(pruneEndedKeysSql(pgParam), [now - ENDED_KEY_RETENTION_MS]);
+      const counts = (await tx.one<LiveKeyCounts>(liveKeyCountsSql(pgParam), [now, key.minted?.by ?? null]))!;
+      const over = endedRowsOver(counts, this.#limits);
+      if (over > 0) await tx.run(pruneOldestEndedSql(pgParam), [now, over]);
+      if (options.cap === 'enforce') checkKeyCaps(key, counts, this.#limits);
       await tx.run(
-        `INSERT INTO access_keys (id, role, description, hash, created_at, expires_at, revoked_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [key.id, key.role, key.description, hash, key.createdAt, key.expiresAt, key.revokedAt],
+        `INSERT INTO access_keys (${KEY_COLS}, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [...keyValues(key), hash],
       );
       await this.#audit(tx, audit);
     });

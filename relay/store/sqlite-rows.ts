@@ -42,6 +42,8 @@ export interface KeyRow {
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
+  minted_by: string | null;
+  cluster_created_at: number | null;
 }
 
 /**
@@ -97,10 +99,27 @@ export function toKey(r: KeyRow): AccessKeyRecord {
     createdAt: r.created_at,
     expiresAt: r.expires_at,
     revokedAt: r.revoked_at,
+    minted:
+      r.cluster_created_at === null ? null : { by: r.minted_by, clusterCreatedAt: r.cluster_created_at },
   };
 }
 
-export const KEY_COLS = 'id, role, description, created_at, expires_at, revoked_at';
+export const KEY_COLS =
+  'id, role, description, created_at, expires_at, revoked_at, minted_by, cluster_created_at';
+
+/** The values of KEY_COLS for `key`, in that order. */
+export function keyValues(key: AccessKeyRecord): Array<string | number | null> {
+  return [
+    key.id,
+    key.role,
+    key.description,
+    key.createdAt,
+    key.expiresAt,
+    key.revokedAt,
+    key.minted?.by ?? null,
+    key.minted?.clusterCreatedAt ?? null,
+  ];
+}
 
 export const CLUSTER_COLS =
   'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since, agent_reason';

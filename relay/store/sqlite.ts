@@ -13,6 +13,18 @@ import {
   MAX_PENDING_PER_KEY,
   MAX_PENDING_REGISTRATIONS,
 } from '../config-control-limits.js';
+import {
+  checkKeyCaps,
+  ENDED_KEY_RETENTION_MS,
+  endedRowsOver,
+  type LiveKeyCounts,
+  liveKeyCountsSql,
+  pruneEndedKeysSql,
+  pruneOldestEndedSql,
+  revokeClusterKeysSql,
+  sqliteArgs,
+  sqliteParam,
+} from './access-key-caps.js';
 import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
 import { auditPrune, auditPruneDue, auditUpToSql, pruneAuditSql } from './audit-retention.js';
 import { applyMigrations } from './migrations.js';
@@ -27,7 +39,9 @@ import {
   type AuditRow,
   CLUSTER_COLS,
   type ClusterRow,
+  KEY_COLS,
   type KeyRow,
+  keyValues,
   toAuditRecord,
   toCluster,
   toKey,
@@ -44,6 +58,7 @@ import type {
   ClusterRecord,
   ClusterStatus,
   ClusterStatusChange,
+  CreateKeyOptions,
   LeaseInput,
   NewCluster,
   NewSecret,
@@ -62,6 +77,8 @@ import type {
 export const DEFAULT_STORE_LIMITS: StoreLimits = {
   maxClusters: 100_000,
   maxAccessKeys: 10_000,
+  maxLiveKeysPerMinter: 200,
+  maxEndedAccessKeys: 10_000,
   maxAuditRows: AUDIT_MAX_ROWS.default,
   auditRetentionMs: parseDuration(AUDIT_RETENTION.default),
   maxPendingRegistrations: MAX_PENDING_REGISTRATIONS.default,
@@ -113,9 +130,7 @@ export class SqliteStore implements Store {
            agent_reason = @agentReason
          WHERE name = @name AND public_key IS NOT NULL`,
       ),
-      findKey: db.prepare<[string], KeyRow>(
-        'SELECT id, role, description, created_at, expires_at, revoked_at FROM access_keys WHERE hash = ?',
-      ),
+      findKey: db.prepare<[string], KeyRow>(`SELECT ${KEY_COLS} FROM access_keys WHERE hash = ?`),
       getMeta: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
     };
   }
@@ -306,16 +321,21 @@ export class SqliteStore implements Store {
     });
   }
 
-  deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null> {
-    return this.#transaction(() => {
+  async deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null> {
+    const deleted = await this.#transaction(() => {
       const c = this.#cluster(name);
       if (!c) return null;
       // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
       this.#pool.release(name);
       this.#database.prepare('DELETE FROM clusters WHERE name = ?').run(name);
+      const revoked = this.#database
+        .prepare<Record<string, unknown>, { id: string }>(revokeClusterKeysSql(sqliteParam))
+        .all(sqliteArgs(name, audit.at));
       this.#audit(audit);
-      return c;
+      return { cluster: c, revoked: revoked.map((r) => r.id) };
     });
+    for (const id of deleted?.revoked ?? []) for (const listener of this.#keyRevoked) listener(id);
+    return deleted?.cluster ?? null;
   }
 
   register(input: RegisterInput, audit: AuditEntry): Promise<RegisterResult> {
@@ -412,20 +432,26 @@ export class SqliteStore implements Store {
     });
   }
 
-  createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void> {
+  createAccessKey(
+    key: AccessKeyRecord,
+    hash: string,
+    audit: AuditEntry,
+    options: CreateKeyOptions = { cap: 'enforce' },
+  ): Promise<void> {
     return this.#transaction(() => {
-      const n = this.#database.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM access_keys').get()!.n;
-      if (n >= this.#limits.maxAccessKeys) {
-        throw new TunnelError(
-          'LIMIT_EXCEEDED',
-          `access keys: the relay already holds ${this.#limits.maxAccessKeys}`,
-        );
-      }
-      this.#database
-        .prepare(
-          'INSERT INTO access_keys (id, role, description, hash, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        )
-        .run(key.id, key.role, key.description, hash, key.createdAt, key.expiresAt, key.revokedAt);
+      const db = this.#database;
+      const now = key.createdAt;
+      db.prepare(pruneEndedKeysSql(sqliteParam)).run(sqliteArgs(now - ENDED_KEY_RETENTION_MS));
+      const counts = db
+        .prepare<Record<string, unknown>, LiveKeyCounts>(liveKeyCountsSql(sqliteParam))
+        .get(sqliteArgs(now, key.minted?.by ?? null))!;
+      const over = endedRowsOver(counts, this.#limits);
+      if (over > 0) db.prepare(pruneOldestEndedSql(sqliteParam)).run(sqliteArgs(now, over));
+      if (options.cap === 'enforce') checkKeyCaps(key, counts, this.#limits);
+      db.prepare(`INSERT INTO access_keys (${KEY_COLS}, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+        ...keyValues(key),
+        hash,
+      );
       this.#audit(audit);
     });
   }
@@ -440,9 +466,7 @@ export class SqliteStore implements Store {
   listAccessKeys(): Promise<AccessKeyRecord[]> {
     return this.#transaction(() =>
       this.#database
-        .prepare<[], KeyRow>(
-          'SELECT id, role, description, created_at, expires_at, revoked_at FROM access_keys ORDER BY created_at, id',
-        )
+        .prepare<[], KeyRow>(`SELECT ${KEY_COLS} FROM access_keys ORDER BY created_at, id`)
         .all()
         .map(toKey),
     );

@@ -6,10 +6,18 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { isTunnelError } from '../../shared/errors.js';
 import { PostgresBackend, sqliteBackend } from '../../test/helpers/store-backends.js';
 import { PATH_REPORT_STALE_MS } from '../path-reports.js';
+import { ENDED_KEY_RETENTION_MS } from './access-key-caps.js';
 import { MIGRATIONS } from './migrations.js';
 import { PATH_HISTORY_MAX } from './path-history-row.js';
 import { SqliteStore } from './sqlite.js';
-import type { AgentPathRecord, AuditEntry, RegisterInput, RelayedReasonCount, Store } from './types.js';
+import type {
+  AccessKeyRecord,
+  AgentPathRecord,
+  AuditEntry,
+  RegisterInput,
+  RelayedReasonCount,
+  Store,
+} from './types.js';
 
 const audit = (action: string, target = 't'): AuditEntry => ({
   at: 1,
@@ -20,6 +28,16 @@ const audit = (action: string, target = 't'): AuditEntry => ({
   detail: {},
 });
 const secret = (id: string, expiresAt: number | null = 10_000) => ({ id, hash: `h-${id}`, expiresAt });
+const accessKey = (id: string, over: Partial<AccessKeyRecord>): AccessKeyRecord => ({
+  id,
+  role: 'viewer',
+  description: '',
+  createdAt: 1,
+  expiresAt: null,
+  revokedAt: null,
+  minted: null,
+  ...over,
+});
 const key = (n: number) => `${String(n).padStart(3, '0')}${'A'.repeat(40)}=`;
 
 function regInput(cluster: string, over: Partial<RegisterInput> = {}): RegisterInput {
@@ -538,6 +556,24 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     expect((await s.agentPaths([])).length).toBe(0);
   });
 
+  it('pages access keys in creation order, ties by id', async () => {
+    const created = [5, 1, 3, 3, 3, 9, 2, 7, 3, 4];
+    for (const [i, createdAt] of created.entries()) {
+      await s.createAccessKey(accessKey(`k${i}`, { createdAt }), `h-k${i}`, audit('t'));
+    }
+    const all = await s.listAccessKeys();
+    const seen: string[] = [];
+    let after: { createdAt: number; id: string } | null = null;
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await s.accessKeyPage({ limit: 3, after });
+      seen.push(...page.items.map((k) => k.id));
+      if (page.next === null) break;
+      after = page.next;
+    }
+    expect(seen).toEqual(all.map((k) => k.id));
+    expect(new Set(seen).size).toBe(created.length);
+  });
+
   it('pages the audit log newest first, by actor and since', async () => {
     for (let i = 1; i <= 25; i++) {
       await s.appendAudit({
@@ -629,7 +665,15 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
   });
 
   it('access keys, values and audit round-trip; audit is capped', async () => {
-    const k = { id: 'k1', role: 'viewer', description: 'd', createdAt: 1, expiresAt: null, revokedAt: null };
+    const k = {
+      id: 'k1',
+      role: 'viewer',
+      description: 'd',
+      createdAt: 1,
+      expiresAt: null,
+      revokedAt: null,
+      minted: null,
+    };
     await s.createAccessKey(k, 'hk1', audit('t'));
     expect(await s.findAccessKey('hk1')).toEqual(k);
     const told: string[] = [];
@@ -661,6 +705,7 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
       createdAt: 1,
       expiresAt,
       revokedAt: null,
+      minted: null,
     });
     await s.createAccessKey(admin('a1', null), 'ha1', audit('t'));
     await s.createAccessKey(admin('a2', 100), 'ha2', audit('t'));
@@ -671,6 +716,110 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     expect(await s.revokeAccessKey('a3', 200, audit('rv'))).toBe('last-admin');
     expect(await s.revokeAccessKey('a2', 200, audit('rv'))).toBe('revoked');
     expect((await s.listAudit(100)).filter((r) => r.action === 'rv')).toHaveLength(2);
+  });
+
+  it('caps live access keys only; the recovery key is exempt; ended keys go after the retention', async () => {
+    const small = await backend.open({ maxAccessKeys: 3 });
+    const keyAt = (id: string, createdAt: number, expiresAt: number | null) =>
+      small.createAccessKey(accessKey(id, { createdAt, expiresAt }), `h-${id}`, audit('t'));
+    // Three keys that expire at 100: a flood of short keys, as kubeconfigs with a 1 s ttl leave behind.
+    for (const id of ['e1', 'e2', 'e3']) await keyAt(id, 1, 100);
+    await expect(keyAt('refused', 50, null)).rejects.toSatisfy(
+      (e) => isTunnelError(e, 'LIMIT_EXCEEDED') && /3 live/.test(String(e)),
+    );
+    // Once they expired they no longer count.
+    for (const id of ['l1', 'l2', 'l3']) await keyAt(id, 200, null);
+    await expect(keyAt('l4', 201, null)).rejects.toSatisfy((e) => isTunnelError(e, 'LIMIT_EXCEEDED'));
+    // The offline recovery is never refused; a revoked key frees its place.
+    await small.createAccessKey(accessKey('rescue', { createdAt: 202 }), 'h-rescue', audit('t'), {
+      cap: 'exempt',
+    });
+    expect(await small.revokeAccessKey('l1', 300, audit('rv'))).toBe('revoked');
+    await expect(keyAt('l4', 301, null)).rejects.toSatisfy((e) => isTunnelError(e, 'LIMIT_EXCEEDED'));
+    expect(await small.revokeAccessKey('l2', 302, audit('rv'))).toBe('revoked');
+    await keyAt('l5', 303, null);
+    const ids = async () => (await small.listAccessKeys()).map((k) => k.id).sort();
+    expect(await ids()).toEqual(['e1', 'e2', 'e3', 'l1', 'l2', 'l3', 'l5', 'rescue']);
+    expect(await small.revokeAccessKey('l3', 400, audit('rv'))).toBe('revoked');
+    // Ended keys stay listed until ENDED_KEY_RETENTION_MS after they ended; the next creation deletes them.
+    const retained = 100 + ENDED_KEY_RETENTION_MS;
+    await keyAt('n1', retained - 1, retained);
+    expect(await ids()).toEqual(['e1', 'e2', 'e3', 'l1', 'l2', 'l3', 'l5', 'n1', 'rescue']);
+    await keyAt('n2', retained, retained + 1);
+    expect(await ids()).toEqual(['l1', 'l2', 'l3', 'l5', 'n1', 'n2', 'rescue']);
+    await keyAt('n3', 302 + ENDED_KEY_RETENTION_MS, 303 + ENDED_KEY_RETENTION_MS);
+    expect(await ids()).toEqual(['l3', 'l5', 'n1', 'n2', 'n3', 'rescue']);
+    await small.close();
+  });
+
+  it('keeps at most maxEndedAccessKeys ended keys, the ones that ended first going first', async () => {
+    const small = await backend.open({ maxEndedAccessKeys: 1 });
+    await small.createAccessKey(accessKey('kB', { createdAt: 100, expiresAt: 300 }), 'hB', audit('t'));
+    // Created after kB and expiring after it, but revoked before kB expired: kA ended first.
+    await small.createAccessKey(accessKey('kA', { createdAt: 150, expiresAt: 5_000 }), 'hA', audit('t'));
+    expect(await small.revokeAccessKey('kA', 200, audit('rv'))).toBe('revoked');
+    await small.createAccessKey(accessKey('kC', { createdAt: 400 }), 'hC', audit('t'));
+    expect((await small.listAccessKeys()).map((k) => k.id)).toEqual(['kB', 'kC']);
+    await small.createAccessKey(accessKey('kD', { createdAt: 500 }), 'hD', audit('t'));
+    expect((await small.listAccessKeys()).map((k) => k.id)).toEqual(['kB', 'kC', 'kD']);
+    await small.close();
+  });
+
+  it('caps the live kubeconfig keys of each minting key', async () => {
+    const small = await backend.open({ maxLiveKeysPerMinter: 2 });
+    const mint = (id: string, by: string, createdAt = 10, expiresAt: number | null = 1_000) =>
+      small.createAccessKey(
+        accessKey(id, {
+          role: 'cluster-proxy-read:edge',
+          createdAt,
+          expiresAt,
+          minted: { by, clusterCreatedAt: 1 },
+        }),
+        `h-${id}`,
+        audit('t'),
+      );
+    await mint('a1', 'k_a');
+    await mint('a2', 'k_a', 10, 500);
+    await expect(mint('a3', 'k_a')).rejects.toSatisfy(
+      (e) => isTunnelError(e, 'LIMIT_EXCEEDED') && /k_a already holds 2 live/.test(String(e)),
+    );
+    await mint('b1', 'k_b');
+    // a2 expired at 500: k_a has one live kubeconfig key again.
+    await mint('a3', 'k_a', 600);
+    expect((await small.findAccessKey('h-a3'))?.minted).toEqual({ by: 'k_a', clusterCreatedAt: 1 });
+    await small.close();
+  });
+
+  it("deleting a cluster revokes its kubeconfig keys and ends its install links, no other cluster's", async () => {
+    await s.createCluster(
+      { name: 'edge', group: 'default', displayName: 'e', createdAt: 1 },
+      { ...secret('p-edge'), install: { hash: 'link-edge', sealed: 'sealed' } },
+      audit('c'),
+    );
+    const scoped = (id: string, role: string, expiresAt: number | null = null) =>
+      s.createAccessKey(
+        accessKey(id, { role, expiresAt, minted: { by: 'k_admin', clusterCreatedAt: 1 } }),
+        `h-${id}`,
+        audit('t'),
+      );
+    await scoped('rw', 'cluster-proxy:edge');
+    await scoped('ro', 'cluster-proxy-read:edge');
+    await scoped('gone', 'cluster-proxy:edge', 20);
+    await scoped('other', 'cluster-proxy:edge-2');
+    await s.createAccessKey(accessKey('viewer', {}), 'h-viewer', audit('t'));
+    const told: string[] = [];
+    const stop = s.onAccessKeyRevoked((id) => told.push(id));
+    expect((await s.deleteCluster('edge', { ...audit('d', 'edge'), at: 50 }))?.name).toBe('edge');
+    stop();
+    expect(told.sort()).toEqual(['ro', 'rw']);
+    const revokedAt = async (id: string) => (await s.findAccessKey(`h-${id}`))?.revokedAt;
+    expect([await revokedAt('rw'), await revokedAt('ro')]).toEqual([50, 50]);
+    expect([await revokedAt('gone'), await revokedAt('other'), await revokedAt('viewer')]).toEqual([
+      null,
+      null,
+      null,
+    ]);
+    expect(await s.takeInstallLink('link-edge', 60, audit('i'))).toEqual({ ok: false, reason: 'unknown' });
   });
 
   it('initMeta sets once; closed stores reject with CLOSED', async () => {
@@ -760,5 +909,43 @@ describe('SqliteStore on disk', () => {
       reasonFrom: 'agent',
     });
     await s8.close();
+  });
+  it('migrates a version-9 database: kubeconfig keys are tied to their cluster, those of a gone one deleted', async () => {
+    const path = join(dir, 'v9.db');
+    const db = new Database(path);
+    db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT)');
+    MIGRATIONS.slice(0, 9).forEach((sql, i) => {
+      db.exec(sql);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)').run(i + 1);
+    });
+    // edge was created at 10; edge-new at 50, after a key for an earlier edge-new was minted (deleted, created again).
+    const cluster = db.prepare(
+      `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at, claims)
+         VALUES (?, 'default', ?, 'Pending', ?, ?, '{}')`,
+    );
+    cluster.run('edge', 'edge', 10, 10);
+    cluster.run('edge-new', 'edge-new', 50, 50);
+    const insertKey = db.prepare(
+      `INSERT INTO access_keys (id, role, description, hash, created_at, expires_at, revoked_at)
+         VALUES (?, ?, '', ?, ?, NULL, NULL)`,
+    );
+    insertKey.run('rw', 'cluster-proxy:edge', 'h-rw', 20);
+    insertKey.run('ro', 'cluster-proxy-read:edge', 'h-ro', 30);
+    insertKey.run('stale', 'cluster-proxy:edge-new', 'h-stale', 40);
+    insertKey.run('orphan', 'cluster-proxy-read:deleted', 'h-orphan', 40);
+    insertKey.run('admin', 'admin', 'h-admin', 1);
+    db.close();
+    const s10 = new SqliteStore(path);
+    expect((await s10.listAccessKeys()).map((k) => [k.id, k.minted])).toEqual([
+      ['admin', null],
+      ['rw', { by: null, clusterCreatedAt: 10 }],
+      ['ro', { by: null, clusterCreatedAt: 10 }],
+    ]);
+    // The tied keys end with their cluster.
+    const told: string[] = [];
+    s10.onAccessKeyRevoked((id) => told.push(id));
+    await s10.deleteCluster('edge', { ...audit('d', 'edge'), at: 60 });
+    expect(told.sort()).toEqual(['ro', 'rw']);
+    await s10.close();
   });
 });

@@ -74,6 +74,28 @@ export interface AccessKeyRecord {
   createdAt: number;
   expiresAt: number | null;
   revokedAt: number | null;
+  /** What a kubeconfig key (role `cluster-proxy:NAME` or `cluster-proxy-read:NAME`) is tied to; null for other keys. */
+  minted: KeyMinting | null;
+}
+
+/** A kubeconfig key's ties (POST /api/v1/clusters/:name/kubeconfig). */
+export interface KeyMinting {
+  /**
+   * Id of the access key that minted it (its live kubeconfig keys count against maxLiveKeysPerMinter); null for a
+   * key minted before the store recorded it (schema version 10).
+   */
+  by: string | null;
+  /**
+   * createdAt of the cluster it was minted for: the key reaches that cluster only, never a later cluster that
+   * reuses the name.
+   */
+  clusterCreatedAt: number;
+}
+
+/** How createAccessKey applies the caps. */
+export interface CreateKeyOptions {
+  /** `exempt`: the offline recovery and first-start admin key (relay/admin-key.ts), never refused by a cap. */
+  cap: 'enforce' | 'exempt';
 }
 
 /** An agent key that stopped being allowed, as another replica reports it (Store.onRemoteKeyLoss). */
@@ -146,7 +168,12 @@ export interface LeaseInput {
 
 export interface StoreLimits {
   maxClusters: number;
+  /** Live (not revoked, not expired) access keys; keys minted exempt from it (CreateKeyOptions) are not refused. */
   maxAccessKeys: number;
+  /** Live kubeconfig keys minted by one access key. */
+  maxLiveKeysPerMinter: number;
+  /** Ended (revoked or expired) access keys kept within their retention; past it, those that ended first go. */
+  maxEndedAccessKeys: number;
   /** Audit rows kept before the oldest are pruned; only rows older than `auditRetentionMs` are ever pruned. */
   maxAuditRows: number;
   /** Audit rows younger than this (by their `at`) are kept whatever their number. */
@@ -156,6 +183,7 @@ export interface StoreLimits {
   /** Pending clusters created by the registrations of one bootstrap key. */
   maxPendingPerKey: number;
 }
+
 /** One page of a list in a stable order, and the key of its last item when more remain (`next`, else null). */
 export interface Page<T, K> {
   items: T[];
@@ -266,7 +294,11 @@ export interface Store {
    * two concurrent calls one gets it); the audit row is written only when it is taken.
    */
   takeInstallLink(hash: string, now: number, audit: AuditEntry): Promise<TakeInstallResult>;
-  /** Deletes the cluster with its PSKs, credentials, values and address. Returns what was deleted. */
+  /**
+   * Deletes the cluster with its PSKs (and their install links), credentials, values and address, and revokes
+   * (at `audit.at`) every live access key scoped to it (`cluster-proxy:NAME`, `cluster-proxy-read:NAME`), in one
+   * transaction; onAccessKeyRevoked listeners hear of each such key. Returns what was deleted.
+   */
   deleteCluster(name: string, audit: AuditEntry): Promise<ClusterRecord | null>;
 
   /** Consumes the PSK (or checks the bootstrap key's cluster) and registers, atomically. */
@@ -293,8 +325,17 @@ export interface Store {
   /** Agents whose report written at or after `sinceWall` says relayed, by their hub's and their own reason. */
   relayedReasonCounts(sinceWall: number): Promise<RelayedReasonCount[]>;
 
-  /** LIMIT_EXCEEDED over maxAccessKeys. */
-  createAccessKey(key: AccessKeyRecord, hash: string, audit: AuditEntry): Promise<void>;
+  /**
+   * LIMIT_EXCEEDED over maxAccessKeys live keys, or over maxLiveKeysPerMinter for a kubeconfig key (unless
+   * `options.cap` is `exempt`). Deletes the keys that ended more than ENDED_KEY_RETENTION_MS before
+   * `key.createdAt` in the same transaction (store/access-key-caps.ts).
+   */
+  createAccessKey(
+    key: AccessKeyRecord,
+    hash: string,
+    audit: AuditEntry,
+    options?: CreateKeyOptions,
+  ): Promise<void>;
   findAccessKey(hash: string): Promise<AccessKeyRecord | null>;
   listAccessKeys(): Promise<AccessKeyRecord[]>;
   /** At most `limit` access keys in list order (created, then id), after `after`. */
@@ -308,7 +349,7 @@ export interface Store {
    */
   revokeAccessKey(id: string, now: number, audit: AuditEntry): Promise<RevokeKeyResult>;
   /**
-   * Calls `listener` with the key's id each time revokeAccessKey revokes one, once the change is
+   * Calls `listener` with the key's id each time revokeAccessKey (or deleteCluster) revokes one, once the change is
    * committed, so holders of live connections opened with it can end them. A store shared by several
    * relay replicas tells every replica (e.g. PostgreSQL LISTEN/NOTIFY). Listeners must not throw.
    * Returns the function that removes the listener.
