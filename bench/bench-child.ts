@@ -4,8 +4,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { pino } from 'pino';
-import type { RelayConfig } from '../relay/config.js';
-import { startRelay } from '../relay/server.js';
+import type { RelayConfig } from '../relay/ops/config/config.js';
+import { startRelay } from '../relay/start/server.js';
 
 /** In the child: starts the relay, writes one JSON line (url, caPem, adminKey) on stdout, closes on SIGTERM. */
 export async function serveRelayChild(config: RelayConfig): Promise<void> {

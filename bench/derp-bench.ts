@@ -12,12 +12,12 @@ import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { createServer as createTlsServer, connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
-import { createDerpServer } from '../relay/derp/server.js';
-import { connectDerp, type DerpClient } from '../shared/derp/client.js';
-import { FrameParser } from '../shared/derp/frame-parser.js';
-import { encodeSendPacket } from '../shared/derp/frames.js';
-import { pinOfCertificate } from '../shared/http/pin.js';
+import { createDerpServer } from '../relay/data/derp/server.js';
 import { generateKeyPair, type KeyPair } from '../shared/keys.js';
+import { connectDerp, type DerpClient } from '../shared/net/derp/client.js';
+import { FrameParser } from '../shared/net/derp/frame-parser.js';
+import { encodeSendPacket } from '../shared/net/derp/frames.js';
+import { pinOfCertificate } from '../shared/tls-pin.js';
 import { makeSelfSignedCert } from '../test/helpers/test-cert.js';
 import { describeMachine, ratio } from './machine.js';
 

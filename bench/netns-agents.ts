@@ -9,8 +9,8 @@ import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import { createNetns, type Netns } from '../test/helpers/netns.js';
 import {
   CLIENT_BIN,

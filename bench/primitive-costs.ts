@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
-import { defaultAead } from '../shared/wireguard/crypto/aead.js';
+import { defaultAead } from '../shared/net/wireguard/crypto/aead.js';
 
 const GIB = 1024 ** 3;
 const CHUNK = 64 * 1024;

@@ -11,10 +11,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { RelayClient } from '../shared/http/client.js';
-import { resolveProxySettings } from '../shared/proxy/proxy-config.js';
-import { relayConnectVia } from '../shared/proxy/transports.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { RelayClient } from '../shared/kit/http/client.js';
+import { resolveProxySettings } from '../shared/kit/proxy/proxy-config.js';
+import { relayConnectVia } from '../shared/kit/proxy/transports.js';
 import { stopChildren } from './bench-child.js';
 import { describeMachine } from './machine.js';
 import {

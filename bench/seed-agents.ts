@@ -1,9 +1,9 @@
 /** Agents registered and Accepted straight in a relay's SQLite store, for the benchmarks that start many. */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { hashSecret, newId, newSecret } from '../relay/secrets.js';
-import { SqliteStore } from '../relay/store/sqlite.js';
-import type { AuditEntry, Store } from '../relay/store/types.js';
+import { SqliteStore } from '../relay/control/store/sqlite.js';
+import type { AuditEntry, Store } from '../relay/control/store/types.js';
+import { hashSecret, newId, newSecret } from '../relay/ops/secrets.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 
 /** An agent's private key, tunnel address and per-pair preshared key (base64). */

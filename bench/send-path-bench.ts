@@ -2,21 +2,21 @@
  * The agent's send path for stream datagrams, in process and without I/O: ARQ DatagramWriter ->
  * wrapStreamDatagram (inner IPv4/UDP) -> sealTransport (WireGuard) -> encodeSendPacket (DERP frame), at
  * the relay MTU. Baseline: the copying path (datagrams without room, every layer allocates and copies, as
- * before shared/packet-room.ts). Compared: the same datagrams with the room the layers declare for a
+ * before shared/net/buffers/packet-room.ts). Compared: the same datagrams with the room the layers declare for a
  * relayed peer (streamDatagramRoom(transportRoom(relayed path))), where every layer writes in place. Reports MB/s, CPU seconds per GiB and GCs (major/minor, ms) per GiB, each
  * mode run alternately; the in-place figures as a ratio of the baseline measured in this run.
  * Run: npm run build:tools && node dist/bench/send-path-bench.js [MiB per run, default 512] [rounds, default 3]
  */
 import { type PerformanceEntry, PerformanceObserver, constants as perf } from 'node:perf_hooks';
-import { newArqStats } from '../shared/arq/arq-options.js';
-import { DatagramWriter } from '../shared/arq/datagram-writer.js';
-import { CMD_PUSH, SEG_HEADER } from '../shared/arq/segment.js';
-import { encodeSendPacket } from '../shared/derp/frames.js';
-import { RelayedPath } from '../shared/tunnel-endpoint/relayed-path.js';
-import { streamDatagramRoom, wrapStreamDatagram } from '../shared/tunnel-streams/inner-udp.js';
-import { defaultAead } from '../shared/wireguard/crypto/aead.js';
-import { Keypair } from '../shared/wireguard/keypair.js';
-import { sealTransport, transportRoom } from '../shared/wireguard/transport.js';
+import { newArqStats } from '../shared/net/arq/arq-options.js';
+import { DatagramWriter } from '../shared/net/arq/datagram-writer.js';
+import { CMD_PUSH, SEG_HEADER } from '../shared/net/arq/segment.js';
+import { encodeSendPacket } from '../shared/net/derp/frames.js';
+import { RelayedPath } from '../shared/net/tunnel-endpoint/relayed-path.js';
+import { streamDatagramRoom, wrapStreamDatagram } from '../shared/net/tunnel-streams/inner-udp.js';
+import { defaultAead } from '../shared/net/wireguard/crypto/aead.js';
+import { Keypair } from '../shared/net/wireguard/keypair.js';
+import { sealTransport, transportRoom } from '../shared/net/wireguard/transport.js';
 import { describeMachine, ratio } from './machine.js';
 
 const MIB = Number(process.argv[2] ?? '512');

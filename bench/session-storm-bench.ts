@@ -26,7 +26,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { HUB_DEFAULT_MAX_PEERS } from '../relay/hub/hub-node.js';
+import { HUB_DEFAULT_MAX_PEERS } from '../relay/data/hub/hub-node.js';
 import { ask } from './bench-child.js';
 import { describeMachine, ratio } from './machine.js';
 import { seedAgents } from './seed-agents.js';

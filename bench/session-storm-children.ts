@@ -8,20 +8,20 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
-import { resolveRelayConfig } from '../relay/config.js';
-import type { DataPlane } from '../relay/data-plane.js';
-import { hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
-import { startRelay } from '../relay/server.js';
-import { connectDerp, type DerpClient, type DerpClientOptions } from '../shared/derp/client.js';
-import { tryParseIpv4 } from '../shared/ip/echo-prober.js';
+import type { DataPlane } from '../relay/data/plane/data-plane.js';
+import { hubProxyPlugin } from '../relay/data/proxy/proxy-plugin.js';
+import { resolveRelayConfig } from '../relay/ops/config/config.js';
+import { startRelay } from '../relay/start/server.js';
+import { publicKeyFromPrivate } from '../shared/keys.js';
+import { connectDerp, type DerpClient, type DerpClientOptions } from '../shared/net/derp/client.js';
+import { tryParseIpv4 } from '../shared/net/ip/echo-prober.js';
 import {
   buildIcmpEchoPacket,
   ICMP_ECHO_REPLY,
   ICMP_ECHO_REQUEST,
   parseIcmpEcho,
   parseIpv4Address,
-} from '../shared/ip/index.js';
-import { publicKeyFromPrivate } from '../shared/keys.js';
+} from '../shared/net/ip/index.js';
 import type { Tunnel } from '../tunnel-client/agent/types.js';
 import { AgentSession } from '../tunnel-client/session/agent-session.js';
 

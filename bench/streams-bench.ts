@@ -8,10 +8,10 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import os from 'node:os';
-import { ArqSession } from '../shared/arq/arq-session.js';
 import { realClock } from '../shared/clock.js';
-import type { MuxStream } from '../shared/mux/mux-stream.js';
-import { muxOverArq } from '../shared/mux/transport.js';
+import { ArqSession } from '../shared/net/arq/arq-session.js';
+import type { MuxStream } from '../shared/net/mux/mux-stream.js';
+import { muxOverArq } from '../shared/net/mux/transport.js';
 
 const MiB = 1024 * 1024;
 const CHUNK = 64 * 1024;

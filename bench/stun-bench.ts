@@ -3,7 +3,7 @@
  * a client keeps WINDOW requests outstanding for SECONDS and counts answers; the server's CPU comes from
  * /proc. The baseline (`echo`) sends every datagram straight back (the least a Node UDP server can do per
  * datagram); `stun` parses the Binding request and builds its XOR-MAPPED-ADDRESS answer
- * (relay/stun/stun-responder.ts, with the answer cap lifted so the capacity shows).
+ * (relay/data/stun/stun-responder.ts, with the answer cap lifted so the capacity shows).
  *   node dist/bench/stun-bench.js [seconds per server, default 3]
  * Child mode (internal): stun-bench.js serve echo|stun
  */
@@ -11,9 +11,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { fileURLToPath } from 'node:url';
-import { STUN_MAX_ANSWERS_PER_SECOND, startStunResponder } from '../relay/stun/stun-responder.js';
+import { STUN_MAX_ANSWERS_PER_SECOND, startStunResponder } from '../relay/data/stun/stun-responder.js';
 import { realClock } from '../shared/clock.js';
-import { encodeBindingRequest } from '../shared/stun/stun-codec.js';
+import { encodeBindingRequest } from '../shared/net/stun/stun-codec.js';
 import { describeMachine } from './machine.js';
 import { procCpu } from './tunnel-fixture.js';
 

@@ -23,8 +23,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createSelfSignedCert } from '../relay/tls/self-signed.js';
-import { defaultAead } from '../shared/wireguard/crypto/aead.js';
+import { createSelfSignedCert } from '../relay/ops/tls/self-signed.js';
+import { defaultAead } from '../shared/net/wireguard/crypto/aead.js';
 import { cleanupAll } from '../test/helpers/cleanup.js';
 import { measureWireguardGoPair } from './baselines/wireguard-go.js';
 import { describeMachine } from './machine.js';

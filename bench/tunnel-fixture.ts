@@ -10,8 +10,8 @@ import net from 'node:net';
 import { dirname, join } from 'node:path';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import { loopbackServeArgs } from './serve-args.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -65,7 +65,7 @@ net.createServer((c) => {
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 export function start(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  // The binaries run with the flags their `#!` line gives them (shared/node-flags.ts), as users run them.
+  // The binaries run with the flags their `#!` line gives them (shared/kit/node-flags.ts), as users run them.
   const bin = args[0] === RELAY_BIN || args[0] === CLIENT_BIN ? NODE_FLAGS : [];
   const argv = cmd === process.execPath ? [...NODE_ARGS, ...bin, ...args] : args;
   const c = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -8,19 +8,19 @@
  */
 import { randomBytes } from 'node:crypto';
 import { generateKeyPair } from '../shared/keys.js';
-import { ENDPOINT_INNER_MTU } from '../shared/tunnel-endpoint/tunnel-endpoint.js';
-import { CookieChecker, CookieGenerator } from '../shared/wireguard/cookie.js';
+import { ENDPOINT_INNER_MTU } from '../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import { CookieChecker, CookieGenerator } from '../shared/net/wireguard/cookie.js';
 import {
   type Aead,
   defaultAead,
   nodeAead,
   opensslAead,
   sodiumAead,
-} from '../shared/wireguard/crypto/aead.js';
-import { naclX25519, nodeX25519, sodiumX25519, type X25519 } from '../shared/wireguard/crypto/x25519.js';
-import { Device, type Peer } from '../shared/wireguard/device.js';
-import { Keypair } from '../shared/wireguard/keypair.js';
-import { parseInitiation, parseResponse } from '../shared/wireguard/messages.js';
+} from '../shared/net/wireguard/crypto/aead.js';
+import { naclX25519, nodeX25519, sodiumX25519, type X25519 } from '../shared/net/wireguard/crypto/x25519.js';
+import { Device, type Peer } from '../shared/net/wireguard/device.js';
+import { Keypair } from '../shared/net/wireguard/keypair.js';
+import { parseInitiation, parseResponse } from '../shared/net/wireguard/messages.js';
 import {
   consumeInitiation,
   consumeResponse,
@@ -30,9 +30,9 @@ import {
   Handshake,
   type NoiseIdentity,
   type NoisePeer,
-} from '../shared/wireguard/noise.js';
-import { TimestampGenerator } from '../shared/wireguard/tai64n.js';
-import { openTransport, sealTransport } from '../shared/wireguard/transport.js';
+} from '../shared/net/wireguard/noise.js';
+import { TimestampGenerator } from '../shared/net/wireguard/tai64n.js';
+import { openTransport, sealTransport } from '../shared/net/wireguard/transport.js';
 import { describeMachine, opsPerSecond, ratio } from './machine.js';
 
 const MS = Number(process.argv[2] ?? 1600);

@@ -1,5 +1,5 @@
 /**
- * The web console's build: console/ -> dist/console, served by the relay under /ui/ (relay/routes/console.ts).
+ * The web console's build: console/ -> dist/console, served by the relay under /ui/ (relay/control/api/routes/console.ts).
  * No inline script or style (the relay's Content-Security-Policy forbids both), no source maps.
  */
 import { dirname, resolve } from 'node:path';

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loopbackServeArgs } from '../bench/serve-args.js';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import { getViaConnect, httpsGet } from './clients.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -1,9 +1,14 @@
 /** Property tests for the small input parsers: roles, secret shapes, tunnel addresses. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { addressToIndex, FIRST_AGENT_INDEX, indexToAddress, LAST_AGENT_INDEX } from './addresses.js';
-import { parseRole } from './auth.js';
-import { newSecret, SECRET_PREFIX, secretKind } from './secrets.js';
+import { parseRole } from './control/model/auth.js';
+import {
+  addressToIndex,
+  FIRST_AGENT_INDEX,
+  indexToAddress,
+  LAST_AGENT_INDEX,
+} from './control/store/addresses.js';
+import { newSecret, SECRET_PREFIX, secretKind } from './ops/secrets.js';
 
 describe('input parsers', () => {
   it('parseRole accepts exactly the four role forms', () => {

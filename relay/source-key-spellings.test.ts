@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ipv6Groups, sourceKey, UNKNOWN_SOURCE } from './source-address.js';
+import { ipv6Groups, sourceKey, UNKNOWN_SOURCE } from './ops/http/source-address.js';
 
 const group = fc.integer({ min: 0, max: 0xffff });
 const groups = fc.array(group, { minLength: 8, maxLength: 8 });

@@ -3,14 +3,14 @@
  * connection by closing it (a broken relay or load balancer: the worst case for a retry loop, since each attempt
  * fails at once), then the relay is started again on the same port and data dir. The agent's log has one "lost" line
  * and one "back" line and nothing per retry in between, and its reconnect attempts (the connections the port saw)
- * are spaced as shared/derp/backoff.ts says: never closer than the first wait, each gap at least the one before
+ * are spaced as shared/net/derp/backoff.ts says: never closer than the first wait, each gap at least the one before
  * (exponential, [e/2, e] jitter), none beyond the cap.
  */
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { DEFAULT_BACKOFF } from '../shared/derp/backoff.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { DEFAULT_BACKOFF } from '../shared/net/derp/backoff.js';
 import {
   adminEnvOf,
   buildIfStale,

@@ -1,11 +1,11 @@
 /**
  * The built binaries run as users run them after `npm install -g` or in the container image: executed
- * directly, through their `#!/usr/bin/env -S node <flags>` line (shared/node-flags.ts).
+ * directly, through their `#!/usr/bin/env -S node <flags>` line (shared/kit/node-flags.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import { CLIENT_BIN, RELAY_BIN, ROOT } from './cli-harness.js';
 
 const version = (JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { version: string }).version;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import { pollUntil, sleep } from './helpers/wait.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');

@@ -12,7 +12,7 @@ import { api } from './abuse/relay-fixture.js';
 import { cleanup, type Proc, type ReadyLine, startServe, tempDir } from './cli-harness.js';
 import { buildConsoleIfStale, launchChromium } from './console-harness.js';
 
-/** The console's page of clusters (console/src/use-clusters.ts). */
+/** The console's page of clusters (console/src/lib/use-clusters.ts). */
 const PAGE = 100;
 const CLUSTERS = 130;
 const names = Array.from({ length: CLUSTERS }, (_, i) => `page-${String(i).padStart(3, '0')}`);

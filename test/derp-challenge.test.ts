@@ -4,10 +4,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { FrameParser } from '../shared/derp/frame-parser.js';
-import { decodeServerKey, FRAME_HEADER_LEN, FrameType } from '../shared/derp/frames.js';
-import { encodeClientInfo, sharedKey } from '../shared/derp/handshake.js';
 import { generateKeyPair, type KeyPair } from '../shared/keys.js';
+import { FrameParser } from '../shared/net/derp/frame-parser.js';
+import { decodeServerKey, FRAME_HEADER_LEN, FrameType } from '../shared/net/derp/frames.js';
+import { encodeClientInfo, sharedKey } from '../shared/net/derp/handshake.js';
 import { startRelay, type TestRelay } from './derp-fixtures.js';
 
 let relay: TestRelay | undefined;

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../shared/clock.js';
-import { FrameType } from '../shared/derp/frames.js';
+import { FrameType } from '../shared/net/derp/frames.js';
 import {
   type BlackholeProxy,
   blackholeProxy,

@@ -5,18 +5,18 @@
 import { createServer, type Server } from 'node:https';
 import { type AddressInfo, connect, createServer as createTcpServer, type Socket } from 'node:net';
 import { WebSocket } from 'ws';
-import { createDerpServer, type DerpServer, type DerpServerOptions } from '../relay/derp/server.js';
+import { createDerpServer, type DerpServer, type DerpServerOptions } from '../relay/data/derp/server.js';
+import { generateKeyPair, type KeyPair } from '../shared/keys.js';
 import {
   connectDerp,
   type DerpClient,
   type DerpClientOptions,
   type DerpStateEvent,
-} from '../shared/derp/client.js';
-import { FrameParser } from '../shared/derp/frame-parser.js';
-import { decodeServerKey, FRAME_HEADER_LEN, FrameType } from '../shared/derp/frames.js';
-import { encodeClientInfo, sharedKey } from '../shared/derp/handshake.js';
-import { pinOfCertificate } from '../shared/http/pin.js';
-import { generateKeyPair, type KeyPair } from '../shared/keys.js';
+} from '../shared/net/derp/client.js';
+import { FrameParser } from '../shared/net/derp/frame-parser.js';
+import { decodeServerKey, FRAME_HEADER_LEN, FrameType } from '../shared/net/derp/frames.js';
+import { encodeClientInfo, sharedKey } from '../shared/net/derp/handshake.js';
+import { pinOfCertificate } from '../shared/tls-pin.js';
 import { makeSelfSignedCert, type TestCert } from './helpers/test-cert.js';
 
 let cert: TestCert | undefined;

@@ -1,13 +1,13 @@
 /**
- * The DERP send paths with room before the payload (shared/packet-room.ts), over a real TLS WebSocket relay:
+ * The DERP send paths with room before the payload (shared/net/buffers/packet-room.ts), over a real TLS WebSocket relay:
  * the WebSocket client writes its SendPacket header in place, and an in-process client (the hub) hands the
  * relay a SendPacket frame built in place that the relay rewrites into the receiver's RecvPacket. Payloads
  * must arrive byte for byte exactly as from plain buffers, in both directions, for every size.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { SEND_PACKET_HEADROOM } from '../shared/derp/frames.js';
 import { generateKeyPair } from '../shared/keys.js';
-import { allocPacket, headroomOf } from '../shared/packet-room.js';
+import { allocPacket, headroomOf } from '../shared/net/buffers/packet-room.js';
+import { SEND_PACKET_HEADROOM } from '../shared/net/derp/frames.js';
 import { startClient, startRelay, type TestClient, type TestRelay } from './derp-fixtures.js';
 import { waitFor } from './helpers/wait.js';
 

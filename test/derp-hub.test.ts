@@ -4,8 +4,8 @@
  * hears PeerGone for each agent that leaves.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { PeerGoneReason } from '../shared/derp/frames.js';
 import { generateKeyPair } from '../shared/keys.js';
+import { PeerGoneReason } from '../shared/net/derp/frames.js';
 import { startClient, startRelay, type TestClient, type TestRelay } from './derp-fixtures.js';
 import { waitFor } from './helpers/wait.js';
 

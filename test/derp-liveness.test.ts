@@ -6,8 +6,8 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeSendPacket, FrameType } from '../shared/derp/frames.js';
 import { generateKeyPair } from '../shared/keys.js';
+import { encodeSendPacket, FrameType } from '../shared/net/derp/frames.js';
 import {
   type BlackholeProxy,
   blackholeProxy,

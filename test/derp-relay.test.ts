@@ -8,9 +8,9 @@ import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { createDerpServer } from '../relay/derp/server.js';
-import { encodeSendPacket, FrameType, PeerGoneReason } from '../shared/derp/frames.js';
+import { createDerpServer } from '../relay/data/derp/server.js';
 import { generateKeyPair } from '../shared/keys.js';
+import { encodeSendPacket, FrameType, PeerGoneReason } from '../shared/net/derp/frames.js';
 import {
   rawClient,
   startClient,

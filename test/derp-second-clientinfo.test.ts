@@ -3,8 +3,8 @@
  * ClientInfo on the same connection, even one echoing the right challenge, is a protocol error (4002).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeServerKey, FrameType } from '../shared/derp/frames.js';
-import { encodeClientInfo, sharedKey } from '../shared/derp/handshake.js';
+import { decodeServerKey, FrameType } from '../shared/net/derp/frames.js';
+import { encodeClientInfo, sharedKey } from '../shared/net/derp/handshake.js';
 import { rawClient, startRelay, type TestRelay } from './derp-fixtures.js';
 import { waitFor } from './helpers/wait.js';
 

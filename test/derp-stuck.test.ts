@@ -3,7 +3,7 @@
  * are dropped there (counted), while two healthy clients keep exchanging every packet.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { FrameType } from '../shared/derp/frames.js';
+import { FrameType } from '../shared/net/derp/frames.js';
 import { rawClient, startClient, startRelay, type TestClient, type TestRelay } from './derp-fixtures.js';
 import { pollUntil, sleep, waitFor } from './helpers/wait.js';
 

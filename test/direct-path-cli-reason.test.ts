@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,

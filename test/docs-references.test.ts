@@ -23,7 +23,7 @@ function backticked(text: string): string[] {
 
 /**
  * Entry points of LIBRARIES.md: a file in backticks, a colon, then the names it exports in backticks, separated by
- * commas ("`shared/ring-queue.ts`: `RingQueue`, `RingQueueOptions`"). A bare file name is in the folder of the
+ * commas ("`shared/net/buffers/ring-queue.ts`: `RingQueue`, `RingQueueOptions`"). A bare file name is in the folder of the
  * file named before it.
  */
 function entryPoints(markdown: string): Array<{ file: string; name: string }> {

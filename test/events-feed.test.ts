@@ -11,8 +11,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import {
   adminEnvOf,
   buildIfStale,

@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Agent, type Dispatcher, request } from 'undici';
-import { type SseEvent, SseParser } from '../shared/http/sse-parser.js';
+import { type SseEvent, SseParser } from '../shared/kit/http/sse-parser.js';
 import { pollUntil } from './helpers/wait.js';
 
 export interface ReceivedEvent extends SseEvent {

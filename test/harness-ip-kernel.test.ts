@@ -5,10 +5,15 @@
  * must be dropped, which shows the check is real. Python only opens the TUN (Node has no ioctl).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatIpv4Address, parseIpv4Address } from '../shared/ip/address.js';
-import { buildIcmpEchoPacket, ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST, parseIcmpEcho } from '../shared/ip/icmp.js';
-import { ipv4HeaderChecksumOk, parseIpv4Packet } from '../shared/ip/ipv4.js';
-import { buildUdpPacket, parseUdp, udpChecksumOk } from '../shared/ip/udp.js';
+import { formatIpv4Address, parseIpv4Address } from '../shared/net/ip/address.js';
+import {
+  buildIcmpEchoPacket,
+  ICMP_ECHO_REPLY,
+  ICMP_ECHO_REQUEST,
+  parseIcmpEcho,
+} from '../shared/net/ip/icmp.js';
+import { ipv4HeaderChecksumOk, parseIpv4Packet } from '../shared/net/ip/ipv4.js';
+import { buildUdpPacket, parseUdp, udpChecksumOk } from '../shared/net/ip/udp.js';
 import {
   cleanupAll,
   createNetns,

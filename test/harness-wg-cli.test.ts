@@ -24,7 +24,7 @@ import {
   wgPubkey,
   wgSet,
   wgShowDump,
-} from '../shared/wg-cli/index.js';
+} from '../shared/kit/wg-cli/index.js';
 import {
   cleanupAll,
   createNetns,

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyToBase64 } from '../shared/keys.js';
-import { type GeneratedKeyPair, generateKeyPair, generatePresharedKey } from '../shared/wg-cli/keys.js';
+import { type GeneratedKeyPair, generateKeyPair, generatePresharedKey } from '../shared/kit/wg-cli/keys.js';
 import {
   addRule,
   blockUdpEgress,

@@ -8,7 +8,7 @@
  * authenticated packet from it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HUB_ADDRESS } from '../relay/addresses.js';
+import { HUB_ADDRESS } from '../relay/control/store/addresses.js';
 import { api } from './abuse/relay-fixture.js';
 import { buildIfStale, cleanup } from './cli-harness.js';
 import { cleanupAll } from './helpers/cleanup.js';

@@ -15,9 +15,9 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSelfSignedCert } from '../relay/tls/self-signed.js';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { createSelfSignedCert } from '../relay/ops/tls/self-signed.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import {
   adminEnvOf,
   buildIfStale,

@@ -11,9 +11,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { connectDerp, type DerpClient } from '../shared/derp/client.js';
 import { generateKeyPair, parseKey, publicKeyFromPrivate } from '../shared/keys.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { connectDerp, type DerpClient } from '../shared/net/derp/client.js';
 import {
   adminEnvOf,
   buildIfStale,

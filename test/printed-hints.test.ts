@@ -12,7 +12,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import { buildIfStale, CLIENT_BIN, cleanEnv, cleanup, RELAY_BIN, tempDir } from './cli-harness.js';
 import { pollUntil } from './helpers/wait.js';
 

@@ -13,8 +13,8 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as stringifyYaml } from 'yaml';
-import { connectKubeconfig } from '../relay/proxy/connect-kubeconfig.js';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
+import { connectKubeconfig } from '../relay/data/proxy/connect-kubeconfig.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,

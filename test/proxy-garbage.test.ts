@@ -15,16 +15,16 @@ import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HubProxy, hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
-import { DerpCloseCode } from '../shared/derp/close-codes.js';
+import { type HubProxy, hubProxyPlugin } from '../relay/data/proxy/proxy-plugin.js';
+import { generateKeyPair, type KeyPair, keyToBase64 } from '../shared/keys.js';
+import { DerpCloseCode } from '../shared/net/derp/close-codes.js';
 import {
   encodeSendPacket,
   FRAME_HEADER_LEN,
   FrameType,
   MAX_FRAME_LEN,
   MAX_PACKET_LEN,
-} from '../shared/derp/frames.js';
-import { generateKeyPair, type KeyPair, keyToBase64 } from '../shared/keys.js';
+} from '../shared/net/derp/frames.js';
 import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';

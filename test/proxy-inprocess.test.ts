@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { type HubProxy, hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
+import { type HubProxy, hubProxyPlugin } from '../relay/data/proxy/proxy-plugin.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import type { DataPlane } from '../tunnel-client/agent/agent.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';

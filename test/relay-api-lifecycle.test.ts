@@ -5,8 +5,8 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AdmittedPeer } from '../relay/admission.js';
-import type { KeyEvent } from '../relay/relay-events.js';
+import type { AdmittedPeer } from '../relay/control/model/admission.js';
+import type { KeyEvent } from '../relay/control/model/relay-events.js';
 import { FakeClock } from '../shared/clock.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import { startTestRelay, type TestRelay } from './helpers/test-relay.js';

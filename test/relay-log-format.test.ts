@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_FLAGS } from '../shared/node-flags.js';
+import { NODE_FLAGS } from '../shared/kit/node-flags.js';
 import {
   buildIfStale,
   cleanEnv,

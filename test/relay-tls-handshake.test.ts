@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveRelayConfig } from '../relay/config.js';
-import { type RunningRelay, startRelay, TLS_HANDSHAKE_TIMEOUT_MS } from '../relay/server.js';
+import { resolveRelayConfig } from '../relay/ops/config/config.js';
+import { type RunningRelay, startRelay, TLS_HANDSHAKE_TIMEOUT_MS } from '../relay/start/server.js';
 import { LogCapture } from './helpers/test-relay.js';
 
 let dir: string;

@@ -9,7 +9,7 @@
 import http from 'node:http';
 import { request } from 'node:https';
 import { join } from 'node:path';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
 import {
   CLIENT_BIN,
   cleanEnv,

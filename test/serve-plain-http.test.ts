@@ -6,7 +6,7 @@
  * Relay A: --public-ca-file holds the certificate its terminator serves (the test CA itself: a
  *   self-signed CA certificate naming localhost). The join command carries its pin; the agent joins
  *   through the terminator and its session comes up; curl reaches the agent's upstream through the
- *   path proxy and CONNECT, both via the terminator. The pin is a leaf pin (shared/http/pin.ts): behind
+ *   path proxy and CONNECT, both via the terminator. The pin is a leaf pin (shared/tls-pin.ts): behind
  *   a terminator that serves a leaf signed by that CA, the printed pin fails with CA_PIN_MISMATCH.
  * Relay B: no --public-ca-file; its terminator serves the CA-signed leaf. The join command carries no
  *   pin, the kubeconfig no CA, and `tunnel-client join --ca-file <CA>` works.
@@ -19,8 +19,8 @@ import net from 'node:net';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/cli/join-command-words.js';
-import { pinOfCertificate } from '../shared/http/pin.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
+import { pinOfCertificate } from '../shared/tls-pin.js';
 import {
   buildIfStale,
   CLIENT_BIN,

@@ -6,11 +6,11 @@
  * disconnects its agent at once and refuses it afterwards.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type DataPlane, dataPlaneOf } from '../relay/data-plane.js';
-import { hubProxyPlugin } from '../relay/proxy/proxy-plugin.js';
-import { connectDerp, type DerpStateEvent } from '../shared/derp/client.js';
-import { buildUdpPacket, parseIpv4Address } from '../shared/ip/index.js';
+import { type DataPlane, dataPlaneOf } from '../relay/data/plane/data-plane.js';
+import { hubProxyPlugin } from '../relay/data/proxy/proxy-plugin.js';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { connectDerp, type DerpStateEvent } from '../shared/net/derp/client.js';
+import { buildUdpPacket, parseIpv4Address } from '../shared/net/ip/index.js';
 import type { AgentState, Tunnel } from '../tunnel-client/agent/types.js';
 import { agentDataPlane } from '../tunnel-client/session/agent-data-plane.js';
 import { AgentSession } from '../tunnel-client/session/agent-session.js';

@@ -7,16 +7,16 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { HUB_ADDRESS } from '../relay/addresses.js';
+import { HUB_ADDRESS } from '../relay/control/store/addresses.js';
 import { FakeClock } from '../shared/clock.js';
-import { parseIpv4Address } from '../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey } from '../shared/keys.js';
-import type { MuxStream } from '../shared/mux/mux-stream.js';
-import { OPEN_OK, readOpenRequest, replyOpen } from '../shared/mux/open-target.js';
-import { MAX_PATH_MTU, type Path } from '../shared/tunnel-endpoint/path.js';
-import { TunnelEndpoint } from '../shared/tunnel-endpoint/tunnel-endpoint.js';
-import type { StreamBinding } from '../shared/tunnel-streams/stream-binding.js';
-import type { WireGuardTimers } from '../shared/wireguard/constants.js';
+import { parseIpv4Address } from '../shared/net/ip/index.js';
+import type { MuxStream } from '../shared/net/mux/mux-stream.js';
+import { OPEN_OK, readOpenRequest, replyOpen } from '../shared/net/mux/open-target.js';
+import { MAX_PATH_MTU, type Path } from '../shared/net/tunnel-endpoint/path.js';
+import { TunnelEndpoint } from '../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import type { StreamBinding } from '../shared/net/tunnel-streams/stream-binding.js';
+import type { WireGuardTimers } from '../shared/net/wireguard/constants.js';
 import { type FaultyLink, faultyPath } from './helpers/faulty-path.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');

@@ -4,10 +4,10 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ArqSession } from '../shared/arq/arq-session.js';
 import { realClock } from '../shared/clock.js';
-import type { MuxStream } from '../shared/mux/mux-stream.js';
-import { muxOverArq } from '../shared/mux/transport.js';
+import { ArqSession } from '../shared/net/arq/arq-session.js';
+import type { MuxStream } from '../shared/net/mux/mux-stream.js';
+import { muxOverArq } from '../shared/net/mux/transport.js';
 import { faultyPath } from './helpers/faulty-path.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');

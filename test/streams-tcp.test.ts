@@ -9,10 +9,16 @@ import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../shared/clock.js';
 import { isTunnelError } from '../shared/errors.js';
-import type { MuxSession } from '../shared/mux/mux-session.js';
-import type { MuxStream } from '../shared/mux/mux-stream.js';
-import { OPEN_OK, OPEN_REFUSED, openTarget, readOpenRequest, replyOpen } from '../shared/mux/open-target.js';
-import { muxOverDuplex } from '../shared/mux/transport.js';
+import type { MuxSession } from '../shared/net/mux/mux-session.js';
+import type { MuxStream } from '../shared/net/mux/mux-stream.js';
+import {
+  OPEN_OK,
+  OPEN_REFUSED,
+  openTarget,
+  readOpenRequest,
+  replyOpen,
+} from '../shared/net/mux/open-target.js';
+import { muxOverDuplex } from '../shared/net/mux/transport.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const cleanups: (() => void)[] = [];

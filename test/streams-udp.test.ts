@@ -8,12 +8,12 @@ import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArqSession } from '../shared/arq/arq-session.js';
 import { realClock } from '../shared/clock.js';
 import { isTunnelError } from '../shared/errors.js';
-import type { MuxStream } from '../shared/mux/mux-stream.js';
-import { OPEN_OK, openTarget, readOpenRequest, replyOpen } from '../shared/mux/open-target.js';
-import { muxOverArq } from '../shared/mux/transport.js';
+import { ArqSession } from '../shared/net/arq/arq-session.js';
+import type { MuxStream } from '../shared/net/mux/mux-stream.js';
+import { OPEN_OK, openTarget, readOpenRequest, replyOpen } from '../shared/net/mux/open-target.js';
+import { muxOverArq } from '../shared/net/mux/transport.js';
 import { mulberry32 } from './helpers/faulty-path.js';
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeMappedAddress, STUN_BINDING_SUCCESS } from '../shared/stun/stun-codec.js';
+import { decodeMappedAddress, STUN_BINDING_SUCCESS } from '../shared/net/stun/stun-codec.js';
 import {
   buildIfStale,
   cleanEnv,

@@ -1,20 +1,25 @@
 /**
  * Interop of the in-place send path with the real wireguard-go: inner packets handed to our Device in
- * buffers granted room (shared/packet-room.ts) are sealed where they lie (header in front, padding and tag
+ * buffers granted room (shared/net/buffers/packet-room.ts) are sealed where they lie (header in front, padding and tag
  * behind). wireguard-go in a network namespace must decrypt them and its kernel must answer, for sizes
  * that need every amount of padding, and the datagrams must be the in-place ones (one allocation each).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { formatIpv4Address, parseIpv4Address } from '../shared/ip/address.js';
-import { buildIcmpEchoPacket, ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST, parseIcmpEcho } from '../shared/ip/icmp.js';
-import { IP_PROTO_ICMP, parseIpv4Packet } from '../shared/ip/ipv4.js';
 import { generateKeyPair } from '../shared/keys.js';
-import { allocPacket } from '../shared/packet-room.js';
-import { TRANSPORT_HEADROOM, TRANSPORT_TAILROOM } from '../shared/wireguard/transport.js';
-import { UdpBind, udpEndpoint } from '../shared/wireguard/udp-bind.js';
+import { allocPacket } from '../shared/net/buffers/packet-room.js';
+import { formatIpv4Address, parseIpv4Address } from '../shared/net/ip/address.js';
+import {
+  buildIcmpEchoPacket,
+  ICMP_ECHO_REPLY,
+  ICMP_ECHO_REQUEST,
+  parseIcmpEcho,
+} from '../shared/net/ip/icmp.js';
+import { IP_PROTO_ICMP, parseIpv4Packet } from '../shared/net/ip/ipv4.js';
+import { TRANSPORT_HEADROOM, TRANSPORT_TAILROOM } from '../shared/net/wireguard/transport.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { createNetns, type Netns } from './helpers/netns.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
+import { UdpBind, udpEndpoint } from './helpers/udp-bind.js';
 import { waitFor } from './helpers/wait.js';
 import { startWireguardGo } from './helpers/wireguard-go.js';
 

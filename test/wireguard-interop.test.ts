@@ -4,22 +4,22 @@
  * answers pings. Every case starts its own wireguard-go and Device and tears them down after.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { formatIpv4Address, parseIpv4Address } from '../shared/ip/address.js';
+import { generateKeyPair, generatePresharedKey, type KeyPair } from '../shared/keys.js';
+import { formatIpv4Address, parseIpv4Address } from '../shared/net/ip/address.js';
 import {
   buildEchoReplyFor,
   buildIcmpEchoPacket,
   ICMP_ECHO_REPLY,
   ICMP_ECHO_REQUEST,
   parseIcmpEcho,
-} from '../shared/ip/icmp.js';
-import { IP_PROTO_ICMP, parseIpv4Packet } from '../shared/ip/ipv4.js';
-import { generateKeyPair, generatePresharedKey, type KeyPair } from '../shared/keys.js';
-import type { WireGuardTimers } from '../shared/wireguard/constants.js';
-import type { Peer } from '../shared/wireguard/device.js';
-import { UdpBind, udpEndpoint } from '../shared/wireguard/udp-bind.js';
+} from '../shared/net/ip/icmp.js';
+import { IP_PROTO_ICMP, parseIpv4Packet } from '../shared/net/ip/ipv4.js';
+import type { WireGuardTimers } from '../shared/net/wireguard/constants.js';
+import type { Peer } from '../shared/net/wireguard/device.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { createNetns, type Netns } from './helpers/netns.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
+import { UdpBind, udpEndpoint } from './helpers/udp-bind.js';
 import { waitFor } from './helpers/wait.js';
 import { startWireguardGo, type WireguardGoHandle } from './helpers/wireguard-go.js';
 

@@ -1,18 +1,18 @@
 /** The console shell: sign-in, then the navigation, the live cluster set and the page for the route. */
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
-import { type Api, makeApi } from './api.js';
-import { Console, type ConsoleState } from './context.js';
+import { type Api, makeApi } from './lib/api.js';
+import { Console, type ConsoleState } from './lib/context.js';
+import { abilitiesOf } from './lib/roles.js';
+import { type Route, useRoute } from './lib/router.js';
+import { forgetKey, savedKey, saveKey } from './lib/session.js';
+import type { WhoAmI } from './lib/types.js';
+import { useClusters } from './lib/use-clusters.js';
 import { AccessKeysPage } from './pages/access-keys.js';
 import { ApprovalsPage } from './pages/approvals.js';
 import { AuditPage } from './pages/audit.js';
 import { ClusterPage } from './pages/cluster.js';
 import { ClustersPage } from './pages/clusters.js';
 import { SignIn } from './pages/sign-in.js';
-import { abilitiesOf } from './roles.js';
-import { type Route, useRoute } from './router.js';
-import { forgetKey, savedKey, saveKey } from './session.js';
-import type { WhoAmI } from './types.js';
-import { useClusters } from './use-clusters.js';
 
 interface Session {
   api: Api;

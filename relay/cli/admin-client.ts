@@ -4,16 +4,16 @@
  *   --access-key KEY    (env TUNNEL_ACCESS_KEY)
  *   --ca-pin sha256:... (env TUNNEL_RELAY_CA_PIN) or --ca-file FILE (env TUNNEL_RELAY_CA_FILE)
  *   --timeout SECONDS   per call, default 15
- * A flag beats the environment, also across --ca-pin / --ca-file (shared/cli/flag-over-env.ts).
+ * A flag beats the environment, also across --ca-pin / --ca-file (shared/kit/cli/flag-over-env.ts).
  */
 import { type Command, Option } from 'commander';
-import { flagsBeatEnvironment } from '../../shared/cli/flag-over-env.js';
-import { outputOption } from '../../shared/cli/output.js';
-import { parseRelayUrl, shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
-import { RelayClient } from '../../shared/http/client.js';
-import { parseCaPin } from '../../shared/http/pin.js';
-import { trustFromFlags } from '../../shared/http/trust.js';
+import { flagsBeatEnvironment } from '../../shared/kit/cli/flag-over-env.js';
+import { outputOption } from '../../shared/kit/cli/output.js';
+import { parseRelayUrl, shown } from '../../shared/kit/cli/parsers.js';
+import { RelayClient } from '../../shared/kit/http/client.js';
+import { trustFromFlags } from '../../shared/kit/http/trust.js';
+import { parseCaPin } from '../../shared/tls-pin.js';
 
 export const DEFAULT_SERVER = 'https://127.0.0.1:8443';
 

@@ -8,12 +8,12 @@
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { Command } from 'commander';
-import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { TunnelError } from '../../shared/errors.js';
-import { mintAdminKey } from '../admin-key.js';
-import { type RelayConfig, resolveRelayConfig } from '../config.js';
-import { openStore } from '../server.js';
-import { describeTarget } from '../store/postgres-url.js';
+import { type OutputFormat, outputOption, streamPrinter } from '../../shared/kit/cli/output.js';
+import { type RelayConfig, resolveRelayConfig } from '../ops/config/config.js';
+import { describeTarget } from '../ops/config/postgres-url.js';
+import { mintAdminKey } from '../start/admin-key.js';
+import { openStore } from '../start/server.js';
 
 interface AdminKeyFlags {
   dataDir?: string;

@@ -4,9 +4,9 @@
  * every page (list-pages.ts).
  */
 import { Command } from 'commander';
-import { printAnswer, table } from '../../shared/cli/output.js';
-import { shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
+import { printAnswer, table } from '../../shared/kit/cli/output.js';
+import { shown } from '../../shared/kit/cli/parsers.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import { nextPageNote, type PageFlags, pageOptions, readPages } from './list-pages.js';
 
@@ -26,7 +26,7 @@ export const AUDIT_FOLLOW_PAGE = 250;
 
 type AuditFlags = AdminFlags & PageFlags & { all?: boolean; since?: string; actor?: string };
 
-/** RFC 3339 with a zone, as the relay takes it (relay/routes/audit.ts). */
+/** RFC 3339 with a zone, as the relay takes it (relay/control/api/routes/audit.ts). */
 function parseSince(v: string): string {
   if (
     !/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/.test(v) ||

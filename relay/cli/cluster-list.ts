@@ -6,10 +6,10 @@
  * here. The filters apply to the text and the JSON output alike.
  */
 import { Command, Option } from 'commander';
-import { ageOf } from '../../shared/cli/age.js';
-import { streamPrinter, table } from '../../shared/cli/output.js';
-import { oneOf, parseClusterName } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
+import { ageOf } from '../../shared/kit/cli/age.js';
+import { streamPrinter, table } from '../../shared/kit/cli/output.js';
+import { oneOf, parseClusterName } from '../../shared/kit/cli/parsers.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import type { Cluster } from './cluster.js';
 import { watchClusters } from './cluster-watch.js';
@@ -22,11 +22,11 @@ type StatusFilter = (typeof STATUS_FILTERS)[number];
 
 type ListFlags = AdminFlags & PageFlags & { status?: StatusFilter; group?: string; watch?: boolean };
 
-/** The relay's largest page of clusters (relay/paging.ts CLUSTER_PAGE). */
+/** The relay's largest page of clusters (relay/control/model/paging.ts CLUSTER_PAGE). */
 export const CLUSTER_PAGE_MAX = 500;
 /**
  * Clusters per page when every page is read: 100 clusters with the most claims (about 22 KB each) fit well within
- * the 4 MiB a response may have (shared/http/client.ts).
+ * the 4 MiB a response may have (shared/kit/http/client.ts).
  */
 export const CLUSTER_FOLLOW_PAGE = 100;
 
@@ -45,7 +45,7 @@ function listPath(flags: Pick<ListFlags, 'status' | 'group'>): string {
   return text === '' ? '/api/v1/clusters' : `/api/v1/clusters?${text}`;
 }
 
-/** Where the cluster's agent stands, from the Joined condition's reason (relay/conditions.ts). */
+/** Where the cluster's agent stands, from the Joined condition's reason (relay/control/model/conditions.ts). */
 export function agentState(c: Cluster): string {
   const joined = c.conditions?.find((x) => x.type === 'Joined');
   switch (joined?.reason) {

@@ -8,7 +8,7 @@
  * A cluster is printed when it passes the filters now or did before the change (a watch of Pending clusters
  * shows the one that turned Accepted).
  */
-import { type Printer, streamPrinter } from '../../shared/cli/output.js';
+import { type Printer, streamPrinter } from '../../shared/kit/cli/output.js';
 import type { AdminFlags } from './admin-client.js';
 import type { Cluster } from './cluster.js';
 import { clusterRows } from './cluster-list.js';

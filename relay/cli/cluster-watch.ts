@@ -11,8 +11,8 @@
  * that error. Ctrl-C (or SIGTERM) ends it with exit code 0.
  */
 import { ERROR_CODES, type ErrorCode, TunnelError } from '../../shared/errors.js';
-import type { RelayClient } from '../../shared/http/client.js';
-import { type SseEvent, SseParser } from '../../shared/http/sse-parser.js';
+import type { RelayClient } from '../../shared/kit/http/client.js';
+import { type SseEvent, SseParser } from '../../shared/kit/http/sse-parser.js';
 import { type AdminFlags, withClient } from './admin-client.js';
 import type { Cluster } from './cluster.js';
 import { type WatchView, watchViewFor } from './cluster-watch-view.js';

@@ -1,9 +1,9 @@
 /** `tunnel-relay cluster create|list|get|accept|deny|delete|rotate-psk`. */
 import { Command } from 'commander';
-import { streamPrinter } from '../../shared/cli/output.js';
-import { parseClusterName, parseHttpUrl } from '../../shared/cli/parsers.js';
-import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
+import { streamPrinter } from '../../shared/kit/cli/output.js';
+import { parseClusterName, parseHttpUrl } from '../../shared/kit/cli/parsers.js';
+import { parseDuration } from '../../shared/kit/duration.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import { clusterListCommand } from './cluster-list.js';
 import { type PathDetail, pathCell, pathLines } from './path-text.js';

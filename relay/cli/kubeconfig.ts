@@ -6,10 +6,10 @@
  */
 import { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
-import { streamPrinter } from '../../shared/cli/output.js';
-import { parseClusterName } from '../../shared/cli/parsers.js';
-import { parseDuration } from '../../shared/duration.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
+import { streamPrinter } from '../../shared/kit/cli/output.js';
+import { parseClusterName } from '../../shared/kit/cli/parsers.js';
+import { parseDuration } from '../../shared/kit/duration.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import { defaultKubeconfigPath, mergeKubeconfigFile } from './kubeconfig-merge.js';
 

@@ -5,9 +5,9 @@
  * a page fits the 4 MiB a response may have) until the relay gives no `continue`.
  */
 import { Option } from 'commander';
-import { shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
-import type { RelayClient } from '../../shared/http/client.js';
+import { shown } from '../../shared/kit/cli/parsers.js';
+import type { RelayClient } from '../../shared/kit/http/client.js';
 
 export interface PageFlags {
   limit?: number;

@@ -3,8 +3,8 @@
  * tunnel-relay binary: the command tree with the data plane (DERP at /derp, hub node) and the hub's
  * proxies (CONNECT, /api/v1/clusters/:name/proxy) mounted.
  */
-import { main } from '../../shared/cli/run-cli.js';
-import { hubProxyPlugin } from '../proxy/proxy-plugin.js';
+import { main } from '../../shared/kit/cli/run-cli.js';
+import { hubProxyPlugin } from '../data/proxy/proxy-plugin.js';
 import { buildRelayProgram } from './program.js';
 
 main(buildRelayProgram({ startOptions: { plugins: [hubProxyPlugin()] } }));

@@ -1,6 +1,7 @@
 /** `tunnel-relay manifests relay|agent`: Kubernetes YAML for `kubectl apply -f -` on stdout. */
 import { Command, Option } from 'commander';
-import { allowOption } from '../../shared/cli/allow-option.js';
+import { TunnelError } from '../../shared/errors.js';
+import { allowOption } from '../../shared/kit/cli/allow-option.js';
 import {
   oneOf,
   parseClusterName,
@@ -8,17 +9,16 @@ import {
   parseHttpUrl,
   parsePortOrOff,
   parseRelayUrl,
-} from '../../shared/cli/parsers.js';
-import { packageVersion } from '../../shared/cli/version.js';
-import { TunnelError } from '../../shared/errors.js';
-import { parseCaPin } from '../../shared/http/pin.js';
-import { type AgentFlags, agentOptions, parseNoProxy } from '../manifests/agent-flags.js';
-import { agentManifests } from '../manifests/agent-manifests.js';
-import { parseImage, parseNamespace } from '../manifests/common.js';
-import { type RelayFlags, relayOptions } from '../manifests/relay-flags.js';
-import { relayManifests, SERVICE_TYPES } from '../manifests/relay-manifests.js';
-import { renderManifests } from '../manifests/render.js';
-import { parseQosClass } from '../manifests/resources.js';
+} from '../../shared/kit/cli/parsers.js';
+import { packageVersion } from '../../shared/kit/cli/version.js';
+import { parseCaPin } from '../../shared/tls-pin.js';
+import { type AgentFlags, agentOptions, parseNoProxy } from '../control/manifests/agent-flags.js';
+import { agentManifests } from '../control/manifests/agent-manifests.js';
+import { parseImage, parseNamespace } from '../control/manifests/common.js';
+import { type RelayFlags, relayOptions } from '../control/manifests/relay-flags.js';
+import { relayManifests, SERVICE_TYPES } from '../control/manifests/relay-manifests.js';
+import { renderManifests } from '../control/manifests/render.js';
+import { parseQosClass } from '../control/manifests/resources.js';
 
 function udpPort(flag: string) {
   return (v: string): number | 'off' => {

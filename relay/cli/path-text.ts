@@ -3,11 +3,11 @@
  * path in use (and, relayed, the reason's code), and in detail the remote, each path's RTT, the last switch and
  * why it is not direct (the code, its words and who reported it: the agent or the hub).
  */
-import { ageOf } from '../../shared/cli/age.js';
-import { relayedReasonText } from '../../shared/tunnel-endpoint/relayed-reasons.js';
-import type { HubPathDetail, ReasonedPathDetail } from '../path-reason.js';
+import { ageOf } from '../../shared/kit/cli/age.js';
+import { relayedReasonText } from '../../shared/net/tunnel-endpoint/relayed-reasons.js';
+import type { HubPathDetail, ReasonedPathDetail } from '../control/store/path-reason.js';
 
-/** The API's `pathDetail` (relay/cluster-view.ts); `reasonFrom` is absent from older relays. */
+/** The API's `pathDetail` (relay/control/model/cluster-view.ts); `reasonFrom` is absent from older relays. */
 export type PathDetail = HubPathDetail & Partial<Pick<ReasonedPathDetail, 'reasonFrom'>>;
 
 interface WithPath {

@@ -1,8 +1,8 @@
 /** The tunnel-relay command tree. main.ts runs it; wiring code can pass relay start options (plugins). */
 import { Command } from 'commander';
-import { withCompletion } from '../../shared/cli/completion.js';
-import { withVersion } from '../../shared/cli/version-command.js';
-import type { StartOptions } from '../server.js';
+import { withCompletion } from '../../shared/kit/cli/completion.js';
+import { withVersion } from '../../shared/kit/cli/version-command.js';
+import type { StartOptions } from '../start/server.js';
 import { adminKeyCommand } from './admin-key.js';
 import { auditCommand } from './audit.js';
 import { clusterCommand } from './cluster.js';

@@ -1,8 +1,8 @@
 /** `tunnel-relay rate-limit list|clear`: sources counted for failed registrations (list: admin, viewer; clear: admin). */
 import { Command } from 'commander';
-import { printAnswer, table } from '../../shared/cli/output.js';
 import { TunnelError } from '../../shared/errors.js';
-import { parseSource } from '../source-address.js';
+import { printAnswer, table } from '../../shared/kit/cli/output.js';
+import { parseSource } from '../ops/http/source-address.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 
 interface LimitItem {

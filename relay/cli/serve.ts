@@ -7,13 +7,18 @@
  * terminal and JSON otherwise (`--log-format` decides).
  */
 import { Command, Option } from 'commander';
-import { jsonLogStream, type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
-import { keepAlive, untilSignal } from '../../shared/cli/signals.js';
-import { resolveRelayConfig } from '../config.js';
-import { STORE_PASSWORD_ENV } from '../config-store.js';
-import { prettyLogStream } from '../pretty-log.js';
-import { type RunningRelay, type StartOptions, startRelay } from '../server.js';
-import { startRelayTier } from '../tier/tier-start.js';
+import {
+  jsonLogStream,
+  type OutputFormat,
+  outputOption,
+  streamPrinter,
+} from '../../shared/kit/cli/output.js';
+import { keepAlive, untilSignal } from '../../shared/kit/cli/signals.js';
+import { startRelayTier } from '../fleet/tier/tier-start.js';
+import { resolveRelayConfig } from '../ops/config/config.js';
+import { STORE_PASSWORD_ENV } from '../ops/config/config-store.js';
+import { prettyLogStream } from '../ops/pretty-log.js';
+import { type RunningRelay, type StartOptions, startRelay } from '../start/server.js';
 
 /** What serve prints and drains, in either mode. */
 type ServedRelay = Pick<RunningRelay, 'url' | 'publicUrl' | 'caPin' | 'plainHttp' | 'adminKey' | 'drain'>;

@@ -2,15 +2,15 @@
 
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { printAnswer, streamPrinter, table } from '../../shared/cli/output.js';
-import { parseRole, shown } from '../../shared/cli/parsers.js';
-import { shellQuote } from '../../shared/cli/shell-quote.js';
-import { parseDuration } from '../../shared/duration.js';
 import { TunnelError } from '../../shared/errors.js';
+import { printAnswer, streamPrinter, table } from '../../shared/kit/cli/output.js';
+import { parseRole, shown } from '../../shared/kit/cli/parsers.js';
+import { shellQuote } from '../../shared/kit/cli/shell-quote.js';
+import { parseDuration } from '../../shared/kit/duration.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import { nextPageNote, type PageFlags, pageOptions, readPages } from './list-pages.js';
 
-/** The relay's largest page of access keys (relay/paging.ts TOKEN_PAGE). */
+/** The relay's largest page of access keys (relay/control/model/paging.ts TOKEN_PAGE). */
 export const TOKEN_PAGE_MAX = 1000;
 
 interface CreatedToken {

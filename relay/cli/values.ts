@@ -7,11 +7,11 @@
  */
 import { Command } from 'commander';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { streamPrinter } from '../../shared/cli/output.js';
-import { collect, oneOf, parseClusterName, shown } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
-import { isPlainMap, type Values } from '../../shared/values/deep-merge.js';
-import { readValuesFile } from '../../shared/values/values-file.js';
+import { streamPrinter } from '../../shared/kit/cli/output.js';
+import { collect, oneOf, parseClusterName, shown } from '../../shared/kit/cli/parsers.js';
+import { isPlainMap, type Values } from '../../shared/kit/values/deep-merge.js';
+import { readValuesFile } from '../../shared/kit/values/values-file.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 
 type Source = 'platform-config' | 'cluster-annotation';

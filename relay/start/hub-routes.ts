@@ -3,22 +3,22 @@
  * before it listens.
  */
 import type { FastifyInstance } from 'fastify';
-import { watchAuditOverCap } from '../audit-over-cap.js';
-import type { RelayContext } from '../context.js';
-import { screenMeshHeader } from '../mesh/mesh-screen.js';
-import { auditRoutes } from '../routes/audit.js';
-import { clusterRoutes } from '../routes/clusters.js';
-import { consoleRoutes } from '../routes/console.js';
-import { eventsRoutes } from '../routes/events.js';
-import { healthRoutes } from '../routes/health.js';
-import { kubeconfigRoutes } from '../routes/kubeconfig.js';
-import { networkRoutes } from '../routes/network.js';
-import { rateLimitRoutes } from '../routes/rate-limits.js';
-import { registerRoutes } from '../routes/register.js';
-import { tokenRoutes } from '../routes/tokens.js';
-import { valuesRoutes } from '../routes/values.js';
-import { whoamiRoutes } from '../routes/whoami.js';
-import { installWriteBudget } from '../write-budget-hook.js';
+import type { RelayContext } from '../context/context.js';
+import { watchAuditOverCap } from '../control/api/audit-over-cap.js';
+import { auditRoutes } from '../control/api/routes/audit.js';
+import { clusterRoutes } from '../control/api/routes/clusters.js';
+import { consoleRoutes } from '../control/api/routes/console.js';
+import { eventsRoutes } from '../control/api/routes/events.js';
+import { healthRoutes } from '../control/api/routes/health.js';
+import { kubeconfigRoutes } from '../control/api/routes/kubeconfig.js';
+import { networkRoutes } from '../control/api/routes/network.js';
+import { rateLimitRoutes } from '../control/api/routes/rate-limits.js';
+import { registerRoutes } from '../control/api/routes/register.js';
+import { tokenRoutes } from '../control/api/routes/tokens.js';
+import { valuesRoutes } from '../control/api/routes/values.js';
+import { whoamiRoutes } from '../control/api/routes/whoami.js';
+import { installWriteBudget } from '../control/api/write-budget-hook.js';
+import { screenMeshHeader } from '../fleet/mesh/mesh-screen.js';
 
 export type RelayPlugin = (app: FastifyInstance, relay: RelayContext) => Promise<void>;
 

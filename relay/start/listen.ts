@@ -6,9 +6,9 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { RelayConfig } from '../config.js';
-import { type HttpLimits, openFilesWarning } from '../http/http-limits.js';
-import { type HeldPort, listenBindError } from '../port-hold.js';
+import type { RelayConfig } from '../ops/config/config.js';
+import { type HttpLimits, openFilesWarning } from '../ops/config/http-limits.js';
+import { type HeldPort, listenBindError } from '../ops/port-hold.js';
 import { certCovers, type TlsTrust } from './tls-trust.js';
 
 function urlHost(host: string): string {

@@ -1,7 +1,7 @@
 /** Maps Fastify's own errors (validation, body limit, media type) to the project's codes. */
 import type { FastifyError } from 'fastify';
 import { type ErrorCode, isTunnelError, TunnelError } from '../../shared/errors.js';
-import { redactSecrets } from '../secrets.js';
+import { redactSecrets } from '../ops/secrets.js';
 import { BODY_LIMIT } from './limits.js';
 
 function validationError(err: FastifyError): TunnelError {

@@ -4,11 +4,11 @@
  * was. Each is released by `undo` when a later step fails.
  */
 import type { Clock } from '../../shared/clock.js';
-import type { RelayConfig } from '../config.js';
-import { type HeldPort, holdListenPort } from '../port-hold.js';
-import { type StunResponder, startStunResponder } from '../stun/stun-responder.js';
-import { type HubUdp, openHubUdp } from '../udp/hub-udp.js';
-import type { UndoStack } from '../undo-stack.js';
+import { type StunResponder, startStunResponder } from '../data/stun/stun-responder.js';
+import { type HubUdp, openHubUdp } from '../data/udp/hub-udp.js';
+import type { RelayConfig } from '../ops/config/config.js';
+import { type HeldPort, holdListenPort } from '../ops/port-hold.js';
+import type { UndoStack } from '../ops/undo-stack.js';
 
 export interface RelayPorts {
   listen: HeldPort;

@@ -1,14 +1,14 @@
 /**
  * How a relay process (either mode) closes and drains. close: stop accepting, wait for in-flight requests, cut the
  * connections still open after the grace, then run the mode's own steps (ports, store). drain (SIGTERM, see
- * relay/drain.ts): /readyz fails at once; after DRAIN_READINESS_MS, once nothing the drain tracks is in flight (or
+ * relay/fleet/drain.ts): /readyz fails at once; after DRAIN_READINESS_MS, once nothing the drain tracks is in flight (or
  * the grace less DRAIN_CLOSE_RESERVE_MS ran out), the agents are moved; requests are served until DRAIN_QUIET_MS
  * pass without one, then the relay closes, cutting connections still open when the grace ends.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Clock } from '../../shared/clock.js';
-import type { DrainState } from '../drain.js';
+import type { DrainState } from '../fleet/drain.js';
 import type { ClosingFlag } from './fastify-app.js';
 import {
   DRAIN_CLOSE_RESERVE_MS,

@@ -3,12 +3,12 @@
  * BAD_CONFIG naming the server when it cannot).
  */
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
-import { type OnModeFixed, warnOnStderr } from '../../shared/secret-file.js';
-import type { RelayConfig } from '../config.js';
-import { prepareDbFile } from '../store/db-file.js';
-import { PostgresStore } from '../store/postgres.js';
-import { SqliteStore } from '../store/sqlite.js';
-import type { Store, StoreLimits } from '../store/types.js';
+import { type OnModeFixed, warnOnStderr } from '../../shared/kit/secret-file.js';
+import { prepareDbFile } from '../control/store/db-file.js';
+import { PostgresStore } from '../control/store/postgres.js';
+import { SqliteStore } from '../control/store/sqlite.js';
+import type { Store, StoreLimits } from '../control/store/types.js';
+import type { RelayConfig } from '../ops/config/config.js';
 
 export interface OpenStoreOptions {
   /** A SQLite file whose mode had to be narrowed (default: a warning on stderr). */

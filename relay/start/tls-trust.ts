@@ -5,15 +5,9 @@
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
-import type { OnModeFixed } from '../../shared/secret-file.js';
-import type { RelayConfig } from '../config.js';
-import {
-  ensureDataDir,
-  loadOrCreateTls,
-  loadPublicCa,
-  type PublicCa,
-  type TlsIdentity,
-} from '../identity.js';
+import type { OnModeFixed } from '../../shared/kit/secret-file.js';
+import type { RelayConfig } from '../ops/config/config.js';
+import { ensureDataDir, loadOrCreateTls, loadPublicCa, type PublicCa, type TlsIdentity } from './identity.js';
 
 export interface TlsTrust {
   /** Null with plain-http: clients see the terminator's certificate. */

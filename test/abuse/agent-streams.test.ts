@@ -10,9 +10,9 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realClock } from '../../shared/clock.js';
-import { parseIpv4Address } from '../../shared/ip/index.js';
-import type { MuxStream } from '../../shared/mux/mux-stream.js';
-import { OPEN_OK, readOpenRequest, replyOpen } from '../../shared/mux/open-target.js';
+import { parseIpv4Address } from '../../shared/net/ip/index.js';
+import type { MuxStream } from '../../shared/net/mux/mux-stream.js';
+import { OPEN_OK, readOpenRequest, replyOpen } from '../../shared/net/mux/open-target.js';
 import type { AgentSession } from '../../tunnel-client/session/agent-session.js';
 import { buildIfStale, cleanup, tempDir } from '../cli-harness.js';
 import { waitFor } from '../helpers/wait.js';

@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadOrCreateHubKey } from '../../relay/identity.js';
+import { loadOrCreateHubKey } from '../../relay/ops/hub-key.js';
 import { generateKeyPair } from '../../shared/keys.js';
 import { buildIfStale, cleanup, tempDir } from '../cli-harness.js';
 import { api, createCluster, logLines, type ServedRelay, serve, storeCluster } from './relay-fixture.js';

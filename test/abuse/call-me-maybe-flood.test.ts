@@ -14,11 +14,11 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDerp, type DerpClient } from '../../shared/derp/client.js';
-import { type DiscoAddress, newTxid, openDisco, sealDisco } from '../../shared/disco/disco-codec.js';
-import { DiscoKeyring } from '../../shared/disco/disco-keyring.js';
 import type { KeyPair } from '../../shared/keys.js';
-import { DEFAULT_DISCO_LIMITS } from '../../shared/tunnel-endpoint/disco-limits.js';
+import { connectDerp, type DerpClient } from '../../shared/net/derp/client.js';
+import { type DiscoAddress, newTxid, openDisco, sealDisco } from '../../shared/net/disco/disco-codec.js';
+import { DiscoKeyring } from '../../shared/net/disco/disco-keyring.js';
+import { DEFAULT_DISCO_LIMITS } from '../../shared/net/tunnel-endpoint/disco-limits.js';
 import { buildIfStale, cleanup } from '../cli-harness.js';
 import { createNetns } from '../helpers/netns.js';
 import { requireIntegrationPrivileges } from '../helpers/privileges.js';

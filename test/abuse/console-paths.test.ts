@@ -56,7 +56,7 @@ const TARGETS = [
   'package.json',
   'etc/passwd',
   'etc%2fpasswd',
-  'relay/server.ts',
+  'relay/start/server.ts',
   'tls/key.pem',
   'index.html%00',
 ];

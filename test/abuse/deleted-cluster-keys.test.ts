@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newSecret } from '../../relay/secrets.js';
+import { newSecret } from '../../relay/ops/secrets.js';
 import { buildIfStale, cleanup, tempDir } from '../cli-harness.js';
 import { api, type ServedRelay, serve } from './relay-fixture.js';
 import { abuseRuns } from './scale.js';

@@ -8,11 +8,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_DERP_LIMITS } from '../../relay/derp/limits.js';
-import { joinCommandWords } from '../../shared/cli/join-command-words.js';
-import { connectDerp, type DerpClient } from '../../shared/derp/client.js';
-import type { DerpStateEvent } from '../../shared/derp/client-options.js';
+import { DEFAULT_DERP_LIMITS } from '../../relay/data/derp/limits.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
+import { joinCommandWords } from '../../shared/kit/cli/join-command-words.js';
+import { connectDerp, type DerpClient } from '../../shared/net/derp/client.js';
+import type { DerpStateEvent } from '../../shared/net/derp/client-options.js';
 import {
   adminEnvOf,
   buildIfStale,

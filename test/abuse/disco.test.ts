@@ -12,7 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDerp, type DerpClient } from '../../shared/derp/client.js';
+import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
+import { connectDerp, type DerpClient } from '../../shared/net/derp/client.js';
 import {
   DISCO_MAGIC,
   DISCO_MIN_LEN,
@@ -20,9 +21,8 @@ import {
   newTxid,
   openDisco,
   sealDisco,
-} from '../../shared/disco/disco-codec.js';
-import { DiscoKeyring } from '../../shared/disco/disco-keyring.js';
-import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
+} from '../../shared/net/disco/disco-codec.js';
+import { DiscoKeyring } from '../../shared/net/disco/disco-keyring.js';
 import { buildIfStale, cleanup } from '../cli-harness.js';
 import { waitFor } from '../helpers/wait.js';
 import { metrics, registerPeer, serveWithUdp, type UdpRelay } from '../hub-udp-fixture.js';

@@ -22,7 +22,7 @@ import { api, EventCurl } from '../events-fixture.js';
 import { pollUntil } from '../helpers/wait.js';
 import { abuseScale } from './scale.js';
 
-/** The relay's caps (relay/routes/events.ts, docs/LIMITS.md). */
+/** The relay's caps (relay/control/api/routes/events.ts, docs/LIMITS.md). */
 const MAX_STREAMS = 128;
 const FAT_CLUSTERS = 100;
 const PER_KEY = 8;

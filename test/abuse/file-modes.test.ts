@@ -25,7 +25,7 @@ import {
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../../shared/cli/join-command-words.js';
+import { joinCommandWords } from '../../shared/kit/cli/join-command-words.js';
 import {
   adminEnvOf,
   buildIfStale,

@@ -6,7 +6,7 @@
  * then do what a hostile agent would with the session's own stream link and mux.
  */
 import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
-import type { MuxStream } from '../../shared/mux/mux-stream.js';
+import type { MuxStream } from '../../shared/net/mux/mux-stream.js';
 import type { Tunnel } from '../../tunnel-client/agent/types.js';
 import { AgentSession } from '../../tunnel-client/session/agent-session.js';
 import { api, createCluster, type ServedRelay } from './relay-fixture.js';

@@ -15,7 +15,7 @@ import {
   encodeBindingSuccess,
   parseStunRequest,
   type StunBindingRequest,
-} from '../../shared/stun/stun-codec.js';
+} from '../../shared/net/stun/stun-codec.js';
 import { buildIfStale, cleanup } from '../cli-harness.js';
 import { waitFor } from '../helpers/wait.js';
 import { metrics, serveWithUdp, type UdpRelay, udpCounter } from '../hub-udp-fixture.js';

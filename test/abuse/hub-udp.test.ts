@@ -10,18 +10,18 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HUB_ADDRESS } from '../../relay/addresses.js';
-import { DISCO_MAGIC } from '../../shared/disco/disco-codec.js';
+import { HUB_ADDRESS } from '../../relay/control/store/addresses.js';
+import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
+import { DISCO_MAGIC } from '../../shared/net/disco/disco-codec.js';
 import {
   buildIcmpEchoPacket,
   ICMP_ECHO_REPLY,
   ICMP_ECHO_REQUEST,
   parseIcmpEcho,
-} from '../../shared/ip/icmp.js';
-import { parseIpv4Address } from '../../shared/ip/index.js';
-import { parseIpv4Packet } from '../../shared/ip/ipv4.js';
-import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
-import { Device, type Peer } from '../../shared/wireguard/device.js';
+} from '../../shared/net/ip/icmp.js';
+import { parseIpv4Address } from '../../shared/net/ip/index.js';
+import { parseIpv4Packet } from '../../shared/net/ip/ipv4.js';
+import { Device, type Peer } from '../../shared/net/wireguard/device.js';
 import { buildIfStale, cleanup } from '../cli-harness.js';
 import { waitFor } from '../helpers/wait.js';
 import {

@@ -16,7 +16,7 @@ import { abuseScale } from './scale.js';
 
 const CLUSTERS = 300 * abuseScale();
 const CONCURRENCY = 8;
-/** The relay's default and largest page of clusters (relay/paging.ts). */
+/** The relay's default and largest page of clusters (relay/control/model/paging.ts). */
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 500;
 

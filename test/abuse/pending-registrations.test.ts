@@ -32,7 +32,7 @@ const relay = serveForFile({
 
 const url = () => relay.ready.url;
 const admin = () => relay.adminEnv.TUNNEL_ACCESS_KEY!;
-/** The most claims an agent may send (shared/claim-limits.ts): 20 of 1 KiB. */
+/** The most claims an agent may send (shared/api/claim-limits.ts): 20 of 1 KiB. */
 const claims = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`claim-${i}`, 'x'.repeat(1024)]));
 
 async function bootstrapKey(): Promise<{ id: string; token: string }> {

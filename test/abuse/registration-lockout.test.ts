@@ -7,8 +7,8 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../../shared/cli/join-command-words.js';
 import { generateKeyPair, keyToBase64 } from '../../shared/keys.js';
+import { joinCommandWords } from '../../shared/kit/cli/join-command-words.js';
 import { CLIENT_BIN, cleanEnv, RELAY_BIN, run, tempDir } from '../cli-harness.js';
 import { type FromSourceReply, requestFrom } from '../helpers/from-source.js';
 import { serveForFile } from '../helpers/served-relay.js';

@@ -7,7 +7,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { Agent, request } from 'undici';
-import { joinCommandWords } from '../../shared/cli/join-command-words.js';
+import { joinCommandWords } from '../../shared/kit/cli/join-command-words.js';
 import {
   buildIfStale,
   CLIENT_BIN,

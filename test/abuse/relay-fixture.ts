@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import { WebSocket } from 'ws';
-import { newSecret } from '../../relay/secrets.js';
-import { decodeServerKey, FrameType } from '../../shared/derp/frames.js';
+import { newSecret } from '../../relay/ops/secrets.js';
+import { decodeServerKey, FrameType } from '../../shared/net/derp/frames.js';
 import {
   CLIENT_BIN,
   type Curl,

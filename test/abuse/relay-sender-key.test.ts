@@ -11,17 +11,17 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDerp, type DerpClient } from '../../shared/derp/client.js';
-import { isDiscoMessage } from '../../shared/disco/disco-codec.js';
+import { connectDerp, type DerpClient } from '../../shared/net/derp/client.js';
+import { isDiscoMessage } from '../../shared/net/disco/disco-codec.js';
 import {
   buildIcmpEchoPacket,
   ICMP_ECHO_REPLY,
   ICMP_ECHO_REQUEST,
   parseIcmpEcho,
-} from '../../shared/ip/icmp.js';
-import { parseIpv4Address } from '../../shared/ip/index.js';
-import { parseIpv4Packet } from '../../shared/ip/ipv4.js';
-import { Device } from '../../shared/wireguard/device.js';
+} from '../../shared/net/ip/icmp.js';
+import { parseIpv4Address } from '../../shared/net/ip/index.js';
+import { parseIpv4Packet } from '../../shared/net/ip/ipv4.js';
+import { Device } from '../../shared/net/wireguard/device.js';
 import { buildIfStale, cleanup, tempDir } from '../cli-harness.js';
 import { waitFor } from '../helpers/wait.js';
 import { metrics } from '../hub-udp-fixture.js';

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_FLAGS } from '../../shared/node-flags.js';
+import { NODE_FLAGS } from '../../shared/kit/node-flags.js';
 import {
   buildIfStale,
   cleanEnv,

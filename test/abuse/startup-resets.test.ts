@@ -1,6 +1,6 @@
 /**
  * Connections reset while the relay starts: `serve` holds its TLS port from the first moment of its start
- * (relay/port-hold.ts) while it makes its certificate and keys and connects to its store; a client that connects
+ * (relay/ops/port-hold.ts) while it makes its certificate and keys and connects to its store; a client that connects
  * then and resets (a load balancer's health check, or anyone) must not crash it. Replayed against the real binary
  * with a PostgreSQL store that keeps the start waiting (a server that accepts and says nothing for 1.5 s, then
  * hangs up): connections are opened and reset on the held port every few milliseconds meanwhile, and the start must

@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_VALUES_DEPTH } from '../../relay/values-limits.js';
+import { MAX_VALUES_DEPTH } from '../../relay/control/model/values-limits.js';
 import { buildIfStale, cleanup, type Proc, type ReadyLine, startServe, tempDir } from '../cli-harness.js';
 import { abuseRuns } from './scale.js';
 

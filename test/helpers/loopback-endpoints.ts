@@ -5,14 +5,17 @@
  * run on short timers (FAST_PATH_TIMERS) so a test takes seconds.
  */
 import { realClock } from '../../shared/clock.js';
-import { isDiscoMessage } from '../../shared/disco/disco-codec.js';
-import { parseIpv4Address } from '../../shared/ip/index.js';
 import { generateKeyPair, generatePresharedKey, type KeyPair } from '../../shared/keys.js';
-import type { Path } from '../../shared/tunnel-endpoint/path.js';
-import type { PathTimers } from '../../shared/tunnel-endpoint/path-timers.js';
-import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
-import { TunnelEndpoint, type TunnelEndpointOptions } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
-import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
+import { isDiscoMessage } from '../../shared/net/disco/disco-codec.js';
+import { parseIpv4Address } from '../../shared/net/ip/index.js';
+import type { Path } from '../../shared/net/tunnel-endpoint/path.js';
+import type { PathTimers } from '../../shared/net/tunnel-endpoint/path-timers.js';
+import type { PeerPaths } from '../../shared/net/tunnel-endpoint/peer-paths.js';
+import {
+  TunnelEndpoint,
+  type TunnelEndpointOptions,
+} from '../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import { UdpTransport } from '../../shared/net/tunnel-endpoint/udp-transport.js';
 
 export const HUB_ADDRESS = '100.64.0.1';
 export const AGENT_ADDRESS = '100.64.0.2';
@@ -117,7 +120,7 @@ export function relayedPath(from: LoopbackNode, to: () => LoopbackNode): Path {
  * Adds each node as the other's disco peer over the relayed path, and gives each its loopback candidate. The
  * hub's relay hands its payloads to `agentNow()` (default: `agent`): a test that restarts the agent points it
  * at the new node and connects that one with connectAgent. Loopback candidates named in a call-me-maybe are never
- * probed (shared/disco/candidate-address.ts), so, as a real agent is told the hub's UDP endpoint, the agent has
+ * probed (shared/net/disco/candidate-address.ts), so, as a real agent is told the hub's UDP endpoint, the agent has
  * the hub's as a configured address; the hub learns the agent's from its pings (loopback sources are allowed).
  */
 export function connectNodes(

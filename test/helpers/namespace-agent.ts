@@ -5,8 +5,8 @@
  */
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { joinCommandWords } from '../../shared/cli/join-command-words.js';
-import { NODE_FLAGS } from '../../shared/node-flags.js';
+import { joinCommandWords } from '../../shared/kit/cli/join-command-words.js';
+import { NODE_FLAGS } from '../../shared/kit/node-flags.js';
 import { CLIENT_BIN, tempDir } from '../cli-harness.js';
 import type { Netns } from './netns.js';
 import type { ProcessHandle } from './process.js';

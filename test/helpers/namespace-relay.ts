@@ -3,7 +3,7 @@
  * CLI) listening on `0.0.0.0:TLS` with the public URL of the hub router's outside address, and the admin
  * environment that reaches it over the management veth.
  */
-import { NODE_FLAGS } from '../../shared/node-flags.js';
+import { NODE_FLAGS } from '../../shared/kit/node-flags.js';
 import { cleanEnv, RELAY_BIN, type ReadyLine, tempDir } from '../cli-harness.js';
 import type { DoubleNatTopology } from './nat-topology.js';
 import type { ProcessHandle } from './process.js';

@@ -12,7 +12,7 @@
  * reach the host and can be fixed.
  */
 import { execFileSync } from 'node:child_process';
-import { formatIpv4Address, parseCidr } from '../../shared/ip/address.js';
+import { formatIpv4Address, parseCidr } from '../../shared/net/ip/address.js';
 import { registerCleanup, runQuietSync } from './cleanup.js';
 import { uniqueIfname, uniqueNetnsName } from './names.js';
 import {

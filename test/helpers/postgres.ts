@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import type { PostgresConnection } from '../../relay/store/postgres-connection.js';
+import type { PostgresConnection } from '../../relay/ops/config/postgres-connection.js';
 import { registerCleanup } from './cleanup.js';
 import { freePort } from './tinyproxy.js';
 

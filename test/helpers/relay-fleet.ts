@@ -7,9 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createSelfSignedCert, pemDecodeFirst } from '../../relay/tls/self-signed.js';
-import { pinOfCertificate } from '../../shared/http/pin.js';
+import { createSelfSignedCert, pemDecodeFirst } from '../../relay/ops/tls/self-signed.js';
 import { generateKeyPair, keyToBase64 } from '../../shared/keys.js';
+import { pinOfCertificate } from '../../shared/tls-pin.js';
 
 export interface FleetFiles {
   hubKeyFile: string;

@@ -3,10 +3,10 @@
  * server (test/helpers/postgres.ts) with a fresh database for every store opened.
  */
 
-import { PostgresStore } from '../../relay/store/postgres.js';
-import type { PostgresConnection } from '../../relay/store/postgres-connection.js';
-import { SqliteStore } from '../../relay/store/sqlite.js';
-import type { Store, StoreLimits } from '../../relay/store/types.js';
+import { PostgresStore } from '../../relay/control/store/postgres.js';
+import { SqliteStore } from '../../relay/control/store/sqlite.js';
+import type { Store, StoreLimits } from '../../relay/control/store/types.js';
+import type { PostgresConnection } from '../../relay/ops/config/postgres-connection.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from './postgres.js';
 
 export interface StoreBackend {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Netns } from './netns.js';
 
-const CODEC = join(fileURLToPath(new URL('../..', import.meta.url)), 'dist/shared/stun/stun-codec.js');
+const CODEC = join(fileURLToPath(new URL('../..', import.meta.url)), 'dist/shared/net/stun/stun-codec.js');
 
 const SCRIPT = `
 import dgram from 'node:dgram';

@@ -1,5 +1,5 @@
 /**
- * STUN servers inside a network namespace: the relay's own STUN responder (relay/stun/stun-responder.ts, the
+ * STUN servers inside a network namespace: the relay's own STUN responder (relay/data/stun/stun-responder.ts, the
  * one `tunnel-relay serve --stun-port` runs) bound to each of `hosts` on `port`, in one node process under
  * `ip netns exec` (a socket cannot be opened inside a namespace from this process). Each responder answers from
  * the address it was asked at, so one namespace with two addresses gives two STUN servers at different
@@ -12,7 +12,7 @@ import type { ProcessHandle } from './process.js';
 import { waitFor } from './wait.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const RESPONDER = join(ROOT, 'dist/relay/stun/stun-responder.js');
+const RESPONDER = join(ROOT, 'dist/relay/data/stun/stun-responder.js');
 const CLOCK = join(ROOT, 'dist/shared/clock.js');
 
 const SCRIPT = `

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Agent, request } from 'undici';
-import { type RelayConfig, resolveRelayConfig } from '../../relay/config.js';
-import { type RunningRelay, type StartOptions, startRelay } from '../../relay/server.js';
+import { type RelayConfig, resolveRelayConfig } from '../../relay/ops/config/config.js';
+import { type RunningRelay, type StartOptions, startRelay } from '../../relay/start/server.js';
 import type { Clock } from '../../shared/clock.js';
 
 export class LogCapture extends Writable {

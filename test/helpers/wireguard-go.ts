@@ -9,8 +9,8 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WgDump } from '../../shared/wg-cli/dump.js';
-import { checkIfname, type WgPeerConfig, wgSet, wgShowDump } from '../../shared/wg-cli/set.js';
+import type { WgDump } from '../../shared/kit/wg-cli/dump.js';
+import { checkIfname, type WgPeerConfig, wgSet, wgShowDump } from '../../shared/kit/wg-cli/set.js';
 import { registerCleanup } from './cleanup.js';
 import { uniqueIfname } from './names.js';
 import type { Netns } from './netns.js';

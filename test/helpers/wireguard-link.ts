@@ -3,11 +3,11 @@
  * so tests can inspect, drop, duplicate or reorder them. Used by the unit tests only.
  */
 import { FakeClock } from '../../shared/clock.js';
-import { parseIpv4Address } from '../../shared/ip/address.js';
-import { buildUdpPacket } from '../../shared/ip/udp.js';
 import { generateKeyPair, type KeyPair } from '../../shared/keys.js';
-import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
-import { Device, type Endpoint, type Peer } from '../../shared/wireguard/device.js';
+import { parseIpv4Address } from '../../shared/net/ip/address.js';
+import { buildUdpPacket } from '../../shared/net/ip/udp.js';
+import type { WireGuardTimers } from '../../shared/net/wireguard/constants.js';
+import { Device, type Endpoint, type Peer } from '../../shared/net/wireguard/device.js';
 
 export interface Wire {
   from: 'a' | 'b';

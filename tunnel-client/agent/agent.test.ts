@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../shared/clock.js';
 import { isTunnelError } from '../../shared/errors.js';
-import { RelayClient } from '../../shared/http/client.js';
+import { RelayClient } from '../../shared/kit/http/client.js';
 import { startTestRelay, type TestRelay } from '../../test/helpers/test-relay.js';
 import { pollUntil } from '../../test/helpers/wait.js';
 import { Agent } from './agent.js';

@@ -8,9 +8,9 @@
  */
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
-import type { ProxySettings } from '../../shared/proxy/proxy-config.js';
-import type { Values } from '../../shared/values/deep-merge.js';
-import { effectiveValues } from '../../shared/values/values-file.js';
+import type { ProxySettings } from '../../shared/kit/proxy/proxy-config.js';
+import type { Values } from '../../shared/kit/values/deep-merge.js';
+import { effectiveValues } from '../../shared/kit/values/values-file.js';
 import type { AgentApi } from './api.js';
 import { BACKOFF_CAP_MS, Backoff, jittered } from './backoff.js';
 import { LeaseLoop } from './lease-loop.js';

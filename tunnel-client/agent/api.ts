@@ -1,7 +1,7 @@
 /** The agent's calls to the relay (docs/API.md, "Registration and agent calls" and "Agent values"). */
-import type { RelayClient } from '../../shared/http/client.js';
-import type { Values } from '../../shared/values/deep-merge.js';
-import { parseValuesYaml } from '../../shared/values/values-file.js';
+import type { RelayClient } from '../../shared/kit/http/client.js';
+import type { Values } from '../../shared/kit/values/deep-merge.js';
+import { parseValuesYaml } from '../../shared/kit/values/values-file.js';
 import type { AgentInfo, LeaseRequest, LeaseResponse, RegisterRequest, RegisterResponse } from './types.js';
 
 export class AgentApi {

@@ -3,7 +3,7 @@
  * installed, tweetnacl otherwise (the wrapper falls back by itself).
  */
 import type { KeyPair } from '../../shared/keys.js';
-import { generateKeyPair } from '../../shared/wg-cli/keys.js';
+import { generateKeyPair } from '../../shared/kit/wg-cli/keys.js';
 
 export async function generateAgentKeyPair(): Promise<KeyPair & { source: 'wg' | 'tweetnacl' }> {
   return generateKeyPair();

@@ -5,7 +5,7 @@
  * whose last lease answer said it takes the field (an older relay refuses unknown fields, and the lease with
  * them); a change is due at once (the agent renews early, LeaseLoop.renewNow).
  */
-import { type AgentReason, isAgentReason } from '../../shared/tunnel-endpoint/relayed-reasons.js';
+import { type AgentReason, isAgentReason } from '../../shared/net/tunnel-endpoint/relayed-reasons.js';
 import type { ConnectionStats, LeaseResponse } from './types.js';
 
 /** The reason to report for these figures: an agent-only reason while connected and not direct. */

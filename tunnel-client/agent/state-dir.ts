@@ -11,7 +11,7 @@
  *
  * The directory is 0700. Every file is written to a temporary name with mode 0600 and renamed, so a
  * crash never leaves a half-written file and the secret is never readable by others, even briefly.
- * Every file read is checked first (shared/secret-file.ts): one of ours open to group or others is set
+ * Every file read is checked first (shared/kit/secret-file.ts): one of ours open to group or others is set
  * back to 0600 and reported with INSECURE_FILE_MODE.
  *
  * State dirs written by older builds kept `tunnel.presharedKey` in state.json: readState moves it into
@@ -31,9 +31,9 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { shellQuote } from '../../shared/cli/shell-quote.js';
 import { TunnelError } from '../../shared/errors.js';
-import { type OnModeFixed, protectSecretFile, warnOnStderr } from '../../shared/secret-file.js';
+import { shellQuote } from '../../shared/kit/cli/shell-quote.js';
+import { type OnModeFixed, protectSecretFile, warnOnStderr } from '../../shared/kit/secret-file.js';
 import type { AgentState, AgentStatusFile, Tunnel } from './types.js';
 
 export const STATE_FILES = {

@@ -75,7 +75,7 @@ export interface AgentState {
   readonly registeredAt: string;
   /**
    * `--proxy URL` given to join (or run); it overrides HTTPS_PROXY/HTTP_PROXY. It may carry basic-auth
-   * credentials, so like every state file this one is 0600 (shared/proxy/proxy-config.ts).
+   * credentials, so like every state file this one is 0600 (shared/kit/proxy/proxy-config.ts).
    */
   readonly proxy?: string | null;
   /** Absolute path of `--proxy-ca-file` (PEM CA of an https:// proxy). */
@@ -86,7 +86,7 @@ export interface AgentState {
   readonly stunServers?: readonly string[];
 }
 
-/** The direct path's details (the agent's path selector; shared/tunnel-endpoint/path-selector.ts). */
+/** The direct path's details (the agent's path selector; shared/net/tunnel-endpoint/path-selector.ts). */
 export interface PathDetail {
   /** `host:port` the direct path goes to while it is in use (or being confirmed). */
   readonly remote: string | null;

@@ -1,9 +1,9 @@
 /** What `join` and `run` share once they have a registration: the relay client, the agent, and its shutdown. */
-import { untilSignal } from '../../shared/cli/signals.js';
-import { RelayClient } from '../../shared/http/client.js';
-import type { Trust } from '../../shared/http/dispatcher.js';
-import { describeProxy, type ProxySettings, targetOf } from '../../shared/proxy/proxy-config.js';
-import { relayConnectVia } from '../../shared/proxy/transports.js';
+import { untilSignal } from '../../shared/kit/cli/signals.js';
+import { RelayClient } from '../../shared/kit/http/client.js';
+import type { Trust } from '../../shared/kit/http/dispatcher.js';
+import { describeProxy, type ProxySettings, targetOf } from '../../shared/kit/proxy/proxy-config.js';
+import { relayConnectVia } from '../../shared/kit/proxy/transports.js';
 import { Agent, type AgentOptions } from '../agent/agent.js';
 import { endProgress, stderrLog, terminalProgress } from './context.js';
 

@@ -1,9 +1,9 @@
 /** What the tunnel-client commands share: the state dir flag and a relay client built from saved state. */
 import { Option } from 'commander';
-import { choiceOption } from '../../shared/cli/choice-option.js';
-import { escapeLines, escapeText, safeJson } from '../../shared/cli/terminal-escape.js';
-import { RelayClient } from '../../shared/http/client.js';
-import { trustFromFlags } from '../../shared/http/trust.js';
+import { choiceOption } from '../../shared/kit/cli/choice-option.js';
+import { escapeLines, escapeText, safeJson } from '../../shared/kit/cli/terminal-escape.js';
+import { RelayClient } from '../../shared/kit/http/client.js';
+import { trustFromFlags } from '../../shared/kit/http/trust.js';
 import { AgentApi } from '../agent/api.js';
 import { defaultStateDir, StateDir } from '../agent/state-dir.js';
 import type { AgentState } from '../agent/types.js';
@@ -58,7 +58,7 @@ export function useLogFormat(format: LogFormat | undefined): void {
 /**
  * Writes a log line to stderr with a timestamp (ending a progress line first, if one is shown), or with
  * `--log-format json` one JSON object. Lines quote relay answers: control and bidi characters are escaped
- * (shared/cli/terminal-escape.ts), as in every CLI output.
+ * (shared/kit/cli/terminal-escape.ts), as in every CLI output.
  */
 export function stderrLog(line: string): void {
   const time = new Date().toISOString();

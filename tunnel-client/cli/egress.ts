@@ -5,15 +5,15 @@
  */
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { choiceOption } from '../../shared/cli/choice-option.js';
-import { type OutputFormat, outputOption, streamPrinter, table } from '../../shared/cli/output.js';
-import { parseRelayUrl } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
-import { RelayClient } from '../../shared/http/client.js';
-import { parseCaPin } from '../../shared/http/pin.js';
-import { trustFromFlags } from '../../shared/http/trust.js';
-import { type ProxySettings, parseProxyUrl } from '../../shared/proxy/proxy-config.js';
-import { relayConnectVia } from '../../shared/proxy/transports.js';
+import { choiceOption } from '../../shared/kit/cli/choice-option.js';
+import { type OutputFormat, outputOption, streamPrinter, table } from '../../shared/kit/cli/output.js';
+import { parseRelayUrl } from '../../shared/kit/cli/parsers.js';
+import { RelayClient } from '../../shared/kit/http/client.js';
+import { trustFromFlags } from '../../shared/kit/http/trust.js';
+import { type ProxySettings, parseProxyUrl } from '../../shared/kit/proxy/proxy-config.js';
+import { relayConnectVia } from '../../shared/kit/proxy/transports.js';
+import { parseCaPin } from '../../shared/tls-pin.js';
 import type { AgentState } from '../agent/types.js';
 import { agentProxySettings, settingsFromState } from '../egress/agent-proxy.js';
 import { type CheckResult, checkDestination } from '../egress/check.js';

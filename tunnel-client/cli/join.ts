@@ -4,31 +4,31 @@
  */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { checkBootstrapSecret } from '../../shared/bootstrap-secret.js';
-import { allowOption } from '../../shared/cli/allow-option.js';
-import { choiceOption } from '../../shared/cli/choice-option.js';
-import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
+import { TunnelError } from '../../shared/errors.js';
+import { checkBootstrapSecret } from '../../shared/kit/bootstrap-secret.js';
+import { allowOption } from '../../shared/kit/cli/allow-option.js';
+import { choiceOption } from '../../shared/kit/cli/choice-option.js';
+import { type OutputFormat, outputOption, streamPrinter } from '../../shared/kit/cli/output.js';
 import {
   collect,
   collectClaims,
   parseClusterName,
   parseHttpUrl,
   parseRelayUrl,
-} from '../../shared/cli/parsers.js';
-import { shellQuote } from '../../shared/cli/shell-quote.js';
-import { keepAlive } from '../../shared/cli/signals.js';
-import { packageVersion } from '../../shared/cli/version.js';
+} from '../../shared/kit/cli/parsers.js';
+import { shellQuote } from '../../shared/kit/cli/shell-quote.js';
+import { keepAlive } from '../../shared/kit/cli/signals.js';
+import { packageVersion } from '../../shared/kit/cli/version.js';
 // The relay's duration grammar (30m, 24h, 1h30m); a candidate for shared/ when someone owns it.
-import { parseDuration } from '../../shared/duration.js';
-import { TunnelError } from '../../shared/errors.js';
-import type { Trust } from '../../shared/http/dispatcher.js';
-import { parseCaPin } from '../../shared/http/pin.js';
-import { trustFromFlags } from '../../shared/http/trust.js';
-import { parseProxyUrl } from '../../shared/proxy/proxy-config.js';
-import { udpSocketName } from '../../shared/tunnel-endpoint/udp-gso.js';
-import type { Values } from '../../shared/values/deep-merge.js';
-import { readValuesFiles } from '../../shared/values/values-file.js';
-import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
+import { parseDuration } from '../../shared/kit/duration.js';
+import type { Trust } from '../../shared/kit/http/dispatcher.js';
+import { trustFromFlags } from '../../shared/kit/http/trust.js';
+import { parseProxyUrl } from '../../shared/kit/proxy/proxy-config.js';
+import type { Values } from '../../shared/kit/values/deep-merge.js';
+import { readValuesFiles } from '../../shared/kit/values/values-file.js';
+import { udpSocketName } from '../../shared/net/tunnel-endpoint/udp-gso.js';
+import { defaultAead } from '../../shared/net/wireguard/crypto/aead.js';
+import { parseCaPin } from '../../shared/tls-pin.js';
 import type { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';

@@ -3,7 +3,7 @@
  * tunnel-client binary: the command tree with the agent's data plane: the WireGuard session over the
  * relay (its tunnel endpoint carries the hub's streams) and the allowlist dialer (tunnel-client/dialer).
  */
-import { main } from '../../shared/cli/run-cli.js';
+import { main } from '../../shared/kit/cli/run-cli.js';
 import { agentDataPlane } from '../session/agent-data-plane.js';
 import { stderrLog } from './context.js';
 import { buildClientProgram } from './program.js';

@@ -1,7 +1,7 @@
 /** The tunnel-client command tree. main.ts runs it; wiring code can pass the data plane factory. */
 import { Command } from 'commander';
-import { withCompletion } from '../../shared/cli/completion.js';
-import { withVersion } from '../../shared/cli/version-command.js';
+import { withCompletion } from '../../shared/kit/cli/completion.js';
+import { withVersion } from '../../shared/kit/cli/version-command.js';
 import type { DataPlaneFactory } from '../agent/agent.js';
 import { egressCommand } from './egress.js';
 import { joinCommand } from './join.js';

@@ -1,11 +1,11 @@
 /** `tunnel-client run`: the agent from saved state, until SIGINT/SIGTERM. */
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { trustFromFlags } from '../../shared/http/trust.js';
-import { parseProxyUrl } from '../../shared/proxy/proxy-config.js';
-import { udpSocketName } from '../../shared/tunnel-endpoint/udp-gso.js';
-import { readValuesFiles } from '../../shared/values/values-file.js';
-import { defaultAead } from '../../shared/wireguard/crypto/aead.js';
+import { trustFromFlags } from '../../shared/kit/http/trust.js';
+import { parseProxyUrl } from '../../shared/kit/proxy/proxy-config.js';
+import { readValuesFiles } from '../../shared/kit/values/values-file.js';
+import { udpSocketName } from '../../shared/net/tunnel-endpoint/udp-gso.js';
+import { defaultAead } from '../../shared/net/wireguard/crypto/aead.js';
 import { AgentApi } from '../agent/api.js';
 import type { AgentState } from '../agent/types.js';
 import { settingsFromState } from '../egress/agent-proxy.js';

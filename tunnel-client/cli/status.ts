@@ -4,9 +4,9 @@
  */
 import { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
-import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { isTunnelError } from '../../shared/errors.js';
-import { relayedReasonText } from '../../shared/tunnel-endpoint/relayed-reasons.js';
+import { type OutputFormat, outputOption, streamPrinter } from '../../shared/kit/cli/output.js';
+import { relayedReasonText } from '../../shared/net/tunnel-endpoint/relayed-reasons.js';
 import { registrationEnded } from '../agent/agent.js';
 import { processAlive, type StateDir } from '../agent/state-dir.js';
 import {

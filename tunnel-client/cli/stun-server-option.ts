@@ -5,8 +5,8 @@
  * agent sends no UDP at all, so the flag is refused there.
  */
 import { Option } from 'commander';
-import { parseHostPort } from '../../shared/cli/parsers.js';
 import { TunnelError } from '../../shared/errors.js';
+import { parseHostPort } from '../../shared/kit/cli/parsers.js';
 
 export const MAX_AGENT_STUN_SERVERS = 4;
 

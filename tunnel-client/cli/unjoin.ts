@@ -1,7 +1,7 @@
 /** `tunnel-client unjoin`: deregister (DELETE /api/v1/agent) and remove the state dir. */
 import { Command } from 'commander';
-import { type OutputFormat, outputOption, streamPrinter } from '../../shared/cli/output.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
+import { type OutputFormat, outputOption, streamPrinter } from '../../shared/kit/cli/output.js';
 import { apiFromState, openStateDir, stateDirOption, stderrLog } from './context.js';
 
 export function unjoinCommand(): Command {

@@ -9,7 +9,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
-import type { MuxStream } from '../../shared/mux/mux-stream.js';
+import type { MuxStream } from '../../shared/net/mux/mux-stream.js';
 import {
   OPEN_BAD_REQUEST,
   OPEN_OK,
@@ -17,8 +17,8 @@ import {
   OPEN_UPSTREAM_FAILED,
   readOpenRequest,
   replyOpen,
-} from '../../shared/mux/open-target.js';
-import { splice } from '../../shared/tunnel-streams/splice.js';
+} from '../../shared/net/mux/open-target.js';
+import { splice } from '../../shared/net/tunnel-streams/splice.js';
 import { type Allowlist, formatHostPort, type HostPort, TARGET_UPSTREAM } from './allowlist.js';
 import { serveWithToken } from './token-injector.js';
 

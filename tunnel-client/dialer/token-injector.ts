@@ -5,7 +5,7 @@
  * service-account token is picked up), drops client-sent `Impersonate-*` headers (a proxy user must not
  * borrow the agent's impersonation rights), and forwards it over the already dialed upstream socket.
  * Upgrade requests get the same header treatment, then the bytes are spliced both ways. A request body
- * is framed upstream exactly as it arrived (shared/http/body-framing.ts): a GET with a chunked body
+ * is framed upstream exactly as it arrived (shared/kit/http/body-framing.ts): a GET with a chunked body
  * stays one request with that body, never a request followed by the body parsed as another one.
  *
  * Enabled by TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE. Everyone allowed through the relay's path proxy then acts
@@ -16,8 +16,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
-import { type BodyFraming, bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
-import { splice } from '../../shared/tunnel-streams/splice.js';
+import { type BodyFraming, bodyFraming, framingHeaders } from '../../shared/kit/http/body-framing.js';
+import { splice } from '../../shared/net/tunnel-streams/splice.js';
 
 const HOP = new Set([
   'authorization',

@@ -10,7 +10,7 @@ import {
   type ProxySettings,
   type ProxyValues,
   resolveProxySettings,
-} from '../../shared/proxy/proxy-config.js';
+} from '../../shared/kit/proxy/proxy-config.js';
 import type { StateDir } from '../agent/state-dir.js';
 import type { AgentState } from '../agent/types.js';
 

@@ -15,16 +15,16 @@ import { createSocket } from 'node:dgram';
 import type { TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
-import { RelayClient } from '../../shared/http/client.js';
-import type { Trust } from '../../shared/http/dispatcher.js';
-import { checkPin } from '../../shared/http/pin.js';
-import type { ProxySettings } from '../../shared/proxy/proxy-config.js';
-import { relayConnectVia, wsAgentFor } from '../../shared/proxy/transports.js';
+import { RelayClient } from '../../shared/kit/http/client.js';
+import type { Trust } from '../../shared/kit/http/dispatcher.js';
+import type { ProxySettings } from '../../shared/kit/proxy/proxy-config.js';
+import { relayConnectVia, wsAgentFor } from '../../shared/kit/proxy/transports.js';
 import {
   decodeMappedAddress,
   encodeBindingRequest,
   formatStunAddress,
-} from '../../shared/stun/stun-codec.js';
+} from '../../shared/net/stun/stun-codec.js';
+import { checkPin } from '../../shared/tls-pin.js';
 import type { Destination } from './destinations.js';
 
 export const CHECK_TIMEOUT_MS = 10_000;

@@ -2,7 +2,7 @@ import { createSocket } from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { resolveProxySettings } from '../../shared/proxy/proxy-config.js';
+import { resolveProxySettings } from '../../shared/kit/proxy/proxy-config.js';
 import { checkDestination } from './check.js';
 import { type Destination, derpUrlFor, listDestinations, splitEndpoint } from './destinations.js';
 

@@ -10,15 +10,15 @@
  * never does (HTTP CONNECT carries TCP only).
  */
 
-import { splitEndpoint } from '../../shared/disco/resolve-endpoint.js';
-import { type ProxySettings, proxyFor, redactUrl, targetOf } from '../../shared/proxy/proxy-config.js';
+import { type ProxySettings, proxyFor, redactUrl, targetOf } from '../../shared/kit/proxy/proxy-config.js';
+import { splitEndpoint } from '../../shared/net/disco/resolve-endpoint.js';
 
 export { splitEndpoint };
 
 export type EgressMode = '443-only' | 'auto';
 export type Purpose = 'registration' | 'values' | 'lease' | 'relay (DERP)' | 'STUN' | 'direct WireGuard';
 
-/** The relay's default STUN port (relay/config.ts), assumed when a relay does not advertise its STUN endpoint. */
+/** The relay's default STUN port (relay/ops/config/config.ts), assumed when a relay does not advertise its STUN endpoint. */
 export const DEFAULT_STUN_PORT = 3478;
 
 export interface Destination {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { resolveProxySettings } from '../../shared/proxy/proxy-config.js';
+import { resolveProxySettings } from '../../shared/kit/proxy/proxy-config.js';
 import { type Destination, listDestinations } from './destinations.js';
 import { firewallRules } from './firewall-rules.js';
 

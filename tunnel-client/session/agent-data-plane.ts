@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { realClock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
-import { wsAgentFor } from '../../shared/proxy/transports.js';
-import type { Values } from '../../shared/values/deep-merge.js';
+import { wsAgentFor } from '../../shared/kit/proxy/transports.js';
+import type { Values } from '../../shared/kit/values/deep-merge.js';
 import type { DataPlane, DataPlaneFactory } from '../agent/agent.js';
 import { Allowlist } from '../dialer/allowlist.js';
 import { Dialer } from '../dialer/dialer.js';

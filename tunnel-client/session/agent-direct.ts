@@ -10,12 +10,12 @@
  * opened) sends are refused, which the selector sees as unanswered probes.
  */
 import type { Clock } from '../../shared/clock.js';
-import { CandidateGatherer, type StunServer, type StunVerdict } from '../../shared/disco/candidates.js';
-import type { DiscoAddress } from '../../shared/disco/disco-codec.js';
-import { resolveEndpoint } from '../../shared/disco/resolve-endpoint.js';
-import { isStunBindingSuccess } from '../../shared/stun/stun-codec.js';
-import type { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
-import { UdpTransport } from '../../shared/tunnel-endpoint/udp-transport.js';
+import { CandidateGatherer, type StunServer, type StunVerdict } from '../../shared/net/disco/candidates.js';
+import type { DiscoAddress } from '../../shared/net/disco/disco-codec.js';
+import { resolveEndpoint } from '../../shared/net/disco/resolve-endpoint.js';
+import { isStunBindingSuccess } from '../../shared/net/stun/stun-codec.js';
+import type { TunnelEndpoint } from '../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import { UdpTransport } from '../../shared/net/tunnel-endpoint/udp-transport.js';
 import type { Tunnel } from '../agent/types.js';
 
 /** Where the UDP socket binds: every IPv4 interface, a port the kernel picks. */

@@ -3,14 +3,14 @@
  * (no sockets), the other side a real HubNode.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createDerpServer, type DerpServer } from '../../relay/derp/server.js';
-import { HubNode } from '../../relay/hub/hub-node.js';
+import { createDerpServer, type DerpServer } from '../../relay/data/derp/server.js';
+import { HubNode } from '../../relay/data/hub/hub-node.js';
 import { FakeClock } from '../../shared/clock.js';
-import type { DerpClient, DerpClientOptions, DerpClientState } from '../../shared/derp/client.js';
-import type { DerpClientLike } from '../../shared/derp/types.js';
-import { parseIpv4Address } from '../../shared/ip/index.js';
-import { buildUdpPacket } from '../../shared/ip/udp.js';
 import { generateKeyPair, generatePresharedKey, keyToBase64 } from '../../shared/keys.js';
+import type { DerpClient, DerpClientOptions, DerpClientState } from '../../shared/net/derp/client.js';
+import type { DerpClientLike } from '../../shared/net/derp/types.js';
+import { parseIpv4Address } from '../../shared/net/ip/index.js';
+import { buildUdpPacket } from '../../shared/net/ip/udp.js';
 import type { Tunnel } from '../agent/types.js';
 import { AgentSession, DEFAULT_DEAD_AFTER_MS, DEFAULT_PROBE_INTERVAL_MS } from './agent-session.js';
 
@@ -87,7 +87,7 @@ function setup() {
     derp,
     clock,
     lookup: async () => null,
-    // Disco as the relay runs it (relay/data-plane.ts): the agent's pacing follows its traffic.
+    // Disco as the relay runs it (relay/data/plane/data-plane.ts): the agent's pacing follows its traffic.
     disco: {},
     // The hub drains its handshake queue on deferred turns: on the fake clock here, not setImmediate.
     handshakes: { defer: (fn) => void clock.setTimer(0, fn) },

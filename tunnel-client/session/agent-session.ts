@@ -7,7 +7,7 @@
  * `onStream` (the dialer); only the hub may start a stream session.
  *
  * Direct path (agent-direct.ts): when the relay advertises the hub's UDP endpoint and `--egress` is not
- * 443-only, a UDP socket, the agent's candidates and disco with the hub (shared/tunnel-endpoint/disco-peers.ts):
+ * 443-only, a UDP socket, the agent's candidates and disco with the hub (shared/net/tunnel-endpoint/disco-peers.ts):
  * relay payloads that start with the disco magic go to the disco side, not to WireGuard, and the hub's path
  * follows its selector (direct while its probes answer, the relay otherwise). `setPathPolicy('relay-only')`
  * (the cluster's `path` value) applies at once.
@@ -22,20 +22,20 @@
  */
 
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
-import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/derp/client.js';
-import { isDiscoMessage } from '../../shared/disco/disco-codec.js';
 import { TunnelError } from '../../shared/errors.js';
-import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/ip/echo-prober.js';
-import { parseIpv4Address } from '../../shared/ip/index.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
-import type { MuxStream } from '../../shared/mux/mux-stream.js';
-import type { PathTimers } from '../../shared/tunnel-endpoint/path-timers.js';
-import type { PeerPaths } from '../../shared/tunnel-endpoint/peer-paths.js';
-import { RelayedPath } from '../../shared/tunnel-endpoint/relayed-path.js';
-import { TunnelEndpoint } from '../../shared/tunnel-endpoint/tunnel-endpoint.js';
-import type { WireGuardTimers } from '../../shared/wireguard/constants.js';
-import type { Peer } from '../../shared/wireguard/device.js';
-import { TRANSPORT_OVERHEAD } from '../../shared/wireguard/transport.js';
+import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/net/derp/client.js';
+import { isDiscoMessage } from '../../shared/net/disco/disco-codec.js';
+import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/net/ip/echo-prober.js';
+import { parseIpv4Address } from '../../shared/net/ip/index.js';
+import type { MuxStream } from '../../shared/net/mux/mux-stream.js';
+import type { PathTimers } from '../../shared/net/tunnel-endpoint/path-timers.js';
+import type { PeerPaths } from '../../shared/net/tunnel-endpoint/peer-paths.js';
+import { RelayedPath } from '../../shared/net/tunnel-endpoint/relayed-path.js';
+import { TunnelEndpoint } from '../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import type { WireGuardTimers } from '../../shared/net/wireguard/constants.js';
+import type { Peer } from '../../shared/net/wireguard/device.js';
+import { TRANSPORT_OVERHEAD } from '../../shared/net/wireguard/transport.js';
 import type { ConnectionStats, PathDetail, Tunnel } from '../agent/types.js';
 import { AgentDirect, directWanted } from './agent-direct.js';
 import { DEFAULT_IDLE_PROBE_INTERVAL_MS, Liveness } from './liveness.js';

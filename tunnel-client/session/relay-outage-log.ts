@@ -1,12 +1,12 @@
 /**
  * The agent's log lines about its relay connection: one when it is first up, one when it is lost, one when it is back
  * (with how long it was down and how many attempts it took), and nothing for each retry in between (the DERP client
- * backs off, shared/derp/backoff.ts; the last error stays in status.json), except one when the kind of failure
+ * backs off, shared/net/derp/backoff.ts; the last error stays in status.json), except one when the kind of failure
  * changes during an outage (its error code: the relay went from unreachable to refusing this key, say).
  */
 
-import { DEFAULT_BACKOFF } from '../../shared/derp/backoff.js';
-import type { DerpStateEvent } from '../../shared/derp/client-options.js';
+import { DEFAULT_BACKOFF } from '../../shared/net/derp/backoff.js';
+import type { DerpStateEvent } from '../../shared/net/derp/client-options.js';
 
 const RETRY_NOTE = `retrying with backoff (at most ${DEFAULT_BACKOFF.maxMs / 1000}s apart)`;
 

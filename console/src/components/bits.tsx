@@ -1,6 +1,6 @@
 /** Small pieces used across pages: error notes, status badges, condition cells, ages. */
-import { age, when } from '../format.js';
-import type { Cluster, Condition } from '../types.js';
+import { age, when } from '../lib/format.js';
+import type { Cluster, Condition } from '../lib/types.js';
 
 export function ErrorNote({ error }: { error: string | null }) {
   if (!error) return null;

@@ -6,11 +6,11 @@ import { useState } from 'preact/hooks';
 import { ErrorNote } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
 import { LoadMore } from '../components/load-more.js';
-import { useConsole } from '../context.js';
-import { age, when } from '../format.js';
-import { useNow } from '../hooks.js';
-import type { AccessKey } from '../types.js';
-import { usePages } from '../use-pages.js';
+import { useConsole } from '../lib/context.js';
+import { age, when } from '../lib/format.js';
+import { useNow } from '../lib/hooks.js';
+import type { AccessKey } from '../lib/types.js';
+import { usePages } from '../lib/use-pages.js';
 
 /** Keys per page (the relay's default page). */
 const KEY_PAGE = 100;

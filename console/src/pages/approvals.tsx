@@ -5,15 +5,15 @@
  * (use-clusters.ts); "Load more clusters" reads the next page.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { clusterPath } from '../api.js';
 import { ErrorNote } from '../components/bits.js';
 import { LoadMore } from '../components/load-more.js';
-import { useConsole } from '../context.js';
-import { keyFingerprint } from '../fingerprint.js';
-import { age, when } from '../format.js';
-import { useLoad, useNow } from '../hooks.js';
-import { clusterHref } from '../router.js';
-import type { AuditItem, Cluster } from '../types.js';
+import { clusterPath } from '../lib/api.js';
+import { useConsole } from '../lib/context.js';
+import { keyFingerprint } from '../lib/fingerprint.js';
+import { age, when } from '../lib/format.js';
+import { useLoad, useNow } from '../lib/hooks.js';
+import { clusterHref } from '../lib/router.js';
+import type { AuditItem, Cluster } from '../lib/types.js';
 import { Claims } from './cluster.js';
 
 export function ApprovalsPage() {

@@ -5,10 +5,10 @@
  */
 import { useState } from 'preact/hooks';
 import { LoadMore } from '../components/load-more.js';
-import { useConsole } from '../context.js';
-import { when } from '../format.js';
-import type { AuditItem } from '../types.js';
-import { usePages } from '../use-pages.js';
+import { useConsole } from '../lib/context.js';
+import { when } from '../lib/format.js';
+import type { AuditItem } from '../lib/types.js';
+import { usePages } from '../lib/use-pages.js';
 
 export const AUDIT_PAGE = 200;
 

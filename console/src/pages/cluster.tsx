@@ -4,13 +4,13 @@
  * read so far (a link to it) is read on its own, then kept current by the feed as the others.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, clusterPath } from '../api.js';
 import { ErrorNote, PathCell, StatusBadge } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
-import { useConsole } from '../context.js';
-import { age, latest, when } from '../format.js';
-import { useLoad, useNow } from '../hooks.js';
-import type { Bootstrap, Cluster, PathChange, PathDetail } from '../types.js';
+import { ApiError, clusterPath } from '../lib/api.js';
+import { useConsole } from '../lib/context.js';
+import { age, latest, when } from '../lib/format.js';
+import { useLoad, useNow } from '../lib/hooks.js';
+import type { Bootstrap, Cluster, PathChange, PathDetail } from '../lib/types.js';
 import { ValuesPanel } from './values-panel.js';
 
 /** Reads cluster `name` when the pages read so far do not hold it; its error (404: null with `missing`). */

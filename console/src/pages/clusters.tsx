@@ -5,11 +5,11 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ConditionCell, conditionOf, PathCell, StatusBadge } from '../components/bits.js';
 import { LoadMore } from '../components/load-more.js';
-import { useConsole } from '../context.js';
-import { age, latest, when } from '../format.js';
-import { useNow } from '../hooks.js';
-import { clusterHref } from '../router.js';
-import type { Cluster } from '../types.js';
+import { useConsole } from '../lib/context.js';
+import { age, latest, when } from '../lib/format.js';
+import { useNow } from '../lib/hooks.js';
+import { clusterHref } from '../lib/router.js';
+import type { Cluster } from '../lib/types.js';
 import { ConnectDrawer } from './connect-drawer.js';
 
 const STATUSES = ['Pending', 'Accepted', 'Denied'] as const;

@@ -6,12 +6,12 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ErrorNote, rttOf } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
-import { useConsole } from '../context.js';
-import { age, when } from '../format.js';
-import { useNow } from '../hooks.js';
-import { nameFromDisplayName, nameProblem } from '../names.js';
-import { clusterHref } from '../router.js';
-import type { Bootstrap, Cluster } from '../types.js';
+import { useConsole } from '../lib/context.js';
+import { age, when } from '../lib/format.js';
+import { useNow } from '../lib/hooks.js';
+import { nameFromDisplayName, nameProblem } from '../lib/names.js';
+import { clusterHref } from '../lib/router.js';
+import type { Bootstrap, Cluster } from '../lib/types.js';
 
 interface Created {
   cluster: Cluster;

@@ -1,8 +1,8 @@
 /** Sign-in with an access key: checked with GET /api/v1/whoami, then kept for this tab only. */
 import { useState } from 'preact/hooks';
 import { ErrorNote } from '../components/bits.js';
-import { consoleRefusal } from '../roles.js';
-import type { WhoAmI } from '../types.js';
+import { consoleRefusal } from '../lib/roles.js';
+import type { WhoAmI } from '../lib/types.js';
 
 export function SignIn(props: {
   check(key: string): Promise<WhoAmI>;

@@ -1,13 +1,13 @@
 /** Agent values of one cluster: platform layer, the cluster layer (editable YAML, errors inline) and the merge. */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, clusterPath } from '../api.js';
 import { ErrorNote } from '../components/bits.js';
-import { useConsole } from '../context.js';
-import { useLoad } from '../hooks.js';
-import type { Cluster } from '../types.js';
-import type { YamlProblem } from '../values-yaml.js';
+import { ApiError, clusterPath } from '../lib/api.js';
+import { useConsole } from '../lib/context.js';
+import { useLoad } from '../lib/hooks.js';
+import type { Cluster } from '../lib/types.js';
+import type { YamlProblem } from '../lib/values-yaml.js';
 
-const yamlLib = () => import('../values-yaml.js');
+const yamlLib = () => import('../lib/values-yaml.js');
 
 export function ValuesPanel({ cluster }: { cluster: Cluster }) {
   const { api, can } = useConsole();

@@ -1,0 +1,73 @@
+/** `tunnel-relay manifests agent` flags into AgentManifestOptions (each bad value: BAD_INPUT naming the flag). */
+import { readFileSync } from 'node:fs';
+import { TunnelError } from '../../../shared/errors.js';
+import { parseProxyUrl } from '../../../shared/kit/proxy/proxy-config.js';
+import { AGENT_DEFAULT_RESOURCES, type AgentManifestOptions, DEFAULT_UPSTREAM } from './agent-manifests.js';
+import { DEFAULT_NAMESPACE, defaultImage } from './common.js';
+import { parseQuantity } from './quantity.js';
+import { type ResourceFlags, resolveResources } from './resources.js';
+
+export interface AgentFlags extends ResourceFlags {
+  cluster: string;
+  relay: string;
+  psk?: string;
+  caPin?: string;
+  namespace?: string;
+  image?: string;
+  upstream?: string;
+  allow?: string[];
+  httpsProxy?: string;
+  httpProxy?: string;
+  noProxy?: string;
+  proxyCaFile?: string;
+  storageSize?: string;
+}
+
+const NO_PROXY = /^[A-Za-z0-9.*:/[\]_-]+(,[A-Za-z0-9.*:/[\]_-]+)*$/;
+
+export function parseNoProxy(value: string): string {
+  if (value.length <= 4096 && NO_PROXY.test(value)) return value;
+  throw new TunnelError(
+    'BAD_INPUT',
+    `--no-proxy ${JSON.stringify(value.slice(0, 80))} is not a comma-separated list of hosts, domains or CIDRs`,
+  );
+}
+
+function readProxyCa(file: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = err instanceof Error && 'code' in err ? String(err.code) : 'read error';
+    throw new TunnelError('BAD_INPUT', `--proxy-ca-file ${JSON.stringify(file)}: cannot read it (${code})`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----') || pem.length > 256 * 1024) {
+    throw new TunnelError(
+      'BAD_INPUT',
+      `--proxy-ca-file ${JSON.stringify(file)} holds no PEM certificate (or is over 256 KiB)`,
+    );
+  }
+  return pem;
+}
+
+export function agentOptions(flags: AgentFlags): AgentManifestOptions {
+  return {
+    namespace: flags.namespace ?? DEFAULT_NAMESPACE,
+    image: flags.image ?? defaultImage(),
+    relay: flags.relay,
+    cluster: flags.cluster,
+    psk: flags.psk ?? null,
+    caPin: flags.caPin ?? null,
+    upstream: flags.upstream ?? DEFAULT_UPSTREAM,
+    allow: flags.allow ?? [],
+    proxy: {
+      httpsProxy:
+        flags.httpsProxy === undefined ? null : parseProxyUrl(flags.httpsProxy, '--https-proxy').href,
+      httpProxy: flags.httpProxy === undefined ? null : parseProxyUrl(flags.httpProxy, '--http-proxy').href,
+      noProxy: flags.noProxy ?? null,
+      caPem: flags.proxyCaFile === undefined ? null : readProxyCa(flags.proxyCaFile),
+    },
+    storageSize: parseQuantity(flags.storageSize ?? '64Mi', '--storage-size').text,
+    resources: resolveResources(flags, AGENT_DEFAULT_RESOURCES),
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The replica mesh's tables on a real PostgreSQL (test/helpers/postgres.ts), seen from two store instances as two
+ * replicas see them: the fleet identity is first-writer-wins, a replica without a fresh heartbeat (database clock)
+ * drops out and its locations with it, the latest location wins and only its writer clears it, the replica cap.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isTunnelError } from '../../../shared/errors.js';
+import { PostgresBackend } from '../../../test/helpers/store-backends.js';
+import { PostgresStore } from './postgres.js';
+import { MAX_REPLICAS, type PgMeshTables } from './postgres-mesh.js';
+
+const backend = new PostgresBackend();
+beforeAll(() => backend.start(), 120_000);
+afterAll(() => backend.stop());
+
+const opened: PostgresStore[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((s) => s.close()));
+});
+
+async function twoReplicas(): Promise<[PostgresStore, PgMeshTables, PgMeshTables]> {
+  const connection = await backend.newDatabase();
+  const [a, b] = await Promise.all([PostgresStore.open({ connection }), PostgresStore.open({ connection })]);
+  opened.push(a!, b!);
+  return [a!, a!.meshTables(), b!.meshTables()];
+}
+
+async function cluster(store: PostgresStore, name: string): Promise<void> {
+  const audit = { at: 1, actor: 'k', action: 'c', target: name, source: 'l', detail: {} };
+  await store.createCluster(
+    { name, group: 'default', displayName: name, createdAt: 1 },
+    { id: `p-${name}`, hash: `h-${name}`, expiresAt: 10_000 },
+    audit,
+  );
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('PgMeshTables', () => {
+  it('keeps the first fleet identity; later claims read it back unchanged', async () => {
+    const [, a, b] = await twoReplicas();
+    const first = { hubPublicKey: 'A'.repeat(43) + '=', caPin: `sha256:${'a'.repeat(64)}` };
+    const claims = await Promise.all([
+      a.claimFleet(first),
+      b.claimFleet({ hubPublicKey: 'B'.repeat(43) + '=', caPin: `sha256:${'b'.repeat(64)}` }),
+    ]);
+    expect(claims[0]).toEqual(claims[1]);
+    expect(await a.claimFleet({ hubPublicKey: 'C', caPin: 'none' })).toEqual(claims[0]);
+  });
+
+  it('a replica without a heartbeat within dead-after drops out, with the locations it held', async () => {
+    const [store, a, b] = await twoReplicas();
+    await cluster(store, 'edge-1');
+    await a.join({ id: 'ra', meshUrl: 'https://10.0.0.1:8443', mode: 'hub' }, 400);
+    await b.join({ id: 'rb', meshUrl: 'https://10.0.0.2:8443', mode: 'hub' }, 400);
+    await a.setLocation('edge-1', 'ra', 'relayed');
+    expect(await b.locate('edge-1', 400)).toMatchObject({ replica: 'ra', meshUrl: 'https://10.0.0.1:8443' });
+    expect((await b.remoteLocations('rb', 400)).map((l) => l.cluster)).toEqual(['edge-1']);
+    expect(await a.remoteLocations('ra', 400)).toEqual([]);
+    await sleep(700);
+    expect(await b.heartbeat('rb')).toBe(true);
+    expect((await b.liveReplicas(400)).map((r) => r.id)).toEqual(['rb']);
+    expect(await b.locate('edge-1', 400)).toBeNull();
+    // A longer dead-after still counts it.
+    expect(await b.locate('edge-1', 60_000)).toMatchObject({ replica: 'ra' });
+  });
+
+  it('the latest location wins; a replica clears a location only while it still holds it', async () => {
+    const [store, a, b] = await twoReplicas();
+    await cluster(store, 'edge-2');
+    await a.join({ id: 'ra', meshUrl: 'https://a:1', mode: 'hub' }, 5_000);
+    await b.join({ id: 'rb', meshUrl: 'https://b:1', mode: 'hub' }, 5_000);
+    await a.setLocation('edge-2', 'ra', 'relayed');
+    await b.setLocation('edge-2', 'rb', 'direct');
+    await a.clearLocation('edge-2', 'ra');
+    expect(await a.locate('edge-2', 5_000)).toMatchObject({ replica: 'rb', path: 'direct' });
+    await b.clearLocation('edge-2', 'rb');
+    expect(await a.locate('edge-2', 5_000)).toBeNull();
+    // Unknown clusters are not recorded; a deleted cluster takes its location with it.
+    await a.setLocation('no-such-cluster', 'ra', 'relayed');
+    expect(await b.locate('no-such-cluster', 5_000)).toBeNull();
+    await a.setLocation('edge-2', 'ra', 'relayed');
+    await store.deleteCluster('edge-2', {
+      at: 2,
+      actor: 'k',
+      action: 'd',
+      target: 'edge-2',
+      source: 'l',
+      detail: {},
+    });
+    expect(await b.locate('edge-2', 5_000)).toBeNull();
+  });
+
+  it('leave removes the row and its locations; the replica cap refuses one more', async () => {
+    const [store, a, b] = await twoReplicas();
+    await cluster(store, 'edge-3');
+    await a.join({ id: 'ra', meshUrl: 'https://a:1', mode: 'hub' }, 5_000);
+    await a.setLocation('edge-3', 'ra', 'relayed');
+    await a.leave('ra');
+    expect(await b.locate('edge-3', 5_000)).toBeNull();
+    expect(await a.heartbeat('ra')).toBe(false);
+    for (let i = 0; i < MAX_REPLICAS; i++)
+      await b.join({ id: `r${i}`, meshUrl: 'https://x:1', mode: 'hub' }, 5_000);
+    const err = await a.join({ id: 'one-more', meshUrl: 'https://x:1', mode: 'hub' }, 5_000).catch((e) => e);
+    expect(isTunnelError(err, 'LIMIT_EXCEEDED')).toBe(true);
+  });
+});

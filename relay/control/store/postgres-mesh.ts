@@ -1,0 +1,185 @@
+/**
+ * The replica mesh's tables in a PostgreSQL store (migration 4): the fleet identity (in meta), replica
+ * membership rows with heartbeats, and agent locations (cluster -> replica). Every time here is the database
+ * server's clock in milliseconds (`clock_timestamp()`), so replicas whose clocks disagree still agree on who is
+ * alive. A location whose replica has no fresh heartbeat is never returned.
+ */
+import { TunnelError } from '../../../shared/errors.js';
+import type { Tx } from './postgres-tx.js';
+
+/** What a fleet of replicas must share: the hub's public key and the pin of the TLS certificate. */
+export interface FleetIdentity {
+  /** Base64 WireGuard public key of the hub. */
+  hubPublicKey: string;
+  /** `sha256:<hex>` of the TLS certificate the replicas serve; `none` behind a terminator with no CA file. */
+  caPin: string;
+}
+
+export interface ReplicaRow {
+  id: string;
+  meshUrl: string;
+  mode: string;
+  startedAt: number;
+  heartbeatAt: number;
+}
+
+export interface AgentLocation {
+  cluster: string;
+  replica: string;
+  meshUrl: string;
+  path: string;
+  since: number;
+}
+
+/** Most replica rows a store holds (live or not yet pruned); a replica past it is refused at start. */
+export const MAX_REPLICAS = 64;
+/** Rows of replicas silent this many times the dead-after time are deleted by the next heartbeat of another. */
+const PRUNE_FACTOR = 12;
+
+const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+const FLEET_KEY = 'fleet-identity';
+
+export interface PgMeshTablesOptions {
+  db: () => Promise<Tx>;
+  serializable: <T>(body: (tx: Tx) => Promise<T>) => Promise<T>;
+}
+
+function toReplica(r: {
+  id: string;
+  mesh_url: string;
+  mode: string;
+  started_at: string | number;
+  heartbeat_at: string | number;
+}): ReplicaRow {
+  return {
+    id: r.id,
+    meshUrl: r.mesh_url,
+    mode: r.mode,
+    startedAt: Number(r.started_at),
+    heartbeatAt: Number(r.heartbeat_at),
+  };
+}
+
+export class PgMeshTables {
+  readonly #connection: PgMeshTablesOptions['db'];
+  readonly #serializable: PgMeshTablesOptions['serializable'];
+
+  constructor(o: PgMeshTablesOptions) {
+    this.#connection = o.db;
+    this.#serializable = o.serializable;
+  }
+
+  /** Stores `mine` as the fleet identity unless one is stored; returns the stored one. */
+  async claimFleet(mine: FleetIdentity): Promise<FleetIdentity> {
+    const db = await this.#connection();
+    await db.run('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING', [
+      FLEET_KEY,
+      JSON.stringify(mine),
+    ]);
+    const row = await db.one<{ value: string }>('SELECT value FROM meta WHERE key = $1', [FLEET_KEY]);
+    const stored = JSON.parse(row!.value) as Partial<FleetIdentity>;
+    return { hubPublicKey: String(stored.hubPublicKey), caPin: String(stored.caPin) };
+  }
+
+  /** The fleet identity the first hub replica stored, or null before one started (read only: relay mode). */
+  async fleet(): Promise<FleetIdentity | null> {
+    const db = await this.#connection();
+    const row = await db.one<{ value: string }>('SELECT value FROM meta WHERE key = $1', [FLEET_KEY]);
+    if (!row) return null;
+    const stored = JSON.parse(row.value) as Partial<FleetIdentity>;
+    return { hubPublicKey: String(stored.hubPublicKey), caPin: String(stored.caPin) };
+  }
+
+  /**
+   * Adds this replica's row (LIMIT_EXCEEDED when MAX_REPLICAS rows are held after pruning the long-dead ones).
+   * Returns the database time it was written.
+   */
+  async join(r: { id: string; meshUrl: string; mode: string }, deadAfterMs: number): Promise<number> {
+    return this.#serializable(async (tx) => {
+      await tx.run(`DELETE FROM replicas WHERE heartbeat_at < ${NOW_MS} - $1`, [deadAfterMs * PRUNE_FACTOR]);
+      const { n } = (await tx.one<{ n: string }>('SELECT COUNT(*) AS n FROM replicas'))!;
+      if (Number(n) >= MAX_REPLICAS) {
+        throw new TunnelError('LIMIT_EXCEEDED', `replicas: the store already holds ${MAX_REPLICAS}`);
+      }
+      const row = await tx.one<{ now: string }>(
+        `INSERT INTO replicas (id, mesh_url, mode, started_at, heartbeat_at) VALUES ($1, $2, $3, ${NOW_MS}, ${NOW_MS})
+         RETURNING heartbeat_at AS now`,
+        [r.id, r.meshUrl, r.mode],
+      );
+      return Number(row!.now);
+    });
+  }
+
+  /** Renews the heartbeat; false when the row is gone (pruned while this replica was cut off). */
+  async heartbeat(id: string): Promise<boolean> {
+    const db = await this.#connection();
+    return (await db.run(`UPDATE replicas SET heartbeat_at = ${NOW_MS} WHERE id = $1`, [id])) === 1;
+  }
+
+  /** Removes the replica's row and the locations it held (clean shutdown). */
+  async leave(id: string): Promise<void> {
+    const db = await this.#connection();
+    await db.run('DELETE FROM agent_locations WHERE replica = $1', [id]);
+    await db.run('DELETE FROM replicas WHERE id = $1', [id]);
+  }
+
+  /** Replicas with a heartbeat within `deadAfterMs`. */
+  async liveReplicas(deadAfterMs: number): Promise<ReplicaRow[]> {
+    const rows = await (await this.#connection()).all<Parameters<typeof toReplica>[0]>(
+      `SELECT id, mesh_url, mode, started_at, heartbeat_at FROM replicas WHERE heartbeat_at >= ${NOW_MS} - $1 ORDER BY started_at, id`,
+      [deadAfterMs],
+    );
+    return rows.map(toReplica);
+  }
+
+  /** Records that the cluster's agent is on `replica` now (the latest writer wins). */
+  async setLocation(cluster: string, replica: string, path: string): Promise<void> {
+    await (await this.#connection()).run(
+      `INSERT INTO agent_locations (cluster, replica, path, since) SELECT $1, $2, $3, ${NOW_MS}
+       WHERE EXISTS (SELECT 1 FROM clusters WHERE name = $1)
+       ON CONFLICT (cluster) DO UPDATE SET replica = excluded.replica, path = excluded.path,
+         since = CASE WHEN agent_locations.replica = excluded.replica THEN agent_locations.since ELSE excluded.since END`,
+      [cluster, replica, path],
+    );
+  }
+
+  /** Clears the cluster's location if `replica` still holds it. */
+  async clearLocation(cluster: string, replica: string): Promise<void> {
+    await (await this.#connection()).run('DELETE FROM agent_locations WHERE cluster = $1 AND replica = $2', [
+      cluster,
+      replica,
+    ]);
+  }
+
+  /** Where the cluster's agent is, if on a live replica. */
+  async locate(cluster: string, deadAfterMs: number): Promise<AgentLocation | null> {
+    const rows = await this.#locations('l.cluster = $2', [deadAfterMs, cluster]);
+    return rows[0] ?? null;
+  }
+
+  /** Every location held by a live replica other than `self`. */
+  async remoteLocations(self: string, deadAfterMs: number): Promise<AgentLocation[]> {
+    return this.#locations('l.replica <> $2', [deadAfterMs, self]);
+  }
+
+  async #locations(where: string, params: unknown[]): Promise<AgentLocation[]> {
+    const rows = await (await this.#connection()).all<{
+      cluster: string;
+      replica: string;
+      mesh_url: string;
+      path: string;
+      since: string;
+    }>(
+      `SELECT l.cluster, l.replica, r.mesh_url, l.path, l.since FROM agent_locations l
+       JOIN replicas r ON r.id = l.replica WHERE r.heartbeat_at >= ${NOW_MS} - $1 AND ${where}`,
+      params,
+    );
+    return rows.map((r) => ({
+      cluster: r.cluster,
+      replica: r.replica,
+      meshUrl: r.mesh_url,
+      path: r.path,
+      since: Number(r.since),
+    }));
+  }
+}

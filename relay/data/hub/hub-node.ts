@@ -1,0 +1,258 @@
+/**
+ * The hub node: the relay's own WireGuard identity (100.64.0.1) as a tunnel endpoint
+ * (shared/tunnel-endpoint: Device + path manager + stream binding, mux role 'client') whose peers are the
+ * accepted agents (their key, the per-pair preshared key, allowed IP = the agent's /32). Each agent has a
+ * relayed path through the DERP server's in-process client (no socket), and a direct path once a datagram
+ * of its authenticated on the hub's UDP port (relay/data/udp/hub-udp.ts hands them to `endpoint.receiveFrom`).
+ * This file composes the pieces:
+ * - peer-directory.ts: the agents (by key, peer, cluster), the on-demand store lookup of a key the hub
+ *   does not know yet, the cap;
+ * - packet-intake.ts: datagrams from a known agent go to the endpoint (transport data at once,
+ *   handshake messages through the bounded handshake queue, handshake-queue.ts);
+ * - hub-status.ts: per-agent status (onStatus) every statusIntervalMs, and the RTT probes.
+ * Stream datagrams go to `endpoint.streams` (the proxies open streams there, relay/data/proxy/hub-streams.ts).
+ * The hub answers ICMP echo to its address; other inner packets go to onInnerPacket.
+ */
+import { type Clock, realClock } from '../../../shared/clock.js';
+import type { DerpClientLike } from '../../../shared/net/derp/types.js';
+import { isDiscoMessage } from '../../../shared/net/disco/disco-codec.js';
+import { echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../../shared/net/ip/echo-prober.js';
+import { parseIpv4Address } from '../../../shared/net/ip/index.js';
+import type { PeerPaths } from '../../../shared/net/tunnel-endpoint/peer-paths.js';
+import { RelayedPath } from '../../../shared/net/tunnel-endpoint/relayed-path.js';
+import {
+  type EndpointStreamsOptions,
+  TunnelEndpoint,
+  type TunnelEndpointOptions,
+} from '../../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import type { UdpTransport } from '../../../shared/net/tunnel-endpoint/udp-transport.js';
+import type { WireGuardTimers } from '../../../shared/net/wireguard/constants.js';
+import type { Device, DeviceStats, Peer } from '../../../shared/net/wireguard/device.js';
+import type { AdmittedPeer } from '../../control/model/admission.js';
+import type { ConnectionStatus } from '../../control/model/connection-status.js';
+import { HUB_ADDRESS } from '../../control/store/addresses.js';
+import { HubStatus, type HubStatusOptions } from './hub-status.js';
+import { PacketIntake, type PacketIntakeOptions } from './packet-intake.js';
+import { type HubAgent, PeerDirectory } from './peer-directory.js';
+
+export {
+  DEFAULT_HUB_DEAD_AFTER_MS,
+  DEFAULT_HUB_PROBE_INTERVAL_MS,
+  DEFAULT_STATUS_INTERVAL_MS,
+} from './hub-status.js';
+export { HANDSHAKE_VIEW_MAX_BACKING } from './packet-intake.js';
+export { type HubAgent, MAX_PENDING_LOOKUPS, MAX_PENDING_PER_KEY } from './peer-directory.js';
+
+/** Agents the hub holds sessions with by default: as many as the DERP server admits clients (maxClients). */
+export const HUB_DEFAULT_MAX_PEERS = 10_000;
+
+/** The DERP server surface the hub needs. */
+export interface HubDerp {
+  connectLocal(
+    keyPair: { publicKey: Buffer },
+    handlers: {
+      onPacket?: (src: Buffer, payload: Buffer) => void;
+      onPeerGone?: (peer: Buffer, reason: number) => void;
+    },
+  ): DerpClientLike;
+  isConnected(pubKey: Buffer): boolean;
+}
+
+export interface HubNodeOptions {
+  privateKey: Buffer;
+  derp: HubDerp;
+  /** Whether a key may be a peer, and its parameters (the store: registered and Accepted). */
+  lookup(publicKey: Buffer): Promise<AdmittedPeer | null>;
+  /** Inner packets that are neither stream datagrams nor ICMP echo for the hub. `packet` is a view into
+   * the decrypted datagram, which nothing reuses (see Device.receive). */
+  onInnerPacket?: (packet: Buffer, agent: HubAgent) => void;
+  /** Stream binding settings (caps, ARQ and mux tuning); one link per agent at most by default. */
+  streams?: Omit<EndpointStreamsOptions, 'role' | 'accept' | 'onStream'>;
+  clock?: Clock;
+  /** The hub's UDP port (direct paths send through it); absent: relayed paths only. */
+  udp?: Pick<UdpTransport, 'send' | 'dontFragment'>;
+  /**
+   * Disco with the agents (shared/net/tunnel-endpoint/disco-peers.ts): answers their probes over the relay and
+   * the UDP port, and steers each agent that speaks it to its direct path while that answers.
+   */
+  disco?: TunnelEndpointOptions['disco'];
+  maxPeers?: number;
+  timers?: Partial<WireGuardTimers>;
+  log?: (obj: object, msg: string) => void;
+  /** Each agent's live status (hub-status.ts): where it goes and how often it is taken. */
+  status?: HubStatusSettings;
+  /** The handshake queue (packet-intake.ts): its turn scheduler (default setImmediate), batch and cap. */
+  handshakes?: Pick<PacketIntakeOptions, 'defer' | 'batch' | 'cap'>;
+}
+
+export type HubStatusSettings = Pick<
+  HubStatusOptions,
+  'onStatus' | 'statusIntervalMs' | 'probeIntervalMs' | 'deadAfterMs'
+>;
+
+export interface HubStats {
+  device: DeviceStats;
+  agents: number;
+  pendingLookups: number;
+  /** Handshake messages waiting for their turn now. */
+  handshakeQueue: number;
+  dropped: {
+    lookupFull: number;
+    notAdmitted: number;
+    pendingOverflow: number;
+    handshakeQueueFull: number;
+    handshakeStale: number;
+  };
+}
+
+export class HubNode {
+  readonly endpoint: TunnelEndpoint;
+  readonly publicKey: Buffer;
+  readonly #local: DerpClientLike;
+  readonly #peers: PeerDirectory;
+  readonly #intake: PacketIntake;
+  readonly #status: HubStatus;
+  readonly #hubAddr = parseIpv4Address(HUB_ADDRESS);
+  readonly #inner: ((packet: Buffer, agent: HubAgent) => void) | undefined;
+  #closed = false;
+
+  constructor(opts: HubNodeOptions) {
+    this.#inner = opts.onInnerPacket;
+    const clock = opts.clock ?? realClock;
+    const maxPeers = opts.maxPeers ?? HUB_DEFAULT_MAX_PEERS;
+    this.endpoint = new TunnelEndpoint({
+      privateKey: opts.privateKey,
+      address: this.#hubAddr,
+      clock,
+      maxPeers,
+      // A relayed datagram comes from a DERP key the relay admitted: no cookie round trips under load for
+      // those (UDP sources still need one: Device.receiveFrom).
+      authenticatedSources: true,
+      udp: opts.udp,
+      disco: opts.disco,
+      timers: opts.timers,
+      // One stream link per agent with streams in use: as many as the hub holds sessions.
+      streams: { maxLinks: maxPeers, ...opts.streams, role: 'client' },
+      onPacket: (p, peer) => this.#onInner(p, peer),
+    });
+    this.publicKey = this.endpoint.publicKey;
+    this.#intake = new PacketIntake({
+      ...opts.handshakes,
+      clock,
+      deliver: (d, from) => this.endpoint.receive(d, from),
+      staleAfterMs: () => this.endpoint.device.timers.rekeyTimeout,
+    });
+    this.#status = new HubStatus({
+      ...opts.status,
+      clock,
+      isConnected: (k) => opts.derp.isConnected(k),
+      agents: () => this.#peers.values(),
+      pathOf: (key) => this.endpoint.disco?.snapshot(key),
+    });
+    this.#peers = new PeerDirectory({
+      addPeer: (p) =>
+        this.endpoint.addPeer({ ...p, paths: [new RelayedPath(this.#local, p.publicKey)], disco: true }),
+      removePeer: (key) => this.endpoint.removePeer(key),
+      clock,
+      hubAddr: this.#hubAddr,
+      maxPeers,
+      lookup: (k) => opts.lookup(k),
+      deliver: (d, rec) => this.#intake.receive(d, rec.paths),
+      onHandshake: (rec) => this.#status.onHandshake(rec),
+      log: opts.log,
+    });
+    this.#local = opts.derp.connectLocal(
+      { publicKey: this.publicKey },
+      {
+        onPacket: (src, payload) => {
+          // Disco from an agent (the relay forwards it like any payload): to the disco side, not WireGuard.
+          if (isDiscoMessage(payload)) this.endpoint.receiveDisco(payload, { via: 'relay', key: src });
+          else this.#peers.fromSource(src, payload);
+        },
+        onPeerGone: (key) => {
+          const a = this.#peers.get(key.toString('base64'));
+          if (a) this.#status.report(a);
+        },
+      },
+    );
+  }
+
+  /** The hub's WireGuard device (its peers are the agents). */
+  get device(): Device<PeerPaths> {
+    return this.endpoint.device;
+  }
+
+  /**
+   * Adds (or refreshes) an accepted agent as a peer. False when the device is full or closed, or the
+   * record is unusable (logged; never throws).
+   */
+  addAgent(p: AdmittedPeer): boolean {
+    if (this.#closed) return false;
+    return this.#peers.add(p);
+  }
+
+  /** Removes the agent's peer (delete, deny, unjoin). Does not report a status (the caller decides). */
+  removeAgent(publicKey: string | Buffer): boolean {
+    return this.#peers.remove(publicKey);
+  }
+
+  agent(publicKey: string): HubAgent | undefined {
+    return this.#peers.get(publicKey);
+  }
+
+  /** The cluster's agent peer (its `peer` emits 'handshake' / 'session' when keys change). */
+  agentForCluster(cluster: string): HubAgent | undefined {
+    return this.#peers.forCluster(cluster);
+  }
+
+  /** The live status of an agent's session, or null for an unknown key. */
+  status(publicKey: string): ConnectionStatus | null {
+    const rec = this.#peers.get(publicKey);
+    return rec ? this.#status.of(rec) : null;
+  }
+
+  /** How many agents are on each path now (their status: `none` while not connected). */
+  pathCounts(): Record<ConnectionStatus['path'], number> {
+    const out: Record<ConnectionStatus['path'], number> = { direct: 0, relayed: 0, none: 0 };
+    for (const rec of this.#peers.values()) out[this.#status.of(rec).path]++;
+    return out;
+  }
+
+  /** True when the device holds maxPeers peers (addAgent refuses new agents). */
+  get full(): boolean {
+    return this.#peers.full;
+  }
+
+  get stats(): HubStats {
+    return {
+      device: this.endpoint.stats,
+      agents: this.#peers.size,
+      pendingLookups: this.#peers.pendingLookups,
+      handshakeQueue: this.#intake.depth,
+      dropped: { ...this.#peers.dropped, ...this.#intake.dropped },
+    };
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#status.close();
+    this.#intake.close();
+    this.#local.close();
+    this.endpoint.close();
+    this.#peers.close();
+  }
+
+  /** Answers ICMP echo to the hub and takes the replies to its probes; the rest goes to the handler. */
+  #onInner(packet: Buffer, peer: Peer<PeerPaths>): void {
+    const rec = this.#peers.forPeer(peer);
+    if (!rec) return;
+    const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;
+    if (ip && ip.dst === this.#hubAddr) {
+      const reply = echoReplyFor(ip, this.#hubAddr);
+      if (reply) return void peer.send(reply);
+      if (rec.prober.onPacket(ip)) return;
+    }
+    this.#inner?.(packet, rec);
+  }
+}

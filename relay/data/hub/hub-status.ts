@@ -1,0 +1,164 @@
+/**
+ * The hub's view of each agent's session: connected (relay connection up or the direct path current, a
+ * handshake done, an authenticated datagram within deadAfterMs, or within idleProbeMs + deadAfterMs while the
+ * agent is idle), path (the agent's current path), lastHandshake, rttMs, bytesIn/Out. Every
+ * statusIntervalMs it reports every agent (onStatus) and pings each connected agent whose session is up
+ * with ICMP echo (its prober measures the RTT from the replies): every probeIntervalMs while the agent's
+ * tunnel carries application traffic; idle, only once nothing came from it for idleProbeMs + probeIntervalMs
+ * (an idle agent's own probes, every 25 s, normally keep it alive: an idle agent costs a few packets a minute).
+ */
+import type { Clock, TimerHandle } from '../../../shared/clock.js';
+import type { PathKind } from '../../../shared/net/tunnel-endpoint/path.js';
+import type { PathSnapshot } from '../../../shared/net/tunnel-endpoint/path-selector.js';
+import type { Peer } from '../../../shared/net/wireguard/device.js';
+import type { ConnectionPathDetail, ConnectionStatus } from '../../control/model/connection-status.js';
+import type { AgentRecord } from './peer-directory.js';
+
+export const DEFAULT_STATUS_INTERVAL_MS = 2_000;
+/** The hub pings each agent this often (RTT), once its session is up. */
+export const DEFAULT_HUB_PROBE_INTERVAL_MS = 5_000;
+/** No authenticated datagram from an agent for this long: not connected (idle: idleProbeMs longer). */
+export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
+/** An idle agent probes the hub this often (tunnel-client/session/liveness.ts). */
+export const DEFAULT_HUB_IDLE_PROBE_MS = 25_000;
+
+/** The parts of an agent record the status reads and updates. */
+export type StatusRecord = Pick<
+  AgentRecord,
+  'cluster' | 'key' | 'prober' | 'lastRxBytes' | 'lastRxAt' | 'lastProbeAt'
+> & {
+  readonly peer: Peer;
+  readonly paths?: {
+    readonly path: { readonly kind: PathKind } | undefined;
+    /** A copy of each datagram also goes over the relay (a direct remote being confirmed). */
+    readonly duplicating?: boolean;
+    /** Application traffic to or from the agent lately (absent: treated as active). */
+    readonly active?: boolean;
+  };
+};
+
+export interface HubStatusOptions {
+  clock: Clock;
+  /** Whether the agent's key holds a relay connection now. */
+  isConnected(key: Buffer): boolean;
+  /** The agents reported on each tick. */
+  agents(): Iterable<StatusRecord>;
+  onStatus?: (cluster: string, status: ConnectionStatus) => void;
+  /** The agent's path selector's view (remote, RTTs, last switch, reason); absent without disco. */
+  pathOf?: (key: Buffer) => PathSnapshot | undefined;
+  statusIntervalMs?: number;
+  probeIntervalMs?: number;
+  deadAfterMs?: number;
+  /** How often an idle agent probes the hub (default DEFAULT_HUB_IDLE_PROBE_MS). */
+  idleProbeMs?: number;
+}
+
+export class HubStatus {
+  readonly #options: HubStatusOptions;
+  readonly #statusMs: number;
+  readonly #probeMs: number;
+  readonly #deadMs: number;
+  readonly #idleMs: number;
+  #timer: TimerHandle | undefined;
+  #closed = false;
+
+  /** Starts the status timer. */
+  constructor(opts: HubStatusOptions) {
+    this.#options = opts;
+    this.#statusMs = opts.statusIntervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
+    this.#probeMs = opts.probeIntervalMs ?? DEFAULT_HUB_PROBE_INTERVAL_MS;
+    this.#deadMs = opts.deadAfterMs ?? DEFAULT_HUB_DEAD_AFTER_MS;
+    this.#idleMs = opts.idleProbeMs ?? DEFAULT_HUB_IDLE_PROBE_MS;
+    this.#arm();
+  }
+
+  /** The agent's status now (counts bytes received since the last look as a sign of life). */
+  of(rec: StatusRecord): ConnectionStatus {
+    const now = this.#options.clock.now();
+    const peer = rec.peer;
+    if (peer.rxBytes !== rec.lastRxBytes) {
+      rec.lastRxBytes = peer.rxBytes;
+      rec.lastRxAt = now;
+    }
+    const direct = rec.paths?.path?.kind === 'direct';
+    const kind: PathKind = direct && !rec.paths?.duplicating ? 'direct' : 'relayed';
+    const connected =
+      (direct || this.#options.isConnected(rec.key)) &&
+      peer.lastHandshakeAt !== null &&
+      rec.lastRxAt !== null &&
+      now - rec.lastRxAt < this.#deadMs + (this.#active(rec) ? 0 : this.#idleMs);
+    const snap = connected ? this.#options.pathOf?.(rec.key) : undefined;
+    return {
+      connected,
+      path: connected ? kind : 'none',
+      lastHandshake: peer.lastHandshakeAt,
+      rttMs: connected ? rec.prober.roundedRttMs : null,
+      bytesIn: peer.rxBytes,
+      bytesOut: peer.txBytes,
+      pathDetail: snap ? pathDetailOf(snap, kind) : null,
+    };
+  }
+
+  /** Reports the agent's status now (e.g. its relay connection went); nothing once closed. */
+  report(rec: StatusRecord): void {
+    if (this.#closed) return;
+    this.#options.onStatus?.(rec.cluster, this.of(rec));
+  }
+
+  /** The agent's peer completed a handshake: a sign of life, reported at once. */
+  onHandshake(rec: StatusRecord): void {
+    rec.lastRxAt = this.#options.clock.now();
+    this.report(rec);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#options.clock.clearTimer(this.#timer);
+  }
+
+  #active(rec: StatusRecord): boolean {
+    return rec.paths?.active ?? true;
+  }
+
+  /**
+   * Active: every probeMs. Idle: until a first RTT is measured, then only when the agent's own probes stopped
+   * arriving (every probeMs until one comes).
+   */
+  #probeDue(rec: StatusRecord, now: number): boolean {
+    if (now - rec.lastProbeAt < this.#probeMs) return false;
+    if (this.#active(rec) || rec.prober.rttMs === null || rec.lastRxAt === null) return true;
+    return now - rec.lastRxAt >= this.#idleMs + this.#probeMs;
+  }
+
+  #arm(): void {
+    this.#timer = this.#options.clock.setTimer(this.#statusMs, () => {
+      if (this.#closed) return;
+      const now = this.#options.clock.now();
+      for (const rec of this.#options.agents()) {
+        const s = this.of(rec);
+        if (s.connected && rec.peer.isSessionUp && this.#probeDue(rec, now)) {
+          rec.lastProbeAt = now;
+          rec.peer.send(rec.prober.probe());
+        }
+        this.#options.onStatus?.(rec.cluster, s);
+      }
+      this.#arm();
+    });
+  }
+}
+
+/** `host:port`, the host in brackets when it is IPv6. */
+function formatHostPort(a: { host: string; port: number }): string {
+  return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
+}
+
+/** The status form of a selector snapshot; `kind` is the path in use (no reason while it is direct). */
+export function pathDetailOf(snap: PathSnapshot, kind: PathKind): ConnectionPathDetail {
+  return {
+    remote: snap.remote ? formatHostPort(snap.remote) : null,
+    rttDirectMs: snap.rttMs.direct ?? null,
+    rttRelayedMs: snap.rttMs.relayed ?? null,
+    lastSwitch: snap.lastSwitchAt ?? null,
+    reason: kind === 'direct' && snap.route === 'direct' ? null : (snap.reason ?? null),
+  };
+}

@@ -1,0 +1,277 @@
+/**
+ * Mounts the data plane on a relay: the DERP server at `GET /derp` (WebSocket upgrade, subprotocol
+ * `derp`) on the same https server Fastify uses, and the hub node behind the DERP server's in-process
+ * client. Wiring:
+ * - Admission: the key is registered to an Accepted cluster (RelayHooks.isAdmitted), or is the hub's.
+ * - Policy: agent <-> hub node only; anything else (agent -> agent) is dropped and counted (`policy`).
+ * - cluster-deleted / cluster-denied / agent-unjoined: the key's DERP connection is closed at once and
+ *   the hub removes its peer; deny also reports the cluster disconnected (delete and unjoin forget it).
+ * - Start: every accepted agent in the store becomes a hub peer (up to the device's maxPeers); so does
+ *   every agent admitted later (peer-admitted), so that a stock WireGuard peer on the UDP port, which sends
+ *   no DERP datagram the hub could look its key up by, is known.
+ * - UDP: the hub's endpoint takes the datagrams of the hub's UDP port (relay/data/udp/hub-udp.ts) while mounted.
+ * - Candidates: the hub's interface addresses with the UDP port, and with `--stun-server` its mapped address
+ *   behind NAT (asked through the UDP port, whose STUN answers go to the gatherer), offered to the agents in
+ *   call-me-maybe; STUN's verdict (a mapping that varies per destination) is the hub's condition for every peer.
+ * - Drain (SIGTERM, RunningRelay.drain): no new agent is admitted (503 CLOSED) while the connected ones stay
+ *   until the hub's streams are done; then the drain closes the data plane as below (the HTTP server stays).
+ * - Close (fastify preClose, i.e. RunningRelay.close and the end of a drain): clients get the Restarting
+ *   frame (reconnect within a jittered window, relay/data/derp/limits.ts), then their sockets close; the hub node
+ *   stops.
+ * - Metrics: the DERP server's and the hub's counters are exported on /metrics (data-plane-metrics.ts),
+ *   read at scrape time.
+ * Mounted by the hub's proxy plugin (relay/data/proxy/proxy-plugin.ts), which the tunnel-relay binary uses.
+ */
+import type { FastifyInstance } from 'fastify';
+import { CandidateGatherer, type StunServer } from '../../../shared/net/disco/candidates.js';
+import { resolveEndpoint } from '../../../shared/net/disco/resolve-endpoint.js';
+import type { RelayContext } from '../../context/context.js';
+import type { AdmittedPeer } from '../../control/model/admission.js';
+import { PathReports } from '../../control/model/path-reports.js';
+import type { KeyEvent } from '../../control/model/relay-events.js';
+import { meshHeaderRefusal } from '../../fleet/mesh/mesh-screen.js';
+import { requestSource } from '../../fleet/mesh/mesh-source.js';
+import type { RelayConfig } from '../../ops/config/config.js';
+import { loadHubKey } from '../../ops/hub-key.js';
+import type { DerpLimits } from '../derp/limits.js';
+import { createDerpServer, type DerpServer, type DerpServerOptions } from '../derp/server.js';
+import {
+  HUB_DEFAULT_MAX_PEERS,
+  HubNode,
+  type HubNodeOptions,
+  type HubStatusSettings,
+} from '../hub/hub-node.js';
+import { discoFamilies, hubUdpFamilies } from '../udp/udp-metrics.js';
+import { derpFamilies, HubMetrics } from './data-plane-metrics.js';
+
+export interface DataPlaneOptions {
+  /** Test hook: every payload the DERP server routes (views: copy to keep). */
+  onPacket?: DerpServerOptions['onPacket'];
+  derpLimits?: Partial<DerpLimits>;
+  /** Hub node settings (timers, status intervals, maxPeers, stream binding tuning, onInnerPacket). */
+  hub?: Partial<
+    Pick<HubNodeOptions, 'onInnerPacket' | 'maxPeers' | 'timers' | 'streams'> & {
+      status: Omit<HubStatusSettings, 'onStatus'>;
+    }
+  >;
+}
+
+export interface DataPlane {
+  readonly derp: DerpServer;
+  readonly hub: HubNode;
+  close(): Promise<void>;
+}
+
+const mounted = new WeakMap<object, DataPlane>();
+
+/**
+ * The DERP limits the relay's configuration sets. Behind `--plain-http` every connection comes from the TLS
+ * terminator, so the per-source handshake cap would cap the terminator: it is lifted there (the table-wide cap
+ * and its eviction still apply).
+ */
+function configuredDerpLimits(config: RelayConfig): Partial<DerpLimits> {
+  const maxHandshaking = config.derpMaxHandshakes;
+  // No key at all without --plain-http: the limits are merged over DEFAULT_DERP_LIMITS, where an undefined would
+  // replace the default.
+  return config.plainHttp
+    ? { maxHandshaking, maxHandshakingPerSource: Number.POSITIVE_INFINITY }
+    : { maxHandshaking };
+}
+
+/** The data plane mounted on `app` (for plugins registered after it, e.g. the hub's proxies). */
+export function dataPlaneOf(app: FastifyInstance): DataPlane | undefined {
+  return mounted.get(app);
+}
+
+/** `--stun-server` endpoints as addresses; a name that does not resolve is left out with a warning. */
+async function resolveStunServers(
+  list: readonly string[],
+  log: { warn(obj: object, msg: string): void },
+): Promise<StunServer[]> {
+  const out: StunServer[] = [];
+  for (const endpoint of list) {
+    const server = await resolveEndpoint(endpoint);
+    if (server) out.push(server);
+    else log.warn({ stunServer: endpoint }, 'hub: --stun-server does not resolve; not asked');
+  }
+  return out;
+}
+
+/** Builds the data plane for a relay context and mounts it on `app`'s https server. */
+export async function mountDataPlane(
+  app: FastifyInstance,
+  ctx: RelayContext,
+  opts: DataPlaneOptions = {},
+): Promise<DataPlane> {
+  const hubKey = loadHubKey(ctx.config);
+  if (!hubKey.publicKey.equals(ctx.hubPublicKey)) {
+    throw new Error('hub key in the data dir changed under the running relay');
+  }
+  const hubPub = hubKey.publicKey;
+  const log = ctx.log.child({ component: 'data-plane' });
+  const derp = createDerpServer({
+    keyPair: hubKey,
+    clock: ctx.clock,
+    admission: {
+      isAdmitted: (k) => k.equals(hubPub) || ctx.hooks.isAdmitted(k),
+    },
+    policy: { canSend: (src, dst) => src.equals(hubPub) || dst.equals(hubPub) },
+    reservedKeys: ctx.reservedKeys,
+    sourceOf: (req) => requestSource(ctx.mesh?.key ?? null, req),
+    refusal: (req) => meshHeaderRefusal(ctx, req),
+    logger: log,
+    onPacket: opts.onPacket,
+    limits: { ...configuredDerpLimits(ctx.config), ...opts.derpLimits },
+  });
+  const pathReports = new PathReports({
+    store: ctx.store,
+    clock: ctx.clock,
+    maxAgents: opts.hub?.maxPeers ?? HUB_DEFAULT_MAX_PEERS,
+    log: (obj, msg) => log.warn(obj, msg),
+  });
+  const hub: HubNode = new HubNode({
+    privateKey: hubKey.privateKey,
+    derp,
+    clock: ctx.clock,
+    lookup: async (k) => {
+      const p = await ctx.hooks.admittedPeer(k);
+      // The hub adds the peer when this resolves: watch its handshakes from then on.
+      if (p) setImmediate(() => watchAgent(p.publicKey));
+      return p;
+    },
+    // Disco with every agent: with no UDP port it paces the agents' probes and measures the relayed RTT.
+    disco: {},
+    udp: ctx.udp?.transport,
+    log: (obj, msg) => log.warn(obj, msg),
+    ...opts.hub,
+    status: {
+      ...opts.hub?.status,
+      onStatus: (cluster, s) => {
+        ctx.hooks.updateConnection(cluster, s);
+        pathReports.note(cluster, s);
+      },
+    },
+  });
+  // The lookup above runs on a datagram (after attach()), so hubMetrics is set by then.
+  const hubMetrics = new HubMetrics(hub);
+  function watchAgent(publicKey: string): void {
+    const peer = hub.agent(publicKey)?.peer;
+    if (peer) hubMetrics.watch(peer);
+  }
+  let skipped = 0;
+  for (const c of await ctx.store.listClusters()) {
+    if (c.status !== 'Accepted' || !c.publicKey || !c.address || !c.presharedKey) continue;
+    if (ctx.reservedKeys.has(c.publicKey)) {
+      log.warn(
+        { cluster: c.name, publicKey: c.publicKey },
+        "hub: cluster holds the hub's reserved key; skipped",
+      );
+      continue;
+    }
+    if (hub.full) skipped++;
+    else if (
+      hub.addAgent({
+        cluster: c.name,
+        publicKey: c.publicKey,
+        address: c.address,
+        presharedKey: c.presharedKey,
+      })
+    )
+      watchAgent(c.publicKey);
+  }
+  if (skipped > 0) log.warn({ skipped }, 'hub: peer cap reached; accepted agents left out at start');
+
+  const revoke = (why: string, report: boolean) => (e: KeyEvent) => {
+    const key = Buffer.from(e.publicKey, 'base64');
+    derp.closeClient(key, why);
+    hubMetrics.retire(e.publicKey);
+    hub.removeAgent(e.publicKey);
+    pathReports.forget(e.cluster);
+    if (report) ctx.hooks.updateConnection(e.cluster, { connected: false, path: 'none', rttMs: null });
+  };
+  const onAdmitted = (p: AdmittedPeer) => {
+    if (!ctx.reservedKeys.has(p.publicKey) && hub.addAgent(p)) watchAgent(p.publicKey);
+  };
+  const onDeleted = revoke('cluster deleted', false);
+  const onDenied = revoke('cluster denied', true);
+  const onUnjoined = revoke('agent unjoined', false);
+  ctx.hooks.on('peer-admitted', onAdmitted);
+  ctx.hooks.on('cluster-deleted', onDeleted);
+  ctx.hooks.on('cluster-denied', onDenied);
+  ctx.hooks.on('agent-unjoined', onUnjoined);
+  const detach = derp.attach(app.server);
+  const offDrain = ctx.drain.onStart(() => derp.stopAdmitting());
+  const offMove = ctx.drain.onMove(() => dp.close());
+  const udp = ctx.udp ?? null;
+  // The hub's own candidates (its interface addresses with the UDP port) for the agents' probes; agents also
+  // try the advertised endpoint (tunnel.udpEndpoint).
+  const stunServers = udp ? await resolveStunServers(ctx.config.stunServers, log) : [];
+  // Never probed when an agent names them (shared/net/disco/candidate-address.ts): the port's own addresses, and
+  // below, the hub's candidates.
+  const ownUdp = udp ? await udp.ownAddresses(ctx.publicUrl()) : [];
+  hub.endpoint.disco?.setOwnAddresses(ownUdp);
+  const candidates = udp
+    ? new CandidateGatherer({
+        clock: ctx.clock,
+        send: (d, host, port) => udp.transport.send(d, host, port),
+        bindAddress: udp.transport.address,
+        port: udp.transport.port,
+        stunServers,
+        onChange: (g) => {
+          hub.endpoint.disco?.setConditions({ stun: g.stun });
+          hub.endpoint.disco?.setOwnAddresses([...ownUdp, ...g.candidates]);
+          hub.endpoint.disco?.setLocalCandidates(g.candidates);
+          if (stunServers.length > 0)
+            log.info({ stun: g.stun, reflexive: g.reflexive }, 'hub: address from STUN changed');
+        },
+      })
+    : null;
+  if (udp) {
+    udp.attach({
+      wireGuard: (d, from) => hub.endpoint.receiveFrom(d, from),
+      stun:
+        candidates && stunServers.length > 0
+          ? (d: Buffer, from: { address: string; port: number }) => candidates.receiveStun(d, from)
+          : undefined,
+      disco: (d, from) =>
+        hub.endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
+    });
+    candidates?.start();
+    log.info({ host: udp.transport.address, port: udp.transport.port }, 'WireGuard UDP port listening (udp)');
+  }
+  const removeCollector = ctx.metrics.addCollector(() => [
+    ...derpFamilies(derp.stats),
+    ...hubMetrics.families(),
+    ...(udp ? hubUdpFamilies(udp.stats, hub.endpoint.direct) : []),
+    ...(hub.endpoint.disco ? discoFamilies(hub.endpoint.disco) : []),
+  ]);
+
+  let closing: Promise<void> | null = null;
+  const dp: DataPlane = {
+    derp,
+    hub,
+    close() {
+      closing ??= (async () => {
+        ctx.hooks.off('peer-admitted', onAdmitted);
+        ctx.hooks.off('cluster-deleted', onDeleted);
+        ctx.hooks.off('cluster-denied', onDenied);
+        ctx.hooks.off('agent-unjoined', onUnjoined);
+        offDrain();
+        offMove();
+        udp?.detach();
+        candidates?.stop();
+        removeCollector();
+        await derp.shutdown();
+        hub.close();
+      })();
+      return closing;
+    },
+  };
+  app.addHook('preClose', async () => {
+    await dp.close();
+    // Only now: a drain closes the data plane earlier, and /derp must still be answered (503) until the port closes.
+    detach();
+  });
+  mounted.set(app, dp);
+  return dp;
+}

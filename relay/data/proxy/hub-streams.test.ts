@@ -1,0 +1,127 @@
+import { EventEmitter } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import { realClock } from '../../../shared/clock.js';
+import { parseIpv4Address } from '../../../shared/net/ip/index.js';
+import type { MuxStream } from '../../../shared/net/mux/mux-stream.js';
+import { OPEN_OK, readOpenRequest, replyOpen } from '../../../shared/net/mux/open-target.js';
+import { StreamBinding } from '../../../shared/net/tunnel-streams/stream-binding.js';
+import type { RelayContext } from '../../context/context.js';
+import type { ClusterRecord } from '../../control/store/types.js';
+import { HubStreams } from './hub-streams.js';
+
+const AGENT = '100.64.0.7';
+const HUB = '100.64.0.1';
+const KEY = 'A'.repeat(43) + '=';
+
+interface World {
+  streams: HubStreams;
+  hub: StreamBinding;
+  agent: StreamBinding;
+  hooks: EventEmitter;
+  live: { session: boolean; relay: boolean };
+}
+
+const worlds: World[] = [];
+afterEach(() => {
+  for (const w of worlds.splice(0)) {
+    w.streams.close();
+    w.hub.close();
+    w.agent.close();
+  }
+});
+
+/** A HubStreams over a hub binding whose packets go straight to an agent binding that echoes. */
+function world(clusters: Record<string, Partial<ClusterRecord>>, graceMs = 300): World {
+  const hooks = new EventEmitter();
+  const live = { session: true, relay: true };
+  const store = {
+    getCluster: async (name: string) =>
+      clusters[name] ? ({ name, ...clusters[name] } as ClusterRecord) : null,
+  };
+  const hub: StreamBinding = new StreamBinding({
+    role: 'client',
+    local: parseIpv4Address(HUB),
+    clock: realClock,
+    send: (p) => {
+      setImmediate(() => agent.input(p));
+      return true;
+    },
+  });
+  const agent: StreamBinding = new StreamBinding({
+    role: 'server',
+    local: parseIpv4Address(AGENT),
+    clock: realClock,
+    send: (p) => {
+      setImmediate(() => hub.input(p));
+      return true;
+    },
+    onStream: (s: MuxStream) => {
+      readOpenRequest(s, { clock: realClock }).then(() => {
+        replyOpen(s, OPEN_OK);
+        s.on('data', (c: Buffer) => s.write(c));
+      });
+    },
+  });
+  const streams = new HubStreams({
+    ctx: { store, hooks } as unknown as Pick<RelayContext, 'store' | 'hooks'>,
+    clock: realClock,
+    disconnectGraceMs: graceMs,
+    dataPlane: {
+      binding: hub,
+      isSessionUp: () => live.session,
+      isRelayConnected: () => live.relay,
+    },
+  });
+  const w = { streams, hub, agent, hooks, live };
+  worlds.push(w);
+  return w;
+}
+
+const accepted = { status: 'Accepted', address: AGENT, publicKey: KEY } as const;
+
+describe('HubStreams', () => {
+  it('fails fast: NOT_FOUND, AGENT_NOT_CONNECTED without an agent or a live session', async () => {
+    const w = world({ pending: { status: 'Pending', address: null, publicKey: null }, edge: accepted });
+    await expect(w.streams.open('nope', '@upstream')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(w.streams.open('pending', '@upstream')).rejects.toMatchObject({
+      code: 'AGENT_NOT_CONNECTED',
+    });
+    w.live.session = false;
+    await expect(w.streams.open('edge', '@upstream')).rejects.toMatchObject({ code: 'AGENT_NOT_CONNECTED' });
+    expect(w.streams.binding.linkCount).toBe(0);
+  });
+
+  it('ends open streams with AGENT_NOT_CONNECTED once the relay connection has been gone for the grace', async () => {
+    const w = world({ edge: accepted }, 300);
+    const s = await w.streams.open('edge', '@upstream');
+    s.write('x');
+    await new Promise((r) => s.once('data', r));
+    const errored = new Promise<Error & { code?: string }>((r) => s.once('error', r));
+    const lostAt = Date.now();
+    w.live.relay = false;
+    const err = await errored;
+    expect(err.code).toBe('AGENT_NOT_CONNECTED');
+    expect(Date.now() - lostAt).toBeGreaterThanOrEqual(300);
+    expect(Date.now() - lostAt).toBeLessThan(3_000);
+  });
+
+  it('keeps streams across a relay blip shorter than the grace', async () => {
+    const w = world({ edge: accepted }, 1_500);
+    const s = await w.streams.open('edge', '@upstream');
+    w.live.relay = false;
+    await new Promise((r) => setTimeout(r, 1_100));
+    w.live.relay = true;
+    await new Promise((r) => setTimeout(r, 1_100));
+    s.write('still here');
+    const [d] = (await new Promise((r) => s.once('data', (c) => r([c])))) as [Buffer];
+    expect(d.toString()).toBe('still here');
+  });
+
+  it('ends streams at once when the cluster is deleted', async () => {
+    const w = world({ edge: accepted });
+    const s = await w.streams.open('edge', '@upstream');
+    const errored = new Promise<Error & { code?: string }>((r) => s.once('error', r));
+    w.hooks.emit('cluster-deleted', { cluster: 'edge', publicKey: KEY });
+    expect((await errored).code).toBe('AGENT_NOT_CONNECTED');
+  });
+});

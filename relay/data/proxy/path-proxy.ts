@@ -1,0 +1,308 @@
+/**
+ * `/api/v1/clusters/:name/proxy/*`: any method, forwarded as HTTP/1.1 over one mux stream per request
+ * to the agent's default upstream (`@upstream`: the agent speaks TLS to it when its URL is https).
+ * Request and response bodies stream both ways (watches, large uploads). The caller's Authorization
+ * header (the relay access key) and hop-by-hop headers are not forwarded.
+ *
+ * Upgrade requests (WebSocket, SPDY: `kubectl exec`) arrive on the https server's 'upgrade' event:
+ * after the same checks the request head is re-written onto a new stream and the bytes are spliced
+ * both ways, so the upstream's 101 (or refusal) reaches the client unchanged.
+ *
+ * Plain requests are hijacked in a route-level onRequest hook: nothing is parsed or buffered.
+ * A request body is framed upstream exactly as it arrived (shared/kit/http/body-framing.ts: chunked stays
+ * chunked, a Content-Length stays that length); ambiguous framing is refused with 400 BAD_FRAMING
+ * before anything is opened, so one client request is one upstream request. Every request and upgrade is held in the
+ * live-pipe registry under its access key (live-pipes.ts): it ends when the key is revoked or expires.
+ *
+ * The relay's own errors here are Kubernetes `Status` objects (kube-status.ts), not the API's error
+ * envelope: kubectl is the client, and it prints a Status's reason and message.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { TunnelError } from '../../../shared/errors.js';
+import { type BodyFraming, bodyFraming, framingHeaders } from '../../../shared/kit/http/body-framing.js';
+import type { MuxStream } from '../../../shared/net/mux/mux-stream.js';
+import { splice } from '../../../shared/net/tunnel-streams/splice.js';
+import type { RelayContext } from '../../context/context.js';
+import type { LivePipes } from '../../control/api/live-pipes.js';
+import { authenticate, canSeeCluster, type KeyPrincipal, proxyScope } from '../../control/model/auth.js';
+import { bearer, isReadOnly, isScopeOf, requireProxy } from '../../control/model/proxy-auth.js';
+import type { ClusterRecord } from '../../control/store/types.js';
+import { MESH_KEY_HEADER, MESH_VIA_HEADER } from '../../fleet/mesh/mesh-auth.js';
+import { forwardRequest, forwardUpgrade } from '../../fleet/mesh/mesh-forward.js';
+import { hopFor, type MeshRouting, meshOriginOf } from '../../fleet/mesh/mesh-routing.js';
+import { MESH_SOURCE_HEADER } from '../../fleet/mesh/mesh-source.js';
+import { endToEndHeaders } from '../../ops/http/end-to-end-headers.js';
+import { exchange } from '../../ops/http/http-exchange.js';
+import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
+import type { HubStreams } from './hub-streams.js';
+import { kubeStatus } from './kube-status.js';
+import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
+
+const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
+
+/** Headers that belong to one hop (RFC 9110 7.6.1) or carry the relay credential. */
+const DROP = new Set([
+  'authorization',
+  MESH_KEY_HEADER,
+  MESH_SOURCE_HEADER,
+  MESH_VIA_HEADER,
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+export interface ProxyPath {
+  cluster: string;
+  /** Path and query to send upstream (`/` at least). */
+  upstreamPath: string;
+}
+
+export function parseProxyPath(url: string): ProxyPath | null {
+  const m = PROXY_PATH.exec(url);
+  if (!m) return null;
+  let cluster: string;
+  try {
+    cluster = decodeURIComponent(m[1]!);
+  } catch {
+    return null;
+  }
+  return { cluster, upstreamPath: `${m[2] || '/'}${m[3] ?? ''}` };
+}
+
+/** Request headers to forward: end-to-end ones only, minus anything the Connection header names. */
+export function forwardHeaders(raw: readonly string[]): string[] {
+  return endToEndHeaders(raw, DROP);
+}
+
+/** Counters of the path proxy (exported on /metrics by the hub proxy plugin). */
+export interface PathProxyStats {
+  /** Plain requests answered by the upstream, by status class (`1xx`..`5xx`, else `other`). */
+  forwarded: Record<string, number>;
+  /** Plain requests the relay answered with an error, by its status; `aborted`: failed mid-response. */
+  failed: Record<string, number>;
+  /** Upgrade requests spliced to the upstream (its answer travels inside the spliced bytes). */
+  upgrades: number;
+  /** Upgrade requests the relay refused, by status. */
+  upgradeFailed: Record<string, number>;
+}
+
+export function newPathProxyStats(): PathProxyStats {
+  return { forwarded: {}, failed: {}, upgrades: 0, upgradeFailed: {} };
+}
+
+const bump = (r: Record<string, number>, k: string | number): void => {
+  r[k] = (r[k] ?? 0) + 1;
+};
+
+/** `2xx` for 200..299; `other` outside 100..599 (keeps the label set bounded). */
+export function statusClass(code: number): string {
+  return code >= 100 && code < 600 ? `${Math.floor(code / 100)}xx` : 'other';
+}
+
+type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>;
+
+/** What the path proxy works with: the relay, the hub's streams and the live-pipe registry. */
+export interface PathProxyDeps {
+  ctx: Ctx;
+  streams: HubStreams;
+  pipes: LivePipes;
+  stats: PathProxyStats;
+  /** A fleet's mesh: a request for an agent another replica holds goes there (relay/fleet/mesh/). */
+  mesh?: MeshRouting;
+}
+
+/** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
+const DROP_REFRAMED = new Set([...DROP, 'content-length']);
+
+async function authorize(
+  ctx: Ctx,
+  req: IncomingMessage,
+  cluster: string,
+  upgrade: boolean,
+): Promise<{ key: KeyPrincipal; cluster: ClusterRecord }> {
+  const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
+  const c = await ctx.store.getCluster(cluster);
+  const scope = proxyScope(who);
+  // A key minted for a cluster that was deleted is refused as an unknown key, even by a later cluster of its name
+  // (the deletion revoked it; this holds for a key minted while the deletion ran too).
+  if (c !== null && scope !== null && scope.cluster === c.name && !isScopeOf(scope, c)) {
+    throw new TunnelError('UNAUTHENTICATED', 'missing, unknown, expired or revoked credential');
+  }
+  // A cluster the caller may not see answers as a missing one: no group named, no existence confirmed.
+  // A key scoped to one cluster's proxy sees that cluster only.
+  const visible = c !== null && (canSeeCluster(who, c) || scope?.cluster === c.name);
+  if (!c || !visible) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
+  return { key: requireProxy(who, c, isReadOnly(req.method, upgrade) ? 'read' : 'write'), cluster: c };
+}
+
+/** The agent's refusal of the upstream stream, said in terms of the cluster (what kubectl prints). */
+function explainOpenError(err: unknown, cluster: string): unknown {
+  const reason = err instanceof Error ? err.message.replace(/^@upstream: /, '') : '';
+  if (err instanceof TunnelError && err.code === 'STREAM_REFUSED') {
+    return new TunnelError('STREAM_REFUSED', `agent for cluster ${cluster} refused the stream: ${reason}`);
+  }
+  if (err instanceof TunnelError && err.code === 'UPSTREAM_FAILED') {
+    return new TunnelError(
+      'UPSTREAM_FAILED',
+      `agent for cluster ${cluster} could not reach its upstream: dial failed: ${reason}`,
+    );
+  }
+  return err;
+}
+
+/** A stream to the cluster's default upstream, with the agent's refusal explained. */
+async function openUpstream(streams: HubStreams, cluster: string): Promise<MuxStream> {
+  try {
+    return await streams.open(cluster, '@upstream');
+  } catch (err) {
+    throw explainOpenError(err, cluster);
+  }
+}
+
+/** Request headers for upstream: end-to-end ones, then the body's framing as parsed. */
+function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
+  return [...endToEndHeaders(req.rawHeaders, DROP_REFRAMED), ...framingHeaders(framing)];
+}
+
+function sendError(res: ServerResponse, err: unknown, cluster: string | null, discovery = false): void {
+  const e = asTunnelError(err);
+  if (res.headersSent) {
+    res.destroy(e);
+    return;
+  }
+  const status = proxyStatus(e, false);
+  const plain = discovery ? discoveryErrorAnswer(status, e.message) : null;
+  if (plain !== null) {
+    res.writeHead(plain.status, {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': Buffer.byteLength(plain.body),
+    });
+    res.end(plain.body);
+    return;
+  }
+  const body = JSON.stringify(kubeStatus(e, status, cluster));
+  const headers: OutgoingHttpHeaders = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  };
+  // The body of a request with ambiguous framing cannot be skipped reliably: no next request.
+  if (e.code === 'BAD_FRAMING') headers.connection = 'close';
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+/** Forwards one plain (non-Upgrade) request. */
+async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { ctx, streams, pipes } = deps;
+  const origin = meshOriginOf(deps.mesh, req.headers);
+  const framing = bodyFraming(req.rawHeaders);
+  const p = parseProxyPath(req.url ?? '');
+  if (!p) throw new TunnelError('NOT_FOUND', 'no such proxy path');
+  const allowed = await authorize(ctx, req, p.cluster, false);
+  pipes.hold(allowed.key, res);
+  const hop = await hopFor(deps.mesh, origin, allowed.cluster);
+  if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node.hopTo(hop, req), req, res);
+  const stream = await openUpstream(streams, p.cluster);
+  stream.on('error', () => {});
+  if (res.destroyed) return void stream.destroy();
+  await exchange({
+    req,
+    res,
+    head: {
+      method: req.method ?? 'GET',
+      path: p.upstreamPath,
+      headers: [...upstreamHeaders(req, framing), 'connection', 'close'],
+    },
+    transport: stream,
+    bodyFollows: framing.kind !== 'none',
+    answerHeaders: forwardHeaders,
+    what: 'upstream request',
+    onAnswer: (status) => bump(deps.stats.forwarded, statusClass(status)),
+  });
+}
+
+/** Handles an Upgrade request for the proxy path; false when the path is not the proxy's. */
+export function handleProxyUpgrade(
+  deps: PathProxyDeps,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+): boolean {
+  const { ctx, streams, pipes, stats } = deps;
+  const p = parseProxyPath(req.url ?? '');
+  if (!p) return false;
+  socket.on('error', () => {});
+  (async () => {
+    const origin = meshOriginOf(deps.mesh, req.headers);
+    const framing = bodyFraming(req.rawHeaders);
+    if (framing.kind === 'chunked') {
+      // The spliced bytes after the head are not re-framed: a chunked body would reach the upstream raw.
+      throw new TunnelError(
+        'BAD_FRAMING',
+        'an Upgrade request with Transfer-Encoding chunked is not forwarded',
+      );
+    }
+    const allowed = await authorize(ctx, req, p.cluster, true);
+    pipes.hold(allowed.key, socket);
+    const hop = await hopFor(deps.mesh, origin, allowed.cluster);
+    if (hop && deps.mesh?.node) return forwardUpgrade(deps.mesh.node.hopTo(hop, req), req, { socket, head });
+    const stream: MuxStream = await openUpstream(streams, p.cluster);
+    stream.on('error', () => {});
+    if (socket.destroyed) return void stream.destroy();
+    stats.upgrades++;
+    const hdrs = upstreamHeaders(req, framing);
+    const upgrade = req.headers.upgrade ?? '';
+    let text = `${req.method ?? 'GET'} ${p.upstreamPath} HTTP/1.1\r\n`;
+    for (let i = 0; i + 1 < hdrs.length; i += 2) text += `${hdrs[i]}: ${hdrs[i + 1]}\r\n`;
+    text += `connection: Upgrade\r\nupgrade: ${upgrade}\r\n\r\n`;
+    stream.write(text);
+    if (head.length > 0) stream.write(head);
+    splice(stream, socket, (e) => new TunnelError('STREAM_RESET', `client: ${e.message}`));
+  })().catch((err: unknown) => {
+    const e = asTunnelError(err);
+    if (e.code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
+    if (e.code === 'INTERNAL') ctx.log.error({ err }, 'proxy upgrade failed');
+    const status = proxyStatus(e, false);
+    bump(stats.upgradeFailed, status);
+    writeErrorResponse(socket, status, e, { body: kubeStatus(e, status, p.cluster) });
+  });
+  return true;
+}
+
+/** Registers the plain-request routes on `app`. */
+export function registerPathProxy(app: FastifyInstance, deps: PathProxyDeps): void {
+  const { ctx, stats } = deps;
+  const onRequest = async (
+    request: { raw: IncomingMessage },
+    reply: { hijack(): void; raw: ServerResponse },
+  ): Promise<void> => {
+    reply.hijack();
+    const res = reply.raw;
+    forward(deps, request.raw, res).catch((err: unknown) => {
+      const e = asTunnelError(err);
+      const code = e.code;
+      bump(stats.failed, res.headersSent ? 'aborted' : proxyStatus(e, false));
+      if (code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
+      if (code === 'INTERNAL') ctx.log.error({ err }, 'proxy request failed');
+      const path = parseProxyPath(request.raw.url ?? '');
+      const discovery = path !== null && isDiscoveryRequest(request.raw.method, path.upstreamPath);
+      sendError(res, err, path?.cluster ?? null, discovery);
+    });
+  };
+  for (const url of ['/api/v1/clusters/:name/proxy', '/api/v1/clusters/:name/proxy/*']) {
+    app.route({
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'],
+      url,
+      onRequest,
+      handler: async () => undefined,
+    });
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Dials another replica's mesh URL over TLS and checks the certificate it presents against the fleet's CA pin
+ * (the SHA-256 of the one certificate every replica serves, as agents check it): nothing is written before the
+ * pin matches. A dial that does not finish within the timeout, or a certificate with another pin, fails with
+ * MESH_UNREACHABLE naming the cluster and the replica's URL.
+ */
+import { isIP } from 'node:net';
+import { connect, type TLSSocket } from 'node:tls';
+import { TunnelError } from '../../../shared/errors.js';
+import { pinOfCertificate } from '../../../shared/tls-pin.js';
+
+/** A mesh dial (TCP and TLS) not finished after this long fails. */
+export const MESH_DIAL_TIMEOUT_MS = 5_000;
+
+export interface MeshDialTarget {
+  /** https://HOST:PORT of the replica. */
+  meshUrl: string;
+  /** The cluster the request is for (named in errors); null when it is for any hub replica (relay mode). */
+  cluster: string | null;
+}
+
+function unreachable(t: MeshDialTarget, why: string): TunnelError {
+  return new TunnelError(
+    'MESH_UNREACHABLE',
+    t.cluster === null
+      ? `hub replica ${t.meshUrl} cannot be reached: ${why}`
+      : `the agent of cluster ${t.cluster} is connected to replica ${t.meshUrl}, which cannot be reached: ${why}`,
+  );
+}
+
+export function dialReplica(
+  t: MeshDialTarget,
+  caPin: string,
+  timeoutMs = MESH_DIAL_TIMEOUT_MS,
+): Promise<TLSSocket> {
+  const url = new URL(t.meshUrl);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((resolve, reject) => {
+    const socket = connect({
+      host,
+      port: Number(url.port || 443),
+      // Trust is the pin below, as for agents: the fleet's certificate is often self-signed.
+      rejectUnauthorized: false,
+      // SNI names a host; an address literal is sent none.
+      servername: isIP(host) === 0 ? host : undefined,
+      ALPNProtocols: ['http/1.1'],
+    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(unreachable(t, `no TLS connection within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(unreachable(t, err.code ?? err.message));
+    });
+    socket.once('secureConnect', () => {
+      clearTimeout(timer);
+      const actual = pinOfCertificate(socket.getPeerCertificate().raw ?? Buffer.alloc(0));
+      if (actual !== caPin) {
+        socket.destroy();
+        reject(unreachable(t, `it presented a certificate with pin ${actual}, not the fleet's ${caPin}`));
+        return;
+      }
+      resolve(socket);
+    });
+  });
+}

@@ -1,0 +1,122 @@
+/**
+ * This replica's place in a fleet's mesh: its id, the fleet's mesh key and CA pin, its membership (heartbeat and
+ * agent locations, replica-membership.ts), and `locate`, which names the live replica other than this one that
+ * holds a cluster's agent session. The proxies ask it only for a client's request whose agent has no session
+ * here; a mesh request is always served locally (one hop, no loops).
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import type { Logger } from 'pino';
+import type { RelayHooks } from '../../control/model/hooks.js';
+import type { AgentLocation, PgMeshTables } from '../../control/store/postgres-mesh.js';
+import type { MeshConfig, MeshKey } from '../../ops/config/mesh-settings.js';
+import type { MeshAuthStats } from './mesh-auth.js';
+import { dialReplica } from './mesh-dial.js';
+import type { ForwardKind, MeshHop } from './mesh-forward.js';
+import { meshHeaders, requestSource } from './mesh-source.js';
+import { ReplicaMembership } from './replica-membership.js';
+
+export type { ForwardKind } from './mesh-forward.js';
+
+/** Counters of the mesh (exported on /metrics by the proxy plugin). */
+export interface MeshStats {
+  auth: MeshAuthStats;
+  /** Requests forwarded to another replica, by kind. */
+  forwarded: Record<ForwardKind, number>;
+  /** Forwards that failed before the other replica answered (dial, TLS, pin). */
+  failed: number;
+  /** Forwarded pipes open now. */
+  open: number;
+  /** Live replicas (this one included) at the last heartbeat; 0 without a mesh. */
+  replicas: number;
+}
+
+export function newMeshStats(): MeshStats {
+  return {
+    auth: { accepted: 0, refused: 0 },
+    forwarded: { connect: 0, upgrade: 0, request: 0 },
+    failed: 0,
+    open: 0,
+    replicas: 0,
+  };
+}
+
+export interface MeshNodeOptions {
+  tables: PgMeshTables;
+  config: MeshConfig & { key: MeshKey };
+  /** The fleet's CA pin: every replica's certificate must hash to it. */
+  caPin: string;
+  hooks: RelayHooks;
+  log: Logger;
+}
+
+export class MeshNode {
+  /** Random per process (not secret): a restarted replica is a new member. */
+  readonly id = randomBytes(8).toString('hex');
+  readonly key: MeshKey;
+  readonly caPin: string;
+  readonly stats = newMeshStats();
+  readonly #tables: PgMeshTables;
+  readonly #deadAfterMs: number;
+  readonly #url: string | null;
+  readonly #membership: ReplicaMembership;
+  #meshUrl: string | null = null;
+
+  constructor(o: MeshNodeOptions) {
+    this.key = o.config.key;
+    this.caPin = o.caPin;
+    this.#tables = o.tables;
+    this.#deadAfterMs = o.config.deadAfterMs;
+    this.#url = o.config.url;
+    this.#membership = new ReplicaMembership({
+      id: this.id,
+      mode: 'hub',
+      tables: o.tables,
+      hooks: o.hooks,
+      deadAfterMs: o.config.deadAfterMs,
+      log: o.log.child({ component: 'mesh' }),
+      onHeartbeat: (view) => {
+        this.stats.replicas = view.replicas.length;
+      },
+    });
+  }
+
+  /** The URL other replicas dial (known once the TLS port is bound). */
+  get meshUrl(): string | null {
+    return this.#meshUrl;
+  }
+
+  /** Joins the fleet: `boundUrl` is the mesh URL unless --mesh-url named one. */
+  async start(boundUrl: string): Promise<void> {
+    this.#meshUrl = this.#url ?? boundUrl;
+    await this.#membership.start(this.#meshUrl);
+  }
+
+  stop(): Promise<void> {
+    return this.#membership.stop();
+  }
+
+  /** The live replica other than this one that holds the cluster's agent session, or null. */
+  async locate(cluster: string): Promise<AgentLocation | null> {
+    const l = await this.#tables.locate(cluster, this.#deadAfterMs);
+    return l !== null && l.replica !== this.id ? l : null;
+  }
+
+  /** A TLS connection to the replica at `l`, its certificate checked against the fleet pin. */
+  dial(l: AgentLocation): Promise<TLSSocket> {
+    return dialReplica({ meshUrl: l.meshUrl, cluster: l.cluster }, this.caPin).catch((err: unknown) => {
+      this.stats.failed++;
+      throw err;
+    });
+  }
+
+  /** The hop of a client's request `req` to the replica at `l`, naming the client's address. */
+  hopTo(l: AgentLocation, req: IncomingMessage): MeshHop {
+    return {
+      dial: () => this.dial(l),
+      headers: meshHeaders(this.key, requestSource(this.key, req), null),
+      stats: this.stats,
+    };
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * This replica's membership in the fleet (relay/control/store/postgres-mesh.ts): its row is added once the TLS port
+ * listens, its heartbeat renewed every HEARTBEAT_MS, and the row removed with the locations it held on a clean
+ * shutdown. A replica whose heartbeat is older than --mesh-dead-after is gone: the locations it held are ignored.
+ *
+ * Agent locations: each time this process's session of an agent comes up, goes down or changes path (RelayHooks
+ * 'connection-changed'), the cluster's row is written (up: this replica, the latest writer wins) or cleared (down:
+ * only while it still names this replica). Changes are coalesced per cluster and written in order by one loop,
+ * so the set of pending writes is bounded by the number of clusters; a write the store refuses is kept (its latest
+ * state only) and retried after the next heartbeat.
+ *
+ * On every heartbeat the sessions the other live replicas hold are read back and handed to RelayHooks, so the
+ * cluster object (connected, path) reads the same on every replica, a second behind at most.
+ */
+import type { Logger } from 'pino';
+import type { ConnectionChange, ConnectionStatus, RelayHooks } from '../../control/model/hooks.js';
+import type { AgentLocation, PgMeshTables, ReplicaRow } from '../../control/store/postgres-mesh.js';
+
+export const HEARTBEAT_MS = 1_000;
+
+/** What a heartbeat read: the live replicas (this one included) and where the other replicas' agents are. */
+export interface FleetView {
+  replicas: ReplicaRow[];
+  locations: AgentLocation[];
+}
+
+export interface MembershipOptions {
+  id: string;
+  /** `hub`, or `relay` for a relay-mode replica (it holds no agent sessions: no hooks). */
+  mode: string;
+  tables: PgMeshTables;
+  /** The hub's hooks: its sessions are written as locations, the others' shown; null on a relay-mode replica. */
+  hooks: RelayHooks | null;
+  deadAfterMs: number;
+  log: Logger;
+  /** Receives what each heartbeat read. */
+  onHeartbeat?: (view: FleetView) => void;
+}
+
+function remoteStatus(l: AgentLocation): ConnectionStatus {
+  const path = l.path === 'direct' ? 'direct' : 'relayed';
+  return { connected: true, path, lastHandshake: null, rttMs: null, bytesIn: 0, bytesOut: 0 };
+}
+
+export class ReplicaMembership {
+  readonly #options: MembershipOptions;
+  /** Latest unwritten state per cluster. */
+  readonly #pending = new Map<string, ConnectionChange>();
+  #meshUrl = '';
+  #timer: NodeJS.Timeout | null = null;
+  #flushing: Promise<void> | null = null;
+  #stopped = false;
+  #joined = false;
+  /** The last heartbeat failed (logged once per outage). */
+  #failing = false;
+  readonly #onChange = (c: ConnectionChange): void => {
+    this.#pending.set(c.cluster, c);
+    this.#flush();
+  };
+
+  constructor(o: MembershipOptions) {
+    this.#options = o;
+  }
+
+  /** Adds the row (LIMIT_EXCEEDED past the replica cap) and starts the heartbeat. */
+  async start(meshUrl: string): Promise<void> {
+    this.#meshUrl = meshUrl;
+    await this.#options.tables.join(
+      { id: this.#options.id, meshUrl, mode: this.#options.mode },
+      this.#options.deadAfterMs,
+    );
+    this.#joined = true;
+    this.#options.log.info({ replica: this.#options.id, meshUrl }, 'mesh: joined the fleet');
+    this.#options.hooks?.on('connection-changed', this.#onChange);
+    this.#schedule();
+  }
+
+  /** Stops the heartbeat and removes the row and this replica's locations (best effort). */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#options.hooks?.off('connection-changed', this.#onChange);
+    await this.#flushing;
+    if (this.#joined) {
+      await this.#options.tables.leave(this.#options.id).catch((err: Error) => {
+        this.#options.log.warn({ err: err.message }, 'mesh: could not remove this replica from the store');
+      });
+    }
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => void this.#beat(), HEARTBEAT_MS);
+    this.#timer.unref();
+  }
+
+  async #beat(): Promise<void> {
+    const { tables, id, deadAfterMs, hooks, log } = this.#options;
+    try {
+      if (!(await tables.heartbeat(id)) && !this.#stopped) {
+        log.warn(
+          { replica: id },
+          'mesh: this replica was dropped from the store (no heartbeat for long); rejoining',
+        );
+        await tables.join({ id, meshUrl: this.#meshUrl, mode: this.#options.mode }, deadAfterMs);
+      }
+      const locations = await tables.remoteLocations(id, deadAfterMs);
+      const remote = new Map<string, ConnectionStatus>();
+      for (const l of locations) remote.set(l.cluster, remoteStatus(l));
+      hooks?.setRemoteConnections(remote);
+      this.#options.onHeartbeat?.({ replicas: await tables.liveReplicas(deadAfterMs), locations });
+      if (this.#failing) log.info({ replica: id }, 'mesh: heartbeat back');
+      this.#failing = false;
+      // Location writes that failed while the store was away are retried (only their latest state).
+      this.#flush();
+    } catch (err) {
+      // Without fresh data, other replicas' sessions are not shown rather than shown stale.
+      hooks?.setRemoteConnections(new Map());
+      if (!this.#failing) log.warn({ err: (err as Error).message }, 'mesh: heartbeat failed');
+      this.#failing = true;
+    }
+    this.#schedule();
+  }
+
+  #flush(): void {
+    if (this.#flushing || this.#pending.size === 0) return;
+    this.#flushing = this.#drain().finally(() => {
+      this.#flushing = null;
+    });
+  }
+
+  /** Writes the pending changes in order; stops at the first the store refuses (kept for the next heartbeat). */
+  async #drain(): Promise<void> {
+    for (;;) {
+      const first = this.#pending.entries().next();
+      if (first.done) return;
+      const [cluster, change] = first.value;
+      this.#pending.delete(cluster);
+      if (await this.#write(change)) continue;
+      // Kept unless a newer change arrived meanwhile.
+      if (!this.#pending.has(cluster)) this.#pending.set(cluster, change);
+      return;
+    }
+  }
+
+  /** Writes one change; false when the store did not take it (logged, retried later). */
+  async #write(c: ConnectionChange): Promise<boolean> {
+    const { tables, id, log } = this.#options;
+    try {
+      if (c.connected) await tables.setLocation(c.cluster, id, c.path);
+      else await tables.clearLocation(c.cluster, id);
+      return true;
+    } catch (err) {
+      log.warn(
+        { cluster: c.cluster, err: (err as Error).message },
+        'mesh: could not record the agent location; retried after the next heartbeat',
+      );
+      return false;
+    }
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * The acknowledgements a receiver owes and when they are due: its ACK policy.
+ *
+ * Each data segment received is owed one ACK segment (selective: its sn and echoed ts). They go out together,
+ * in one datagram, when the first of these holds:
+ * - `ackEvery` are pending;
+ * - the oldest has waited `ackDelayMs` (the session's timer);
+ * - something asked for them at once (ackNow(): a gap or a duplicate, a small receive window, a window probe;
+ *   the session decides);
+ * - a datagram goes out anyway (the session lets them ride along).
+ * A short segment (its sender has no more for now) is held like the others: in an exchange of small messages
+ * this side's reply, or the next request, goes within the delay and carries the ACK, one datagram instead of two.
+ * Each ACK carries how long it was held (segment.ts), so the sender's RTT samples leave the delay out.
+ *
+ * The policy follows the path (tunnel-streams/constants.ts): every segment at once where a segment is large
+ * and the path queues (the relay), every few where segments are small and the cost is per datagram (a direct
+ * UDP path). setPolicy() applies a new one at once, to what is pending too.
+ */
+import { TunnelError } from '../../errors.js';
+
+export interface AckPolicy {
+  /** ACKs go at once when this many are pending (1..1024). */
+  ackEvery: number;
+  /** Longest time (ms) an ACK waits for others to join it (0..60,000). */
+  ackDelayMs: number;
+}
+
+/** Entries per pending ACK in the flat array: sn, ts, arrival time. */
+const STRIDE = 3;
+
+export function checkAckPolicy(p: AckPolicy): void {
+  if (!Number.isInteger(p.ackEvery) || p.ackEvery < 1 || p.ackEvery > 1024) {
+    throw new TunnelError('BAD_CONFIG', `arq ackEvery: ${p.ackEvery} is not an integer in [1, 1024]`);
+  }
+  if (!Number.isFinite(p.ackDelayMs) || p.ackDelayMs < 0 || p.ackDelayMs > 60_000) {
+    throw new TunnelError('BAD_CONFIG', `arq ackDelayMs: ${p.ackDelayMs} is not a number in [0, 60000]`);
+  }
+}
+
+export class PendingAcks {
+  #ackEvery: number;
+  #ackDelayMs: number;
+  /** sn, ts, arrival time of each pending ACK, oldest first (one flat array, reused). */
+  #entries: number[] = [];
+  #now = false;
+
+  constructor(policy: AckPolicy) {
+    checkAckPolicy(policy);
+    this.#ackEvery = policy.ackEvery;
+    this.#ackDelayMs = policy.ackDelayMs;
+  }
+
+  get policy(): AckPolicy {
+    return { ackEvery: this.#ackEvery, ackDelayMs: this.#ackDelayMs };
+  }
+
+  get ackEvery(): number {
+    return this.#ackEvery;
+  }
+
+  /** ACKs pending. */
+  get count(): number {
+    return this.#entries.length / STRIDE;
+  }
+
+  /** When the pending ACKs are due by the timer (Infinity with none pending). */
+  get dueAt(): number {
+    return this.#entries.length > 0 ? this.#entries[2]! + this.#ackDelayMs : Number.POSITIVE_INFINITY;
+  }
+
+  /** A new policy, applied at once to what is pending as well. Throws BAD_CONFIG for a bad one. */
+  setPolicy(policy: AckPolicy): void {
+    checkAckPolicy(policy);
+    this.#ackEvery = policy.ackEvery;
+    this.#ackDelayMs = policy.ackDelayMs;
+  }
+
+  /** Owes an ACK for segment `sn` sent at `ts` (the sender's), which arrived at `at`. */
+  add(sn: number, ts: number, at: number): void {
+    this.#entries.push(sn, ts, at);
+  }
+
+  /** The pending ACKs (and any added before the next take) go at the next flush. */
+  ackNow(): void {
+    this.#now = true;
+  }
+
+  /** Whether the pending ACKs must go now (with no datagram going out anyway). */
+  due(now: number): boolean {
+    return this.#now || this.count >= this.#ackEvery || now >= this.dueAt;
+  }
+
+  /**
+   * Hands every pending ACK to `put` (sn, echoed ts, ms it was held) oldest first, and clears them. The
+   * callback must not add ACKs.
+   */
+  take(now: number, put: (sn: number, ts: number, heldMs: number) => void): void {
+    const e = this.#entries;
+    for (let i = 0; i < e.length; i += STRIDE) put(e[i]!, e[i + 1]!, now - e[i + 2]!);
+    e.length = 0;
+    this.#now = false;
+  }
+
+  clear(): void {
+    this.#entries.length = 0;
+    this.#now = false;
+  }
+}

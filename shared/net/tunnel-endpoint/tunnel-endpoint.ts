@@ -1,0 +1,358 @@
+/**
+ * One tunnel endpoint: the WireGuard device, the path manager (the paths to each peer) and the stream
+ * binding (ARQ + mux on inner UDP), wired here and nowhere else. The hub node (relay/data/hub/hub-node.ts)
+ * and the agent session (tunnel-client/session/agent-session.ts) each own one.
+ *
+ * Seams, top to bottom (docs/ARCHITECTURE.md has the drawing):
+ * - streams -> `send(innerPacket): boolean` -> device (routes by destination address to a peer, seals)
+ *   -> the peer's PeerPaths -> its current Path `send(datagram): boolean`. A dropped packet is `false`
+ *   at every step, never an exception.
+ * - a path's owner hands each datagram from a peer to `receive(datagram, peerPaths)` -> device (opens)
+ *   -> stream datagrams to the binding; every other inner packet (ICMP, anything else) to `onPacket`.
+ * - the UDP transport (udp-transport.ts) hands each WireGuard datagram to `receiveFrom(datagram, from)`:
+ *   the device finds the peer from the datagram, and only once it authenticates (a valid handshake
+ *   message, or transport data that opens and passes the replay window) does the peer's direct path
+ *   (direct-path.ts) follow `from` (WireGuard roaming). Garbage, replays and spoofed sources never move it.
+ *
+ * Sizes: each layer declares its own. A path declares its MTU and the room it frames a datagram in
+ * (path.ts); WireGuard its transport header, padding and tag (transport.ts); the streams their inner
+ * IPv4/UDP header (inner-udp.ts). roomFor() composes path + WireGuard for a peer, and the stream link adds
+ * its own, so that every layer writes its header in place in the one buffer the ARQ allocates. A direct
+ * path's MTU is searched (pmtu-probes.ts: DPLPMTUD, padded disco probes) while a disco peer's route uses it;
+ * whenever the MTU of a peer's current path changes (path switch or search), its stream link follows
+ * (StreamBinding.setPath: the ARQ sizes new segments to it and splits those in flight if it shrank, and
+ * acknowledges by the path's kind: tunnel-streams/constants.ts).
+ */
+import type { Clock } from '../../clock.js';
+import { keyToBase64 } from '../../keys.js';
+import type { PacketRoom } from '../buffers/packet-room.js';
+import type { DiscoAddress } from '../disco/disco-codec.js';
+import { isIcmpv4 } from '../ip/echo-prober.js';
+import { parseIpv4Address } from '../ip/index.js';
+import { StreamBinding, type StreamBindingOptions } from '../tunnel-streams/stream-binding.js';
+import type { WireGuardTimers } from '../wireguard/constants.js';
+import {
+  type AuthenticatedMessage,
+  type DatagramSource,
+  Device,
+  type DeviceStats,
+  type Peer,
+  type ReceiveDrop,
+} from '../wireguard/device.js';
+import { TRANSPORT_OVERHEAD, transportRoom } from '../wireguard/transport.js';
+import { DEFAULT_DIRECT_MTU, DirectPath } from './direct-path.js';
+import { DiscoPeers, type DiscoPeersOptions, type DiscoSource } from './disco-peers.js';
+import { MAX_PATH_MTU, type Path } from './path.js';
+import { PathManager } from './path-manager.js';
+import type { Route } from './path-selector.js';
+import type { PeerPaths } from './peer-paths.js';
+import { PmtuProbes, type PmtuProbesOptions } from './pmtu-probes.js';
+import type { UdpTransport } from './udp-transport.js';
+
+/** Largest inner packet on any path: the device's MTU (a peer's own is its path's, see roomFor). */
+export const ENDPOINT_INNER_MTU = MAX_PATH_MTU - TRANSPORT_OVERHEAD;
+const NO_PATH: PacketRoom = { mtu: MAX_PATH_MTU, headroom: 0, tailroom: 0 };
+
+/** The stream binding's settings an endpoint's owner chooses (the rest is wired here). */
+export type EndpointStreamsOptions = Pick<StreamBindingOptions, 'role'> &
+  Partial<Pick<StreamBindingOptions, 'accept' | 'onStream' | 'maxLinks' | 'arq' | 'mux' | 'defer'>>;
+
+export interface TunnelEndpointOptions {
+  privateKey: Uint8Array;
+  /** This endpoint's tunnel address (u32). */
+  address: number;
+  clock: Clock;
+  maxPeers?: number;
+  timers?: Partial<WireGuardTimers>;
+  /** See DeviceOptions.authenticatedSources (true when every path authenticates its sources). */
+  authenticatedSources?: boolean;
+  streams: EndpointStreamsOptions;
+  /** The UDP transport whose datagrams the owner hands to receiveFrom (direct paths send through it). */
+  udp?: Pick<UdpTransport, 'send' | 'dontFragment'>;
+  /** Largest datagram on a direct path (default DEFAULT_DIRECT_MTU). */
+  directMtu?: number;
+  /**
+   * Path selection by disco (disco-peers.ts) for peers added with `disco: true`: pings over their relayed
+   * path and the UDP transport, their route from their selector. Absent: no disco (paths by arrival).
+   */
+  disco?: Pick<
+    DiscoPeersOptions,
+    'conditions' | 'timers' | 'callMeMaybeMinMs' | 'callMeMaybeRefreshMs' | 'onObserved' | 'limits'
+  >;
+  /**
+   * The path MTU search of disco peers' direct paths (on with `disco` and `udp`): its timers, steps and
+   * first-hop lookup; false turns it off (direct paths stay at directMtu).
+   */
+  pmtu?: Pick<PmtuProbesOptions, 'timers' | 'steps' | 'firstHopMtu'> | false;
+  /**
+   * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
+   * decrypted datagram, which nothing reuses (see Device.receive).
+   */
+  onPacket(packet: Buffer, peer: Peer<PeerPaths>): void;
+}
+
+export interface TunnelPeerConfig {
+  publicKey: Buffer;
+  presharedKey: Uint8Array | string;
+  /** The peer's tunnel address (IPv4, its /32 is its AllowedIPs). */
+  address: string;
+  /** Its paths now (more may be added to its PeerPaths later). */
+  paths?: readonly Path[];
+  /**
+   * The peer may speak disco (needs the endpoint's `disco` option): once a disco message from it is accepted,
+   * its route follows its path selector; until then (and for a stock WireGuard peer, for good) its path is the
+   * one its latest authenticated datagram arrived on.
+   */
+  disco?: boolean;
+}
+
+export interface TunnelPeer {
+  readonly peer: Peer<PeerPaths>;
+  readonly paths: PeerPaths;
+}
+
+/** The device hands a sealed datagram to the peer's paths (no closure per packet). */
+function sendOnPath(datagram: Buffer, paths: PeerPaths): boolean {
+  return paths.send(datagram);
+}
+
+/** What the direct paths of an endpoint did. */
+export interface DirectStats {
+  /** Direct paths opened (a peer's first authenticated datagram over UDP). */
+  opened: number;
+  /** A direct path moved to a new address (roaming). */
+  roamed: number;
+}
+
+export class TunnelEndpoint {
+  readonly device: Device<PeerPaths>;
+  readonly paths: PathManager;
+  readonly streams: StreamBinding;
+  readonly direct: DirectStats = { opened: 0, roamed: 0 };
+  /** Disco and path selection (the endpoint's `disco` option), else undefined. */
+  readonly disco: DiscoPeers | undefined;
+  /** The direct paths' MTU search (with disco and a UDP transport, unless `pmtu: false`). */
+  readonly pmtu: PmtuProbes | undefined;
+  readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
+  readonly #udp: Pick<UdpTransport, 'send' | 'dontFragment'> | undefined;
+  readonly #directMtu: number | undefined;
+
+  /** Throws BAD_CONFIG for bad device settings (mtu, maxPeers, timers), KEY_INVALID for a bad key. */
+  constructor(o: TunnelEndpointOptions) {
+    this.#onPacket = o.onPacket;
+    this.#udp = o.udp;
+    this.#directMtu = o.directMtu;
+    this.device = new Device<PeerPaths>({
+      privateKey: o.privateKey,
+      clock: o.clock,
+      mtu: ENDPOINT_INNER_MTU,
+      maxPeers: o.maxPeers,
+      timers: o.timers,
+      authenticatedSources: o.authenticatedSources,
+      send: sendOnPath,
+      onPacket: (p, peer) => this.#deliver(p, peer),
+      onAuthenticated: (peer, source, message) => this.#authenticated(peer, source, message),
+      sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
+    });
+    this.paths = new PathManager({
+      onPathChange: (p) => this.#streamPathChanged(p),
+    });
+    const udp = o.udp;
+    this.disco = o.disco
+      ? new DiscoPeers({
+          ...o.disco,
+          clock: o.clock,
+          privateKey: o.privateKey,
+          sendRelay: (peer, d) => this.paths.get(keyToBase64(peer))?.get('relayed')?.send(d) === true,
+          sendUdp: udp ? (d: Buffer, host: string, port: number) => udp.send(d, host, port) : undefined,
+          onRouteChange: (peer, route, remote) => this.#routeChanged(peer, route, remote),
+          onHeard: (peer) => this.#heard(peer),
+          onProbeAck: (peer, txid, size) => this.pmtu?.ack(peer, txid, size) ?? false,
+          maxPeers: o.maxPeers,
+        })
+      : undefined;
+    const disco = this.disco;
+    this.pmtu =
+      disco && udp && o.pmtu !== false
+        ? new PmtuProbes({
+            ...o.pmtu,
+            clock: o.clock,
+            base: o.directMtu ?? DEFAULT_DIRECT_MTU,
+            sendProbe: (peer, to, probe) => disco.sendProbe(peer, to, probe),
+            dontFragment: () => udp.dontFragment,
+            onMtuChange: (peer) => this.#mtuChanged(peer),
+          })
+        : undefined;
+    this.streams = new StreamBinding({
+      ...o.streams,
+      local: o.address,
+      clock: o.clock,
+      send: (p) => this.#sendApp(p),
+      roomFor: (remote) => this.roomFor(remote),
+      kindFor: (remote) => this.paths.forAddress(remote)?.path?.kind ?? 'relayed',
+    });
+  }
+
+  get publicKey(): Buffer {
+    return this.device.publicKey;
+  }
+
+  get stats(): DeviceStats {
+    return this.device.stats;
+  }
+
+  /**
+   * Adds a peer with its paths. Throws as Device.addPeer does (WG_PEER_LIMIT, CONFLICT, KEY_INVALID,
+   * BAD_INPUT) and BAD_INPUT for a bad address.
+   */
+  addPeer(cfg: TunnelPeerConfig): TunnelPeer {
+    const address = parseIpv4Address(cfg.address);
+    const paths = this.paths.create(cfg.publicKey, address);
+    const peer = this.device.addPeer({
+      publicKey: cfg.publicKey,
+      presharedKey: cfg.presharedKey,
+      endpoint: paths,
+      allowedIps: [`${cfg.address}/32`],
+    });
+    this.paths.hold(paths);
+    for (const p of cfg.paths ?? []) paths.add(p);
+    // Its selector hears of its traffic at once (its pacing), and steers it once it speaks disco.
+    const selector = cfg.disco ? this.disco?.addPeer(cfg.publicKey) : undefined;
+    if (selector) paths.track(selector);
+    return { peer, paths };
+  }
+
+  removePeer(publicKey: Buffer): boolean {
+    this.pmtu?.stop(publicKey);
+    this.disco?.removePeer(publicKey);
+    this.paths.remove(publicKey);
+    return this.device.removePeer(publicKey);
+  }
+
+  /** A disco message (isDiscoMessage) from the relay or the UDP transport. Never throws. */
+  receiveDisco(datagram: Buffer, from: DiscoSource): void {
+    this.disco?.receive(datagram, from);
+  }
+
+  /** Sends an inner IP packet, routed by its destination address; false when it was dropped. */
+  send(packet: Buffer): boolean {
+    return this.#sendApp(packet);
+  }
+
+  /**
+   * A datagram that arrived from the peer of `from` on its relayed path. Returns why it was dropped, or
+   * null once it authenticated. Never throws.
+   */
+  receive(datagram: Buffer, from: PeerPaths): ReceiveDrop | null {
+    const length = datagram.length;
+    const drop = this.device.receive(datagram, from);
+    if (drop === null) this.paths.bytes.relayed.in += length;
+    return drop;
+  }
+
+  /**
+   * A WireGuard datagram from UDP address `from` (see the top of this file). Returns why it was dropped,
+   * or null once it authenticated. Never throws.
+   */
+  receiveFrom(datagram: Buffer, from: DatagramSource): ReceiveDrop | null {
+    const length = datagram.length;
+    const drop = this.device.receiveFrom(datagram, from);
+    if (drop === null) this.paths.bytes.direct.in += length;
+    return drop;
+  }
+
+  /**
+   * What a peer's inner packets may be: WireGuard's room (transport.ts) over the peer's current path
+   * (over a path-less datagram of MAX_PATH_MTU while it has none).
+   */
+  roomFor(remote: number): PacketRoom {
+    return transportRoom(this.paths.forAddress(remote)?.path ?? NO_PATH);
+  }
+
+  /** Ends every stream session, then the device (its peers' timers stop). */
+  close(): void {
+    this.pmtu?.close();
+    this.disco?.close();
+    this.streams.close();
+    this.device.close();
+  }
+
+  /** The peer speaks disco (a message from it was accepted): its selector steers its paths from now on. */
+  #heard(key: Buffer): void {
+    const paths = this.paths.get(keyToBase64(key));
+    const steering = this.disco?.peer(key);
+    if (paths && steering) paths.steer(steering);
+  }
+
+  /** A steered peer's route changed: its direct path goes to the confirmed remote, then it reselects. */
+  #routeChanged(key: Buffer, route: Route, remote: DiscoAddress | undefined): void {
+    const paths = this.paths.get(keyToBase64(key));
+    if (!paths) return;
+    if (route !== 'relayed' && remote) this.#directTo(paths, { address: remote.host, port: remote.port });
+    const direct = paths.get('direct');
+    if (route !== 'relayed' && direct instanceof DirectPath) this.pmtu?.start(key, direct);
+    else this.pmtu?.stop(key);
+    paths.reselect();
+  }
+
+  /** A direct path's MTU changed: the peer's stream link follows while that path is its current one. */
+  #mtuChanged(key: Buffer): void {
+    const paths = this.paths.get(keyToBase64(key));
+    if (paths?.path?.kind === 'direct') this.#streamPathChanged(paths);
+  }
+
+  /** The peer's stream link follows its current path: that path's MTU and kind (its ACK policy). */
+  #streamPathChanged(paths: PeerPaths): void {
+    const kind = paths.path?.kind ?? 'relayed';
+    this.streams.setPath(paths.address, { kind, mtu: this.roomFor(paths.address).mtu });
+  }
+
+  /** The peer's direct path, made or moved to `to` (nothing without a UDP transport). */
+  #directTo(paths: PeerPaths, to: DatagramSource): void {
+    if (!this.#udp) return;
+    const direct = paths.get('direct');
+    if (direct instanceof DirectPath) {
+      if (!direct.setRemote(to)) return;
+      this.direct.roamed++;
+      this.pmtu?.moved(paths.publicKey, direct);
+      return;
+    }
+    paths.add(new DirectPath({ transport: this.#udp, remote: to, mtu: this.#directMtu }));
+    this.direct.opened++;
+  }
+
+  /**
+   * Roaming: the peer is answered on the path (and UDP address) its latest authenticated datagram took. A
+   * steered peer that initiates a handshake over the relay does not hear us on our direct remote (it
+   * restarted, or its own route is not direct): its selector stops trusting that remote, so the response
+   * and what follows go over the relay too until the remote answers again.
+   */
+  #authenticated(peer: Peer<PeerPaths>, source: DatagramSource | null, message: AuthenticatedMessage): void {
+    const paths = peer.endpoint;
+    if (!paths) return;
+    if (source === null) {
+      if (message === 'initiation') this.disco?.distrustRemote(paths.publicKey);
+      paths.arrivedOn('relayed');
+      return;
+    }
+    if (!this.#udp) return;
+    this.#directTo(paths, source);
+    paths.arrivedOn('direct');
+  }
+
+  /**
+   * Application traffic (anything but ICMP: the sessions' liveness probes are ICMP echo) marks the peer
+   * active, so its paths are probed at the fast pace; an idle peer is probed at keepalive pace.
+   */
+  #deliver(packet: Buffer, peer: Peer<PeerPaths>): void {
+    if (isIcmpv4(packet)) return void this.#onPacket(packet, peer);
+    peer.endpoint?.noteTraffic();
+    if (!this.streams.input(packet)) this.#onPacket(packet, peer);
+  }
+
+  /** An application packet (IPv4, destination at bytes 16..19): its peer is active. */
+  #sendApp(packet: Buffer): boolean {
+    if (packet.length >= 20) this.paths.forAddress(packet.readUInt32BE(16))?.noteTraffic();
+    return this.device.send(packet);
+  }
+}
