@@ -1,9 +1,11 @@
 /**
- * Prometheus text exposition (format 0.0.4), written by hand: a few counters with bounded label
- * sets, gauges read from the store at scrape time, and collectors that read the data plane's
- * in-process stats objects at scrape time (no per-packet work: the hot path only bumps the plain
- * numbers it already kept).
+ * The relay's metrics as plain data: a few counters with bounded label sets, gauges read from the store at
+ * scrape time, and collectors that read the data plane's in-process stats objects at scrape time (no
+ * per-packet work: the hot path only bumps the plain numbers it already kept). prom-client writes the
+ * exposition (relay/ops/exposition.ts), with its default process and Node.js collectors.
  */
+import { packageVersion } from '../../shared/kit/cli/version.js';
+import { Exposition, type ExpositionOptions } from './exposition.js';
 
 export type Labels = Record<string, string>;
 
@@ -37,32 +39,9 @@ export const oneSample = (v: number): Array<[Labels, number]> => [[{}, v]];
 export const byReason = (r: Record<string, number>, extra: Labels = {}): Array<[Labels, number]> =>
   Object.entries(r).map(([reason, v]) => [{ ...extra, reason }, v]);
 
-/** Label value escaping per the text format: backslash, double quote and line feed. */
-export function escapeLabelValue(v: string): string {
-  return v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));
-}
-
-/** HELP text escaping: backslash and line feed. */
-function escapeHelp(v: string): string {
-  return v.replace(/[\\\n]/g, (c) => (c === '\n' ? '\\n' : '\\\\'));
-}
-
-export function labelText(labels: Labels): string {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabelValue(v)}"`);
-  return parts.length ? `{${parts.join(',')}}` : '';
-}
-
-function sampleValue(v: number): string {
-  if (Number.isNaN(v)) return 'NaN';
-  if (v === Number.POSITIVE_INFINITY) return '+Inf';
-  if (v === Number.NEGATIVE_INFINITY) return '-Inf';
-  return String(v);
-}
-
-export function renderFamily(f: Family): string {
-  const lines = [`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`];
-  for (const [labels, v] of f.samples) lines.push(`${f.name}${labelText(labels)} ${sampleValue(v)}`);
-  return lines.join('\n');
+/** The key of a label set in a counter's series map. */
+function seriesKey(labels: Labels): string {
+  return JSON.stringify(Object.entries(labels));
 }
 
 class Counter {
@@ -75,11 +54,11 @@ class Counter {
   ) {}
 
   inc(labels: Labels = {}, by = 1): void {
-    let key = labelText(labels);
+    let key = seriesKey(labels);
     let entry = this.#values.get(key);
     if (!entry && this.#values.size >= this.maxSeries) {
       const other = Object.fromEntries(Object.keys(labels).map((k) => [k, 'other']));
-      key = labelText(other);
+      key = seriesKey(other);
       entry = this.#values.get(key);
       if (!entry) {
         entry = { labels: other, value: 0 };
@@ -100,16 +79,15 @@ class Counter {
   }
 
   get(labels: Labels = {}): number {
-    return this.#values.get(labelText(labels))?.value ?? 0;
+    return this.#values.get(seriesKey(labels))?.value ?? 0;
   }
 
-  render(): string {
-    return renderFamily({
-      name: this.name,
-      help: this.help,
-      type: 'counter',
-      samples: [...this.#values.values()].map(({ labels, value }) => [labels, value]),
-    });
+  family(): Family {
+    return counterFamily(
+      this.name,
+      this.help,
+      [...this.#values.values()].map(({ labels, value }) => [labels, value]),
+    );
   }
 }
 
@@ -178,7 +156,22 @@ export class Metrics {
     'tunnel_relay_auth_failures_total',
     'Requests refused for a bad credential.',
   );
+  /** Exported from 0 (an alert on it needs the series before the first one). */
+  readonly storeScrapeErrors = new Counter(
+    'tunnel_relay_store_scrape_errors_total',
+    'Scrapes of /metrics whose store queries failed or timed out (their store gauges left out).',
+  ).zeroed();
   readonly #collectors = new Set<Collector>();
+  readonly #exposition: Exposition;
+
+  constructor(options: ExpositionOptions = { prefix: 'tunnel_relay', version: packageVersion() }) {
+    this.#exposition = new Exposition(options);
+  }
+
+  /** The content type of render's text. */
+  get contentType(): string {
+    return this.#exposition.contentType;
+  }
 
   /** Adds a collector read on every scrape (the data plane, the hub proxies); returns its remover. */
   addCollector(c: Collector): () => void {
@@ -188,17 +181,21 @@ export class Metrics {
     };
   }
 
-  /** The exposition text; `gauges` are sampled by the caller (clusters by status, leases). */
-  render(gauges: Array<{ name: string; help: string; samples: Array<[Labels, number]> }>): string {
-    const parts = [
+  /**
+   * The exposition text (prom-client's, with its default collectors); `gauges` are sampled by the caller
+   * (clusters by status, leases).
+   */
+  render(gauges: Array<{ name: string; help: string; samples: Array<[Labels, number]> }>): Promise<string> {
+    const families = [
       this.requests,
       this.registrations,
       this.leaseRenewals,
       this.leaseReasonsIgnored,
       this.authFailures,
-    ].map((c) => c.render());
-    for (const g of gauges) parts.push(renderFamily({ ...g, type: 'gauge' }));
-    for (const c of this.#collectors) for (const f of c()) parts.push(renderFamily(f));
-    return `${parts.join('\n')}\n`;
+      this.storeScrapeErrors,
+    ].map((c) => c.family());
+    for (const g of gauges) families.push({ ...g, type: 'gauge' });
+    for (const c of this.#collectors) families.push(...c());
+    return this.#exposition.render(families);
   }
 }

@@ -27,7 +27,7 @@ import { listenOn, warnAtStart } from './listen.js';
 import { openPorts, type RelayPorts } from './ports.js';
 import type { RunningRelay, StartOptions } from './server.js';
 import { closer, drainRelay } from './shutdown.js';
-import { loadTlsTrust, type TlsTrust } from './tls-trust.js';
+import { certificateExpiryFamilies, loadTlsTrust, type TlsTrust } from './tls-trust.js';
 
 /** Issued only once every port is bound: a start that fails before this leaves the next one to issue it. */
 async function firstAdminKey(ctx: RelayContext): Promise<string | null> {
@@ -50,6 +50,8 @@ interface Started {
 /** Joins the fleet's mesh (if any) and logs where the relay listens. */
 async function announce(s: Started, openFileLimit: number | null): Promise<void> {
   const { ctx, ports, trust } = s;
+  const expiry = certificateExpiryFamilies(trust);
+  ctx.metrics.addCollector(() => expiry);
   const { log, config } = ctx;
   if (ports.stun !== null) {
     const responder = ports.stun;

@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import type { OnModeFixed } from '../../shared/kit/secret-file.js';
 import type { RelayConfig } from '../ops/config/config.js';
+import { type Family, gaugeFamily } from '../ops/metrics.js';
 import { ensureDataDir, loadOrCreateTls, loadPublicCa, type PublicCa, type TlsIdentity } from './identity.js';
 
 export interface TlsTrust {
@@ -53,4 +54,20 @@ export function loadTlsTrust(config: RelayConfig, now: number, onModeFixed: OnMo
   const servedByTerminator =
     publicCa !== null && config.publicUrl !== null && certCovers(publicCa.firstDer, config.publicUrl);
   return { tls: null, pin: servedByTerminator ? publicCa.pin : null, pem: publicCa?.pem ?? null, publicCa };
+}
+
+/**
+ * `tunnel_relay_tls_certificate_expiry_timestamp_seconds`: the notAfter of the certificate the relay serves, in
+ * Unix seconds (none with plain-http: the terminator's certificate is its operator's to watch).
+ */
+export function certificateExpiryFamilies(trust: TlsTrust): Family[] {
+  if (!trust.tls) return [];
+  const notAfter = Date.parse(new X509Certificate(trust.tls.certPem).validTo) / 1000;
+  return [
+    gaugeFamily(
+      'tunnel_relay_tls_certificate_expiry_timestamp_seconds',
+      'When the TLS certificate the relay serves expires (its notAfter), in Unix seconds.',
+      notAfter,
+    ),
+  ];
 }

@@ -58,7 +58,7 @@ export async function registerTierHealth(app: FastifyInstance, o: TierHealthOpti
     return 'ready\n';
   });
   app.get('/metrics', async (_req, reply) => {
-    reply.type('text/plain; version=0.0.4; charset=utf-8');
+    reply.type(o.metrics.contentType);
     return o.metrics.render([]);
   });
 }

@@ -23,7 +23,7 @@ import { openPorts, type RelayPorts } from '../../start/ports.js';
 import type { RunningRelay, StartOptions } from '../../start/server.js';
 import { closer, drainRelay } from '../../start/shutdown.js';
 import { openStore } from '../../start/store-open.js';
-import { loadTlsTrust, type TlsTrust } from '../../start/tls-trust.js';
+import { certificateExpiryFamilies, loadTlsTrust, type TlsTrust } from '../../start/tls-trust.js';
 import { DrainState } from '../drain.js';
 import { joinTierFleet, type TierFleet } from './tier-fleet.js';
 import { TierForwarder } from './tier-forward.js';
@@ -121,6 +121,8 @@ async function tierApp(
   await registerTierHealth(relayApp.app, { drain: p.drain, pool: p.fleet.pool, metrics });
   forwarder.attach(relayApp.app);
   metrics.addCollector(() => tierFamilies(stats, p.fleet.pool, () => forwarder.agents));
+  const expiry = certificateExpiryFamilies(p.trust);
+  metrics.addCollector(() => expiry);
   await relayApp.app.ready();
   return { relayApp, forwarder, limits };
 }
