@@ -3,6 +3,7 @@
  * route declares. The bodies the agent and the console exchange with the relay are in shared/api/.
  */
 import { Type } from '@sinclair/typebox';
+import { ClusterStatus } from '../../../shared/api/cluster-status.js';
 import { ErrorBody } from '../../../shared/api/error-body.js';
 import { closed } from '../../../shared/api/schema-parts.js';
 
@@ -20,9 +21,7 @@ export const ClusterListQuery = Type.Object(
   {
     ...pageQuery,
     group: Type.Optional(Type.String({ maxLength: 253 })),
-    status: Type.Optional(
-      Type.Union([Type.Literal('Pending'), Type.Literal('Accepted'), Type.Literal('Denied')]),
-    ),
+    status: Type.Optional(ClusterStatus),
   },
   closed,
 );
