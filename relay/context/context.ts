@@ -2,12 +2,14 @@
 
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import type { Cluster, ClusterDetail } from '../../shared/api/cluster.js';
+import type { RelayNetwork } from '../../shared/api/network.js';
+import type { Tunnel } from '../../shared/api/tunnel.js';
 import type { Clock } from '../../shared/clock.js';
 import { keyToBase64 } from '../../shared/keys.js';
 import { packageVersion } from '../../shared/kit/cli/version.js';
 import { isOlderVersion } from '../../shared/kit/version-compare.js';
 import { authenticate, bearerToken, type Principal } from '../control/model/auth.js';
-import type { ClusterView } from '../control/model/cluster-view.js';
 import { availableCondition, joinedCondition } from '../control/model/conditions.js';
 import type { ConnectionPathDetail } from '../control/model/connection-status.js';
 import type { RelayHooks } from '../control/model/hooks.js';
@@ -138,13 +140,13 @@ function pathView(
   ctx: ViewContext,
   c: ClusterRecord,
   reported: AgentPathRecord | undefined,
-): Pick<ClusterView, 'connected' | 'path' | 'pathDetail'> {
+): Pick<Cluster, 'connected' | 'path' | 'pathDetail'> {
   const v = hubPathView(ctx, c, reported);
   return { ...v, pathDetail: withReason(v, v.pathDetail, c.agentReason) };
 }
 
 /** The API form of a cluster; `reported`: its agent's path as the store has it (GET routes pass it). */
-export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: AgentPathRecord): ClusterView {
+export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: AgentPathRecord): Cluster {
   const live = ctx.hooks.connection(c.name);
   return {
     name: c.name,
@@ -170,15 +172,6 @@ export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: Agent
   };
 }
 
-export interface PskView {
-  state: PskSummary['state'];
-  expiresAt: string;
-  usedAt: string | null;
-}
-
-/** GET /api/v1/clusters/NAME (and each event of GET /api/v1/events): the cluster with its current PSK's state. */
-export type ClusterDetailView = ClusterView & { bootstrapPsk: PskView | null };
-
 /** The PSK summary as it stands at `nowWall`: an unused PSK turns expired at its expiry without a store write. */
 export function pskAt(psk: PskSummary | null, nowWall: number): PskSummary | null {
   if (psk === null || psk.state !== 'unused' || psk.expiresAt > nowWall) return psk;
@@ -190,7 +183,7 @@ export function clusterDetailView(
   c: ClusterRecord,
   psk: PskSummary | null,
   reported?: AgentPathRecord,
-): ClusterDetailView {
+): ClusterDetail {
   const current = pskAt(psk, ctx.clock.wallNow());
   const bootstrapPsk = current && {
     state: current.state,
@@ -200,22 +193,8 @@ export function clusterDetailView(
   return { ...clusterView(ctx, c, reported), bootstrapPsk };
 }
 
-export interface TunnelView {
-  hubPublicKey: string;
-  presharedKey: string;
-  address: string;
-  hubAddress: string;
-  relayUrl: string;
-  derpUrl: string;
-  udpEndpoint: string | null;
-  /** host:port of the relay's STUN responder; null when it is off. */
-  stunEndpoint: string | null;
-}
-
 /** Where agents connect: the DERP URL, the hub's UDP endpoint and the STUN responder (null when not served). */
-export function relayEndpoints(
-  ctx: RelayContext,
-): Pick<TunnelView, 'derpUrl' | 'udpEndpoint' | 'stunEndpoint'> {
+export function relayEndpoints(ctx: RelayContext): RelayNetwork {
   const url = new URL(ctx.publicUrl());
   return {
     derpUrl: `wss://${url.host}${url.pathname.replace(/\/$/, '')}/derp`,
@@ -225,7 +204,7 @@ export function relayEndpoints(
 }
 
 /** The data-plane parameters for an accepted, registered cluster; null otherwise. */
-export function tunnelView(ctx: RelayContext, c: ClusterRecord): TunnelView | null {
+export function tunnelView(ctx: RelayContext, c: ClusterRecord): Tunnel | null {
   if (c.status !== 'Accepted' || c.address === null || c.presharedKey === null) return null;
   return {
     hubPublicKey: keyToBase64(ctx.hubPublicKey),

@@ -42,6 +42,8 @@ const NEVER: ReadonlyArray<readonly [string, string, string]> = [
   ['relay/', 'relay/cli/', 'the CLI is the top'],
   ['relay/', 'tunnel-client/', 'the programs share code through shared/ only'],
   ['tunnel-client/', 'relay/', 'the programs share code through shared/ only'],
+  ['console/', 'relay/', 'the console takes the API types from shared/api'],
+  ['console/', 'tunnel-client/', 'the console takes the API types from shared/api'],
 ];
 
 const edges = importEdges(ROOT);

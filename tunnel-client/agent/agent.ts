@@ -6,6 +6,8 @@
  * The data plane plugs in through `dataPlane`: it is started once the cluster is Accepted and its
  * stats() feed the status file. Until one is given, the agent reports "not connected, path none".
  */
+import type { ClusterStatus } from '../../shared/api/cluster-status.js';
+import type { LeaseReply } from '../../shared/api/lease.js';
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import type { ProxySettings } from '../../shared/kit/proxy/proxy-config.js';
@@ -21,8 +23,6 @@ import {
   type AgentStatusFile,
   type ConnectionStats,
   DISCONNECTED,
-  type LeaseResponse,
-  type RegistrationStatus,
   type Tunnel,
 } from './types.js';
 
@@ -110,7 +110,7 @@ export class Agent {
   readonly #log: (line: string) => void;
   readonly #random: () => number;
   #state: AgentState;
-  #status: RegistrationStatus;
+  #status: ClusterStatus;
   #running = false;
   #pollTimer: TimerHandle | undefined;
   readonly #pollBackoff: Backoff;
@@ -144,7 +144,7 @@ export class Agent {
     this.#valuesBackoff = new Backoff({ random: this.#random });
   }
 
-  get registrationStatus(): RegistrationStatus {
+  get registrationStatus(): ClusterStatus {
     return this.#status;
   }
 
@@ -280,7 +280,7 @@ export class Agent {
     this.#lease.start();
   }
 
-  #onLease(res: LeaseResponse): void {
+  #onLease(res: LeaseReply): void {
     this.#leaseRenewedAt = new Date(this.#clock.wallNow()).toISOString();
     if (this.#status !== 'Accepted') this.#saveRegistration('Accepted', this.#state.tunnel);
     this.#noteSuccess();
@@ -355,13 +355,13 @@ export class Agent {
     for (const w of this.#stopWaiters.splice(0)) w(reason);
   }
 
-  #saveRegistration(status: RegistrationStatus, tunnel: Tunnel | null): void {
+  #saveRegistration(status: ClusterStatus, tunnel: Tunnel | null): void {
     this.#state = { ...this.#state, status, tunnel: tunnel ?? this.#state.tunnel };
     this.#options.stateDir.saveState(this.#state);
     this.#setStatus(status);
   }
 
-  #setStatus(status: RegistrationStatus): void {
+  #setStatus(status: ClusterStatus): void {
     const changed = status !== this.#status;
     this.#status = status;
     if (changed) {

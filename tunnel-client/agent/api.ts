@@ -1,8 +1,15 @@
-/** The agent's calls to the relay (docs/API.md, "Registration and agent calls" and "Agent values"). */
-import type { RelayClient } from '../../shared/kit/http/client.js';
+/**
+ * The agent's calls to the relay (docs/API.md, "Registration and agent calls" and "Agent values"). Every JSON
+ * answer is checked against its shared/api schema before the agent acts on it (RELAY_BAD_RESPONSE otherwise).
+ */
+import type { TSchema } from '@sinclair/typebox';
+import { AgentInfo, Unjoined } from '../../shared/api/agent-info.js';
+import { checkedBody } from '../../shared/api/checked-body.js';
+import { type LeaseBody, LeaseReply } from '../../shared/api/lease.js';
+import { type RegisterBody, RegisterReply } from '../../shared/api/registration.js';
+import type { CallOptions, RelayClient } from '../../shared/kit/http/client.js';
 import type { Values } from '../../shared/kit/values/deep-merge.js';
 import { parseValuesYaml } from '../../shared/kit/values/values-file.js';
-import type { AgentInfo, LeaseRequest, LeaseResponse, RegisterRequest, RegisterResponse } from './types.js';
 
 export class AgentApi {
   readonly #client: RelayClient;
@@ -19,21 +26,21 @@ export class AgentApi {
   }
 
   /** POST /api/v1/register with a cluster PSK or a bootstrap access key. */
-  register(bootstrapSecret: string, body: RegisterRequest): Promise<RegisterResponse> {
-    return this.#client.json<RegisterResponse>('POST', '/api/v1/register', { body, token: bootstrapSecret });
+  register(bootstrapSecret: string, body: RegisterBody): Promise<RegisterReply> {
+    return this.#call(RegisterReply, 'POST', '/api/v1/register', { body, token: bootstrapSecret });
   }
 
   /** GET /api/v1/agent: the registration's status (403 CLUSTER_DENIED once denied). */
   info(): Promise<AgentInfo> {
-    return this.#client.json<AgentInfo>('GET', '/api/v1/agent', { token: this.#need() });
+    return this.#call(AgentInfo, 'GET', '/api/v1/agent', { token: this.#need() });
   }
 
-  lease(body: LeaseRequest): Promise<LeaseResponse> {
-    return this.#client.json<LeaseResponse>('POST', '/api/v1/agent/lease', { body, token: this.#need() });
+  lease(body: LeaseBody): Promise<LeaseReply> {
+    return this.#call(LeaseReply, 'POST', '/api/v1/agent/lease', { body, token: this.#need() });
   }
 
-  unjoin(): Promise<{ unjoined: string }> {
-    return this.#client.json<{ unjoined: string }>('DELETE', '/api/v1/agent', { token: this.#need() });
+  unjoin(): Promise<Unjoined> {
+    return this.#call(Unjoined, 'DELETE', '/api/v1/agent', { token: this.#need() });
   }
 
   /** GET /clusters/:name (merged platform + cluster values) as a map. */
@@ -43,6 +50,11 @@ export class AgentApi {
       accept: 'text/yaml',
     });
     return parseValuesYaml(text, `values of cluster ${cluster} from the relay`);
+  }
+
+  async #call<T extends TSchema>(schema: T, method: string, path: string, opts: CallOptions) {
+    const body = await this.#client.json<unknown>(method, path, opts);
+    return checkedBody(schema, body, `${method} ${path}`);
   }
 
   #need(): string {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { LeaseReply } from '../../shared/api/lease.js';
 import { FakeClock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import { EARLY_RENEW_GAP_MS, LeaseLoop } from './lease-loop.js';
-import type { LeaseResponse } from './types.js';
 
 const flush = () => new Promise((r) => setImmediate(r));
 
@@ -15,7 +15,7 @@ function harness(script: Array<'ok' | 'fail'>, renewAfterSeconds = 60) {
   const loop = new LeaseLoop({
     clock,
     random: () => 0.5, // no jitter: exact delays
-    renew: async (): Promise<LeaseResponse> => {
+    renew: async (): Promise<LeaseReply> => {
       calls.push(clock.now());
       const step = script[Math.min(i++, script.length - 1)];
       if (step === 'fail') throw new TunnelError('RELAY_UNREACHABLE', 'down');
@@ -109,7 +109,7 @@ describe('LeaseLoop', () => {
       clock,
       random: () => 0.5,
       earlyStillDue: () => stillDue,
-      renew: async (): Promise<LeaseResponse> => {
+      renew: async (): Promise<LeaseReply> => {
         calls.push(clock.now() - t0);
         return { leaseDurationSeconds: 60, renewAfterSeconds: 60, valuesVersion: 'v1' };
       },
@@ -142,7 +142,7 @@ describe('LeaseLoop', () => {
     const loop = new LeaseLoop({
       clock,
       random: () => 0.5,
-      renew: async (): Promise<LeaseResponse> => {
+      renew: async (): Promise<LeaseReply> => {
         calls.push(clock.now() - t0);
         if (calls.length === 1) await new Promise<void>((r) => (release = r));
         return { leaseDurationSeconds: 60, renewAfterSeconds: 60, valuesVersion: 'v1' };

@@ -5,9 +5,9 @@
  * renews early (what the agent reports changed), at most once per EARLY_RENEW_GAP_MS; when that time comes,
  * `earlyStillDue` may call it off (the change went away meanwhile) and the regular time stands.
  */
+import type { LeaseReply } from '../../shared/api/lease.js';
 import type { Clock, TimerHandle } from '../../shared/clock.js';
 import { Backoff, jittered } from './backoff.js';
-import type { LeaseResponse } from './types.js';
 
 /** Bounds applied to the relay's renewAfterSeconds, so a bad answer cannot stall or spin the loop. */
 export const MIN_RENEW_SECONDS = 1;
@@ -18,8 +18,8 @@ export const EARLY_RENEW_GAP_MS = 5_000;
 
 export interface LeaseLoopOptions {
   readonly clock: Clock;
-  readonly renew: () => Promise<LeaseResponse>;
-  readonly onRenewed: (res: LeaseResponse) => void;
+  readonly renew: () => Promise<LeaseReply>;
+  readonly onRenewed: (res: LeaseReply) => void;
   readonly onFailed: (err: unknown, failures: number, retryInMs: number) => void;
   readonly backoff?: Backoff;
   readonly random?: () => number;

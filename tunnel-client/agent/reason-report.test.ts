@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { LeaseReply } from '../../shared/api/lease.js';
 import { agentReasonOf, ReasonReport } from './reason-report.js';
-import { type ConnectionStats, DISCONNECTED, type LeaseResponse } from './types.js';
+import { type ConnectionStats, DISCONNECTED } from './types.js';
 
 const relayedFor = (reason: string | null): ConnectionStats => ({
   ...DISCONNECTED,
@@ -8,7 +9,7 @@ const relayedFor = (reason: string | null): ConnectionStats => ({
   path: 'relayed',
   pathDetail: { remote: null, rttDirectMs: null, rttRelayedMs: 9, lastSwitch: null, reason },
 });
-const answer = (takes?: boolean): LeaseResponse => ({
+const answer = (takes?: boolean): LeaseReply => ({
   leaseDurationSeconds: 60,
   renewAfterSeconds: 60,
   valuesVersion: 'v',

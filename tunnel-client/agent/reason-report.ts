@@ -5,8 +5,9 @@
  * whose last lease answer said it takes the field (an older relay refuses unknown fields, and the lease with
  * them); a change is due at once (the agent renews early, LeaseLoop.renewNow).
  */
+import type { LeaseReply } from '../../shared/api/lease.js';
 import { type AgentReason, isAgentReason } from '../../shared/net/tunnel-endpoint/relayed-reasons.js';
-import type { ConnectionStats, LeaseResponse } from './types.js';
+import type { ConnectionStats } from './types.js';
 
 /** The reason to report for these figures: an agent-only reason while connected and not direct. */
 export function agentReasonOf(stats: ConnectionStats): AgentReason | null {
@@ -14,7 +15,7 @@ export function agentReasonOf(stats: ConnectionStats): AgentReason | null {
   return reason && isAgentReason(reason) ? reason : null;
 }
 
-/** The lease body's part this report fills in (LeaseRequest's `relayedReason`). */
+/** The lease body's part this report fills in (LeaseBody's `relayedReason`). */
 export interface ReasonBody {
   readonly relayedReason?: AgentReason | null;
 }
@@ -36,7 +37,7 @@ export class ReasonReport {
   }
 
   /** A renewal carrying `body` succeeded with `res` (a relay that takes the field stores an absent one as null). */
-  renewed(body: ReasonBody, res: LeaseResponse): void {
+  renewed(body: ReasonBody, res: LeaseReply): void {
     this.#relayTakesIt = res.takesRelayedReason === true;
     this.#sent = this.#relayTakesIt ? (body.relayedReason ?? null) : undefined;
   }

@@ -1,57 +1,12 @@
-/** Shapes the agent shares with the relay API (docs/API.md) and with its own state files. */
+/**
+ * The agent's own shapes: its state and status files and the data plane's figures. What it exchanges with the relay
+ * is in shared/api/ (Tunnel is re-exported for the data plane's files).
+ */
+import type { ClusterStatus } from '../../shared/api/cluster-status.js';
+import type { Tunnel } from '../../shared/api/tunnel.js';
 
-export type RegistrationStatus = 'Pending' | 'Accepted' | 'Denied';
+export type { Tunnel };
 export type PathKind = 'direct' | 'relayed' | 'none';
-
-/** What the data plane needs, from the register and GET /api/v1/agent answers. */
-export interface Tunnel {
-  readonly hubPublicKey: string;
-  readonly presharedKey: string;
-  readonly address: string;
-  readonly hubAddress: string;
-  readonly relayUrl: string;
-  readonly derpUrl: string;
-  readonly udpEndpoint: string | null;
-  /** The relay's STUN responder; absent in registrations from relays that did not send it. */
-  readonly stunEndpoint?: string | null;
-}
-
-export interface RegisterRequest {
-  readonly cluster: string;
-  readonly publicKey: string;
-  readonly agentVersion: string;
-  readonly claims?: Record<string, string>;
-}
-
-export interface RegisterResponse {
-  readonly cluster: string;
-  readonly status: RegistrationStatus;
-  readonly agentCredential: string;
-  readonly tunnel: Tunnel | null;
-}
-
-export interface AgentInfo {
-  readonly cluster: string;
-  readonly status: RegistrationStatus;
-  readonly tunnel: Tunnel | null;
-  readonly valuesVersion?: string | null;
-}
-
-export interface LeaseResponse {
-  readonly leaseDurationSeconds: number;
-  readonly renewAfterSeconds: number;
-  readonly valuesVersion: string;
-  /** The relay takes `relayedReason` in the lease body; absent from relays that refuse it. */
-  readonly takesRelayedReason?: boolean;
-}
-
-/** POST /api/v1/agent/lease's body. */
-export interface LeaseRequest {
-  readonly claims?: Record<string, string>;
-  readonly agentVersion?: string;
-  /** Why the agent's traffic is relayed, when only the agent can know (AGENT_REASONS); null: none. */
-  readonly relayedReason?: string | null;
-}
 
 /**
  * state.json (version 1). On disk it holds no secret: the private key, the credential and the tunnel's preshared key
@@ -70,7 +25,7 @@ export interface AgentState {
   readonly claims: Readonly<Record<string, string>>;
   /** Absolute paths of --values files, layered in this order over the relay's values. */
   readonly valuesFiles: readonly string[];
-  readonly status: RegistrationStatus;
+  readonly status: ClusterStatus;
   readonly tunnel: Tunnel | null;
   readonly registeredAt: string;
   /**
@@ -127,7 +82,7 @@ export interface AgentStatusFile extends ConnectionStats {
   readonly pid: number;
   readonly updatedAt: string;
   readonly cluster: string;
-  readonly status: RegistrationStatus;
+  readonly status: ClusterStatus;
   readonly leaseRenewedAt: string | null;
   /** Consecutive failed lease (or status) calls; 0 after a success. */
   readonly failures: number;

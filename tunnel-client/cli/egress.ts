@@ -3,8 +3,11 @@
  * [--output json]`: every destination the agent uses with its current settings (saved state, flags,
  * environment), and with --check whether each one works from here (exit 1 when one fails).
  */
+
 import { resolve } from 'node:path';
 import { Command } from 'commander';
+import { checkedBody } from '../../shared/api/checked-body.js';
+import { RelayNetwork } from '../../shared/api/network.js';
 import { TunnelError } from '../../shared/errors.js';
 import { choiceOption } from '../../shared/kit/cli/choice-option.js';
 import { type OutputFormat, outputOption, streamPrinter, table } from '../../shared/kit/cli/output.js';
@@ -142,12 +145,6 @@ async function egress(flags: EgressFlags): Promise<void> {
   if (lines.some((l) => l.check === 'failed')) process.exitCode = 1;
 }
 
-interface RelayNetwork {
-  derpUrl: string;
-  udpEndpoint: string | null;
-  stunEndpoint: string | null;
-}
-
 /** `GET /api/v1/network` of the relay (through the proxy that applies), or null when it does not answer it. */
 async function relayNetwork(
   relay: string,
@@ -157,7 +154,11 @@ async function relayNetwork(
   const connectVia = relayConnectVia(proxy, new URL(relay).protocol);
   const client = new RelayClient({ baseUrl: relay, trust, connectVia });
   try {
-    return await client.json<RelayNetwork>('GET', '/api/v1/network');
+    return checkedBody(
+      RelayNetwork,
+      await client.json<unknown>('GET', '/api/v1/network'),
+      'GET /api/v1/network',
+    );
   } catch {
     return null;
   } finally {

@@ -2,25 +2,21 @@
  * `tunnel-client status`: the saved registration plus what the running agent last wrote to status.json.
  * `--refresh` also asks the relay for the registration status.
  */
+
 import { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
+import type { ClusterStatus } from '../../shared/api/cluster-status.js';
 import { isTunnelError } from '../../shared/errors.js';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/kit/cli/output.js';
 import { relayedReasonText } from '../../shared/net/tunnel-endpoint/relayed-reasons.js';
 import { registrationEnded } from '../agent/agent.js';
 import { processAlive, type StateDir } from '../agent/state-dir.js';
-import {
-  type AgentState,
-  type AgentStatusFile,
-  DISCONNECTED,
-  type PathDetail,
-  type RegistrationStatus,
-} from '../agent/types.js';
+import { type AgentState, type AgentStatusFile, DISCONNECTED, type PathDetail } from '../agent/types.js';
 import { apiFromState, openStateDir, stateDirOption } from './context.js';
 
 export interface StatusReport {
   readonly cluster: string;
-  readonly status: RegistrationStatus;
+  readonly status: ClusterStatus;
   readonly connected: boolean;
   readonly path: 'direct' | 'relayed' | 'none';
   /** The direct path's details (remote, RTT per path, last switch, why relayed); null when not reported. */

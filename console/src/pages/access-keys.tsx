@@ -9,7 +9,7 @@ import { LoadMore } from '../components/load-more.js';
 import { useConsole } from '../lib/context.js';
 import { age, when } from '../lib/format.js';
 import { useNow } from '../lib/hooks.js';
-import type { AccessKey } from '../lib/types.js';
+import type { AccessKey, CreatedToken } from '../lib/types.js';
 import { usePages } from '../lib/use-pages.js';
 
 /** Keys per page (the relay's default page). */
@@ -49,7 +49,7 @@ function CreateKey({ onCreated }: { onCreated(): void }) {
   const [group, setGroup] = useState('');
   const [description, setDescription] = useState('');
   const [expiresIn, setExpiresIn] = useState('');
-  const [created, setCreated] = useState<{ id: string; token: string; role: string } | null>(null);
+  const [created, setCreated] = useState<CreatedToken | null>(null);
   const [error, setError] = useState<string | null>(null);
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -58,7 +58,7 @@ function CreateKey({ onCreated }: { onCreated(): void }) {
       const body: Record<string, string> = { role: role === 'group-editor' ? `group-editor:${group}` : role };
       if (description) body.description = description;
       if (expiresIn) body.expiresIn = expiresIn;
-      setCreated(await api.send('POST', '/api/v1/tokens', body));
+      setCreated(await api.send<CreatedToken>('POST', '/api/v1/tokens', body));
       onCreated();
     } catch (err) {
       setError((err as Error).message);

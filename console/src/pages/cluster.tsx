@@ -10,7 +10,13 @@ import { ApiError, clusterPath } from '../lib/api.js';
 import { useConsole } from '../lib/context.js';
 import { age, latest, when } from '../lib/format.js';
 import { useLoad, useNow } from '../lib/hooks.js';
-import type { Bootstrap, Cluster, PathChange, PathDetail } from '../lib/types.js';
+import type {
+  Bootstrap,
+  Cluster,
+  ClusterWithBootstrap,
+  PathDetail,
+  PathHistory as PathHistoryBody,
+} from '../lib/types.js';
 import { ValuesPanel } from './values-panel.js';
 
 /** Reads cluster `name` when the pages read so far do not hold it; its error (404: null with `missing`). */
@@ -169,7 +175,7 @@ function PathDetailFacts({ d, now }: { d: PathDetail; now: number }) {
 function PathHistory({ c, now }: { c: Cluster; now: number }) {
   const { api } = useConsole();
   const history = useLoad(
-    async () => (await api.get<{ items: PathChange[] }>(clusterPath(c.name, '/path-history'))).items,
+    async () => (await api.get<PathHistoryBody>(clusterPath(c.name, '/path-history'))).items,
     [c.name, c.path, c.pathDetail?.remote, c.pathDetail?.reason, c.pathDetail?.lastSwitch],
   );
   if (history.error) return <ErrorNote error={history.error} />;
@@ -231,10 +237,7 @@ function Actions({ c }: { c: Cluster }) {
   };
   const rotate = () =>
     act(async () => {
-      const res = await api.send<{ cluster: Cluster; bootstrap: Bootstrap }>(
-        'POST',
-        clusterPath(c.name, '/rotate-psk'),
-      );
+      const res = await api.send<ClusterWithBootstrap>('POST', clusterPath(c.name, '/rotate-psk'));
       upsert(res.cluster);
       setRotated(res.bootstrap);
     });

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { REASON_CODE_MAX } from '../../../shared/api/body-limits.js';
 import { isTunnelError, TunnelError } from '../../../shared/errors.js';
 import { AGENT_REASONS, RELAYED_REASON_TEXT } from '../../../shared/net/tunnel-endpoint/relayed-reasons.js';
-import { parseAgentReason, REASON_CODE_MAX } from './agent-reason.js';
+import { parseAgentReason } from './agent-reason.js';
 
 const CODE = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 

@@ -6,10 +6,10 @@
  *   still renews, and counted (`ignored`: tunnel_relay_lease_reasons_ignored_total);
  * - anything else (not a string, over REASON_CODE_MAX characters, other characters): BAD_INPUT naming the value.
  */
+import { REASON_CODE_MAX } from '../../../shared/api/body-limits.js';
 import { TunnelError } from '../../../shared/errors.js';
 import { type AgentReason, isAgentReason } from '../../../shared/net/tunnel-endpoint/relayed-reasons.js';
 
-export const REASON_CODE_MAX = 32;
 const CODE = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 
 function shown(raw: unknown): string {

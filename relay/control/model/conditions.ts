@@ -8,20 +8,11 @@
  *   (reason LeaseUpdateStopped, lastTransitionTime = leaseRenewAt + grace, the instant it went
  *   stale); Unknown before the first renewal. grace = GRACE_PERIODS x leaseDuration.
  */
+import type { Condition } from '../../../shared/api/condition.js';
 import type { ClusterRecord } from '../store/types.js';
 
 /** Missed lease periods before Available turns Unknown (OCM uses 5; see docs/OPERATIONS.md). */
 export const GRACE_PERIODS = 3;
-
-export type ConditionStatus = 'True' | 'False' | 'Unknown';
-
-export interface Condition {
-  type: 'Joined' | 'Available';
-  status: ConditionStatus;
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-}
 
 export function graceMs(leaseDurationSeconds: number): number {
   return GRACE_PERIODS * leaseDurationSeconds * 1000;

@@ -3,11 +3,13 @@
  * relay/control/model/paging.ts), optionally only rows at or after `?since=` (RFC 3339) and of one `?actor=`.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { AuditList } from '../../../../shared/api/audit.js';
+import { ErrorBody } from '../../../../shared/api/error-body.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { principalOf, type RelayContext } from '../../../context/context.js';
 import { requireReader } from '../../model/auth.js';
 import { AUDIT_PAGE, decodeContinue, encodeContinue, pageLimit } from '../../model/paging.js';
-import { AuditList, AuditQuery, ErrorBody } from '../../model/schemas.js';
+import { AuditQuery } from '../../model/schemas.js';
 
 /** RFC 3339 date-time with a zone (`2026-01-02T03:04:05Z`, `...+01:00`), fractions allowed. */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;

@@ -4,11 +4,12 @@
  * viewer see every group; a group-editor its own group only (another group in `?group=` is 403 FORBIDDEN).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ClusterList } from '../../../../shared/api/cluster-list.js';
 import { clusterView, principalOf, type RelayContext } from '../../../context/context.js';
 import { requireClusterRead } from '../../model/auth.js';
 import { checkName } from '../../model/names.js';
 import { CLUSTER_PAGE, decodeContinue, encodeContinue, pageLimit } from '../../model/paging.js';
-import { ClusterList, ClusterListQuery, ERROR_REPLIES } from '../../model/schemas.js';
+import { ClusterListQuery, ERROR_REPLIES } from '../../model/schemas.js';
 
 export const clusterListRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
   app.get(

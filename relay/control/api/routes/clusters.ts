@@ -1,5 +1,11 @@
 /** Cluster routes: create, list, get, accept, deny, rotate-psk, delete (the kubeconfig: kubeconfig.ts). */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Cluster as ClusterSchema, Deleted } from '../../../../shared/api/cluster.js';
+import {
+  ClusterWithBootstrap,
+  CreateClusterBody,
+  RotatePskBody,
+} from '../../../../shared/api/cluster-create.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../../../shared/keys.js';
 import { parseHttpUrl } from '../../../../shared/kit/cli/parsers.js';
@@ -24,15 +30,7 @@ import {
 import { installCommand, installUrl } from '../../model/install-command.js';
 import { issueInstallLink } from '../../model/install-link.js';
 import { checkName } from '../../model/names.js';
-import {
-  Cluster as ClusterSchema,
-  ClusterWithBootstrap,
-  CreateClusterBody,
-  Deleted,
-  ERROR_REPLIES,
-  NameParams,
-  RotatePskBody,
-} from '../../model/schemas.js';
+import { ERROR_REPLIES, NameParams } from '../../model/schemas.js';
 import type { ClusterRecord, NewSecret } from '../../store/types.js';
 import { clusterListRoutes } from './cluster-list.js';
 import { installRoutes } from './install.js';

@@ -9,6 +9,7 @@
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
+import { ErrorBody } from '../../../../shared/api/error-body.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { auditEntry, clientAddress, logAudit, type RelayContext } from '../../../context/context.js';
 import { hashSecret, secretKind } from '../../../ops/secrets.js';
@@ -20,7 +21,7 @@ import {
 import { DEFAULT_NAMESPACE, defaultImage } from '../../manifests/common.js';
 import { renderManifests } from '../../manifests/render.js';
 import { openInstallLink } from '../../model/install-link.js';
-import { ErrorBody, InstallParams } from '../../model/schemas.js';
+import { InstallParams } from '../../model/schemas.js';
 import { retryAfterSeconds } from '../registration-limit.js';
 
 type Refusal = { reason: 'unknown' } | { reason: 'used' | 'expired'; cluster: string };

@@ -8,6 +8,8 @@
  * beyond, relay/control/api/kubeconfig-mint-limit.ts) and holds at most maxLiveKeysPerMinter live ones (LIMIT_EXCEEDED).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ErrorBody } from '../../../../shared/api/error-body.js';
+import { KubeconfigBody, MintedKubeconfig } from '../../../../shared/api/kubeconfig.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { parseDuration } from '../../../../shared/kit/duration.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../../../context/context.js';
@@ -15,7 +17,7 @@ import { hashSecret, newId, newSecret } from '../../../ops/secrets.js';
 import { actorOf, type KeyPrincipal, type Principal, type Role, visibleCluster } from '../../model/auth.js';
 import { singleContextKubeconfig } from '../../model/kubeconfig-document.js';
 import { mayUseProxy, requireProxy } from '../../model/proxy-auth.js';
-import { ErrorBody, KubeconfigBody, MintedKubeconfig, NameParams } from '../../model/schemas.js';
+import { NameParams } from '../../model/schemas.js';
 import type { ClusterRecord } from '../../store/types.js';
 import { chargeKubeconfigMint } from '../kubeconfig-mint-limit.js';
 

@@ -5,18 +5,11 @@
  * relay's public ports.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { RelayNetwork } from '../../../../shared/api/network.js';
 import { type RelayContext, relayEndpoints } from '../../../context/context.js';
 
-const NetworkView = Type.Object(
-  {
-    derpUrl: Type.String(),
-    udpEndpoint: Type.Union([Type.String(), Type.Null()]),
-    stunEndpoint: Type.Union([Type.String(), Type.Null()]),
-  },
-  { additionalProperties: false },
-);
-
 export const networkRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
-  app.get('/api/v1/network', { schema: { response: { 200: NetworkView } } }, async () => relayEndpoints(ctx));
+  app.get('/api/v1/network', { schema: { response: { 200: RelayNetwork } } }, async () =>
+    relayEndpoints(ctx),
+  );
 };

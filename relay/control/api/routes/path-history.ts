@@ -4,9 +4,11 @@
  * read the cluster may read its history.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ErrorBody } from '../../../../shared/api/error-body.js';
+import { PathHistory } from '../../../../shared/api/path-history.js';
 import { principalOf, type RelayContext } from '../../../context/context.js';
 import { requireClusterRead, visibleCluster } from '../../model/auth.js';
-import { ErrorBody, NameParams, PathHistory } from '../../model/schemas.js';
+import { NameParams } from '../../model/schemas.js';
 
 export const pathHistoryRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
   app.get(

@@ -5,12 +5,12 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { ErrorBody } from '../../../../shared/api/error-body.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../../../context/context.js';
 import { parseSource } from '../../../ops/http/source-address.js';
 import type { LimitEntry } from '../../../ops/rate-limit.js';
 import { actorOf, requireAdmin, requireReader } from '../../model/auth.js';
-import { ErrorBody } from '../../model/schemas.js';
 import { retryAfterSeconds } from '../registration-limit.js';
 
 /** An `all=true` clear names at most this many sources in its audit entry (`count` has the total). */

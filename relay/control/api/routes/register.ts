@@ -4,6 +4,9 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import { AgentInfo as AgentReply, Unjoined } from '../../../../shared/api/agent-info.js';
+import { LeaseBody, LeaseReply } from '../../../../shared/api/lease.js';
+import { RegisterBody, RegisterReply } from '../../../../shared/api/registration.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { generatePresharedKey, keyToBase64 } from '../../../../shared/keys.js';
 import { deepMerge } from '../../../../shared/kit/values/deep-merge.js';
@@ -22,15 +25,7 @@ import { bearerToken, type Principal, parseRole } from '../../model/auth.js';
 import { graceMs } from '../../model/conditions.js';
 import { checkName } from '../../model/names.js';
 import { agentPublicKey } from '../../model/reserved-keys.js';
-import {
-  AgentReply,
-  ERROR_REPLIES,
-  LeaseBody,
-  LeaseReply,
-  RegisterBody,
-  RegisterReply,
-  Unjoined,
-} from '../../model/schemas.js';
+import { ERROR_REPLIES } from '../../model/schemas.js';
 import { readClusterValues, readPlatformValues, valuesVersion } from '../../model/values.js';
 import type { RegistrationRefusal } from '../../store/psk-refusal.js';
 import type { ClusterRecord } from '../../store/types.js';

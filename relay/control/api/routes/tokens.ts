@@ -1,5 +1,6 @@
 /** Access keys (admin only): create (shown once), list, revoke (never the last active admin key). */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { CreatedToken, CreateTokenBody, Revoked, TokenList } from '../../../../shared/api/access-keys.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { parseDuration } from '../../../../shared/kit/duration.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../../../context/context.js';
@@ -14,15 +15,7 @@ import {
   visibleCluster,
 } from '../../model/auth.js';
 import { decodeContinue, encodeContinue, pageLimit, TOKEN_PAGE } from '../../model/paging.js';
-import {
-  CreatedToken,
-  CreateTokenBody,
-  ERROR_REPLIES,
-  IdParams,
-  PageQuery,
-  Revoked,
-  TokenList,
-} from '../../model/schemas.js';
+import { ERROR_REPLIES, IdParams, PageQuery } from '../../model/schemas.js';
 import type { KeyMinting } from '../../store/types.js';
 
 const errors = ERROR_REPLIES;

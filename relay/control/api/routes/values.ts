@@ -7,6 +7,7 @@
  */
 import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
 import { stringify as toYaml } from 'yaml';
+import { ErrorBody } from '../../../../shared/api/error-body.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { deepMerge } from '../../../../shared/kit/values/deep-merge.js';
 import { auditEntry, logAudit, principalOf, type RelayContext } from '../../../context/context.js';
@@ -20,7 +21,7 @@ import {
   requireReader,
   visibleCluster,
 } from '../../model/auth.js';
-import { ErrorBody, NameParams, ValuesObject, ValuesQuery } from '../../model/schemas.js';
+import { NameParams, ValuesObject, ValuesQuery } from '../../model/schemas.js';
 import { readClusterValues, readPlatformValues } from '../../model/values.js';
 import { assertValuesWithinLimits } from '../../model/values-limits.js';
 import type { ClusterRecord } from '../../store/types.js';

@@ -1,9 +1,10 @@
 /** GET /api/v1/whoami: the calling access key's id, role and group, so a client can offer only what it may do. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ErrorBody } from '../../../../shared/api/error-body.js';
+import { WhoAmI } from '../../../../shared/api/whoami.js';
 import { TunnelError } from '../../../../shared/errors.js';
 import { principalOf, type RelayContext } from '../../../context/context.js';
 import { proxyScope } from '../../model/auth.js';
-import { ErrorBody, WhoAmI } from '../../model/schemas.js';
 
 export const whoamiRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = async (app, { ctx }) => {
   app.get(

@@ -1,0 +1,62 @@
+/**
+ * A cluster as the API shows it (GET /api/v1/clusters, GET /api/v1/clusters/NAME, the events feed): the relay builds
+ * it (relay/context/context.ts clusterView) and the console reads it.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import { ClusterStatus } from './cluster-status.js';
+import { Condition } from './condition.js';
+import { PathDetail } from './path-detail.js';
+import { closed, Nullable } from './schema-parts.js';
+
+/** The state of a cluster's current bootstrap PSK (never the PSK itself). */
+export const PskState = Type.Object(
+  {
+    state: Type.Union([
+      Type.Literal('unused'),
+      Type.Literal('used'),
+      Type.Literal('expired'),
+      Type.Literal('revoked'),
+    ]),
+    expiresAt: Type.String(),
+    usedAt: Nullable(Type.String()),
+  },
+  closed,
+);
+export type PskState = Static<typeof PskState>;
+
+export const Cluster = Type.Object(
+  {
+    name: Type.String(),
+    group: Type.String(),
+    displayName: Type.String(),
+    status: ClusterStatus,
+    conditions: Type.Array(Condition),
+    connected: Type.Boolean(),
+    path: Type.String(),
+    /** While connected: the path's details (remote, RTT of each path, last switch, why not direct). */
+    pathDetail: Nullable(PathDetail),
+    agentVersion: Nullable(Type.String()),
+    /** The agent reported an older release than this relay's (upgrade it); false when newer, equal or unknown. */
+    agentOutdated: Type.Boolean(),
+    publicKey: Nullable(Type.String()),
+    address: Nullable(Type.String()),
+    claims: Type.Record(Type.String(), Type.String()),
+    leaseRenewTime: Nullable(Type.String()),
+    lastHandshake: Nullable(Type.String()),
+    rttMs: Nullable(Type.Number()),
+    bytesIn: Type.Number(),
+    bytesOut: Type.Number(),
+    createdAt: Type.String(),
+    /** Only on GET /clusters/NAME and the events feed: the current bootstrap PSK's state, null when it has none. */
+    bootstrapPsk: Type.Optional(Nullable(PskState)),
+  },
+  closed,
+);
+export type Cluster = Static<typeof Cluster>;
+
+/** GET /api/v1/clusters/NAME (and each event of GET /api/v1/events): the cluster with its current PSK's state. */
+export type ClusterDetail = Cluster & { bootstrapPsk: PskState | null };
+
+/** DELETE /api/v1/clusters/NAME's answer. */
+export const Deleted = Type.Object({ deleted: Type.String() }, closed);
+export type Deleted = Static<typeof Deleted>;
