@@ -72,13 +72,15 @@ describe('refused join', () => {
     const r = await joinWith('edge-wrong', wrong);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^error BOOTSTRAP_REJECTED: /);
+    // The fix names the cluster the join asked for, ready to paste.
+    expect(r.stderr).toContain('`tunnel-relay cluster rotate-psk edge-wrong`');
     for (const cause of [
       'wrong',
       'already used',
       'expired',
       'rotated',
       'deleted',
-      'cluster rotate-psk NAME',
+      'cluster rotate-psk edge-wrong',
     ]) {
       expect(r.stderr).toContain(cause);
     }
@@ -96,7 +98,10 @@ describe('refused join', () => {
     expect((await admin('cluster', 'rotate-psk', 'edge-rotated')).code).toBe(0);
     const rotated = await joinWith('edge-rotated', old);
     expect([again.code, rotated.code]).toEqual([1, 1]);
-    expect(again.stderr).toBe(rotated.stderr);
+    // The same answer but for the cluster named in its fix command.
+    expect(again.stderr.replaceAll('edge-used', 'NAME')).toBe(
+      rotated.stderr.replaceAll('edge-rotated', 'NAME'),
+    );
     expect((await refusals('edge-used')).map((a) => [a.detail.reason, a.actor])).toEqual([
       ['used', 'psk:edge-used'],
     ]);

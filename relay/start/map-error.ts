@@ -14,7 +14,23 @@ function validationError(err: FastifyError): TunnelError {
   if (typeof params.missingProperty === 'string') {
     return new TunnelError('BAD_INPUT', `${where}.${params.missingProperty}: required`);
   }
+  const allowed = allowedValues(err, v);
+  if (allowed !== null) return new TunnelError('BAD_INPUT', `${where}: must be one of ${allowed.join(', ')}`);
   return new TunnelError('BAD_INPUT', `${where}: ${v.message ?? 'invalid'}`);
+}
+
+/** The values a field takes when its schema is a choice of constants (an enum, or TypeBox's union of literals). */
+function allowedValues(
+  err: FastifyError,
+  first: NonNullable<FastifyError['validation']>[number],
+): string[] | null {
+  const params = first.params as Record<string, unknown>;
+  if (Array.isArray(params.allowedValues)) return params.allowedValues.map(String);
+  const here = err.validation!.filter((e) => e.instancePath === first.instancePath);
+  if (!here.some((e) => e.keyword === 'anyOf')) return null;
+  const constants = here.filter((e) => e.keyword === 'const');
+  if (constants.length === 0 || constants.length !== here.length - 1) return null;
+  return constants.map((e) => String((e.params as { allowedValue?: unknown }).allowedValue));
 }
 
 export function mapError(err: FastifyError): TunnelError {

@@ -125,4 +125,13 @@ describe('the agent values YAML holds platform values only for their readers', (
     const editorRefusal = await valuesYaml('editor', 'merged', false);
     expect(editorRefusal.body.error.message).toContain('?source=cluster-annotation');
   });
+
+  it('an unknown source is refused naming the sources there are', async () => {
+    const r = await api(relay.ready.url, 'GET', '/clusters/vals-a?source=bogus', { token: keys.admin });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({
+      code: 'BAD_INPUT',
+      message: 'querystring.source: must be one of platform-config, cluster-annotation',
+    });
+  });
 });

@@ -11,13 +11,16 @@ import { auditEntry, logAudit, type RelayContext } from '../../context/context.j
 import type { RegistrationRefusal } from '../store/psk-refusal.js';
 
 /**
- * One message whatever the reason (no oracle for PSK probing); the real reason goes to the audit log
- * as `cluster.register.refused`.
+ * One message whatever the reason (no oracle for PSK probing), naming only the cluster the caller asked to join;
+ * the real reason goes to the audit log as `cluster.register.refused`.
  */
-export const REJECTED =
-  'the relay refused the bootstrap PSK or key: it is wrong, already used, expired or rotated, or the cluster ' +
-  'was deleted (which one is not said). Fix: on the hub run `tunnel-relay cluster rotate-psk NAME` (or ' +
-  '`cluster create NAME` if it was deleted), then run the new join command it prints';
+export function rejectedMessage(cluster: string): string {
+  return (
+    'the relay refused the bootstrap PSK or key: it is wrong, already used, expired or rotated, or the cluster ' +
+    `was deleted (which one is not said). Fix: on the hub run \`tunnel-relay cluster rotate-psk ${cluster}\` (or ` +
+    `\`cluster create ${cluster}\` if it was deleted), then run the new join command it prints`
+  );
+}
 
 /** Why a registration was refused, as the audit log records it. */
 export type RefusalReason = RegistrationRefusal | 'not-bootstrap' | 'rate-limited';
@@ -85,5 +88,5 @@ export async function refuseRegistration(
       'registration failures from this source reached the limit: further failures answer 429 until the window ends',
     );
   }
-  throw new TunnelError('BOOTSTRAP_REJECTED', REJECTED);
+  throw new TunnelError('BOOTSTRAP_REJECTED', rejectedMessage(cluster));
 }
