@@ -111,11 +111,6 @@ export interface TunnelPeer {
   readonly paths: PeerPaths;
 }
 
-/** The device hands a sealed datagram to the peer's paths (no closure per packet). */
-function sendOnPath(datagram: Buffer, paths: PeerPaths): boolean {
-  return paths.send(datagram);
-}
-
 /** What the direct paths of an endpoint did. */
 export interface DirectStats {
   /** Direct paths opened (a peer's first authenticated datagram over UDP). */
@@ -149,13 +144,12 @@ export class TunnelEndpoint {
       maxPeers: o.maxPeers,
       timers: o.timers,
       authenticatedSources: o.authenticatedSources,
-      send: sendOnPath,
       onPacket: (p, peer) => this.#deliver(p, peer),
-      onAuthenticated: (peer, source, message) => this.#authenticated(peer, source, message),
       sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
     });
     this.paths = new PathManager({
       onPathChange: (p) => this.#streamPathChanged(p),
+      onAuthenticated: (paths, source, message) => this.#authenticated(paths, source, message),
     });
     const udp = o.udp;
     this.disco = o.disco
@@ -214,6 +208,7 @@ export class TunnelEndpoint {
       endpoint: paths,
       allowedIps: [`${cfg.address}/32`],
     });
+    paths.peer = peer;
     this.paths.hold(paths);
     for (const p of cfg.paths ?? []) paths.add(p);
     // Its selector hears of its traffic at once (its pacing), and steers it once it speaks disco.
@@ -327,9 +322,7 @@ export class TunnelEndpoint {
    * restarted, or its own route is not direct): its selector stops trusting that remote, so the response
    * and what follows go over the relay too until the remote answers again.
    */
-  #authenticated(peer: Peer<PeerPaths>, source: DatagramSource | null, message: AuthenticatedMessage): void {
-    const paths = peer.endpoint;
-    if (!paths) return;
+  #authenticated(paths: PeerPaths, source: DatagramSource | null, message: AuthenticatedMessage): void {
     if (source === null) {
       if (message === 'initiation') this.disco?.distrustRemote(paths.publicKey);
       paths.arrivedOn('relayed');
@@ -350,9 +343,16 @@ export class TunnelEndpoint {
     if (!this.streams.input(packet)) this.#onPacket(packet, peer);
   }
 
-  /** An application packet (IPv4, destination at bytes 16..19): its peer is active. */
+  /**
+   * An application packet (IPv4, destination at bytes 16..19): its peer is active. One lookup: a peer's
+   * AllowedIPs are its tunnel address, so the paths at that address carry the peer to send it to; any
+   * other destination goes to the device's AllowedIPs (which counts it as no-route).
+   */
   #sendApp(packet: Buffer): boolean {
-    if (packet.length >= 20) this.paths.forAddress(packet.readUInt32BE(16))?.noteTraffic();
-    return this.device.send(packet);
+    const paths = packet.length >= 20 ? this.paths.forAddress(packet.readUInt32BE(16)) : undefined;
+    const peer = paths?.peer;
+    if (!paths || !peer) return this.device.send(packet);
+    paths.noteTraffic();
+    return peer.send(packet);
   }
 }
