@@ -105,6 +105,17 @@ export class MuxSession extends EventEmitter {
         this.#pending.add(s);
         this.#pump();
       },
+      startTurn: () => {
+        if (this.#pumping || !this.#alone()) return false;
+        this.#pumping = true;
+        return true;
+      },
+      alone: () => this.#alone(),
+      endTurn: (s, more) => {
+        this.#pumping = false;
+        if (more) this.#pending.add(s);
+        if (this.#pending.size > 0) this.#pump();
+      },
       release: (s) => {
         if (this.#streams.get(s.id) === s) this.#streams.delete(s.id);
         this.#pending.delete(s);
@@ -339,6 +350,11 @@ export class MuxSession extends EventEmitter {
     let ok = this.#opts.write(header);
     if (payload) ok = this.#opts.write(payload);
     if (!ok) this.#blocked = true;
+  }
+
+  /** Nothing waits for the send turn and the transport takes frames. */
+  #alone(): boolean {
+    return !this.#blocked && !this.#closed && this.#pending.size === 0;
   }
 
   /**
