@@ -1,11 +1,12 @@
 /**
  * The seam between the UDP transport (udp-transport.ts) and the socket under it: node:dgram (this file) or
  * the GSO/GRO addon's socket (gso-socket.ts). Either hands every datagram it reads up through `onDatagram`
- * as a buffer the receiver may keep, and `send` never throws: false means the datagram was not taken
+ * in memory the receiver may keep (the receive rule, shared/net/buffers/received.ts), and `send` never throws: false means the datagram was not taken
  * (socket closed or backed up, or an address the socket cannot send to).
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
+import type { Received } from '../buffers/received.js';
 import { SendSink } from '../buffers/send-sink.js';
 import type { DatagramSource } from '../wireguard/peer-host.js';
 
@@ -23,7 +24,7 @@ export interface DatagramSocket {
 }
 
 export interface DatagramEvents {
-  onDatagram(datagram: Buffer, from: DatagramSource): void;
+  onDatagram(datagram: Received, from: DatagramSource): void;
   /** Sends the kernel refused after they were taken, and socket errors. */
   onSendErrors(count: number): void;
 }

@@ -26,6 +26,7 @@
 import type { Clock } from '../../clock.js';
 import { keyToBase64 } from '../../keys.js';
 import type { PacketRoom } from '../buffers/packet-room.js';
+import type { Received } from '../buffers/received.js';
 import type { DiscoAddress } from '../disco/disco-codec.js';
 import { isIcmpv4 } from '../ip/echo-prober.js';
 import { parseIpv4Address } from '../ip/index.js';
@@ -86,7 +87,7 @@ export interface TunnelEndpointOptions {
   pmtu?: Pick<PmtuProbesOptions, 'timers' | 'steps' | 'firstHopMtu'> | false;
   /**
    * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
-   * decrypted datagram, which nothing reuses (see Device.receive).
+   * decrypted datagram, the receiver's to keep (the receive rule, shared/net/buffers/received.ts).
    */
   onPacket(packet: Buffer, peer: Peer<PeerPaths>): void;
 }
@@ -238,7 +239,7 @@ export class TunnelEndpoint {
    * A datagram that arrived from the peer of `from` on its relayed path. Returns why it was dropped, or
    * null once it authenticated. Never throws.
    */
-  receive(datagram: Buffer, from: PeerPaths): ReceiveDrop | null {
+  receive(datagram: Received, from: PeerPaths): ReceiveDrop | null {
     const length = datagram.length;
     const drop = this.device.receive(datagram, from);
     if (drop === null) this.paths.bytes.relayed.in += length;
@@ -249,7 +250,7 @@ export class TunnelEndpoint {
    * A WireGuard datagram from UDP address `from` (see the top of this file). Returns why it was dropped,
    * or null once it authenticated. Never throws.
    */
-  receiveFrom(datagram: Buffer, from: DatagramSource): ReceiveDrop | null {
+  receiveFrom(datagram: Received, from: DatagramSource): ReceiveDrop | null {
     const length = datagram.length;
     const drop = this.device.receiveFrom(datagram, from);
     if (drop === null) this.paths.bytes.direct.in += length;

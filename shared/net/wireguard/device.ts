@@ -5,10 +5,8 @@
  * tests) or a relay.
  *
  * receive() never throws: garbage is counted in `stats.drops` and dropped. receive() decrypts in
- * place, so the datagram buffer is overwritten and onPacket gets a view into it. The view stays valid as
- * long as the caller never reuses that datagram buffer: the transports here (DERP frames, WebSocket
- * messages, UDP reads) always pass fresh buffers, and the stream binding keeps such views without copying.
- * A transport that recycles its receive buffers must copy before calling receive().
+ * place, so the datagram buffer is overwritten and onPacket gets a view into it, which the receiver may
+ * keep: the datagram is the receiver's under the receive rule (shared/net/buffers/received.ts).
  */
 import { type Clock, realClock } from '../../clock.js';
 import { type ErrorCode, isTunnelError, TunnelError } from '../../errors.js';
