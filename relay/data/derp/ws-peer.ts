@@ -152,7 +152,9 @@ export class WsPeer implements RoutedPeer {
       return;
     }
     try {
-      this.#parser.push(data);
+      const frame = this.#parser.whole(data);
+      if (frame) this.#onFrame(frame[0]!, frame);
+      else this.#parser.push(data);
     } catch (err) {
       this.#fail(err);
     }

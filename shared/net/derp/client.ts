@@ -196,7 +196,9 @@ class WsDerpClient implements DerpClient {
     ws.on('message', (data: Buffer) => {
       this.#lastRx = this.#clock.now();
       try {
-        parser.push(data);
+        const frame = parser.whole(data);
+        if (frame) this.#onFrame(ws, frame[0]!, frame);
+        else parser.push(data);
       } catch (err) {
         this.#lastError = isTunnelError(err) ? err : new TunnelError('INTERNAL', 'relay client failure');
         ws.terminate();

@@ -38,6 +38,17 @@ export class FrameParser {
   }
 
   /**
+   * `chunk` itself when it is exactly one whole frame and nothing is held back (one DERP frame per WebSocket
+   * message, the usual case): its owner handles it at once, without a callback through the parser. Null
+   * otherwise: push() it. Throws as push() does for a frame over the length limit.
+   */
+  whole(chunk: Buffer): Buffer | null {
+    if (this.#state !== State.Header || this.#hdrHave !== 0 || chunk.length < FRAME_HEADER_LEN) return null;
+    const len = this.#checkLen(chunk.readUInt32BE(1));
+    return chunk.length === FRAME_HEADER_LEN + len ? chunk : null;
+  }
+
+  /**
    * Feeds one chunk. Throws TunnelError DERP_PROTOCOL when a frame is over the length limit; the parser is
    * then failed for good (the connection must be closed). Errors thrown by onFrame propagate unchanged.
    */

@@ -237,14 +237,14 @@ export class TunnelEndpoint {
 
   /**
    * A datagram that arrived from the peer of `from` on its relayed path. Returns why it was dropped, or
-   * null once it authenticated. Never throws.
+   * null once it authenticated. Never throws. A bound function: a transport may hold it as its handler.
    */
-  receive(datagram: Received, from: PeerPaths): ReceiveDrop | null {
+  readonly receive = (datagram: Received, from: PeerPaths): ReceiveDrop | null => {
     const length = datagram.length;
     const drop = this.device.receive(datagram, from);
     if (drop === null) this.paths.bytes.relayed.in += length;
     return drop;
-  }
+  };
 
   /**
    * A WireGuard datagram from UDP address `from` (see the top of this file). Returns why it was dropped,

@@ -144,7 +144,8 @@ export class StreamBinding {
       link = this.#start(d.src, conv);
       if (!link) return true;
     }
-    link.input(d.payload); // the ARQ keeps views until the data are read (the receive rule)
+    // Straight to the link's ARQ (it keeps views until the data are read: the receive rule).
+    if (!link.closed) link.arq.input(d.payload);
     return true;
   }
 
