@@ -2,7 +2,7 @@
  * An in-process relay client (the hub node): the same routing, policy and counters as a WebSocket client,
  * with no socket, no handshake and no frame encoding (except in place, when a payload sent comes with
  * room for the frame header). Packets for it are handed to onPacket synchronously (the payload is a view
- * into the sender's frame, valid only during the call).
+ * into the sender's frame, the receiver's to keep: see below).
  *
  * Pooled memory (shared/net/buffers/send-sink.ts): a packet this client sends is delivered in place; the sink of
  * the socket peer that writes it gives the memory back. A packet delivered to onPacket is never given back

@@ -5,8 +5,9 @@
  * - a view into the chunk when the whole frame sits in one chunk (no copy);
  * - otherwise a buffer of exactly 5 + length bytes, allocated only after `length` passed the limit,
  *   into which the pieces are copied.
- * The frame is only valid until onFrame returns unless the callee keeps the Buffer; the parser itself never
- * touches a frame again after handing it over, so callees may rewrite it in place.
+ * The parser never touches a frame again after handing it over, and a chunk is memory its caller never
+ * reuses (the receive rule, shared/net/buffers/received.ts): callees may keep a frame or rewrite it in place.
+ * whole() lets the owner handle a chunk that is exactly one frame itself.
  */
 import { TunnelError } from '../../errors.js';
 import { FRAME_HEADER_LEN, MAX_FRAME_LEN } from './frames.js';
