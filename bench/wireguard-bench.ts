@@ -18,7 +18,7 @@ import {
   sodiumAead,
 } from '../shared/net/wireguard/crypto/aead.js';
 import { naclX25519, nodeX25519, sodiumX25519, type X25519 } from '../shared/net/wireguard/crypto/x25519.js';
-import { Device, type Peer } from '../shared/net/wireguard/device.js';
+import { Device, type Endpoint, type Peer } from '../shared/net/wireguard/device.js';
 import { Keypair } from '../shared/net/wireguard/keypair.js';
 import { parseInitiation, parseResponse } from '../shared/net/wireguard/messages.js';
 import {
@@ -178,42 +178,36 @@ function devicePath(size: number): { send: number; receive: number } {
   const collected: Buffer[] = [];
   let collect = false;
   let delivered = 0;
-  const a = new Device({
-    privateKey: ka.privateKey,
-    mtu: 65535,
+  const toB: Endpoint = {
+    key: 'b',
     send: (d) => {
       last = d;
       if (collect) collected.push(d);
       return true;
     },
-    onPacket: () => {},
-  });
-  const b = new Device({
-    privateKey: kb.privateKey,
-    mtu: 65535,
+  };
+  const a = new Device({ privateKey: ka.privateKey, mtu: 65535, onPacket: () => {} });
+  const toA: Endpoint = {
+    key: 'a',
     send: (d) => {
-      a.receive(d, { key: 'b' });
+      a.receive(d, toB);
       return true;
     },
-    onPacket: () => delivered++,
-  });
-  const pa: Peer = a.addPeer({
-    publicKey: kb.publicKey,
-    endpoint: { key: 'b' },
-    allowedIps: ['10.0.0.2/32'],
-  });
-  b.addPeer({ publicKey: ka.publicKey, endpoint: { key: 'a' }, allowedIps: ['10.0.0.1/32'] });
+  };
+  const b = new Device({ privateKey: kb.privateKey, mtu: 65535, onPacket: () => delivered++ });
+  const pa: Peer = a.addPeer({ publicKey: kb.publicKey, endpoint: toB, allowedIps: ['10.0.0.2/32'] });
+  b.addPeer({ publicKey: ka.publicKey, endpoint: toA, allowedIps: ['10.0.0.1/32'] });
   const pkt = Buffer.alloc(size);
   pkt[0] = 0x45;
   pkt.writeUInt16BE(size, 2);
   pkt.set([10, 0, 0, 1, 10, 0, 0, 2], 12);
   pa.sendHandshakeInitiation(false);
-  b.receive(last, { key: 'a' }); // initiation -> response -> a consumes -> keepalive in `last`
-  b.receive(last, { key: 'a' }); // confirm
+  b.receive(last, toA); // initiation -> response -> a consumes -> keepalive in `last`
+  b.receive(last, toA); // confirm
   const n = Math.max(1000, Math.min(10_000, Math.floor(1.5e7 / size)));
   let send = 0;
   let receive = 0;
-  const from = { key: 'a' };
+  const from = toA;
   for (let r = 0; r < ROUNDS; r++) {
     collected.length = 0;
     collect = true;

@@ -39,7 +39,7 @@ describe('UdpBind', () => {
     binds.push(b);
     const pa = a.device.addPeer({
       publicKey: kb.publicKey,
-      endpoint: udpEndpoint('127.0.0.1', b.port),
+      endpoint: a.to('127.0.0.1', b.port),
       allowedIps: [`${B_ADDR}/32`],
     });
     const pb = b.device.addPeer({ publicKey: ka.publicKey, allowedIps: [`${A_ADDR}/32`] });
@@ -71,7 +71,7 @@ describe('UdpBind over IPv6', () => {
     binds.push(b);
     a.device.addPeer({
       publicKey: kb.publicKey,
-      endpoint: udpEndpoint('::1', b.port),
+      endpoint: a.to('::1', b.port),
       allowedIps: ['0.0.0.0/0'],
     });
     const pb = b.device.addPeer({ publicKey: ka.publicKey, allowedIps: [`${A_ADDR}/32`] });

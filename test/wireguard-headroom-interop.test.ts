@@ -19,7 +19,7 @@ import { TRANSPORT_HEADROOM, TRANSPORT_TAILROOM } from '../shared/net/wireguard/
 import { cleanupAll } from './helpers/cleanup.js';
 import { createNetns, type Netns } from './helpers/netns.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
-import { UdpBind, udpEndpoint } from './helpers/udp-bind.js';
+import { UdpBind } from './helpers/udp-bind.js';
 import { waitFor } from './helpers/wait.js';
 import { startWireguardGo } from './helpers/wireguard-go.js';
 
@@ -71,7 +71,7 @@ describe('in-place sealing against wireguard-go', () => {
     closers.push(() => wg.stop());
     const peer = bind.device.addPeer({
       publicKey: theirs.publicKey,
-      endpoint: udpEndpoint(ns.nsAddress!, WG_PORT),
+      endpoint: bind.to(ns.nsAddress!, WG_PORT),
       allowedIps: [`${TUN_GO}/32`],
     });
     const echo = (seq: number, size: number): Buffer =>

@@ -19,7 +19,7 @@ import type { Peer } from '../shared/net/wireguard/device.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { createNetns, type Netns } from './helpers/netns.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
-import { UdpBind, udpEndpoint } from './helpers/udp-bind.js';
+import { UdpBind } from './helpers/udp-bind.js';
 import { waitFor } from './helpers/wait.js';
 import { startWireguardGo, type WireguardGoHandle } from './helpers/wireguard-go.js';
 
@@ -100,7 +100,7 @@ async function setup(o: {
   const peer = bind.device.addPeer({
     publicKey: theirs.publicKey,
     presharedKey: o.pskOurs,
-    endpoint: o.weInitiate ? udpEndpoint(ns.nsAddress!, WG_PORT) : undefined,
+    endpoint: o.weInitiate ? bind.to(ns.nsAddress!, WG_PORT) : undefined,
     allowedIps: [`${TUN_GO}/32`],
   });
   peerRef = peer;

@@ -21,7 +21,7 @@ import {
 } from '../../shared/net/ip/icmp.js';
 import { parseIpv4Address } from '../../shared/net/ip/index.js';
 import { parseIpv4Packet } from '../../shared/net/ip/ipv4.js';
-import { Device, type Peer } from '../../shared/net/wireguard/device.js';
+import { Device, type Endpoint, type Peer } from '../../shared/net/wireguard/device.js';
 import { buildIfStale, cleanup } from '../cli-harness.js';
 import { waitFor } from '../helpers/wait.js';
 import {
@@ -35,7 +35,10 @@ import {
 import { abuseScale } from './scale.js';
 
 const HOST = '127.0.0.1';
-const HUB = { key: 'hub' };
+/** The hub as the capture's peers see it: each UdpPeer has its own, sending from its socket. */
+interface HubEndpoint extends Endpoint {
+  readonly key: 'hub';
+}
 
 /** A WireGuard peer of the hub on its own UDP socket; every datagram it sends is kept (the capture). */
 class UdpPeer {
@@ -43,19 +46,24 @@ class UdpPeer {
   readonly sent: Buffer[] = [];
   readonly received: Buffer[] = [];
   readonly replies: number[] = [];
-  readonly device: Device<typeof HUB>;
-  readonly peer: Peer<typeof HUB>;
+  readonly device: Device<HubEndpoint>;
+  readonly peer: Peer<HubEndpoint>;
   readonly #src: number;
+  readonly #hub: HubEndpoint;
 
   constructor(keys: KeyPair, hubKey: Buffer, o: { psk?: string; address: string; port: number }) {
     this.#src = parseIpv4Address(o.address);
-    this.device = new Device<typeof HUB>({
-      privateKey: keys.privateKey,
+    const hub: HubEndpoint = {
+      key: 'hub',
       send: (d) => {
         this.sent.push(Buffer.from(d));
         this.socket.send(d, o.port, HOST);
         return true;
       },
+    };
+    this.#hub = hub;
+    this.device = new Device<HubEndpoint>({
+      privateKey: keys.privateKey,
       onPacket: (p) => {
         const ip = parseIpv4Packet(Buffer.from(p));
         const e = parseIcmpEcho(ip);
@@ -65,12 +73,12 @@ class UdpPeer {
     this.peer = this.device.addPeer({
       publicKey: hubKey,
       ...(o.psk ? { presharedKey: o.psk } : {}),
-      endpoint: HUB,
+      endpoint: hub,
       allowedIps: [`${HUB_ADDRESS}/32`],
     });
     this.socket.on('message', (m) => {
       this.received.push(m);
-      this.device.receive(m, HUB);
+      this.device.receive(m, this.#hub);
     });
   }
 

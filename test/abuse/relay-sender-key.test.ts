@@ -30,7 +30,6 @@ import { type ServedRelay, serve } from './relay-fixture.js';
 import { abuseScale } from './scale.js';
 
 const scale = abuseScale();
-const HUB = { key: 'relay:hub' };
 /** How much later A's own copy of each datagram leaves, after B's. */
 const OWN_COPY_DELAY_MS = 20;
 
@@ -74,15 +73,18 @@ describe("abuse: another agent's relay connection carries an agent's datagrams",
     const replies: number[] = [];
     let carriedByB = 0;
     const toB: Buffer[] = [];
-    const device: Device<typeof HUB> = new Device<typeof HUB>({
-      privateKey: a.keys.privateKey,
-      send: (d) => {
+    const HUB = {
+      key: 'relay:hub',
+      send: (d: Buffer) => {
         carriedByB++;
         viaB.send(hubKey, Buffer.from(d));
         const own = Buffer.from(d);
         setTimeout(() => viaA.send(hubKey, own), OWN_COPY_DELAY_MS);
         return true;
       },
+    };
+    const device: Device<typeof HUB> = new Device<typeof HUB>({
+      privateKey: a.keys.privateKey,
       onPacket: (p) => {
         const e = parseIcmpEcho(parseIpv4Packet(Buffer.from(p)));
         if (e.type === ICMP_ECHO_REPLY) replies.push(e.sequence);

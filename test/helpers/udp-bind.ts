@@ -19,13 +19,26 @@ export interface UdpEndpoint extends Endpoint {
   readonly port: number;
 }
 
-export function udpEndpoint(host: string, port: number): UdpEndpoint {
+/** What a UDP endpoint sends through (a UdpBind's transport). */
+export interface UdpSender {
+  send(datagram: Buffer, host: string, port: number): boolean;
+}
+
+const NO_SENDER: UdpSender = { send: () => false };
+
+/** `udp:HOST:PORT`, sending through `via` (nothing is sent without one: key checks only). */
+export function udpEndpoint(host: string, port: number, via: UdpSender = NO_SENDER): UdpEndpoint {
   if (!isIP(host))
     throw new TunnelError('BAD_INPUT', `UDP endpoint host ${JSON.stringify(host)} is not an IP address`);
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new TunnelError('BAD_INPUT', `UDP endpoint port ${port} must be 1..65535`);
   }
-  return { key: isIP(host) === 6 ? `udp:[${host}]:${port}` : `udp:${host}:${port}`, host, port };
+  return {
+    key: isIP(host) === 6 ? `udp:[${host}]:${port}` : `udp:${host}:${port}`,
+    host,
+    port,
+    send: (d) => via.send(d, host, port),
+  };
 }
 
 /** Parses `udp:HOST:PORT` (or `udp:[V6]:PORT`). */
@@ -36,8 +49,7 @@ export function parseUdpEndpoint(key: string): UdpEndpoint {
   return udpEndpoint(m[1] ?? m[2] ?? '', Number(m[3]));
 }
 
-export interface UdpBindOptions
-  extends Omit<DeviceOptions<UdpEndpoint>, 'send' | 'onAuthenticated' | 'sendToSource'> {
+export interface UdpBindOptions extends Omit<DeviceOptions<UdpEndpoint>, 'onAuthenticated' | 'sendToSource'> {
   /** Local address to bind; default 0.0.0.0. */
   host?: string;
   /** Default 0 (ephemeral). */
@@ -45,9 +57,9 @@ export interface UdpBindOptions
 }
 
 /** The endpoint a peer roams to: its current one when `from` is the same address (no allocation). */
-function roamTo(current: UdpEndpoint | undefined, from: DatagramSource): UdpEndpoint {
+function roamTo(current: UdpEndpoint | undefined, from: DatagramSource, via: UdpSender): UdpEndpoint {
   if (current && current.port === from.port && current.host === from.address) return current;
-  return udpEndpoint(from.address, from.port);
+  return udpEndpoint(from.address, from.port, via);
 }
 
 export class UdpBind {
@@ -58,10 +70,9 @@ export class UdpBind {
     this.transport = transport;
     this.device = new Device<UdpEndpoint>({
       ...opts,
-      send: (d, e) => transport.send(d, e.host, e.port),
       sendToSource: (d, to) => transport.send(d, to.address, to.port),
       onAuthenticated: (peer, source) => {
-        if (source) peer.endpoint = roamTo(peer.endpoint, source);
+        if (source) peer.endpoint = roamTo(peer.endpoint, source, transport);
       },
     });
     transport.listen({ onWireGuard: (d, from) => this.device.receiveFrom(d, from) });
@@ -74,6 +85,11 @@ export class UdpBind {
 
   get port(): number {
     return this.transport.port;
+  }
+
+  /** The endpoint `udp:HOST:PORT` sending through this bind's socket. */
+  to(host: string, port: number): UdpEndpoint {
+    return udpEndpoint(host, port, this.transport);
   }
 
   /** Datagrams the socket refused or failed to send (never thrown). */

@@ -49,36 +49,25 @@ export class Link {
   readonly log: Wire[] = [];
   readonly gotA: Buffer[] = [];
   readonly gotB: Buffer[] = [];
-  endpointA: Endpoint = { key: 'mem:a' };
-  endpointB: Endpoint = { key: 'mem:b' };
+  /** B's endpoint for A (what B sends goes on the wire from 'b'), and A's for B. */
+  endpointA: Endpoint = this.endpoint('mem:a', 'b');
+  endpointB: Endpoint = this.endpoint('mem:b', 'a');
   /** Return false to drop a datagram on the wire. */
   filter: (w: Wire) => boolean = () => true;
 
   constructor(o: LinkOptions = {}) {
     this.clock = o.clock ?? new FakeClock();
-    const mk = (
-      priv: Buffer,
-      side: 'a' | 'b',
-      got: Buffer[],
-      underLoad?: () => boolean,
-      authenticatedSources = false,
-    ) =>
+    const mk = (priv: Buffer, got: Buffer[], underLoad?: () => boolean, authenticatedSources = false) =>
       new Device({
         privateKey: priv,
         clock: this.clock,
         timers: o.timers,
         underLoad,
         authenticatedSources,
-        send: (d) => {
-          const w: Wire = { from: side, data: Buffer.from(d), at: this.clock.now() };
-          this.log.push(w);
-          if (this.filter(w)) this.queue.push(w);
-          return true;
-        },
         onPacket: (p) => got.push(Buffer.from(p)),
       });
-    this.a = mk(this.keysA.privateKey, 'a', this.gotA);
-    this.b = mk(this.keysB.privateKey, 'b', this.gotB, o.underLoadB, o.authenticatedB);
+    this.a = mk(this.keysA.privateKey, this.gotA);
+    this.b = mk(this.keysB.privateKey, this.gotB, o.underLoadB, o.authenticatedB);
     this.peerOfA = this.a.addPeer({
       publicKey: this.keysB.publicKey,
       presharedKey: o.pskA,
@@ -91,6 +80,19 @@ export class Link {
       endpoint: this.endpointA,
       allowedIps: [`${A_ADDR}/32`],
     });
+  }
+
+  /** An endpoint named `key` whose datagrams go on the wire as sent by `side`. */
+  endpoint(key: string, side: 'a' | 'b'): Endpoint {
+    return {
+      key,
+      send: (d) => {
+        const w: Wire = { from: side, data: Buffer.from(d), at: this.clock.now() };
+        this.log.push(w);
+        if (this.filter(w)) this.queue.push(w);
+        return true;
+      },
+    };
   }
 
   /** Delivers one queued datagram; returns it. */

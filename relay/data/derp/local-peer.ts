@@ -2,16 +2,17 @@
  * An in-process relay client (the hub node): the same routing, policy and counters as a WebSocket client,
  * with no socket, no handshake and no frame encoding (except in place, when a payload sent comes with
  * room for the frame header). Packets for it are handed to onPacket synchronously (the payload is a view
- * into the sender's frame, valid only during the call).
+ * into the sender's frame, the receiver's to keep: see below).
  *
- * Pooled memory (shared/net/buffers/buffer-pool.ts): a packet this client sends is delivered in place; the socket peer
- * that writes it gives the memory back. A packet delivered to onPacket is never given back here (the
- * handler may keep views into it); one dropped because this client is closed is.
+ * Pooled memory (shared/net/buffers/send-sink.ts): a packet this client sends is delivered in place; the sink of
+ * the socket peer that writes it gives the memory back. A packet delivered to onPacket is never given back
+ * (its receiver may keep views into it: the receive rule, shared/net/buffers/received.ts); one dropped
+ * because this client is closed goes back through this client's sink.
  */
 
 import { TunnelError } from '../../../shared/errors.js';
 import { KEY_LEN } from '../../../shared/keys.js';
-import { releaseSent } from '../../../shared/net/buffers/buffer-pool.js';
+import { SendSink } from '../../../shared/net/buffers/send-sink.js';
 import {
   encodeSendPacketInPlace,
   FRAME_HEADER_LEN,
@@ -22,7 +23,7 @@ import type {
   DerpPacketHandler,
   DerpPeerGoneHandler,
 } from '../../../shared/net/derp/types.js';
-import type { DerpRouter, RoutedPeer } from './peer.js';
+import type { DerpRouter, DropReason, RoutedPeer } from './peer.js';
 
 export interface LocalClientHandlers {
   onPacket?: DerpPacketHandler;
@@ -39,6 +40,8 @@ export class LocalPeer implements RoutedPeer, DerpClientLike {
   readonly #router: DerpRouter;
   readonly #handlers: LocalClientHandlers;
   readonly #onClose: (peer: LocalPeer) => void;
+  /** Gives back the pooled memory of packets dropped because this client is closed. */
+  readonly #sink: SendSink<DropReason>;
 
   constructor(
     publicKey: Buffer,
@@ -51,6 +54,7 @@ export class LocalPeer implements RoutedPeer, DerpClientLike {
     this.#router = router;
     this.#handlers = handlers;
     this.#onClose = onClose;
+    this.#sink = new SendSink<DropReason>({ counter: router });
     this.notHereTokens = router.limits.notHereBurst;
   }
 
@@ -63,10 +67,7 @@ export class LocalPeer implements RoutedPeer, DerpClientLike {
   }
 
   send(dst: Uint8Array, payload: Uint8Array): boolean {
-    if (!this.#open) {
-      releaseSent(payload); // dropped: pooled memory handed down goes back (shared/net/buffers/buffer-pool.ts)
-      return false;
-    }
+    if (!this.#open) return this.#sink.refuse(payload); // the caller counts it (send-failed)
     if (dst.length !== KEY_LEN)
       throw new TunnelError('KEY_INVALID', `destination key is ${dst.length} bytes`);
     if (payload.length > MAX_PACKET_LEN) {
@@ -93,8 +94,7 @@ export class LocalPeer implements RoutedPeer, DerpClientLike {
 
   deliver(src: RoutedPeer, payload: Buffer): void {
     if (!this.#open) {
-      this.#router.drop('gone_disconnected', payload.length);
-      releaseSent(payload);
+      this.#sink.drop('gone_disconnected', payload);
       return;
     }
     const stats = this.#router.stats;

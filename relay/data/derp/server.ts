@@ -16,7 +16,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { type Clock, realClock, type TimerHandle } from '../../../shared/clock.js';
 import { TunnelError } from '../../../shared/errors.js';
 import type { KeyPair } from '../../../shared/keys.js';
-import { releaseSent } from '../../../shared/net/buffers/buffer-pool.js';
+import { SendSink } from '../../../shared/net/buffers/send-sink.js';
 import { DerpCloseCode } from '../../../shared/net/derp/close-codes.js';
 import { encodeRestarting, PeerGoneReason } from '../../../shared/net/derp/frames.js';
 import type { DerpClientLike } from '../../../shared/net/derp/types.js';
@@ -132,6 +132,8 @@ class DerpServerImpl implements WsRouter, DerpServer {
   readonly #clients = new Map<string, RoutedPeer>();
   readonly #conns = new Set<WsPeer>();
   readonly #slots: HandshakeSlots;
+  /** Packets the router drops (policy, unknown destination): counted, pooled memory given back. */
+  readonly #sink = new SendSink<DropReason>({ counter: this });
   #openSockets = 0;
   #closing = false;
   #admitting = true;
@@ -354,14 +356,12 @@ class DerpServerImpl implements WsRouter, DerpServer {
 
   route(src: RoutedPeer, dst: Buffer, payload: Buffer, frame: Buffer | null): void {
     if (!this.#policy.canSend(src.key, dst)) {
-      this.drop('policy', payload.length);
-      releaseSent(payload);
+      this.#sink.drop('policy', payload);
       return;
     }
     const target = this.#clients.get(dst.toString('base64'));
     if (!target) {
-      this.drop('unknown_dest', payload.length);
-      releaseSent(payload); // before PeerGone: nothing reads the packet any more
+      this.#sink.drop('unknown_dest', payload); // before PeerGone: nothing reads the packet any more
       this.#notHere(src, dst);
       return;
     }

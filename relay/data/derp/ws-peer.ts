@@ -11,9 +11,9 @@
  * dropped (queue_head). Every write completion moves the ring along. A client whose socket makes no write
  * progress for writeTimeoutMs while packets wait is terminated. Nothing here ever blocks the sender.
  *
- * Pooled memory: a frame built in place in memory a pool handed down to the send path (the hub's datagrams,
- * shared/net/buffers/buffer-pool.ts) is given back once the socket has written it, or when it is dropped; a payload
- * copied into a frame of its own is given back at once.
+ * Pooled memory: the peer's SendSink (shared/net/buffers/send-sink.ts) gives a frame built in place in memory a
+ * pool handed down to the send path (the hub's datagrams) back once the socket has written it, or when it is
+ * dropped; a payload copied into a frame of its own at once.
  */
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
@@ -21,8 +21,8 @@ import type { WebSocket } from 'ws';
 import type { TimerHandle } from '../../../shared/clock.js';
 import { isTunnelError, TunnelError } from '../../../shared/errors.js';
 import { KEY_LEN, type KeyPair } from '../../../shared/keys.js';
-import { isHandedDown, releaseSent } from '../../../shared/net/buffers/buffer-pool.js';
 import { RingQueue } from '../../../shared/net/buffers/ring-queue.js';
+import { SendSink } from '../../../shared/net/buffers/send-sink.js';
 import { DerpCloseCode } from '../../../shared/net/derp/close-codes.js';
 import { FrameParser } from '../../../shared/net/derp/frame-parser.js';
 import {
@@ -40,7 +40,7 @@ import {
 import { decodeClientInfo, encodeServerInfo } from '../../../shared/net/derp/handshake.js';
 import { WriteBatcher } from '../../../shared/net/derp/write-batcher.js';
 import type { HandshakeSlot } from './handshake-slots.js';
-import type { DerpRouter, RoutedPeer } from './peer.js';
+import type { DerpRouter, DropReason, RoutedPeer } from './peer.js';
 
 export interface WsRouter extends DerpRouter {
   readonly keyPair: KeyPair;
@@ -94,8 +94,10 @@ export class WsPeer implements RoutedPeer {
   #closeTimer: TimerHandle | undefined;
   /** Held from the upgrade until admitted or closed. */
   readonly #slot: HandshakeSlot;
+  /** The bottom of this socket's send path: gives pooled frames back, counts drops (the router's stats). */
+  readonly #sink: SendSink<DropReason>;
 
-  /** One bound callback for every write (no per-packet closure). */
+  /** One bound callback for every write (no per-packet closure); the sink calls it after pooled writes. */
   readonly #onWritten = (err?: Error | null): void => {
     if (err) {
       this.#router.drop('write_error', 0); // the socket failed; 'close' follows
@@ -110,6 +112,7 @@ export class WsPeer implements RoutedPeer {
     this.#webSocket = ws;
     this.#batcher = new WriteBatcher(socket);
     this.#router = router;
+    this.#sink = new SendSink<DropReason>({ counter: router, onWritten: this.#onWritten });
     this.#slot = slot;
     this.notHereTokens = router.limits.notHereBurst;
     this.#parser = new FrameParser((type, frame) => this.#onFrame(type, frame), router.limits.maxFrameLen);
@@ -149,7 +152,9 @@ export class WsPeer implements RoutedPeer {
       return;
     }
     try {
-      this.#parser.push(data);
+      const frame = this.#parser.whole(data);
+      if (frame) this.#onFrame(frame[0]!, frame);
+      else this.#parser.push(data);
     } catch (err) {
       this.#fail(err);
     }
@@ -252,8 +257,7 @@ export class WsPeer implements RoutedPeer {
 
   deliver(src: RoutedPeer, payload: Buffer, frame: Buffer | null): void {
     if (this.#state !== 'active') {
-      this.#router.drop('gone_disconnected', payload.length);
-      releaseSent(payload);
+      this.#sink.drop('gone_disconnected', payload);
       return;
     }
     let f: Buffer;
@@ -264,7 +268,7 @@ export class WsPeer implements RoutedPeer {
       src.key.copy(f, FRAME_HEADER_LEN);
     } else {
       f = encodeRecvPacket(src.key, payload);
-      releaseSent(payload);
+      this.#sink.sent(payload); // copied into a frame of its own
     }
     if (
       this.queuedPackets === 0 &&
@@ -275,10 +279,7 @@ export class WsPeer implements RoutedPeer {
     }
     this.#queue ??= new RingQueue<Buffer>({ capacity: this.#router.limits.queueDepth });
     const old = this.#queue.pushEvicting(f);
-    if (old) {
-      this.#router.drop('queue_head', old.length - FRAME_HEADER_LEN - KEY_LEN);
-      releaseSent(old);
-    }
+    if (old) this.#sink.drop('queue_head', old, old.length - FRAME_HEADER_LEN - KEY_LEN);
     if (!this.#stallTimer) {
       this.#lastProgress = this.#router.clock.now();
       this.#armStallTimer(this.#router.limits.writeTimeoutMs);
@@ -290,14 +291,7 @@ export class WsPeer implements RoutedPeer {
     stats.packetsOut++;
     stats.bytesOut += f.length;
     this.#batcher.hold();
-    if (!isHandedDown(f)) {
-      this.#webSocket.send(f, SEND_OPTS, this.#onWritten);
-      return;
-    }
-    this.#webSocket.send(f, SEND_OPTS, (err?: Error | null) => {
-      if (!err) releaseSent(f); // written: the socket is done with it (after an error it is left to the GC)
-      this.#onWritten(err);
-    });
+    this.#webSocket.send(f, SEND_OPTS, this.#sink.completion(f));
   }
 
   #flush(): void {
@@ -383,10 +377,8 @@ export class WsPeer implements RoutedPeer {
     clock.clearTimer(this.#closeTimer);
     clock.clearTimer(this.#stallTimer);
     this.#stallTimer = undefined;
-    for (let f = this.#queue?.shift(); f !== undefined; f = this.#queue?.shift()) {
-      this.#router.drop('gone_disconnected', f.length - FRAME_HEADER_LEN - KEY_LEN);
-      releaseSent(f);
-    }
+    for (let f = this.#queue?.shift(); f !== undefined; f = this.#queue?.shift())
+      this.#sink.drop('gone_disconnected', f, f.length - FRAME_HEADER_LEN - KEY_LEN);
     this.#pending = null;
     this.#router.unregister(this);
   }

@@ -91,13 +91,13 @@ function agent(w: World, n: number) {
   let device: Device;
   const local = w.derp.connectLocal(kp, {
     onPacket: (src, p) => {
-      if (src.equals(w.hubKey.publicKey)) device.receive(p, { key: 'derp:hub' });
+      if (src.equals(w.hubKey.publicKey)) device.receive(p, toHub);
     },
   });
+  const toHub = { key: 'derp:hub', send: (d: Buffer) => local.send(w.hubKey.publicKey, d) };
   device = new Device({
     privateKey: kp.privateKey,
     clock: w.clock,
-    send: (d) => local.send(w.hubKey.publicKey, d),
     onPacket: (p) => {
       got.push(Buffer.from(p));
       const ip = tryParseIpv4(p);
@@ -107,7 +107,7 @@ function agent(w: World, n: number) {
   const hubPeer = device.addPeer({
     publicKey: w.hubKey.publicKey,
     presharedKey: psk,
-    endpoint: { key: 'derp:hub' },
+    endpoint: toHub,
     allowedIps: ['100.64.0.1/32'],
   });
   closers.push(() => local.close());

@@ -139,7 +139,7 @@ export class HubNode {
     this.#intake = new PacketIntake({
       ...opts.handshakes,
       clock,
-      deliver: (d, from) => this.endpoint.receive(d, from),
+      deliver: this.endpoint.receive,
       staleAfterMs: () => this.endpoint.device.timers.rekeyTimeout,
     });
     this.#status = new HubStatus({

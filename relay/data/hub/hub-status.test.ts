@@ -25,10 +25,11 @@ function rig(opts: Partial<HubStatusOptions> = {}) {
   const psk = generatePresharedKey();
   const link = { up: true, relay: true, toAgent: [] as Buffer[], toHub: [] as Buffer[] };
   const prober = new EchoProber({ clock, src: HUB, dst: AGENT });
+  const toAgent = { key: 'mem:agent', send: (d: Buffer) => link.up && link.toAgent.push(Buffer.from(d)) > 0 };
+  const toHub = { key: 'mem:hub', send: (d: Buffer) => link.up && link.toHub.push(Buffer.from(d)) > 0 };
   const hub = new Device({
     privateKey: hk.privateKey,
     clock,
-    send: (d) => link.up && link.toAgent.push(Buffer.from(d)) > 0,
     onPacket: (p) => {
       const ip = tryParseIpv4(p);
       if (ip) prober.onPacket(ip);
@@ -37,7 +38,6 @@ function rig(opts: Partial<HubStatusOptions> = {}) {
   const agent: Device = new Device({
     privateKey: ak.privateKey,
     clock,
-    send: (d) => link.up && link.toHub.push(Buffer.from(d)) > 0,
     onPacket: (p) => {
       const ip = tryParseIpv4(p);
       const reply = ip && echoReplyFor(ip, AGENT);
@@ -51,13 +51,13 @@ function rig(opts: Partial<HubStatusOptions> = {}) {
   const hubPeer = hub.addPeer({
     publicKey: ak.publicKey,
     presharedKey: psk,
-    endpoint: { key: 'mem:agent' },
+    endpoint: toAgent,
     allowedIps: ['100.64.0.2/32'],
   });
   const agentPeer = agent.addPeer({
     publicKey: hk.publicKey,
     presharedKey: psk,
-    endpoint: { key: 'mem:hub' },
+    endpoint: toHub,
     allowedIps: ['100.64.0.1/32'],
   });
   const rec: StatusRecord = {
@@ -82,8 +82,8 @@ function rig(opts: Partial<HubStatusOptions> = {}) {
   /** Delivers what is in flight both ways until nothing is. */
   const pump = () => {
     while (link.toAgent.length + link.toHub.length > 0) {
-      for (const d of link.toAgent.splice(0)) agent.receive(d, { key: 'mem:hub' });
-      for (const d of link.toHub.splice(0)) hub.receive(d, { key: 'mem:agent' });
+      for (const d of link.toAgent.splice(0)) agent.receive(d, toHub);
+      for (const d of link.toHub.splice(0)) hub.receive(d, toAgent);
     }
   };
   /** The agent sends one inner packet (its first one starts the handshake). */

@@ -38,6 +38,7 @@ const e = new PeerPaths({
   publicKey: generateKeyPair().publicKey,
   address: 0x64400002,
   onPathChange: () => {},
+  onAuthenticated: () => {},
 });
 
 describe('isHandshakeMessage', () => {

@@ -54,19 +54,19 @@ function agent(w: ReturnType<typeof world>, n: number) {
   let device: Device;
   const local = w.derp.connectLocal(kp, {
     onPacket: (src, p) => {
-      if (src.equals(w.hubKey.publicKey)) device.receive(p, { key: 'derp:hub' });
+      if (src.equals(w.hubKey.publicKey)) device.receive(p, toHub);
     },
   });
+  const toHub = { key: 'derp:hub', send: (d: Buffer) => local.send(w.hubKey.publicKey, d) };
   device = new Device({
     privateKey: kp.privateKey,
     clock: w.clock,
-    send: (d) => local.send(w.hubKey.publicKey, d),
     onPacket: () => {},
   });
   const hubPeer = device.addPeer({
     publicKey: w.hubKey.publicKey,
     presharedKey: info.presharedKey,
-    endpoint: { key: 'derp:hub' },
+    endpoint: toHub,
     allowedIps: ['100.64.0.1/32'],
   });
   closers.push(() => local.close());

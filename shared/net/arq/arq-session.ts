@@ -149,6 +149,12 @@ export class ArqSession extends EventEmitter {
   get closed(): boolean {
     return this.#closed;
   }
+  /**
+   * write() while writable; once end() or close() was called the bytes are dropped and true returned (the
+   * session is over: nothing would carry them). One function per session, for a writer that holds it.
+   */
+  readonly writeWhileOpen = (bytes: Uint8Array): boolean => (this.writable ? this.write(bytes) : true);
+
   /** False once end() or close() was called: write() would throw. */
   get writable(): boolean {
     return !this.#closed && !this.#ending;

@@ -9,7 +9,7 @@
  *
  * With room, every datagram buffer comes from a pool (shared/net/buffers/buffer-pool.ts, `pools`, by default the
  * process-wide one of that size) and is handed down whole (handDown()): the bottom of the send path (the
- * relay's socket, the direct path's UDP socket) gives it back with releaseSent() once its socket is done
+ * relay's socket, the direct path's UDP socket) gives it back through its SendSink (shared/net/buffers/send-sink.ts) once its socket is done
  * with it; one it drops is left to the garbage collector. A small datagram built in a large (relay-MTU)
  * buffer is copied out and the buffer given back at once.
  */

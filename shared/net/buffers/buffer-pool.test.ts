@@ -10,8 +10,11 @@ import {
   PoolBudget,
   poolFor,
   processBudget,
-  releaseSent,
 } from './buffer-pool.js';
+import { SendSink } from './send-sink.js';
+
+/** The bottom of a send path (it gives handed-down memory back). */
+const sink = new SendSink<never>({ counter: { drop: () => {} } });
 
 const pool = (size: number, cap = 1 << 20, poison?: number) =>
   new BufferPool(size, { budget: new PoolBudget(cap), ...(poison === undefined ? {} : { poison }) });
@@ -169,7 +172,7 @@ describe('poolFor', () => {
   });
 });
 
-describe('handDown / releaseSent', () => {
+describe('handDown / SendSink.sent', () => {
   it('gives back memory handed down whole, once, from any view of it (as grown by the layers below)', () => {
     const p = pool(2000);
     const raw = p.take();
@@ -177,10 +180,10 @@ describe('handDown / releaseSent', () => {
     handDown(p, raw);
     expect(isHandedDown(datagram)).toBe(true);
     const frame = Buffer.from(datagram.buffer, 60, 1500); // grown in place by headers below
-    expect(releaseSent(frame)).toBe(true);
+    expect(sink.sent(frame)).toBe(true);
     expect(p.freeCount).toBe(1);
-    expect(releaseSent(frame)).toBe(false);
-    expect(releaseSent(datagram)).toBe(false);
+    expect(sink.sent(frame)).toBe(false);
+    expect(sink.sent(datagram)).toBe(false);
     expect(p.freeCount).toBe(1);
     expect(p.stats.refused).toBe(0);
   });
@@ -188,11 +191,11 @@ describe('handDown / releaseSent', () => {
   it('does nothing for memory never handed down: a copy, a plain buffer, a pooled buffer still owned', () => {
     const p = pool(2000);
     const owned = p.take();
-    expect(releaseSent(owned)).toBe(false);
+    expect(sink.sent(owned)).toBe(false);
     handDown(p, owned);
     const copy = Buffer.from(owned.subarray(0, 100));
-    expect(releaseSent(copy)).toBe(false);
-    expect(releaseSent(Buffer.alloc(10))).toBe(false);
+    expect(sink.sent(copy)).toBe(false);
+    expect(sink.sent(Buffer.alloc(10))).toBe(false);
     expect(p.freeCount).toBe(0);
     // Handing down a buffer the pool does not hold as taken marks nothing.
     const foreign = Buffer.allocUnsafeSlow(2000);
@@ -206,7 +209,7 @@ describe('handDown / releaseSent', () => {
     handDown(p, raw);
     p.give(raw);
     expect(isHandedDown(raw)).toBe(false);
-    expect(releaseSent(raw)).toBe(false);
+    expect(sink.sent(raw)).toBe(false);
     expect(p.stats.refused).toBe(0);
   });
 });

@@ -14,10 +14,10 @@
  * the garbage collector to clear).
  *
  * Handing down (the send path): the layer that fills a pooled buffer and hands it down whole marks it with
- * handDown(); the bottom layer, once its socket no longer needs the bytes, calls releaseSent() with the
- * view it holds (any view of the same memory, e.g. grown in place by the layers in between), which gives
- * the buffer back if and only if it was handed down and not released yet. A layer in between that copies
- * (no room) just drops the original: its copy is not marked, so releaseSent() of it does nothing.
+ * handDown(); the bottom layer's SendSink (send-sink.ts), once its socket no longer needs the bytes, gives
+ * back the view it holds (any view of the same memory, e.g. grown in place by the layers in between): the
+ * buffer goes back if and only if it was handed down and not given back yet. A layer in between that
+ * copies (no room) just drops the original: its copy is not marked, so giving it back does nothing.
  */
 import { TunnelError } from '../../errors.js';
 
@@ -160,22 +160,18 @@ export function poolFor(size: number): BufferPool {
 
 /**
  * Marks `buf` (taken from `pool`, filled, and about to be handed down whole) so that the bottom of the send
- * path gives it back with releaseSent(). Nothing above the bottom may read it once handed down.
+ * path's SendSink gives it back. Nothing above the bottom may read it once handed down.
  */
 export function handDown(pool: BufferPool, buf: Uint8Array): void {
   if (pool.owns(buf)) marks(buf)[HANDED] = pool;
 }
 
 /**
- * Called by the bottom of the send path when its socket no longer needs `view` (written, or dropped
- * instead of sent): gives the memory back if it was handed down (once). Returns whether it did.
+ * The pool `view`'s memory goes back to once the bottom of the send path is done with it (its SendSink,
+ * send-sink.ts, gives it back), or null when it is not handed down (or was given back already).
  */
-export function releaseSent(view: Uint8Array): boolean {
-  const m = marks(view);
-  const pool = m[HANDED];
-  if (!pool) return false;
-  m[HANDED] = null;
-  return pool.give(view);
+export function handedDownTo(view: Uint8Array): BufferPool | null {
+  return marks(view)[HANDED] ?? null;
 }
 
 /** Whether `view`'s memory is handed down and not yet released (tests, assertions). */

@@ -48,12 +48,15 @@ export interface DerpClientOptions {
   backoff?: BackoffOptions;
 }
 
+/** Why send() dropped a packet: no connection up, or its socket held more than writeHighWaterBytes. */
+export type DerpClientDropReason = 'not_connected' | 'backed_up';
+
 export interface DerpClientStats {
   packetsIn: number;
   bytesIn: number;
   packetsOut: number;
   bytesOut: number;
-  /** send() calls that returned false. */
+  /** send() calls that returned false (either DerpClientDropReason). */
   dropped: number;
   /** Connections that reached 'connected'. */
   connects: number;

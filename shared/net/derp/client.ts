@@ -17,7 +17,7 @@ import { type Clock, realClock, type TimerHandle } from '../../clock.js';
 import { isTunnelError, TunnelError } from '../../errors.js';
 import { KEY_LEN } from '../../keys.js';
 import { checkPin, parseCaPin } from '../../tls-pin.js';
-import { isHandedDown, releaseSent } from '../buffers/buffer-pool.js';
+import { SendSink } from '../buffers/send-sink.js';
 import {
   type BackoffOptions,
   backoffDelay,
@@ -27,6 +27,7 @@ import {
 } from './backoff.js';
 import type {
   DerpClient,
+  DerpClientDropReason,
   DerpClientOptions,
   DerpClientState,
   DerpClientStats,
@@ -75,6 +76,14 @@ class WsDerpClient implements DerpClient {
     dropped: 0,
     connects: 0,
   };
+  /** Counts what the sinks drop, either reason, in stats.dropped. */
+  readonly #drops = {
+    drop: (): void => {
+      this.stats.dropped++;
+    },
+  };
+  /** The bottom of the send path of the current WebSocket (a new one per connection: its writes' order). */
+  #sink = new SendSink<DerpClientDropReason>({ counter: this.#drops });
   #state: DerpClientState = 'connecting';
   readonly #options: DerpClientOptions;
   readonly #clock: Clock;
@@ -167,6 +176,7 @@ class WsDerpClient implements DerpClient {
   #wire(ws: WebSocket, parser: FrameParser, o: DerpClientOptions): void {
     ws.on('upgrade', (res) => {
       this.#batcher = new WriteBatcher(res.socket);
+      this.#sink = new SendSink<DerpClientDropReason>({ counter: this.#drops });
       if (this.#pin === undefined) return;
       try {
         checkPin(this.#pin, (res.socket as TLSSocket).getPeerCertificate?.()?.raw, 'relay');
@@ -186,7 +196,9 @@ class WsDerpClient implements DerpClient {
     ws.on('message', (data: Buffer) => {
       this.#lastRx = this.#clock.now();
       try {
-        parser.push(data);
+        const frame = parser.whole(data);
+        if (frame) this.#onFrame(ws, frame[0]!, frame);
+        else parser.push(data);
       } catch (err) {
         this.#lastError = isTunnelError(err) ? err : new TunnelError('INTERNAL', 'relay client failure');
         ws.terminate();
@@ -334,30 +346,22 @@ class WsDerpClient implements DerpClient {
   }
 
   /**
-   * Sends one packet, or drops it (false) when not connected or backed up. A payload whose memory a pool
-   * handed down to the send path (shared/net/buffers/buffer-pool.ts) is given back once the socket has written it, or
-   * at once when dropped; after a failed write it is left to the garbage collector.
+   * Sends one packet, or drops it (false) when not connected or backed up. Pooled memory handed down to the
+   * send path (shared/net/buffers/buffer-pool.ts) goes back through the connection's SendSink: once the
+   * socket has written the frame, or at once when the packet is dropped or copied into a frame of its own.
    */
   send(dst: Uint8Array, payload: Uint8Array): boolean {
     const ws = this.#webSocket;
-    if (this.#phase !== 'up' || !ws || this.#state !== 'connected' || ws.bufferedAmount > this.#highWater) {
-      this.stats.dropped++;
-      releaseSent(payload);
-      return false;
-    }
+    const sink = this.#sink;
+    if (this.#phase !== 'up' || !ws || this.#state !== 'connected' || ws.readyState !== WebSocket.OPEN)
+      return sink.drop('not_connected', payload);
+    if (ws.bufferedAmount > this.#highWater) return sink.drop('backed_up', payload);
     const f = encodeSendPacket(dst, payload);
     this.stats.packetsOut++;
     this.stats.bytesOut += payload.length;
     this.#batcher?.hold();
-    if (isHandedDown(f)) {
-      ws.send(f, SEND_OPTS, (err) => {
-        if (!err) releaseSent(f);
-      });
-    } else {
-      // Built in a buffer of its own: the caller's payload (copied) is not needed any more.
-      releaseSent(payload);
-      ws.send(f, SEND_OPTS);
-    }
+    if (f.buffer !== payload.buffer) sink.sent(payload); // copied into a frame of its own
+    ws.send(f, SEND_OPTS, sink.completion(f));
     return true;
   }
 

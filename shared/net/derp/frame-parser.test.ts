@@ -12,7 +12,7 @@ import {
 
 function collect(maxLen?: number): { parser: FrameParser; frames: Buffer[] } {
   const frames: Buffer[] = [];
-  // Copy: the parser hands out views that are only valid during the call.
+  // Copies, so the log does not depend on the chunks a test feeds (and may reuse).
   const parser = new FrameParser((_t, f) => frames.push(Buffer.from(f)), maxLen);
   return { parser, frames };
 }
@@ -141,5 +141,28 @@ describe('FrameParser', () => {
         for (const s of sizes) expect(s).toBeLessThanOrEqual(maxLen + FRAME_HEADER_LEN);
       }),
     );
+  });
+});
+
+describe('FrameParser.whole', () => {
+  it('is the chunk when it is exactly one frame and nothing is held back, else null', () => {
+    const { parser, frames } = collect();
+    const one = rawFrame(4, Buffer.from('payload'));
+    expect(parser.whole(one)).toBe(one);
+    expect(parser.whole(Buffer.concat([one, one]))).toBeNull();
+    expect(parser.whole(one.subarray(0, 3))).toBeNull();
+    expect(parser.whole(one.subarray(0, one.length - 1))).toBeNull();
+    parser.push(one.subarray(0, 2)); // a frame split across chunks: held back
+    expect(parser.whole(one)).toBeNull();
+    parser.push(one.subarray(2));
+    expect(parser.whole(one)).toBe(one);
+    expect(frames.length).toBe(1);
+  });
+
+  it('refuses a frame over the length limit as push() does', () => {
+    const { parser } = collect(16);
+    const big = rawFrame(4, Buffer.alloc(17));
+    expect(() => parser.whole(big)).toThrow(expect.objectContaining({ code: 'DERP_PROTOCOL' }));
+    expect(() => parser.push(rawFrame(4, Buffer.alloc(1)))).toThrow();
   });
 });

@@ -5,8 +5,9 @@
  * - a view into the chunk when the whole frame sits in one chunk (no copy);
  * - otherwise a buffer of exactly 5 + length bytes, allocated only after `length` passed the limit,
  *   into which the pieces are copied.
- * The frame is only valid until onFrame returns unless the callee keeps the Buffer; the parser itself never
- * touches a frame again after handing it over, so callees may rewrite it in place.
+ * The parser never touches a frame again after handing it over, and a chunk is memory its caller never
+ * reuses (the receive rule, shared/net/buffers/received.ts): callees may keep a frame or rewrite it in place.
+ * whole() lets the owner handle a chunk that is exactly one frame itself.
  */
 import { TunnelError } from '../../errors.js';
 import { FRAME_HEADER_LEN, MAX_FRAME_LEN } from './frames.js';
@@ -35,6 +36,17 @@ export class FrameParser {
   /** Bytes held back waiting for the rest of a frame. */
   get pendingBytes(): number {
     return this.#state === State.Body ? this.#frameHave : this.#hdrHave;
+  }
+
+  /**
+   * `chunk` itself when it is exactly one whole frame and nothing is held back (one DERP frame per WebSocket
+   * message, the usual case): its owner handles it at once, without a callback through the parser. Null
+   * otherwise: push() it. Throws as push() does for a frame over the length limit.
+   */
+  whole(chunk: Buffer): Buffer | null {
+    if (this.#state !== State.Header || this.#hdrHave !== 0 || chunk.length < FRAME_HEADER_LEN) return null;
+    const len = this.#checkLen(chunk.readUInt32BE(1));
+    return chunk.length === FRAME_HEADER_LEN + len ? chunk : null;
   }
 
   /**

@@ -2,9 +2,13 @@
  * What the path layer needs from a relay client, whichever the transport: a WebSocket client
  * (shared/net/derp/client.ts, agents) or the relay's in-process client (relay/derp, the hub node).
  */
+import type { Received } from '../buffers/received.js';
 
-/** Called for every packet relayed to this client. `payload` is a view valid only during the call. */
-export type DerpPacketHandler = (src: Buffer, payload: Buffer) => void;
+/**
+ * Called for every packet relayed to this client. `payload` is the receiver's under the receive rule
+ * (shared/net/buffers/received.ts): it may keep views into it.
+ */
+export type DerpPacketHandler = (src: Buffer, payload: Received) => void;
 
 /** A peer this client heard from left the relay (reason 0x00), or a destination is not connected (0x01). */
 export type DerpPeerGoneHandler = (peer: Buffer, reason: number) => void;

@@ -31,10 +31,13 @@ function encode(frames: Frame[]): Buffer {
 function parseLog(chunks: Buffer[], maxData = 1 << 20): string[] {
   const log: string[] = [];
   let pay: Buffer[] = [];
+  const reader = { onData: (c: Buffer) => pay.push(Buffer.from(c)) };
   const p = new FrameParser(
     {
-      header: (h: FrameHeader) => log.push(`${h.type}/${h.flags}/${h.streamId}/${h.length}`),
-      payload: (c) => pay.push(Buffer.from(c)),
+      header: (h: FrameHeader) => {
+        log.push(`${h.type}/${h.flags}/${h.streamId}/${h.length}`);
+        return reader;
+      },
       payloadEnd: () => {
         log.push(`data:${Buffer.concat(pay).toString('hex')}`);
         pay = [];

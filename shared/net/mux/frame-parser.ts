@@ -7,11 +7,17 @@
 import { TunnelError } from '../../errors.js';
 import { FRAME_HEADER, type FrameHeader, MUX_VERSION, TYPE_DATA, TYPE_GO_AWAY } from './frame.js';
 
+/** What reads a Data frame's payload (a stream): its pieces are handed to it directly, in order. */
+export interface PayloadReader {
+  onData(chunk: Buffer): void;
+}
+
 export interface FrameSink {
-  /** Called once per frame. Throw a TunnelError to reject it (the parser then stops). */
-  header(h: FrameHeader): void;
-  /** Data payload pieces of the frame announced last, in order. */
-  payload(chunk: Buffer): void;
+  /**
+   * Called once per frame; returns the reader of a Data frame's payload (null: the payload is skipped).
+   * Throw a TunnelError to reject the frame (the parser then stops).
+   */
+  header(h: FrameHeader): PayloadReader | null;
   /** End of a Data frame's payload (also called for a zero-length Data frame). */
   payloadEnd(): void;
 }
@@ -23,6 +29,8 @@ export class FrameParser {
   #hdrLen = 0;
   #remaining = 0;
   #inPayload = false;
+  /** The reader of the Data payload being parsed. */
+  #reader: PayloadReader | null = null;
   #failed: TunnelError | null = null;
   readonly #decodedHeader: FrameHeader = { type: 0, flags: 0, streamId: 0, length: 0 };
 
@@ -59,9 +67,10 @@ export class FrameParser {
         this.#remaining -= k;
         const piece = chunk.subarray(off, off + k);
         off += k;
-        this.#sink.payload(piece);
+        this.#reader?.onData(piece);
         if (this.#remaining === 0) {
           this.#inPayload = false;
+          this.#reader = null;
           this.#sink.payloadEnd();
         }
         continue;
@@ -101,10 +110,11 @@ export class FrameParser {
         `mux: data frame of ${h.length} bytes is over ${this.#maxData}`,
       );
     }
-    this.#sink.header(h);
+    const reader = this.#sink.header(h);
     if (h.type === TYPE_DATA) {
       if (h.length === 0) this.#sink.payloadEnd();
       else {
+        this.#reader = reader;
         this.#remaining = h.length;
         this.#inPayload = true;
       }

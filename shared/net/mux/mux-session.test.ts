@@ -373,4 +373,31 @@ describe('MuxSession scheduling', () => {
     expect(after.at(-1)).toBe(bulk.id);
     mux.close();
   });
+
+  it('a lone stream emits its frames inside write(); with another stream waiting it takes its turn', () => {
+    const sent: number[] = []; // stream id of each Data frame header, in order
+    let full = false;
+    const mux = new MuxSession({
+      role: 'client',
+      clock: new FakeClock(0),
+      keepAliveMs: 0,
+      maxFrameData: 1024,
+      write: (b) => {
+        if (b.length === 12 && b[1] === TYPE_DATA) sent.push(b.readUInt32BE(4));
+        return !full;
+      },
+    });
+    const a = mux.open();
+    const b = mux.open();
+    a.write(randomBytes(4 * 1024));
+    expect(sent).toEqual([a.id, a.id, a.id, a.id]); // no pump in between: all four frames at once
+    full = true;
+    a.write(randomBytes(2 * 1024)); // one frame, then the transport is full: it waits for drain
+    b.write(randomBytes(1024)); // another stream waits: b queues behind a's turn
+    expect(sent.slice(4)).toEqual([a.id]);
+    full = false;
+    mux.transportDrained();
+    expect(sent.slice(5)).toEqual([a.id, b.id]);
+    mux.close();
+  });
 });

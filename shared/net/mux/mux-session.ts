@@ -105,6 +105,17 @@ export class MuxSession extends EventEmitter {
         this.#pending.add(s);
         this.#pump();
       },
+      startTurn: () => {
+        if (this.#pumping || !this.#alone()) return false;
+        this.#pumping = true;
+        return true;
+      },
+      alone: () => this.#alone(),
+      endTurn: (s, more) => {
+        this.#pumping = false;
+        if (more) this.#pending.add(s);
+        if (this.#pending.size > 0) this.#pump();
+      },
       release: (s) => {
         if (this.#streams.get(s.id) === s) this.#streams.delete(s.id);
         this.#pending.delete(s);
@@ -113,8 +124,11 @@ export class MuxSession extends EventEmitter {
     // A Data frame can never exceed the largest window a stream may grant.
     this.#parser = new FrameParser(
       {
-        header: (h) => this.#onHeader(h),
-        payload: (c) => this.#cur?.onData(c),
+        // A Data frame's payload goes straight to its stream (#cur), or nowhere.
+        header: (h) => {
+          this.#onHeader(h);
+          return this.#cur;
+        },
         payloadEnd: () => this.#onPayloadEnd(),
       },
       cfg.maxWindow,
@@ -154,8 +168,11 @@ export class MuxSession extends EventEmitter {
     return s;
   }
 
-  /** Feeds bytes from the transport. A protocol error closes the session (GoAway protocol-error). */
-  input(chunk: Buffer): void {
+  /**
+   * Feeds bytes from the transport. A protocol error closes the session (GoAway protocol-error). A bound
+   * function, so a transport's 'data' event can call it directly.
+   */
+  readonly input = (chunk: Buffer): void => {
     if (this.#closed) return;
     this.#lastInputAt = this.#opts.clock.now();
     if (this.#inputting) {
@@ -174,7 +191,7 @@ export class MuxSession extends EventEmitter {
       this.#inputting = false;
       this.#reentrant = [];
     }
-  }
+  };
 
   transportDrained(): void {
     this.#blocked = false;
@@ -305,7 +322,7 @@ export class MuxSession extends EventEmitter {
     return -1;
   }
 
-  /** The Data payload that follows (if any) is skipped: payload() goes nowhere while #cur is null. */
+  /** The Data payload that follows (if any) is skipped: it has no reader while #cur is null. */
   #discard(): void {
     this.#cur = null;
     this.#curFin = false;
@@ -339,6 +356,11 @@ export class MuxSession extends EventEmitter {
     let ok = this.#opts.write(header);
     if (payload) ok = this.#opts.write(payload);
     if (!ok) this.#blocked = true;
+  }
+
+  /** Nothing waits for the send turn and the transport takes frames. */
+  #alone(): boolean {
+    return !this.#blocked && !this.#closed && this.#pending.size === 0;
   }
 
   /**

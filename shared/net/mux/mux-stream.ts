@@ -34,6 +34,16 @@ export interface StreamHost {
   /** Returns growth reserved by a stream that is going away. */
   ungrow(n: number): void;
   schedule(s: MuxStream): void;
+  /**
+   * Takes the send turn when the scheduler has nothing else to do (no stream waiting, the transport not
+   * blocked, no turn running): the stream then sends its frames itself; endTurn() must follow. False: the
+   * stream is scheduled instead (schedule()).
+   */
+  startTurn(): boolean;
+  /** No other stream waits and the transport takes more: a stream holding the turn may send another frame. */
+  alone(): boolean;
+  /** Ends a turn startTurn() gave; `more`: the stream still has data and credit (it joins the round robin). */
+  endTurn(s: MuxStream, more: boolean): void;
   release(s: MuxStream): void;
 }
 
@@ -181,7 +191,26 @@ export class MuxStream extends Duplex {
     this.#pend = chunk;
     this.#pendOff = 0;
     this.#pendCb = cb;
-    this.#host.schedule(this);
+    this.#sendOrSchedule();
+  }
+
+  /**
+   * Sends now when the scheduler would pick this stream next anyway (nothing else waits): frame after frame
+   * while it stays alone, as the session's round robin would; otherwise it waits for its turn there.
+   */
+  #sendOrSchedule(): void {
+    const host = this.#host;
+    if (!host.startTurn()) {
+      host.schedule(this);
+      return;
+    }
+    let more = false;
+    try {
+      do more = this.sendSome();
+      while (more && host.alone());
+    } finally {
+      host.endTurn(this, more);
+    }
   }
 
   override _final(cb: (err?: Error | null) => void): void {

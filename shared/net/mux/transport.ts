@@ -28,12 +28,12 @@ export function muxOverDuplex(duplex: Duplex, opts: MuxBindingOptions): MuxSessi
 export function muxOverArq(arq: ArqSession, opts: MuxBindingOptions): MuxSession {
   const mux = new MuxSession({
     ...opts,
-    write: (b) => (arq.writable ? arq.write(b) : true),
+    write: arq.writeWhileOpen,
     closeTransport: () => {
       if (!arq.closed) arq.end();
     },
   });
-  arq.on('data', (c: Buffer) => mux.input(c));
+  arq.on('data', mux.input); // no hop through here per chunk
   arq.on('drain', () => mux.transportDrained());
   arq.on('close', (err?: TunnelError) => mux.transportClosed(err));
   return mux;

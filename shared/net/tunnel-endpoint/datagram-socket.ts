@@ -1,12 +1,13 @@
 /**
  * The seam between the UDP transport (udp-transport.ts) and the socket under it: node:dgram (this file) or
  * the GSO/GRO addon's socket (gso-socket.ts). Either hands every datagram it reads up through `onDatagram`
- * as a buffer the receiver may keep, and `send` never throws: false means the datagram was not taken
+ * in memory the receiver may keep (the receive rule, shared/net/buffers/received.ts), and `send` never throws: false means the datagram was not taken
  * (socket closed or backed up, or an address the socket cannot send to).
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
-import { isHandedDown, releaseSent } from '../buffers/buffer-pool.js';
+import type { Received } from '../buffers/received.js';
+import { SendSink } from '../buffers/send-sink.js';
 import type { DatagramSource } from '../wireguard/peer-host.js';
 
 export interface DatagramSocket {
@@ -23,7 +24,7 @@ export interface DatagramSocket {
 }
 
 export interface DatagramEvents {
-  onDatagram(datagram: Buffer, from: DatagramSource): void;
+  onDatagram(datagram: Received, from: DatagramSource): void;
   /** Sends the kernel refused after they were taken, and socket errors. */
   onSendErrors(count: number): void;
 }
@@ -42,16 +43,19 @@ export class DgramSocket implements DatagramSocket {
   readonly dontFragment = false;
   readonly #socket: Socket;
   readonly #maxQueued: number;
-  readonly #events: DatagramEvents;
-  /** One completion callback for every unpooled send (no closure per datagram). */
-  readonly #sent = (err: Error | null): void => {
-    if (err) this.#events.onSendErrors(1);
-  };
+  /**
+   * The bottom of the socket's send path: its completions (one callback for every send, no closure per
+   * datagram) count failed sends and give pooled datagrams back once the kernel has their bytes.
+   */
+  readonly #sink: SendSink<'send_error'>;
 
   private constructor(socket: Socket, events: DatagramEvents, maxQueued: number) {
     this.#socket = socket;
-    this.#events = events;
     this.#maxQueued = maxQueued;
+    this.#sink = new SendSink<'send_error'>({
+      counter: { drop: () => events.onSendErrors(1) },
+      onWritten: (err) => err && events.onSendErrors(1),
+    });
     socket.on('message', (msg, rinfo) => events.onDatagram(msg, rinfo));
     socket.on('error', () => events.onSendErrors(1));
   }
@@ -85,12 +89,7 @@ export class DgramSocket implements DatagramSocket {
   send(datagram: Buffer, host: string, port: number, _dontFragment: boolean): boolean {
     if (this.#socket.getSendQueueCount() >= this.#maxQueued) return false;
     try {
-      this.#socket.send(
-        datagram,
-        port,
-        host,
-        isHandedDown(datagram) ? this.#sentThenRelease(datagram) : this.#sent,
-      );
+      this.#socket.send(datagram, port, host, this.#sink.completion(datagram));
     } catch {
       // A bad address or a socket closing under us: the datagram is dropped like any other loss.
       return false;
@@ -100,13 +99,5 @@ export class DgramSocket implements DatagramSocket {
 
   close(): Promise<void> {
     return new Promise<void>((resolve) => this.#socket.close(() => resolve()));
-  }
-
-  /** The completion of a pooled datagram's send: the kernel has its bytes, the pool gets the buffer back. */
-  #sentThenRelease(datagram: Buffer): (err: Error | null) => void {
-    return (err) => {
-      if (err) this.#events.onSendErrors(1);
-      releaseSent(datagram);
-    };
   }
 }

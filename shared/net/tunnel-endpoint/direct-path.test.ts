@@ -8,7 +8,7 @@
  */
 import dgram from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
-import { UdpBind, udpEndpoint } from '../../../test/helpers/udp-bind.js';
+import { UdpBind } from '../../../test/helpers/udp-bind.js';
 import { waitFor } from '../../../test/helpers/wait.js';
 import { realClock } from '../../clock.js';
 import { generateKeyPair, generatePresharedKey, type KeyPair } from '../../keys.js';
@@ -74,7 +74,7 @@ async function stockPeer(keys: KeyPair, hubKey: Buffer, psk: Buffer, hubPort: nu
   const peer = bind.device.addPeer({
     publicKey: hubKey,
     presharedKey: psk,
-    endpoint: udpEndpoint(LO, hubPort),
+    endpoint: bind.to(LO, hubPort),
     allowedIps: [`${HUB}/32`],
   });
   const ping = (seq: number) => peer.send(echo(seq));
@@ -153,14 +153,16 @@ describe('TunnelEndpoint over UDP', () => {
     await new Promise<void>((r) => sock.bind(0, LO, () => r()));
     let viaRelay = false;
     const replies: Buffer[] = [];
-    const hubEnd = { key: 'hub' };
-    const device = new Device<typeof hubEnd>({
-      privateKey: agent.privateKey,
-      send: (d) => {
+    const hubEnd = {
+      key: 'hub',
+      send: (d: Buffer) => {
         if (viaRelay) h.hub.receive(Buffer.from(d), h.paths);
         else sock.send(d, h.udp.port, LO);
         return true;
       },
+    };
+    const device = new Device<typeof hubEnd>({
+      privateKey: agent.privateKey,
       onPacket: (p) => replies.push(Buffer.from(p)),
     });
     closers.push(() => device.close());

@@ -5,8 +5,8 @@
  * shorter than the run's first (GSO cuts a run at its first datagram's size: only the last may be shorter).
  * A burst of the stream layer's full-size datagrams so leaves in a few system calls.
  *
- * The kernel copies the bytes before sendmsg returns, so pooled buffers (shared/net/buffers/buffer-pool.ts) go back to
- * their pool right after the send. A full socket buffer (EAGAIN, ENOBUFS) keeps the run, in order, until
+ * The kernel copies the bytes before sendmsg returns, so pooled buffers go back to their pool right after
+ * the send, through the batch's SendSink (shared/net/buffers/send-sink.ts). A full socket buffer (EAGAIN, ENOBUFS) keeps the run, in order, until
  * the socket is writable again; while `maxQueued` datagrams wait, send() refuses more (the path is backed
  * up, as node:dgram's send queue). A route that cannot take GSO (EIO, EINVAL: no checksum offload on the
  * device) gets every datagram in a send of its own from then on. Any other error (a firewall's EPERM, no
@@ -15,8 +15,8 @@
  * its own, sent with DF set (udp-gso.ts).
  */
 import { constants } from 'node:os';
-import { releaseSent } from '../buffers/buffer-pool.js';
 import { RingQueue } from '../buffers/ring-queue.js';
+import { SendSink } from '../buffers/send-sink.js';
 import { ipToSocketBytes } from '../ip/ip-bytes.js';
 import { GSO_MAX_BYTES, GSO_MAX_SEGMENTS, type SendSegments } from './udp-gso.js';
 
@@ -47,6 +47,9 @@ export interface GsoBatchStats {
   off: boolean;
 }
 
+/** Why a datagram taken by the batch never left: the kernel refused its send, or the socket closed first. */
+type GsoDropReason = 'send_error' | 'closing';
+
 interface Run {
   datagrams: Buffer[];
   /** Sent with DF whatever the kernel knows of the path (a run of one: probes). */
@@ -75,6 +78,8 @@ export class GsoBatch {
   #address: Uint8Array | null = null;
   #addressOf = '';
   #flushQueued = false;
+  /** Gives pooled datagrams back once sent, refused by the kernel (counted: onSendErrors) or discarded. */
+  readonly #sink: SendSink<GsoDropReason>;
   readonly #flushTask = (): void => {
     this.#flushQueued = false;
     this.flush();
@@ -82,6 +87,9 @@ export class GsoBatch {
 
   constructor(options: GsoBatchOptions) {
     this.#options = options;
+    this.#sink = new SendSink<GsoDropReason>({
+      counter: { drop: (reason) => reason === 'send_error' && options.onSendErrors(1) },
+    });
   }
 
   /** Datagrams waiting for the socket to become writable. */
@@ -144,9 +152,10 @@ export class GsoBatch {
   discard(): void {
     const run = this.#run;
     this.#run = null;
-    if (run !== null) for (const datagram of run.datagrams) releaseSent(datagram);
+    const sink = this.#sink;
+    if (run !== null) for (const datagram of run.datagrams) sink.drop('closing', datagram);
     for (let w = this.#waiting.shift(); w !== undefined; w = this.#waiting.shift()) {
-      for (const datagram of w.datagrams) releaseSent(datagram);
+      for (const datagram of w.datagrams) sink.drop('closing', datagram);
     }
     this.#waitingDatagrams = 0;
   }
@@ -181,13 +190,14 @@ export class GsoBatch {
       this.stats.off = true;
       return this.#transmitEach(run);
     }
+    const sink = this.#sink;
     if (result >= 0) {
       this.stats.sends++;
       this.stats.datagrams += count;
+      for (const datagram of run.datagrams) sink.sent(datagram);
     } else {
-      o.onSendErrors(count);
+      for (const datagram of run.datagrams) sink.drop('send_error', datagram);
     }
-    for (const datagram of run.datagrams) releaseSent(datagram);
     return true;
   }
 
@@ -207,10 +217,10 @@ export class GsoBatch {
       if (result >= 0) {
         this.stats.sends++;
         this.stats.datagrams++;
+        this.#sink.sent(datagram);
       } else {
-        o.onSendErrors(1);
+        this.#sink.drop('send_error', datagram);
       }
-      releaseSent(datagram);
     }
     return true;
   }

@@ -4,9 +4,9 @@
  */
 import { keyToBase64 } from '../../keys.js';
 import { emptyPathBytes, type PathBytes } from './path.js';
-import { PeerPaths } from './peer-paths.js';
+import { PeerPaths, type PeerPathsOptions } from './peer-paths.js';
 
-export interface PathManagerOptions {
+export interface PathManagerOptions extends Pick<PeerPathsOptions, 'onAuthenticated'> {
   /** A peer's current path changed (the endpoint adjusts its stream link's MTU). */
   onPathChange(peer: PeerPaths): void;
 }
@@ -15,11 +15,13 @@ export class PathManager {
   /** Bytes sent and received on each kind of path, over every peer (the entries add to it). */
   readonly bytes: PathBytes = emptyPathBytes();
   readonly #onPathChange: (peer: PeerPaths) => void;
+  readonly #onAuthenticated: PeerPathsOptions['onAuthenticated'];
   readonly #byKey = new Map<string, PeerPaths>();
   readonly #byAddress = new Map<number, PeerPaths>();
 
   constructor(o: PathManagerOptions) {
     this.#onPathChange = o.onPathChange;
+    this.#onAuthenticated = o.onAuthenticated;
   }
 
   get size(): number {
@@ -33,6 +35,7 @@ export class PathManager {
       address,
       bytes: this.bytes,
       onPathChange: (p) => this.#changed(p),
+      onAuthenticated: this.#onAuthenticated,
     });
   }
 

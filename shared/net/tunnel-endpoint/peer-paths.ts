@@ -10,7 +10,8 @@
  * peer is answered on the kind its latest authenticated datagram arrived on (arrivedOn), else the first
  * path added: a stock WireGuard peer that reaches the endpoint's UDP port is answered over UDP.
  */
-import type { Endpoint } from '../wireguard/peer-host.js';
+import type { Peer } from '../wireguard/peer.js';
+import type { AuthenticatedMessage, DatagramSource, Endpoint } from '../wireguard/peer-host.js';
 import type { Path, PathBytes, PathKind } from './path.js';
 import type { Route } from './path-selector.js';
 
@@ -35,6 +36,11 @@ export interface PeerPathsOptions {
   bytes?: PathBytes;
   /** The current path changed (its MTU may differ): called after the change. */
   onPathChange(peer: PeerPaths): void;
+  /**
+   * A datagram from the peer authenticated and it is not transport data over the relay (which only marks
+   * the relayed path as the one it arrived on, here): a handshake, or anything from a UDP `source`.
+   */
+  onAuthenticated(peer: PeerPaths, source: DatagramSource | null, message: AuthenticatedMessage): void;
 }
 
 export class PeerPaths implements Endpoint {
@@ -49,6 +55,7 @@ export class PeerPaths implements Endpoint {
   readonly address: number;
   readonly #paths: Path[] = [];
   readonly #onPathChange: (peer: PeerPaths) => void;
+  readonly #onAuthenticated: PeerPathsOptions['onAuthenticated'];
   readonly #bytes: PathBytes | undefined;
   #current: Path | undefined;
   /** The relayed path while the route is `both` (each datagram also goes there). */
@@ -63,8 +70,12 @@ export class PeerPaths implements Endpoint {
     this.address = o.address;
     this.key = `peer:${o.publicKey.toString('base64')}`;
     this.#onPathChange = o.onPathChange;
+    this.#onAuthenticated = o.onAuthenticated;
     this.#bytes = o.bytes;
   }
+
+  /** The WireGuard peer these paths carry (set once the device accepted it). */
+  peer: Peer<PeerPaths> | undefined;
 
   /** The path datagrams take now; undefined while the peer has none. */
   get path(): Path | undefined {
@@ -101,6 +112,12 @@ export class PeerPaths implements Endpoint {
   /** From now on `tracker` hears of the peer's application traffic (before, or without, steering). */
   track(tracker: TrafficTracker): void {
     this.#tracker = tracker;
+  }
+
+  /** Endpoint.authenticated: the peer's WireGuard state accepted a datagram that came this way. */
+  authenticated(source: DatagramSource | null, message: AuthenticatedMessage): void {
+    if (source === null && message === 'transport') this.arrivedOn('relayed');
+    else this.#onAuthenticated(this, source, message);
   }
 
   /** A datagram from the peer authenticated on its path of `kind`. */

@@ -26,6 +26,7 @@
 import type { Clock } from '../../clock.js';
 import { keyToBase64 } from '../../keys.js';
 import type { PacketRoom } from '../buffers/packet-room.js';
+import type { Received } from '../buffers/received.js';
 import type { DiscoAddress } from '../disco/disco-codec.js';
 import { isIcmpv4 } from '../ip/echo-prober.js';
 import { parseIpv4Address } from '../ip/index.js';
@@ -86,7 +87,7 @@ export interface TunnelEndpointOptions {
   pmtu?: Pick<PmtuProbesOptions, 'timers' | 'steps' | 'firstHopMtu'> | false;
   /**
    * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
-   * decrypted datagram, which nothing reuses (see Device.receive).
+   * decrypted datagram, the receiver's to keep (the receive rule, shared/net/buffers/received.ts).
    */
   onPacket(packet: Buffer, peer: Peer<PeerPaths>): void;
 }
@@ -109,11 +110,6 @@ export interface TunnelPeerConfig {
 export interface TunnelPeer {
   readonly peer: Peer<PeerPaths>;
   readonly paths: PeerPaths;
-}
-
-/** The device hands a sealed datagram to the peer's paths (no closure per packet). */
-function sendOnPath(datagram: Buffer, paths: PeerPaths): boolean {
-  return paths.send(datagram);
 }
 
 /** What the direct paths of an endpoint did. */
@@ -149,13 +145,12 @@ export class TunnelEndpoint {
       maxPeers: o.maxPeers,
       timers: o.timers,
       authenticatedSources: o.authenticatedSources,
-      send: sendOnPath,
       onPacket: (p, peer) => this.#deliver(p, peer),
-      onAuthenticated: (peer, source, message) => this.#authenticated(peer, source, message),
       sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
     });
     this.paths = new PathManager({
       onPathChange: (p) => this.#streamPathChanged(p),
+      onAuthenticated: (paths, source, message) => this.#authenticated(paths, source, message),
     });
     const udp = o.udp;
     this.disco = o.disco
@@ -214,6 +209,7 @@ export class TunnelEndpoint {
       endpoint: paths,
       allowedIps: [`${cfg.address}/32`],
     });
+    paths.peer = peer;
     this.paths.hold(paths);
     for (const p of cfg.paths ?? []) paths.add(p);
     // Its selector hears of its traffic at once (its pacing), and steers it once it speaks disco.
@@ -241,20 +237,20 @@ export class TunnelEndpoint {
 
   /**
    * A datagram that arrived from the peer of `from` on its relayed path. Returns why it was dropped, or
-   * null once it authenticated. Never throws.
+   * null once it authenticated. Never throws. A bound function: a transport may hold it as its handler.
    */
-  receive(datagram: Buffer, from: PeerPaths): ReceiveDrop | null {
+  readonly receive = (datagram: Received, from: PeerPaths): ReceiveDrop | null => {
     const length = datagram.length;
     const drop = this.device.receive(datagram, from);
     if (drop === null) this.paths.bytes.relayed.in += length;
     return drop;
-  }
+  };
 
   /**
    * A WireGuard datagram from UDP address `from` (see the top of this file). Returns why it was dropped,
    * or null once it authenticated. Never throws.
    */
-  receiveFrom(datagram: Buffer, from: DatagramSource): ReceiveDrop | null {
+  receiveFrom(datagram: Received, from: DatagramSource): ReceiveDrop | null {
     const length = datagram.length;
     const drop = this.device.receiveFrom(datagram, from);
     if (drop === null) this.paths.bytes.direct.in += length;
@@ -327,9 +323,7 @@ export class TunnelEndpoint {
    * restarted, or its own route is not direct): its selector stops trusting that remote, so the response
    * and what follows go over the relay too until the remote answers again.
    */
-  #authenticated(peer: Peer<PeerPaths>, source: DatagramSource | null, message: AuthenticatedMessage): void {
-    const paths = peer.endpoint;
-    if (!paths) return;
+  #authenticated(paths: PeerPaths, source: DatagramSource | null, message: AuthenticatedMessage): void {
     if (source === null) {
       if (message === 'initiation') this.disco?.distrustRemote(paths.publicKey);
       paths.arrivedOn('relayed');
@@ -350,9 +344,16 @@ export class TunnelEndpoint {
     if (!this.streams.input(packet)) this.#onPacket(packet, peer);
   }
 
-  /** An application packet (IPv4, destination at bytes 16..19): its peer is active. */
+  /**
+   * An application packet (IPv4, destination at bytes 16..19): its peer is active. One lookup: a peer's
+   * AllowedIPs are its tunnel address, so the paths at that address carry the peer to send it to; any
+   * other destination goes to the device's AllowedIPs (which counts it as no-route).
+   */
   #sendApp(packet: Buffer): boolean {
-    if (packet.length >= 20) this.paths.forAddress(packet.readUInt32BE(16))?.noteTraffic();
-    return this.device.send(packet);
+    const paths = packet.length >= 20 ? this.paths.forAddress(packet.readUInt32BE(16)) : undefined;
+    const peer = paths?.peer;
+    if (!paths || !peer) return this.device.send(packet);
+    paths.noteTraffic();
+    return peer.send(packet);
   }
 }

@@ -18,6 +18,7 @@ import type { Clock } from '../../clock.js';
 import { TunnelError } from '../../errors.js';
 import { peekConv } from '../arq/segment.js';
 import type { PacketRoom } from '../buffers/packet-room.js';
+import type { Received } from '../buffers/received.js';
 import { IPV4_MAX_PACKET } from '../ip/ipv4.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { openTarget } from '../mux/open-target.js';
@@ -117,10 +118,11 @@ export class StreamBinding {
   }
 
   /**
-   * Feeds one decrypted inner IP packet. Returns false when it is not a stream datagram (the caller
-   * may handle it otherwise). The packet may be a view the caller reuses: the datagram is copied.
+   * Feeds one decrypted inner IP packet, owned under the receive rule (shared/net/buffers/received.ts):
+   * the ARQ keeps views into it, no copy. Returns false when it is not a stream datagram (the caller may
+   * handle it otherwise).
    */
-  input(packet: Buffer): boolean {
+  input(packet: Received): boolean {
     const d = pickStreamDatagram(packet, this.#options.local, this.#port);
     if (typeof d === 'string') {
       this.stats.dropped[d]++;
@@ -142,10 +144,8 @@ export class StreamBinding {
       link = this.#start(d.src, conv);
       if (!link) return true;
     }
-    // ArqSession.input keeps views into the datagram until the data are read. No copy: the packet is a view
-    // into the decrypted transport datagram, which no transport reuses (WebSocket messages, DERP frames and
-    // UDP reads are fresh buffers; Device.receive documents the rule).
-    link.input(d.payload);
+    // Straight to the link's ARQ (it keeps views until the data are read: the receive rule).
+    if (!link.closed) link.arq.input(d.payload);
     return true;
   }
 

@@ -12,7 +12,7 @@ import { EventEmitter } from 'node:events';
 import type { Clock } from '../../clock.js';
 import { TunnelError } from '../../errors.js';
 import type { ArqOptions } from '../arq/arq-options.js';
-import { ArqSession } from '../arq/arq-session.js';
+import { type ArqPoolOptions, ArqSession } from '../arq/arq-session.js';
 import type { PacketRoom } from '../buffers/packet-room.js';
 import type { MuxSession } from '../mux/mux-session.js';
 import type { MuxStream } from '../mux/mux-stream.js';
@@ -20,13 +20,17 @@ import { type MuxBindingOptions, muxOverArq } from '../mux/transport.js';
 import { STREAM_PATH_TUNING, type StreamPath, type StreamPathKind } from './constants.js';
 import { streamDatagramRoom, wrapStreamDatagram } from './inner-udp.js';
 
-/** ARQ tuning a binding may pass through (everything but what the link decides, by itself or by the path). */
+/**
+ * ARQ tuning a binding may pass through (everything but what the link decides, by itself or by the path),
+ * and where its buffers come from.
+ */
 export type LinkArqOptions = Partial<
   Omit<
     ArqOptions,
     'conv' | 'mtu' | 'clock' | 'output' | 'defer' | 'ackEvery' | 'ackDelayMs' | 'queueTargetMs'
   >
->;
+> &
+  ArqPoolOptions;
 export type LinkMuxOptions = Partial<Omit<MuxBindingOptions, 'role' | 'clock' | 'acceptStreams'>>;
 
 export interface StreamLinkOptions {

@@ -11,8 +11,6 @@ import { FakeClock } from '../../clock.js';
 import { generateKeyPair } from '../../keys.js';
 import { type DatagramSource, Device, type ReceiveDrop } from './device.js';
 
-const TO_B = { key: 'b' };
-
 function pair(o: { underLoad?: boolean } = {}) {
   const clock = new FakeClock();
   const ka = generateKeyPair();
@@ -22,18 +20,13 @@ function pair(o: { underLoad?: boolean } = {}) {
   const toSource: Array<[Buffer, DatagramSource]> = [];
   const reported: Array<DatagramSource | null> = [];
   const gotB: Buffer[] = [];
-  const a = new Device<typeof TO_B>({
-    privateKey: ka.privateKey,
-    clock,
-    send: (d) => toB.push(Buffer.from(d)) > 0,
-    onPacket: () => {},
-  });
-  const b = new Device<{ key: string }>({
+  const TO_B = { key: 'b', send: (d: Buffer) => toB.push(Buffer.from(d)) > 0 };
+  const a = new Device<typeof TO_B>({ privateKey: ka.privateKey, clock, onPacket: () => {} });
+  const b = new Device<typeof TO_B>({
     privateKey: kb.privateKey,
     clock,
     authenticatedSources: true,
     ...(o.underLoad ? { underLoad: () => true } : {}),
-    send: (d) => toA.push(Buffer.from(d)) > 0,
     sendToSource: (d, s) => toSource.push([Buffer.from(d), s]) > 0,
     onAuthenticated: (_peer, source) => {
       // Before B answers: nothing B sends for this datagram has gone out yet.
@@ -44,7 +37,7 @@ function pair(o: { underLoad?: boolean } = {}) {
   const peerOfA = a.addPeer({ publicKey: kb.publicKey, endpoint: TO_B, allowedIps: [`${B_ADDR}/32`] });
   const peerOfB = b.addPeer({
     publicKey: ka.publicKey,
-    endpoint: { key: 'a' },
+    endpoint: { key: 'a', send: (d: Buffer) => toA.push(Buffer.from(d)) > 0 },
     allowedIps: [`${A_ADDR}/32`],
   });
   const from: DatagramSource = { address: '192.0.2.7', port: 40_000 };
@@ -57,7 +50,7 @@ function pair(o: { underLoad?: boolean } = {}) {
     }
     return results;
   };
-  return { clock, a, b, peerOfA, peerOfB, toB, toA, toSource, reported, gotB, from, pump };
+  return { clock, a, b, peerOfA, peerOfB, toB, toA, toSource, reported, gotB, from, pump, TO_B };
 }
 
 describe('Device.receiveFrom', () => {
@@ -72,7 +65,7 @@ describe('Device.receiveFrom', () => {
         sent.push(Buffer.from(d));
         results.push(p.b.receiveFrom(d, p.from));
       }
-      for (const d of p.toA.splice(0)) p.a.receive(d, TO_B);
+      for (const d of p.toA.splice(0)) p.a.receive(d, p.TO_B);
     }
     expect(results).toEqual([null, null]); // the initiation and the data packet
     expect(p.reported).toEqual([p.from, p.from]);
@@ -101,7 +94,7 @@ describe('Device.receiveFrom', () => {
     expect(p.toSource[0]![1]).toBe(p.from);
     expect(p.reported).toEqual([]);
     // A takes the cookie, and its next initiation (after the retry interval) carries mac2.
-    p.a.receive(p.toSource[0]![0], TO_B);
+    p.a.receive(p.toSource[0]![0], p.TO_B);
     p.clock.advance(5_500);
     expect(p.pump().filter((r) => r !== null)).toEqual([]);
     expect(p.gotB.map((x) => x.subarray(28).toString())).toEqual(['hello']);

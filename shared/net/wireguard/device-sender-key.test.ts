@@ -18,6 +18,7 @@ const B_ADDR = '100.64.0.3';
 interface RelayEndpoint {
   readonly key: string;
   readonly peerKey?: Uint8Array;
+  send(datagram: Buffer): boolean;
 }
 
 function setup() {
@@ -25,26 +26,32 @@ function setup() {
   const hubKeys = generateKeyPair();
   const aKeys = generateKeyPair();
   const bKeys = generateKeyPair();
-  const fromA: RelayEndpoint = { key: 'relay:a', peerKey: aKeys.publicKey };
-  const fromB: RelayEndpoint = { key: 'relay:b', peerKey: bKeys.publicKey };
   const toA: Buffer[] = [];
   const toB: Buffer[] = [];
+  const fromA: RelayEndpoint = {
+    key: 'relay:a',
+    peerKey: aKeys.publicKey,
+    send: (d) => toA.push(Buffer.from(d)) > 0,
+  };
+  const fromB: RelayEndpoint = {
+    key: 'relay:b',
+    peerKey: bKeys.publicKey,
+    send: (d) => toB.push(Buffer.from(d)) > 0,
+  };
   const toHub: Buffer[] = [];
   const gotHub: string[] = [];
   const hub = new Device<RelayEndpoint>({
     privateKey: hubKeys.privateKey,
     clock,
     authenticatedSources: true,
-    send: (d, e) => (e === fromA ? toA : toB).push(Buffer.from(d)) > 0,
     onPacket: (p) => gotHub.push(p.subarray(28).toString()),
   });
   const hubPeerA = hub.addPeer({ publicKey: aKeys.publicKey, endpoint: fromA, allowedIps: [`${A_ADDR}/32`] });
   hub.addPeer({ publicKey: bKeys.publicKey, endpoint: fromB, allowedIps: [`${B_ADDR}/32`] });
-  const toHubEnd = { key: 'relay:hub' };
+  const toHubEnd = { key: 'relay:hub', send: (d: Buffer) => toHub.push(Buffer.from(d)) > 0 };
   const a = new Device<typeof toHubEnd>({
     privateKey: aKeys.privateKey,
     clock,
-    send: (d) => toHub.push(Buffer.from(d)) > 0,
     onPacket: () => {},
   });
   const aPeerHub = a.addPeer({
@@ -115,7 +122,7 @@ describe('Device.receive: a datagram of another peer on an endpoint that names i
 
   it('an endpoint that names no key keeps the roaming rule: any authenticated datagram moves the endpoint', () => {
     const s = setup();
-    const roamed = { key: 'somewhere' };
+    const roamed: RelayEndpoint = { key: 'somewhere', send: () => true };
     s.aPeerHub.send(udpFrom(A_ADDR, HUB_ADDR, 'one'));
     for (const d of s.toHub.splice(0)) expect(s.hub.receive(d, roamed)).toBeNull();
     expect(s.hubPeerA.endpoint).toBe(roamed);

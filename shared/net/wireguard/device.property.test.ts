@@ -37,8 +37,8 @@ describe('Device.receive under hostile input', () => {
     fc.assert(
       fc.property(fc.oneof(mutated, random, typed), (d) => {
         n++;
-        expect(() => l.b.receive(d, { key: 'mem:fuzz' })).not.toThrow();
-        expect(() => l.a.receive(Buffer.from(d), { key: 'mem:fuzz' })).not.toThrow();
+        expect(() => l.b.receive(d, { key: 'mem:fuzz', send: () => true })).not.toThrow();
+        expect(() => l.a.receive(Buffer.from(d), { key: 'mem:fuzz', send: () => true })).not.toThrow();
       }),
       { numRuns: 1500 },
     );
@@ -90,7 +90,7 @@ describe('Device.receive under hostile input', () => {
       const b = Buffer.from(init);
       b[50]! ^= (i % 255) + 1; // breaks encrypted_static
       if (i % 2 === 0) macs.addMacs(b, l.clock.now()); // half of them with a valid mac1
-      l.b.receive(b, { key: `mem:${i}` });
+      l.b.receive(b, { key: `mem:${i}`, send: () => true });
     }
     expect(l.b.stats.drops.mac1).toBe(100);
     expect(l.b.stats.drops.handshake).toBe(100);

@@ -80,11 +80,11 @@ describe('Device handshake between two instances', () => {
     const l = new Link();
     l.peerOfA.send(udpFrom(A_ADDR, B_ADDR, '1'));
     l.pump();
-    l.endpointA = { key: 'mem:a-roamed' };
+    l.endpointA = l.endpoint('mem:a-roamed', 'b');
     l.peerOfA.send(udpFrom(A_ADDR, B_ADDR, '2'));
     const forged = Buffer.from(l.queue[0]!.data);
     forged[20]! ^= 0xff;
-    l.b.receive(forged, { key: 'mem:attacker' });
+    l.b.receive(forged, { key: 'mem:attacker', send: () => true });
     expect(l.peerOfB.endpoint?.key).toBe('mem:a');
     l.pump();
     expect(l.peerOfB.endpoint?.key).toBe('mem:a-roamed');
@@ -139,19 +139,17 @@ describe('Device handshake between two instances', () => {
     expect(l.b.stats.drops.mac1).toBe(1);
     const stranger = new Device({
       privateKey: generateKeyPair().privateKey,
-      send: () => true,
       onPacket: () => {},
     });
-    const c = new Device({
-      privateKey: generateKeyPair().privateKey,
-      clock: l.clock,
-      send: (d) => {
-        l.b.receive(Buffer.from(d), { key: 'mem:c' });
+    const c = new Device({ privateKey: generateKeyPair().privateKey, clock: l.clock, onPacket: () => {} });
+    const toB = {
+      key: 'mem:b',
+      send: (d: Buffer) => {
+        l.b.receive(Buffer.from(d), { key: 'mem:c', send: () => true });
         return true;
       },
-      onPacket: () => {},
-    });
-    c.addPeer({ publicKey: l.keysB.publicKey, endpoint: { key: 'mem:b' }, allowedIps: [] }).sendKeepalive();
+    };
+    c.addPeer({ publicKey: l.keysB.publicKey, endpoint: toB, allowedIps: [] }).sendKeepalive();
     expect(l.b.stats.drops['unknown-peer']).toBe(1);
     stranger.close();
     c.close();
@@ -215,7 +213,6 @@ describe('Device handshake between two instances', () => {
     const d = new Device({
       privateKey: generateKeyPair().privateKey,
       maxPeers: 1,
-      send: () => true,
       onPacket: () => {},
     });
     d.addPeer({ publicKey: generateKeyPair().publicKey, allowedIps: ['10.0.0.0/8'] });
@@ -225,17 +222,17 @@ describe('Device handshake between two instances', () => {
     expect(() => d.addPeer({ publicKey: 'nope', allowedIps: [] })).toThrow(
       expect.objectContaining({ code: 'KEY_INVALID' }),
     );
-    expect(
-      () => new Device({ privateKey: Buffer.alloc(32, 1), mtu: 10, send: () => true, onPacket: () => {} }),
-    ).toThrow(expect.objectContaining({ code: 'BAD_CONFIG' }));
+    expect(() => new Device({ privateKey: Buffer.alloc(32, 1), mtu: 10, onPacket: () => {} })).toThrow(
+      expect.objectContaining({ code: 'BAD_CONFIG' }),
+    );
     for (const bad of [
       { maxPeers: 0 },
       { timers: { rekeyTimeout: -1 } },
       { timers: { rekeyAfterMessages: 0n } },
     ]) {
-      expect(
-        () => new Device({ privateKey: Buffer.alloc(32, 1), send: () => true, onPacket: () => {}, ...bad }),
-      ).toThrow(expect.objectContaining({ code: 'BAD_CONFIG' }));
+      expect(() => new Device({ privateKey: Buffer.alloc(32, 1), onPacket: () => {}, ...bad })).toThrow(
+        expect.objectContaining({ code: 'BAD_CONFIG' }),
+      );
     }
     d.close();
     l.close();

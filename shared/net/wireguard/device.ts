@@ -1,13 +1,12 @@
 /**
  * The WireGuard device: one static identity, its peers, the index table, AllowedIPs and the
- * receive dispatcher. This is the seam the rest of the product uses; datagram I/O is injected
- * (`send`), so the same Device runs over a UDP socket (test/helpers/udp-bind.ts in the tests) or a relay.
+ * receive dispatcher. This is the seam the rest of the product uses; datagram I/O is each peer's
+ * endpoint (Endpoint.send), so the same Device runs over a UDP socket (test/helpers/udp-bind.ts in the
+ * tests) or a relay.
  *
  * receive() never throws: garbage is counted in `stats.drops` and dropped. receive() decrypts in
- * place, so the datagram buffer is overwritten and onPacket gets a view into it. The view stays valid as
- * long as the caller never reuses that datagram buffer: the transports here (DERP frames, WebSocket
- * messages, UDP reads) always pass fresh buffers, and the stream binding keeps such views without copying.
- * A transport that recycles its receive buffers must copy before calling receive().
+ * place, so the datagram buffer is overwritten and onPacket gets a view into it, which the receiver may
+ * keep: the datagram is the receiver's under the receive rule (shared/net/buffers/received.ts).
  */
 import { type Clock, realClock } from '../../clock.js';
 import { type ErrorCode, isTunnelError, TunnelError } from '../../errors.js';
@@ -55,8 +54,6 @@ export interface DeviceOptions<E extends Endpoint = Endpoint> {
   clock?: Clock;
   /** Largest inner packet; default 1420. Relay paths may use up to 65535. */
   mtu?: number;
-  /** Hands one datagram to the transport; false when the transport dropped it (never throw for that). */
-  send(datagram: Buffer, endpoint: E): boolean;
   onPacket(packet: Buffer, peer: Peer<E>): void;
   timers?: Partial<WireGuardTimers>;
   maxPeers?: number;
@@ -216,13 +213,9 @@ export class Device<E extends Endpoint = Endpoint> {
       mtu: this.mtu,
       maxStaged: opts.maxStagedPerPeer ?? DEFAULT_MAX_STAGED,
       indices: this.#indices,
-      sendDatagram: (d, e) => {
-        if (!opts.send(d, e)) return false;
-        this.#stats.txDatagrams++;
-        return true;
-      },
-      deliver: (p, peer) => opts.onPacket(p, peer),
-      authenticated: (peer, source, message) => opts.onAuthenticated?.(peer, source, message),
+      counters: this.#stats,
+      deliver: opts.onPacket,
+      onAuthenticated: opts.onAuthenticated,
       allowedSource: (src, peer) => this.#allowed.lookup(src) === peer,
       debug: (m) => log?.debug(m),
     };
@@ -393,8 +386,9 @@ export class Device<E extends Endpoint = Endpoint> {
           Buffer.from(sourceKey),
           this.#clock.now(),
         );
-        if (from) this.#host.sendDatagram(reply, from);
-        else if (source) this.#options.sendToSource?.(reply, source);
+        if (from) {
+          if (from.send(reply)) this.#stats.txDatagrams++;
+        } else if (source) this.#options.sendToSource?.(reply, source);
         return this.#dropped('cookie-sent');
       }
       if (!this.#limiter.allow(sourceKey)) return this.#dropped('rate-limited');

@@ -6,12 +6,21 @@ import type { NoiseIdentity } from './noise.js';
 import type { Peer } from './peer.js';
 
 /**
- * Where a peer's datagrams go. The Device only reads `key` (a stable name for logs and for the under-load
- * rate limit); the transport behind it (a UDP address, a tunnel endpoint's per-peer path set) decides how a
- * datagram travels. A Device is generic over its endpoint type, so its `send` gets the transport's own type.
+ * Where a peer's datagrams go: the peer hands each sealed datagram to its endpoint's `send` itself (a
+ * tunnel endpoint's per-peer path set, a UDP address's sender), with no lookup and no closure of the
+ * device's in between. The Device reads `key` (a stable name for logs and for the under-load rate limit).
+ * A Device is generic over its endpoint type, so a peer's `endpoint` has the transport's own type.
  */
 export interface Endpoint {
   readonly key: string;
+  /** Hands one datagram to the transport; false when it was dropped there (never throw for that). */
+  send(datagram: Buffer): boolean;
+  /**
+   * A datagram from this endpoint's peer authenticated (see PeerHost.onAuthenticated), after the peer's
+   * endpoint moved to the one it came from. Optional: a transport that follows its peer (roaming, path
+   * choice) implements it.
+   */
+  authenticated?(source: DatagramSource | null, message: AuthenticatedMessage): void;
   /**
    * The public key of the one peer whose datagrams arrive from this endpoint, when the transport names the
    * sender by its key (a relay connection: the relay authenticated that key). A datagram handed to
@@ -42,14 +51,15 @@ export interface PeerHost<E extends Endpoint = Endpoint> {
   readonly mtu: number;
   readonly maxStaged: number;
   readonly indices: IndexTable<Peer<E>>;
-  /** Hands one datagram to the transport; false when it was dropped there. */
-  sendDatagram(datagram: Buffer, endpoint: E): boolean;
+  /** The device's counters the peers add to (datagrams handed to a transport). */
+  readonly counters: { txDatagrams: number };
   /**
    * A datagram from `peer` authenticated (a valid handshake message, or transport data that opened and
    * passed the replay window), before the peer answers it. `source` is its network address when the
-   * transport gave one (Device.receiveFrom), else null; `message` the kind of datagram.
+   * transport gave one (Device.receiveFrom), else null; `message` the kind of datagram. Called after the
+   * peer's endpoint heard it (Endpoint.authenticated).
    */
-  authenticated(peer: Peer<E>, source: DatagramSource | null, message: AuthenticatedMessage): void;
+  onAuthenticated?(peer: Peer<E>, source: DatagramSource | null, message: AuthenticatedMessage): void;
   deliver(packet: Buffer, peer: Peer<E>): void;
   /** True when `source` (an inner source address) routes to `peer` in AllowedIPs. */
   allowedSource(source: Uint8Array, peer: Peer<E>): boolean;

@@ -374,16 +374,20 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
   }
 
   #sendRaw(dg: Buffer): boolean {
-    if (!this.endpoint) return this.#drop('no-endpoint');
-    if (!this.#host.sendDatagram(dg, this.endpoint)) return this.#drop('send-failed');
-    this.txBytes += dg.length;
+    const endpoint = this.endpoint;
+    if (!endpoint) return this.#drop('no-endpoint');
+    const length = dg.length; // read first: the transport may hand the memory back to a pool
+    if (!endpoint.send(dg)) return this.#drop('send-failed');
+    this.#host.counters.txDatagrams++;
+    this.txBytes += length;
     return true;
   }
 
   /** Roaming: replies go where the latest authenticated datagram came from. */
   #authenticated(from: E | undefined, source: DatagramSource | null, message: AuthenticatedMessage): void {
     if (from) this.endpoint = from;
-    this.#host.authenticated(this, source, message);
+    this.endpoint?.authenticated?.(source, message);
+    this.#host.onAuthenticated?.(this, source, message);
   }
 
   #dropIn(reason: TransportDropReason): TransportDropReason {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { generateKeyPair } from '../../keys.js';
-import { Device } from './device.js';
+import { Device, type Endpoint } from './device.js';
 import { compareTai64n, TimestampGenerator, tai64n, ZERO_TAI64N } from './tai64n.js';
 
 describe('TAI64N', () => {
@@ -35,16 +35,18 @@ describe('TAI64N', () => {
     const a = generateKeyPair();
     const b = generateKeyPair();
     const devs: Device[] = [];
+    /** Device i's endpoint for its peer: what it sends arrives at the other device from that one's. */
+    const ends: Endpoint[] = [];
     const mk = (self: typeof a, other: typeof a, addr: string, i: number) => {
-      const d = new Device({
-        privateKey: self.privateKey,
+      const d = new Device({ privateKey: self.privateKey, onPacket: () => {} });
+      ends[i] = {
+        key: `dev:${1 - i}`,
         send: (dg) => {
-          devs[1 - i]!.receive(Buffer.from(dg), { key: `dev:${i}` });
+          devs[1 - i]!.receive(Buffer.from(dg), ends[1 - i]!);
           return true;
         },
-        onPacket: () => {},
-      });
-      d.addPeer({ publicKey: other.publicKey, endpoint: { key: `dev:${1 - i}` }, allowedIps: [addr] });
+      };
+      d.addPeer({ publicKey: other.publicKey, endpoint: ends[i], allowedIps: [addr] });
       devs.push(d);
       return d;
     };

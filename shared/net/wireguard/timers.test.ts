@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { A_ADDR, B_ADDR, Link, udpFrom } from '../../../test/helpers/wireguard-link.js';
 import { FakeClock } from '../../clock.js';
 import { generateKeyPair } from '../../keys.js';
-import { Device } from './device.js';
+import { Device, type Endpoint } from './device.js';
 import { MSG_INITIATION, MSG_RESPONSE, MSG_TRANSPORT } from './messages.js';
 
 const toB = (s: string) => udpFrom(A_ADDR, B_ADDR, s);
@@ -226,26 +226,31 @@ describe('handshake over a transport that answers synchronously', () => {
     const kb = generateKeyPair();
     const initiations: number[] = [];
     const devices: { a?: Device; b?: Device } = {};
-    const mk = (priv: Buffer, self: 'a' | 'b') =>
-      new Device({
-        privateKey: priv,
-        clock,
-        send: (d) => {
-          if (self === 'a' && d[0] === MSG_INITIATION) initiations.push(clock.now());
-          // Deliver at once, inside the sender's call, as an in-process relay does.
-          (self === 'a' ? devices.b : devices.a)!.receive(Buffer.from(d), { key: `mem:${self}` });
-          return true;
-        },
-        onPacket: () => {},
-      });
-    devices.a = mk(ka.privateKey, 'a');
-    devices.b = mk(kb.privateKey, 'b');
+    const mk = (priv: Buffer) => new Device({ privateKey: priv, clock, onPacket: () => {} });
+    /** Each side's endpoint for the other: delivers at once, inside the sender's call, as an in-process relay does. */
+    const endB: Endpoint = {
+      key: 'mem:b',
+      send: (d) => {
+        if (d[0] === MSG_INITIATION) initiations.push(clock.now());
+        devices.b!.receive(Buffer.from(d), endA);
+        return true;
+      },
+    };
+    const endA: Endpoint = {
+      key: 'mem:a',
+      send: (d) => {
+        devices.a!.receive(Buffer.from(d), endB);
+        return true;
+      },
+    };
+    devices.a = mk(ka.privateKey);
+    devices.b = mk(kb.privateKey);
     const peerOfA = devices.a.addPeer({
       publicKey: kb.publicKey,
-      endpoint: { key: 'mem:b' },
+      endpoint: endB,
       allowedIps: [`${B_ADDR}/32`],
     });
-    devices.b.addPeer({ publicKey: ka.publicKey, endpoint: { key: 'mem:a' }, allowedIps: [`${A_ADDR}/32`] });
+    devices.b.addPeer({ publicKey: ka.publicKey, endpoint: endA, allowedIps: [`${A_ADDR}/32`] });
     peerOfA.send(toB('hello'));
     expect(peerOfA.isSessionUp).toBe(true);
     clock.advance(6_000); // past RekeyTimeout + the largest jitter
