@@ -7,6 +7,10 @@
  * A link whose agent has had no relay connection for `disconnectGraceMs` is closed (its streams
  * error at once instead of waiting for the mux keepalive), and so is a link whose cluster is deleted,
  * denied or unjoined.
+ * A new run of an agent's process (the hub node's `onAgentRun`, relay/data/hub/agent-runs.ts) replaces its stream
+ * session at once (`replaceSession`): no new stream goes to the previous run's session. A session that still
+ * closes under an open (the peer's GoAway, or its restart noticed first by the ARQ) is dropped and the open
+ * retried once on a fresh session.
  */
 
 import type { Clock, TimerHandle } from '../../../shared/clock.js';
@@ -86,10 +90,26 @@ export class HubStreams {
     try {
       return await this.binding.open(remote, target, this.#options.openTimeoutMs);
     } catch (err) {
-      // The session died under the open (the agent restarted its side): one retry on a fresh session.
+      // The session closed or goes away under the open (the agent restarted or stops its side): the next open
+      // must not find it again, so it is dropped; one retry on a fresh session.
       if (!isTunnelError(err, 'CLOSED') || this.#closed) throw err;
+      this.binding.drop(
+        remote,
+        new TunnelError('CLOSED', `the agent of cluster '${cluster}' ended the session`),
+      );
       return this.binding.open(remote, target, this.#options.openTimeoutMs);
     }
+  }
+
+  /**
+   * A new run of the agent at `address` is up: the previous run's stream session is closed (its streams get
+   * CLOSED) and the next open starts a fresh one.
+   */
+  replaceSession(agent: { cluster: string; address: string }): void {
+    if (this.#closed) return;
+    const remote = parseIpv4Address(agent.address);
+    this.#peers.delete(remote);
+    this.binding.drop(remote, new TunnelError('CLOSED', `the agent of cluster '${agent.cluster}' restarted`));
   }
 
   /** Stops opening streams and watching agents (the binding closes with the hub endpoint). */
