@@ -30,6 +30,8 @@ import {
 export const PENDING_POLL_MS = 2_000;
 /** How often the "still waiting" progress line repeats. */
 export const PROGRESS_EVERY_MS = 15_000;
+/** The relay refusing the agent's relay connection asks the registration at once, at most this often. */
+export const REFUSAL_CHECK_GAP_MS = 2_000;
 
 export interface DataPlane {
   stats(): ConnectionStats;
@@ -48,6 +50,11 @@ export type DataPlaneFactory = ((ctx: {
   readonly proxy?: ProxySettings;
   /** The data plane's connection figures changed: status.json is rewritten. */
   readonly onChange: () => void;
+  /**
+   * The relay closed or refused the relay connection as not admitted (cluster deleted, denied, unjoined): the agent
+   * asks its registration at once and stops when it is over, instead of at its next lease.
+   */
+  readonly onRelayRefused?: () => void;
 }) => Promise<DataPlane>) & {
   /**
    * Checks the data plane's own settings (environment, files) before `join` registers or `run` starts, so a
@@ -116,6 +123,7 @@ export class Agent {
   readonly #pollBackoff: Backoff;
   readonly #valuesBackoff: Backoff;
   #valuesTimer: TimerHandle | undefined;
+  #lastRefusalCheck = Number.NEGATIVE_INFINITY;
   #lease: LeaseLoop | undefined;
   readonly #reasonReport = new ReasonReport(() => this.#dataPlane?.stats() ?? DISCONNECTED);
   #dataPlane: DataPlane | undefined;
@@ -333,6 +341,7 @@ export class Agent {
           this.#writeStatus();
           this.#reportReasonChange();
         },
+        onRelayRefused: () => void this.#checkRegistration(),
       });
       this.#dataPlane.applyValues?.(this.#values);
       for (const w of this.#dataPlaneWaiters.splice(0)) w(this.#dataPlane);
@@ -341,6 +350,28 @@ export class Agent {
       this.#log(`data plane failed to start: ${this.#lastError}`);
     }
     this.#writeStatus();
+  }
+
+  /**
+   * Asks the relay whether the registration still stands (the relay refused the relay connection): ends the agent
+   * when the cluster was deleted or denied; anything else leaves the loops to carry on. At most once per
+   * REFUSAL_CHECK_GAP_MS.
+   */
+  async #checkRegistration(): Promise<void> {
+    const now = this.#clock.now();
+    if (!this.#running || now - this.#lastRefusalCheck < REFUSAL_CHECK_GAP_MS) return;
+    this.#lastRefusalCheck = now;
+    let err: unknown = null;
+    try {
+      const info = await this.#options.api.info();
+      if (info.status === 'Denied') err = new TunnelError('CLUSTER_DENIED', 'the cluster is Denied');
+    } catch (e) {
+      err = e;
+    }
+    const ended = this.#running
+      ? registrationEnded(err, this.#state.cluster, this.#options.stateDir.dir)
+      : null;
+    if (ended) await this.#end(ended);
   }
 
   /** The relay ended the registration: stop every loop, keep the reason in status.json, tell the waiters. */

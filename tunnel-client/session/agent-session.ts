@@ -25,6 +25,7 @@ import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/net/derp/client.js';
+import { DerpCloseCode } from '../../shared/net/derp/close-codes.js';
 import { isDiscoMessage } from '../../shared/net/disco/disco-codec.js';
 import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/net/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/net/ip/index.js';
@@ -60,6 +61,8 @@ export interface AgentSessionOptions {
   onChange?: () => void;
   /** A stream the hub opened (the dialer answers it). */
   onStream?: (stream: MuxStream) => void;
+  /** The relay closed the relay connection as not admitted or revoked (close 4001 / 4004). */
+  onRelayRefused?: () => void;
   /** Inner packets that are neither stream datagrams nor the session's own ICMP. `packet` is a view
    * into the decrypted datagram, which nothing reuses (see Device.receive). */
   onInnerPacket?: (packet: Buffer) => void;
@@ -193,6 +196,7 @@ export class AgentSession {
               ? `${e.error.code}: ${e.error.message}`
               : `relay connection closed (code ${e.closeCode ?? '-'})`,
           );
+        if (e.state === 'reconnecting' && isRefusal(e.closeCode)) o.onRelayRefused?.();
         const line = this.#outage.note(e, this.#clock.now());
         if (line !== null) o.log?.(line);
         // Forced past the one-per-5-s limit: behind a load balancer the new connection may reach another
@@ -358,6 +362,11 @@ export class AgentSession {
     this.#lastRefresh = this.#clock.now();
     this.#options.onChange?.();
   }
+}
+
+/** Close codes that say the relay no longer admits this key (the cluster was deleted, denied or unjoined). */
+function isRefusal(code: number | undefined): boolean {
+  return code === DerpCloseCode.NotAdmitted || code === DerpCloseCode.ClosedByServer;
 }
 
 function formatHostPort(a: { host: string; port: number }): string {

@@ -4,6 +4,7 @@
  */
 
 import type { ReasonedPathDetail } from '../store/path-reason.js';
+import type { ClusterState } from './cluster-state.js';
 import type { Condition } from './conditions.js';
 
 export interface ClusterView {
@@ -12,6 +13,8 @@ export interface ClusterView {
   displayName: string;
   status: string;
   conditions: Condition[];
+  /** Connected / Degraded / Disconnected / Never connected (cluster-state.ts), from the live sessions. */
+  state: ClusterState;
   connected: boolean;
   path: string;
   /** While connected: the path's details (remote, RTT of each path, last switch, why not direct). */

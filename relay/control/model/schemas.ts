@@ -6,6 +6,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { MAX_CLAIM_KEY, MAX_CLAIM_VALUE, MAX_CLAIMS } from '../../../shared/api/claim-limits.js';
 import { REASON_CODE_MAX } from './agent-reason.js';
+import { CLUSTER_STATES } from './cluster-state.js';
 
 const closed = { additionalProperties: false } as const;
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
@@ -62,6 +63,7 @@ export const Cluster = Type.Object(
     displayName: Type.String(),
     status: Type.String(),
     conditions: Type.Array(Condition),
+    state: Type.Union(CLUSTER_STATES.map((x) => Type.Literal(x))),
     connected: Type.Boolean(),
     path: Type.String(),
     pathDetail: Nullable(

@@ -176,7 +176,7 @@ export class HubNode {
         },
         onPeerGone: (key) => {
           const a = this.#peers.get(key.toString('base64'));
-          if (a) this.#status.report(a);
+          if (a) this.#status.relayGone(a);
         },
       },
     );
