@@ -1,9 +1,10 @@
 /**
- * Agent restarts through the real binaries: a `tunnel-relay serve` (relayed only, and with its UDP port so that
+ * Agent restarts and stops through the real binaries: a `tunnel-relay serve` (relayed only, and with its UDP port so that
  * the agent goes direct), one `tunnel-client run` whose upstream is a plain HTTP server. After each restart
  * (SIGTERM or kill -9, then a new process on the same state dir) the first path-proxy request sent once the agent
  * logs its session up is served: the hub replaced the previous run's stream session when the new run's first
- * probe arrived (relay/data/hub/agent-runs.ts).
+ * probe arrived (relay/data/hub/agent-runs.ts). A client sending a small path-proxy request every 50 ms loses none
+ * across SIGTERM of the agent (it drains: the hub holds new requests for its next run) and its restart.
  */
 
 import { readFileSync } from 'node:fs';
@@ -11,6 +12,8 @@ import type http from 'node:http';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_TERMINATION_GRACE_SECONDS } from '../relay/control/manifests/agent-manifests.js';
+import { AGENT_STOP_GRACE_MS } from '../tunnel-client/agent/agent.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -22,6 +25,7 @@ import {
   RELAY_BIN,
   type ReadyLine,
   run,
+  sleep,
   startServe,
   tempDir,
 } from './cli-harness.js';
@@ -80,11 +84,12 @@ describe.each(['relayed', 'direct'] as const)('an agent restart serves at once (
     await relay?.stop();
   });
 
-  function hello(): Promise<HubReply> {
+  function hello(timeoutMs = 10_000): Promise<HubReply> {
     return hubGet({
       url: `${ready.url}/api/v1/clusters/${CLUSTER}/proxy/hello`,
       ca: readFileSync(join(dir, 'relay', 'tls', 'cert.pem'), 'utf8'),
       token: ready.adminKey ?? '',
+      timeoutMs,
     });
   }
 
@@ -114,4 +119,41 @@ describe.each(['relayed', 'direct'] as const)('an agent restart serves at once (
       await agent.stop();
     }
   }, 180_000);
+
+  it('SIGTERM of the agent and its restart: a request every 50 ms loses none', async () => {
+    let agent = await startAgent();
+    const failed: Array<HubReply & { at: number }> = [];
+    let served = 0;
+    const pending = new Set<Promise<void>>();
+    const timer = setInterval(() => {
+      const at = Date.now();
+      const p = hello(30_000).then((r) => {
+        if (r.status === 200 && r.body === `hello from ${CLUSTER}`) served++;
+        else failed.push({ ...r, at });
+      });
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    }, 50);
+    try {
+      await sleep(1_000);
+      agent.child.kill('SIGTERM');
+      const exitTimer = setTimeout(() => agent.child.kill('SIGKILL'), AGENT_STOP_GRACE_MS + 5_000);
+      const code = await agent.exited;
+      clearTimeout(exitTimer);
+      expect(code).toBe(0);
+      expect(agent.stderr).toContain('draining: the hub opens no new streams here');
+      agent = await startAgent();
+      await sleep(1_000);
+    } finally {
+      clearInterval(timer);
+      await Promise.all([...pending]);
+      await agent.stop();
+    }
+    expect(failed).toEqual([]);
+    expect(served).toBeGreaterThan(30);
+  }, 120_000);
+});
+
+it("the agent pods' termination grace covers the agent's drain", () => {
+  expect(AGENT_TERMINATION_GRACE_SECONDS * 1000).toBeGreaterThanOrEqual(AGENT_STOP_GRACE_MS + 5_000);
 });

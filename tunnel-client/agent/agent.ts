@@ -30,6 +30,11 @@ import {
 export const PENDING_POLL_MS = 2_000;
 /** How often the "still waiting" progress line repeats. */
 export const PROGRESS_EVERY_MS = 15_000;
+/**
+ * A graceful stop (SIGTERM) waits this long for the streams the hub opened; the agent manifests' termination grace
+ * (relay/control/manifests/agent-manifests.ts) is longer.
+ */
+export const AGENT_STOP_GRACE_MS = 20_000;
 /** The relay refusing the agent's relay connection asks the registration at once, at most this often. */
 export const REFUSAL_CHECK_GAP_MS = 2_000;
 
@@ -37,6 +42,11 @@ export interface DataPlane {
   stats(): ConnectionStats;
   /** Resolves once the session is up (`join --wait`); data planes without one count as up at once. */
   whenUp?(timeoutMs?: number): Promise<void>;
+  /**
+   * Graceful stop: the hub is told this agent takes no new streams; resolves once the open ones ended or `graceMs`
+   * passed, with how many were still open.
+   */
+  drain?(graceMs: number): Promise<number>;
   /** The effective values changed (or the data plane just started): settings it reads apply at once. */
   applyValues?(values: Values): void;
   close(): Promise<void>;
@@ -197,6 +207,19 @@ export class Agent {
     if (!this.#options.dataPlane) return;
     const dp = this.#dataPlane ?? (await new Promise<DataPlane>((r) => this.#dataPlaneWaiters.push(r)));
     await dp.whenUp?.();
+  }
+
+  /** Graceful stop (SIGTERM): drains the data plane (at most `graceMs`), then closes. */
+  async stop(graceMs = AGENT_STOP_GRACE_MS): Promise<void> {
+    const dp = this.#dataPlane;
+    if (this.#running && dp?.drain) {
+      this.#log(
+        `draining: the hub opens no new streams here; waiting up to ${graceMs / 1000}s for open ones`,
+      );
+      const left = await dp.drain(graceMs);
+      if (left > 0) this.#log(`${left} streams still open after ${graceMs / 1000}s: closing them`);
+    }
+    await this.close();
   }
 
   async close(): Promise<void> {

@@ -85,6 +85,7 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       dialer,
       stats: () => session.stats(),
       whenUp: (ms) => session.whenUp(ms),
+      drain: (graceMs) => session.drain(graceMs),
       applyValues: (values) => {
         const next = pathPolicyOf(values, (line) => opts.log?.(line));
         if (next === policy) return;

@@ -44,6 +44,8 @@ import { RelayOutageLog } from './relay-outage-log.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
 export const DEFAULT_DEAD_AFTER_MS = 6_000;
+/** While draining, the open streams are counted this often. */
+const DRAIN_CHECK_MS = 100;
 /** status.json is refreshed at least this often while running (bytes, RTT). */
 export const STATUS_REFRESH_MS = 10_000;
 
@@ -93,6 +95,7 @@ export class AgentSession {
   readonly #clock: Clock;
   readonly #hubKey: Buffer;
   readonly #self: number;
+  readonly #hubAddr: number;
   readonly #prober: EchoProber;
   readonly #probeMs: number;
   readonly #liveness: Liveness;
@@ -128,6 +131,7 @@ export class AgentSession {
     const [addr] = t.address.split('/');
     this.#self = parseIpv4Address(addr ?? '');
     const hubAddr = parseIpv4Address(t.hubAddress);
+    this.#hubAddr = hubAddr;
     this.#prober = new EchoProber({ clock: this.#clock, src: this.#self, dst: hubAddr });
     const onStream = o.onStream;
     const egress = o.egress ?? 'auto';
@@ -268,6 +272,21 @@ export class AgentSession {
           : { id: -1 };
       this.#waiters.push({ resolve, reject, t });
     });
+  }
+
+  /**
+   * Graceful stop, before close(): tells the hub this agent takes no new streams (GoAway on the stream session; the
+   * hub holds new streams for the agent's next run, relay/data/proxy/agent-drains.ts) and resolves once the open
+   * streams ended or `graceMs` passed. Returns how many streams were still open then.
+   */
+  async drain(graceMs: number): Promise<number> {
+    const streams = this.endpoint.streams;
+    streams.link(this.#hubAddr)?.mux.goAway();
+    const until = this.#clock.now() + graceMs;
+    while (!this.#closed && streams.streamCount > 0 && this.#clock.now() < until) {
+      await new Promise<void>((r) => this.#clock.setTimer(DRAIN_CHECK_MS, r));
+    }
+    return streams.streamCount;
   }
 
   async close(): Promise<void> {

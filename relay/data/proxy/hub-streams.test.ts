@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../../shared/clock.js';
 import { parseIpv4Address } from '../../../shared/net/ip/index.js';
+import { GOAWAY_NORMAL } from '../../../shared/net/mux/frame.js';
 import type { MuxStream } from '../../../shared/net/mux/mux-stream.js';
 import { OPEN_OK, readOpenRequest, replyOpen } from '../../../shared/net/mux/open-target.js';
 import { StreamBinding } from '../../../shared/net/tunnel-streams/stream-binding.js';
@@ -72,6 +73,7 @@ function world(clusters: Record<string, Partial<ClusterRecord>>, graceMs = 300):
     ctx: { store, hooks } as unknown as Pick<RelayContext, 'store' | 'hooks'>,
     clock: realClock,
     disconnectGraceMs: graceMs,
+    restartWaitMs: 1_000,
     dataPlane: {
       binding: hub,
       isSessionUp: () => live.session,
@@ -94,6 +96,9 @@ async function echoes(s: MuxStream, text: string): Promise<string> {
   const [d] = (await new Promise((r) => s.once('data', (c) => r([c])))) as [Buffer];
   return d.toString();
 }
+
+/** A GoAway for any reason but a drain. */
+const GOAWAY_PROTOCOL_ERROR = GOAWAY_NORMAL + 1;
 
 const accepted = { status: 'Accepted', address: AGENT, publicKey: KEY } as const;
 
@@ -160,18 +165,52 @@ describe('HubStreams', () => {
     expect(w.hub.stats.linksStarted).toBe(2);
   });
 
-  it('an open that finds the session going away drops it and opens on a fresh session', async () => {
+  it('an open that finds the session going away (not a drain) drops it and opens on a fresh one', async () => {
     const w = world({ edge: accepted });
     const first = await w.streams.open('edge', '@upstream');
     expect(await echoes(first, 'before')).toBe('before');
     const remote = parseIpv4Address(AGENT);
     const goingAway = w.hub.link(remote)!;
     const heard = new Promise((r) => goingAway.mux.once('goaway', r));
-    w.agent.link(parseIpv4Address(HUB))!.mux.goAway();
+    w.agent.link(parseIpv4Address(HUB))!.mux.goAway(GOAWAY_PROTOCOL_ERROR);
     await heard;
     const s = await w.streams.open('edge', '@upstream');
     expect(await echoes(s, 'after')).toBe('after');
     expect(w.hub.link(remote)).not.toBe(goingAway);
     expect(goingAway.closed).toBe(true);
+  });
+
+  it('a draining agent (GoAway, normal code) gets no new stream: opens wait for its next run', async () => {
+    const w = world({ edge: accepted });
+    const inFlight = await w.streams.open('edge', '@upstream');
+    expect(await echoes(inFlight, 'before')).toBe('before');
+    const draining = w.hub.link(parseIpv4Address(AGENT))!;
+    const heard = new Promise((r) => draining.mux.once('goaway', r));
+    w.agent.link(parseIpv4Address(HUB))!.mux.goAway();
+    await heard;
+    const waiting = w.streams.open('edge', '@upstream');
+    // The stream in flight carries on while the agent drains.
+    expect(await echoes(inFlight, 'still draining')).toBe('still draining');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(w.agent.link(parseIpv4Address(HUB))!.mux.streamCount).toBe(1);
+    restartAgent(w);
+    w.streams.replaceSession({ cluster: 'edge', address: AGENT });
+    const s = await waiting;
+    expect(await echoes(s, 'next run')).toBe('next run');
+    expect(w.hub.link(parseIpv4Address(AGENT))).not.toBe(draining);
+  });
+
+  it('an agent that drains and never comes back: opens fail AGENT_NOT_CONNECTED after the wait', async () => {
+    const w = world({ edge: accepted });
+    const first = await w.streams.open('edge', '@upstream');
+    expect(await echoes(first, 'before')).toBe('before');
+    const heard = new Promise((r) => w.hub.link(parseIpv4Address(AGENT))!.mux.once('goaway', r));
+    w.agent.link(parseIpv4Address(HUB))!.mux.goAway();
+    await heard;
+    w.agent.close();
+    w.live.session = false;
+    const started = Date.now();
+    await expect(w.streams.open('edge', '@upstream')).rejects.toMatchObject({ code: 'AGENT_NOT_CONNECTED' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
   });
 });
