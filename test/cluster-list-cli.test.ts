@@ -55,15 +55,15 @@ describe('cluster list', () => {
     expect(r.code, r.stderr).toBe(0);
     const [header, ...rows] = r.stdout.trimEnd().split('\n');
     expect(header).toMatch(
-      /^NAME +DISPLAY NAME +GROUP +STATUS +AGENT +AVAILABLE +PATH +ADDRESS +LEASE RENEWED +AGE$/,
+      /^NAME +DISPLAY NAME +GROUP +STATUS +STATE +AGENT +AVAILABLE +PATH +ADDRESS +LEASE RENEWED +AGE$/,
     );
     const fresh = rows.find((l) => l.startsWith('fresh '));
     const waiting = rows.find((l) => l.startsWith('waiting '));
     expect(fresh).toMatch(
-      /^fresh +Edge \\u001b\[31mone +eu +Pending +no agent yet +Unknown +none +- +- +\d+s$/,
+      /^fresh +Edge \\u001b\[31mone +eu +Pending +Never connected +no agent yet +Unknown +none +- +- +\d+s$/,
     );
     expect(waiting).toMatch(
-      /^waiting +waiting +default +Pending +awaiting acceptance +Unknown +none +- +- +\d+s$/,
+      /^waiting +waiting +default +Pending +Never connected +awaiting acceptance +Unknown +none +- +- +\d+s$/,
     );
   });
 

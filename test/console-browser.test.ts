@@ -419,6 +419,30 @@ describe('web console', () => {
     await viewer.context.close();
   });
 
+  it('shows the state badge Connected, then Disconnected within 3 s of kill -9 of the agent, without a reload', async () => {
+    const { page } = admin;
+    await page.goto(`${ready.url}/ui/#/clusters`);
+    const row = page.locator('tr[data-cluster="edge-lab-1"]');
+    await expect.poll(() => row.getAttribute('data-state'), { timeout: 15_000 }).toBe('Connected');
+    expect(await row.locator('[data-field="state"]').textContent()).toBe('Connected');
+    const navigations: string[] = [];
+    page.on('framenavigated', (f) => navigations.push(f.url()));
+    const agent = agents[0]!;
+    await agent.stop('SIGKILL');
+    const killedAt = Date.now();
+    await page
+      .locator('tr[data-cluster="edge-lab-1"][data-state="Disconnected"]')
+      .waitFor({ timeout: 10_000 });
+    const ms = Date.now() - killedAt;
+    console.log(`console: the row showed Disconnected ${ms} ms after kill -9 of the agent`);
+    expect(ms).toBeLessThan(3_000);
+    expect(navigations).toEqual([]);
+    await page.goto(`${ready.url}/ui/#/clusters/edge-lab-1`);
+    await expect
+      .poll(() => page.locator('[data-cluster-page] [data-state]').textContent(), { timeout: 5_000 })
+      .toBe('Disconnected');
+  });
+
   it('rotates a PSK and deletes a cluster after confirmation; another open console drops the row live', async () => {
     const { page } = admin;
     const other = await openPage();

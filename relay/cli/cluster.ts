@@ -22,6 +22,7 @@ export interface Cluster {
   displayName?: string | null;
   status: string;
   conditions?: Condition[];
+  state?: string;
   connected?: boolean;
   path?: string;
   pathDetail?: PathDetail | null;
@@ -79,6 +80,7 @@ function clusterDetail(c: Cluster): string[] {
     `group:         ${c.group}`,
     ...(c.displayName ? [`display name:  ${c.displayName}`] : []),
     `status:        ${c.status}`,
+    `state:         ${c.state ?? '-'}`,
     `connected:     ${c.connected ? 'yes' : 'no'} (path ${pathCell(c)})`,
     ...pathLines(c, Date.now()),
     `address:       ${c.address ?? '-'}`,

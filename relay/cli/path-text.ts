@@ -7,7 +7,7 @@ import { ageOf } from '../../shared/kit/cli/age.js';
 import { relayedReasonText } from '../../shared/net/tunnel-endpoint/relayed-reasons.js';
 import type { HubPathDetail, ReasonedPathDetail } from '../control/store/path-reason.js';
 
-/** The API's `pathDetail` (relay/control/model/cluster-view.ts); `reasonFrom` is absent from older relays. */
+/** The API's `pathDetail` (shared/api/path-detail.ts); `reasonFrom` is absent from older relays. */
 export type PathDetail = HubPathDetail & Partial<Pick<ReasonedPathDetail, 'reasonFrom'>>;
 
 interface WithPath {

@@ -10,6 +10,7 @@ import { keyToBase64 } from '../../shared/keys.js';
 import { packageVersion } from '../../shared/kit/cli/version.js';
 import { isOlderVersion } from '../../shared/kit/version-compare.js';
 import { authenticate, bearerToken, type Principal } from '../control/model/auth.js';
+import { clusterState } from '../control/model/cluster-state.js';
 import { availableCondition, joinedCondition } from '../control/model/conditions.js';
 import type { ConnectionPathDetail } from '../control/model/connection-status.js';
 import type { RelayHooks } from '../control/model/hooks.js';
@@ -148,6 +149,7 @@ function pathView(
 /** The API form of a cluster; `reported`: its agent's path as the store has it (GET routes pass it). */
 export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: AgentPathRecord): Cluster {
   const live = ctx.hooks.connection(c.name);
+  const path = pathView(ctx, c, reported);
   return {
     name: c.name,
     group: c.group,
@@ -157,7 +159,12 @@ export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: Agent
       joinedCondition(c),
       availableCondition(c, ctx.clock.wallNow(), ctx.config.leaseDurationSeconds),
     ],
-    ...pathView(ctx, c, reported),
+    state: clusterState({
+      agents: c.publicKey === null ? 0 : 1,
+      connected: path.connected ? 1 : 0,
+      everSeen: live.lastHandshake !== null || c.leaseRenewAt !== null || reported !== undefined,
+    }),
+    ...path,
     agentVersion: c.agentVersion,
     agentOutdated: c.agentVersion !== null && isOlderVersion(c.agentVersion, packageVersion()),
     publicKey: c.publicKey,

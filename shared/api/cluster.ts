@@ -3,6 +3,7 @@
  * it (relay/context/context.ts clusterView) and the console reads it.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { ClusterState } from './cluster-state.js';
 import { ClusterStatus } from './cluster-status.js';
 import { Condition } from './condition.js';
 import { PathDetail } from './path-detail.js';
@@ -31,6 +32,8 @@ export const Cluster = Type.Object(
     displayName: Type.String(),
     status: ClusterStatus,
     conditions: Type.Array(Condition),
+    /** Connected / Degraded / Disconnected / Never connected, from the live sessions. */
+    state: ClusterState,
     connected: Type.Boolean(),
     path: Type.String(),
     /** While connected: the path's details (remote, RTT of each path, last switch, why not direct). */

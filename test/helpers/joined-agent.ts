@@ -21,6 +21,12 @@ export interface JoinedAgentOptions {
 
 /** Joins, then starts the agent; the caller stops the returned process. */
 export async function startJoinedAgent(o: JoinedAgentOptions): Promise<Proc> {
+  const stateDir = await joinAgent(o);
+  return new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+}
+
+/** Joins (`join --wait`) and returns the state directory `tunnel-client run` starts from. */
+export async function joinAgent(o: JoinedAgentOptions): Promise<string> {
   const stateDir = join(tempDir(`${o.prefix}-`), 'state');
   const joined = await run(
     CLIENT_BIN,
@@ -45,5 +51,5 @@ export async function startJoinedAgent(o: JoinedAgentOptions): Promise<Proc> {
     40_000,
   );
   if (joined.code !== 0) throw new Error(`join exited ${joined.code}: ${joined.stderr}`);
-  return new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  return stateDir;
 }

@@ -30,11 +30,23 @@ import {
 export const PENDING_POLL_MS = 2_000;
 /** How often the "still waiting" progress line repeats. */
 export const PROGRESS_EVERY_MS = 15_000;
+/**
+ * A graceful stop (SIGTERM) waits this long for the streams the hub opened; the agent manifests' termination grace
+ * (relay/control/manifests/agent-manifests.ts) is longer.
+ */
+export const AGENT_STOP_GRACE_MS = 20_000;
+/** The relay refusing the agent's relay connection asks the registration at once, at most this often. */
+export const REFUSAL_CHECK_GAP_MS = 2_000;
 
 export interface DataPlane {
   stats(): ConnectionStats;
   /** Resolves once the session is up (`join --wait`); data planes without one count as up at once. */
   whenUp?(timeoutMs?: number): Promise<void>;
+  /**
+   * Graceful stop: the hub is told this agent takes no new streams; resolves once the open ones ended or `graceMs`
+   * passed, with how many were still open.
+   */
+  drain?(graceMs: number): Promise<number>;
   /** The effective values changed (or the data plane just started): settings it reads apply at once. */
   applyValues?(values: Values): void;
   close(): Promise<void>;
@@ -48,6 +60,11 @@ export type DataPlaneFactory = ((ctx: {
   readonly proxy?: ProxySettings;
   /** The data plane's connection figures changed: status.json is rewritten. */
   readonly onChange: () => void;
+  /**
+   * The relay closed or refused the relay connection as not admitted (cluster deleted, denied, unjoined): the agent
+   * asks its registration at once and stops when it is over, instead of at its next lease.
+   */
+  readonly onRelayRefused?: () => void;
 }) => Promise<DataPlane>) & {
   /**
    * Checks the data plane's own settings (environment, files) before `join` registers or `run` starts, so a
@@ -116,6 +133,7 @@ export class Agent {
   readonly #pollBackoff: Backoff;
   readonly #valuesBackoff: Backoff;
   #valuesTimer: TimerHandle | undefined;
+  #lastRefusalCheck = Number.NEGATIVE_INFINITY;
   #lease: LeaseLoop | undefined;
   readonly #reasonReport = new ReasonReport(() => this.#dataPlane?.stats() ?? DISCONNECTED);
   #dataPlane: DataPlane | undefined;
@@ -189,6 +207,19 @@ export class Agent {
     if (!this.#options.dataPlane) return;
     const dp = this.#dataPlane ?? (await new Promise<DataPlane>((r) => this.#dataPlaneWaiters.push(r)));
     await dp.whenUp?.();
+  }
+
+  /** Graceful stop (SIGTERM): drains the data plane (at most `graceMs`), then closes. */
+  async stop(graceMs = AGENT_STOP_GRACE_MS): Promise<void> {
+    const dp = this.#dataPlane;
+    if (this.#running && dp?.drain) {
+      this.#log(
+        `draining: the hub opens no new streams here; waiting up to ${graceMs / 1000}s for open ones`,
+      );
+      const left = await dp.drain(graceMs);
+      if (left > 0) this.#log(`${left} streams still open after ${graceMs / 1000}s: closing them`);
+    }
+    await this.close();
   }
 
   async close(): Promise<void> {
@@ -333,6 +364,7 @@ export class Agent {
           this.#writeStatus();
           this.#reportReasonChange();
         },
+        onRelayRefused: () => void this.#checkRegistration(),
       });
       this.#dataPlane.applyValues?.(this.#values);
       for (const w of this.#dataPlaneWaiters.splice(0)) w(this.#dataPlane);
@@ -341,6 +373,28 @@ export class Agent {
       this.#log(`data plane failed to start: ${this.#lastError}`);
     }
     this.#writeStatus();
+  }
+
+  /**
+   * Asks the relay whether the registration still stands (the relay refused the relay connection): ends the agent
+   * when the cluster was deleted or denied; anything else leaves the loops to carry on. At most once per
+   * REFUSAL_CHECK_GAP_MS.
+   */
+  async #checkRegistration(): Promise<void> {
+    const now = this.#clock.now();
+    if (!this.#running || now - this.#lastRefusalCheck < REFUSAL_CHECK_GAP_MS) return;
+    this.#lastRefusalCheck = now;
+    let err: unknown = null;
+    try {
+      const info = await this.#options.api.info();
+      if (info.status === 'Denied') err = new TunnelError('CLUSTER_DENIED', 'the cluster is Denied');
+    } catch (e) {
+      err = e;
+    }
+    const ended = this.#running
+      ? registrationEnded(err, this.#state.cluster, this.#options.stateDir.dir)
+      : null;
+    if (ended) await this.#end(ended);
   }
 
   /** The relay ended the registration: stop every loop, keep the reason in status.json, tell the waiters. */

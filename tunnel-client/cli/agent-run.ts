@@ -36,10 +36,13 @@ export interface AgentRun {
   unlock?: () => void;
 }
 
-/** The shutdown of a command that ran the agent: progress line, agent, relay client, then the state lock. */
+/**
+ * The shutdown of a command that ran the agent: progress line, agent (drained: the hub opens no new streams here and
+ * the open ones may end, agent.ts AGENT_STOP_GRACE_MS), relay client, then the state lock.
+ */
 export async function closeAgentRun(run: AgentRun): Promise<void> {
   endProgress();
-  await run.agent?.close();
+  await run.agent?.stop();
   await run.client.close();
   run.unlock?.();
 }

@@ -73,6 +73,7 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       caPin: ctx.state.caPin ?? undefined,
       ca: ctx.state.caFile ? readCa(ctx.state.caFile) : undefined,
       onChange: ctx.onChange,
+      onRelayRefused: ctx.onRelayRefused,
       onStream: (s) => dialer.handle(s),
       egress: ctx.state.egress ?? 'auto',
       stunServers: ctx.state.stunServers ?? [],
@@ -84,6 +85,7 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       dialer,
       stats: () => session.stats(),
       whenUp: (ms) => session.whenUp(ms),
+      drain: (graceMs) => session.drain(graceMs),
       applyValues: (values) => {
         const next = pathPolicyOf(values, (line) => opts.log?.(line));
         if (next === policy) return;

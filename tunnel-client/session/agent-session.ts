@@ -25,6 +25,7 @@ import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/net/derp/client.js';
+import { DerpCloseCode } from '../../shared/net/derp/close-codes.js';
 import { isDiscoMessage } from '../../shared/net/disco/disco-codec.js';
 import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/net/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/net/ip/index.js';
@@ -43,6 +44,8 @@ import { RelayOutageLog } from './relay-outage-log.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
 export const DEFAULT_DEAD_AFTER_MS = 6_000;
+/** While draining, the open streams are counted this often. */
+const DRAIN_CHECK_MS = 100;
 /** status.json is refreshed at least this often while running (bytes, RTT). */
 export const STATUS_REFRESH_MS = 10_000;
 
@@ -60,6 +63,8 @@ export interface AgentSessionOptions {
   onChange?: () => void;
   /** A stream the hub opened (the dialer answers it). */
   onStream?: (stream: MuxStream) => void;
+  /** The relay closed the relay connection as not admitted or revoked (close 4001 / 4004). */
+  onRelayRefused?: () => void;
   /** Inner packets that are neither stream datagrams nor the session's own ICMP. `packet` is a view
    * into the decrypted datagram, which nothing reuses (see Device.receive). */
   onInnerPacket?: (packet: Buffer) => void;
@@ -90,6 +95,7 @@ export class AgentSession {
   readonly #clock: Clock;
   readonly #hubKey: Buffer;
   readonly #self: number;
+  readonly #hubAddr: number;
   readonly #prober: EchoProber;
   readonly #probeMs: number;
   readonly #liveness: Liveness;
@@ -125,6 +131,7 @@ export class AgentSession {
     const [addr] = t.address.split('/');
     this.#self = parseIpv4Address(addr ?? '');
     const hubAddr = parseIpv4Address(t.hubAddress);
+    this.#hubAddr = hubAddr;
     this.#prober = new EchoProber({ clock: this.#clock, src: this.#self, dst: hubAddr });
     const onStream = o.onStream;
     const egress = o.egress ?? 'auto';
@@ -193,6 +200,7 @@ export class AgentSession {
               ? `${e.error.code}: ${e.error.message}`
               : `relay connection closed (code ${e.closeCode ?? '-'})`,
           );
+        if (e.state === 'reconnecting' && isRefusal(e.closeCode)) o.onRelayRefused?.();
         const line = this.#outage.note(e, this.#clock.now());
         if (line !== null) o.log?.(line);
         // Forced past the one-per-5-s limit: behind a load balancer the new connection may reach another
@@ -264,6 +272,21 @@ export class AgentSession {
           : { id: -1 };
       this.#waiters.push({ resolve, reject, t });
     });
+  }
+
+  /**
+   * Graceful stop, before close(): tells the hub this agent takes no new streams (GoAway on the stream session; the
+   * hub holds new streams for the agent's next run, relay/data/proxy/agent-drains.ts) and resolves once the open
+   * streams ended or `graceMs` passed. Returns how many streams were still open then.
+   */
+  async drain(graceMs: number): Promise<number> {
+    const streams = this.endpoint.streams;
+    streams.link(this.#hubAddr)?.mux.goAway();
+    const until = this.#clock.now() + graceMs;
+    while (!this.#closed && streams.streamCount > 0 && this.#clock.now() < until) {
+      await new Promise<void>((r) => this.#clock.setTimer(DRAIN_CHECK_MS, r));
+    }
+    return streams.streamCount;
   }
 
   async close(): Promise<void> {
@@ -358,6 +381,11 @@ export class AgentSession {
     this.#lastRefresh = this.#clock.now();
     this.#options.onChange?.();
   }
+}
+
+/** Close codes that say the relay no longer admits this key (the cluster was deleted, denied or unjoined). */
+function isRefusal(code: number | undefined): boolean {
+  return code === DerpCloseCode.NotAdmitted || code === DerpCloseCode.ClosedByServer;
 }
 
 function formatHostPort(a: { host: string; port: number }): string {

@@ -15,6 +15,16 @@ export function StatusBadge({ status }: { status: string }) {
   return <span class={`badge badge-${status.toLowerCase()}`}>{status}</span>;
 }
 
+/** The cluster's state (Connected / Degraded / Disconnected / Never connected) as a badge; `data-state` for tests. */
+export function StateBadge({ state }: { state: string }) {
+  const cls = state.toLowerCase().replace(/[^a-z]+/g, '-');
+  return (
+    <span class={`badge state-${cls}`} data-state={state}>
+      {state}
+    </span>
+  );
+}
+
 export function conditionOf(c: Cluster, type: string): Condition | undefined {
   return c.conditions.find((x) => x.type === type);
 }

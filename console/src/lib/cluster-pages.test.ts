@@ -8,6 +8,7 @@ const cluster = (name: string, status: Cluster['status'] = 'Pending'): Cluster =
   displayName: name,
   status,
   conditions: [],
+  state: 'Never connected',
   connected: false,
   path: 'none',
   pathDetail: null,

@@ -4,7 +4,7 @@
  * read so far (a link to it) is read on its own, then kept current by the feed as the others.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { ErrorNote, PathCell, StatusBadge } from '../components/bits.js';
+import { ErrorNote, PathCell, StateBadge, StatusBadge } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
 import { ApiError, clusterPath } from '../lib/api.js';
 import { useConsole } from '../lib/context.js';
@@ -78,7 +78,7 @@ function ClusterDetail({ c }: { c: Cluster }) {
       </p>
       <div class="page-head">
         <h1 id="cluster-title">{c.displayName || c.name}</h1>
-        <StatusBadge status={c.status} />
+        <StatusBadge status={c.status} /> <StateBadge state={c.state} />
       </div>
       <dl class="facts">
         <dt>Name</dt>

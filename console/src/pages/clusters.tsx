@@ -3,7 +3,7 @@
  * next), filtered by group, status and name, live from the feed.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ConditionCell, conditionOf, PathCell, StatusBadge } from '../components/bits.js';
+import { ConditionCell, conditionOf, PathCell, StateBadge, StatusBadge } from '../components/bits.js';
 import { LoadMore } from '../components/load-more.js';
 import { useConsole } from '../lib/context.js';
 import { age, latest, when } from '../lib/format.js';
@@ -95,6 +95,7 @@ export function ClustersPage() {
                 <th scope="col">Name</th>
                 <th scope="col">Group</th>
                 <th scope="col">Status</th>
+                <th scope="col">State</th>
                 <th scope="col">Joined</th>
                 <th scope="col">Available</th>
                 <th scope="col">Path</th>
@@ -129,7 +130,12 @@ export function ClustersPage() {
 function ClusterRow({ c, now }: { c: Cluster; now: number }) {
   const seen = latest(c.lastHandshake, c.leaseRenewTime);
   return (
-    <tr data-cluster={c.name} data-connected={String(c.connected)} data-status={c.status}>
+    <tr
+      data-cluster={c.name}
+      data-connected={String(c.connected)}
+      data-status={c.status}
+      data-state={c.state}
+    >
       <td data-label="Display name">{c.displayName || c.name}</td>
       <td data-label="Name">
         <a href={clusterHref(c.name)}>{c.name}</a>
@@ -137,6 +143,9 @@ function ClusterRow({ c, now }: { c: Cluster; now: number }) {
       <td data-label="Group">{c.group}</td>
       <td data-label="Status">
         <StatusBadge status={c.status} />
+      </td>
+      <td data-label="State" data-field="state">
+        <StateBadge state={c.state} />
       </td>
       <td data-label="Joined">
         <ConditionCell cond={conditionOf(c, 'Joined')} now={now} />

@@ -20,6 +20,12 @@ import {
 import type { ManifestObject } from './render.js';
 import type { Resources } from './resources.js';
 
+/**
+ * The agent pod's termination grace: on SIGTERM the agent drains for up to 20 s (tunnel-client/agent/agent.ts
+ * AGENT_STOP_GRACE_MS: the hub opens no new streams there, the open ones may end), then closes; 10 s more for that.
+ */
+export const AGENT_TERMINATION_GRACE_SECONDS = 30;
+
 export const AGENT_APP = 'tunnel-client';
 export const JOIN_SECRET = 'tunnel-client-join';
 const PROXY_CA_DIR = '/etc/tunnel-client/proxy-ca';
@@ -111,7 +117,7 @@ function statefulSet(o: AgentManifestOptions): StatefulSet {
           serviceAccountName: AGENT_APP,
           automountServiceAccountToken: false,
           securityContext: POD_SECURITY,
-          terminationGracePeriodSeconds: 30,
+          terminationGracePeriodSeconds: AGENT_TERMINATION_GRACE_SECONDS,
           containers: [
             {
               name: 'agent',

@@ -137,6 +137,38 @@ describe('HubNode', () => {
     expect(w.statuses.get('edge-2')?.connected).toBe(true);
   });
 
+  it('reports a new run of an agent (a new probe identifier, or sequence 1 again) before answering its probe', async () => {
+    const w = world();
+    const a = agent(w, 2);
+    w.hub.addAgent(a.info);
+    // `replied`: whether the hub's reply to the probe had reached the agent when the listener ran.
+    const runs: Array<{ cluster: string; replied: boolean }> = [];
+    let repliesBefore = 0;
+    w.hub.onAgentRun((ag) => runs.push({ cluster: ag.cluster, replied: a.got.length > repliesBefore }));
+    const probeWith = async (prober: EchoProber) => {
+      repliesBefore = a.got.length;
+      a.hubPeer.send(prober.probe());
+      await settle();
+      await settle();
+    };
+    await probeWith(a.prober); // the first run the hub hears
+    await probeWith(a.prober); // same run
+    expect(runs).toEqual([{ cluster: 'edge-2', replied: false }]);
+    expect(a.prober.received).toBe(2);
+    const src = parseIpv4Address('100.64.0.2');
+    const hub = parseIpv4Address('100.64.0.1');
+    // The agent restarted: its prober is new, with another identifier.
+    const next = new EchoProber({ clock: w.clock, src, dst: hub, identifier: 7 });
+    await probeWith(next);
+    await probeWith(next);
+    expect(runs).toHaveLength(2);
+    // Restarted again and drew the same identifier: its sequence starts over at 1.
+    await probeWith(new EchoProber({ clock: w.clock, src, dst: hub, identifier: 7 }));
+    expect(runs).toHaveLength(3);
+    expect(runs.every((r) => !r.replied)).toBe(true);
+    expect(a.got).toHaveLength(5);
+  });
+
   it('hands other inner packets to onInnerPacket and drops spoofed sources', async () => {
     const w = world();
     const a = agent(w, 2);

@@ -9,7 +9,9 @@
  *   does not know yet, the cap;
  * - packet-intake.ts: datagrams from a known agent go to the endpoint (transport data at once,
  *   handshake messages through the bounded handshake queue, handshake-queue.ts);
- * - hub-status.ts: per-agent status (onStatus) every statusIntervalMs, and the RTT probes.
+ * - hub-status.ts: per-agent status (onStatus) every statusIntervalMs, and the RTT probes;
+ * - agent-runs.ts: a probe from a new run of an agent process reaches `onAgentRun` listeners before the hub
+ *   answers it (the hub's streams replace that agent's stream session then).
  * Stream datagrams go to `endpoint.streams` (the proxies open streams there, relay/data/proxy/hub-streams.ts).
  * The hub answers ICMP echo to its address; other inner packets go to onInnerPacket.
  */
@@ -31,6 +33,7 @@ import type { Device, DeviceStats, Peer } from '../../../shared/net/wireguard/de
 import type { AdmittedPeer } from '../../control/model/admission.js';
 import type { ConnectionStatus } from '../../control/model/connection-status.js';
 import { HUB_ADDRESS } from '../../control/store/addresses.js';
+import { AgentRuns } from './agent-runs.js';
 import { HubStatus, type HubStatusOptions } from './hub-status.js';
 import { PacketIntake, type PacketIntakeOptions } from './packet-intake.js';
 import { type HubAgent, PeerDirectory } from './peer-directory.js';
@@ -114,6 +117,8 @@ export class HubNode {
   readonly #status: HubStatus;
   readonly #hubAddr = parseIpv4Address(HUB_ADDRESS);
   readonly #inner: ((packet: Buffer, agent: HubAgent) => void) | undefined;
+  readonly #runs = new AgentRuns();
+  readonly #runListeners = new Set<(agent: HubAgent) => void>();
   #closed = false;
 
   constructor(opts: HubNodeOptions) {
@@ -171,7 +176,7 @@ export class HubNode {
         },
         onPeerGone: (key) => {
           const a = this.#peers.get(key.toString('base64'));
-          if (a) this.#status.report(a);
+          if (a) this.#status.relayGone(a);
         },
       },
     );
@@ -205,6 +210,15 @@ export class HubNode {
     return this.#peers.forCluster(cluster);
   }
 
+  /**
+   * Calls `listener` when an agent's probe shows a new run of its process (agent-runs.ts), before the hub answers
+   * that probe. Returns the unsubscribe function.
+   */
+  onAgentRun(listener: (agent: HubAgent) => void): () => void {
+    this.#runListeners.add(listener);
+    return () => this.#runListeners.delete(listener);
+  }
+
   /** The live status of an agent's session, or null for an unknown key. */
   status(publicKey: string): ConnectionStatus | null {
     const rec = this.#peers.get(publicKey);
@@ -236,6 +250,7 @@ export class HubNode {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#runListeners.clear();
     this.#status.close();
     this.#intake.close();
     this.#local.close();
@@ -250,7 +265,10 @@ export class HubNode {
     const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;
     if (ip && ip.dst === this.#hubAddr) {
       const reply = echoReplyFor(ip, this.#hubAddr);
-      if (reply) return void peer.send(reply);
+      if (reply) {
+        if (this.#runs.noteProbe(rec, ip)) for (const l of this.#runListeners) l(rec);
+        return void peer.send(reply);
+      }
       if (rec.prober.onPacket(ip)) return;
     }
     this.#inner?.(packet, rec);

@@ -9,7 +9,7 @@ import { EchoProber, echoReplyFor, tryParseIpv4 } from '../../../shared/net/ip/e
 import { parseIpv4Address } from '../../../shared/net/ip/index.js';
 import { Device } from '../../../shared/net/wireguard/device.js';
 import { type ConnectionStatus, NO_CONNECTION } from '../../control/model/connection-status.js';
-import { HubStatus, type HubStatusOptions, type StatusRecord } from './hub-status.js';
+import { HubStatus, type HubStatusOptions, RELAY_LOSS_CONFIRM_MS, type StatusRecord } from './hub-status.js';
 
 const closers: Array<() => void> = [];
 afterEach(() => {
@@ -123,6 +123,38 @@ describe('HubStatus', () => {
     expect(r.status.of(rec).path).toBe('direct');
     r.link.relay = false; // a direct agent needs no relay connection to count as connected
     expect(r.status.of(rec)).toMatchObject({ connected: true, path: 'direct' });
+  });
+
+  it('a relayed agent whose relay connection closes is reported not connected at once', () => {
+    const r = rig();
+    r.agentSends();
+    r.reports.length = 0;
+    r.link.relay = false;
+    r.status.relayGone(r.rec);
+    expect(r.reports).toEqual([['edge-2', expect.objectContaining({ connected: false, path: 'none' })]]);
+  });
+
+  it('a direct agent that loses its relay connection stays connected only if it answers within the confirm time', () => {
+    const r = rig({ statusIntervalMs: 60_000 });
+    r.agentSends();
+    const paths = { path: { kind: 'direct' as const } };
+    const killed: StatusRecord = { ...r.rec, paths };
+    r.link.relay = false;
+    r.link.up = false; // killed: its sockets closed together, nothing answers
+    r.status.relayGone(killed);
+    expect(r.status.of(killed).connected).toBe(true);
+    r.reports.length = 0;
+    r.clock.advance(RELAY_LOSS_CONFIRM_MS);
+    expect(r.reports).toEqual([['edge-2', expect.objectContaining({ connected: false, path: 'none' })]]);
+
+    const r2 = rig({ statusIntervalMs: 60_000 });
+    r2.agentSends();
+    const alive: StatusRecord = { ...r2.rec, paths };
+    r2.link.relay = false; // a relay blip: the direct path still answers the probe relayGone sends
+    r2.status.relayGone(alive);
+    r2.pump();
+    r2.clock.advance(RELAY_LOSS_CONFIRM_MS);
+    expect(r2.status.of(alive)).toMatchObject({ connected: true, path: 'direct' });
   });
 
   it('an agent silent for deadAfterMs is not connected; its next datagram makes it connected again', () => {

@@ -6,6 +6,9 @@
  * with ICMP echo (its prober measures the RTT from the replies): every probeIntervalMs while the agent's
  * tunnel carries application traffic; idle, only once nothing came from it for idleProbeMs + probeIntervalMs
  * (an idle agent's own probes, every 25 s, normally keep it alive: an idle agent costs a few packets a minute).
+ * An agent's relay connection closing (`relayGone`) is reported at once: a relayed agent is not connected from then
+ * on; an agent on its direct path is probed at once and stays connected only if something arrives from it within
+ * RELAY_LOSS_CONFIRM_MS (a killed agent's sockets close together, so it shows disconnected within that time).
  */
 import type { Clock, TimerHandle } from '../../../shared/clock.js';
 import type { PathKind } from '../../../shared/net/tunnel-endpoint/path.js';
@@ -21,6 +24,8 @@ export const DEFAULT_HUB_PROBE_INTERVAL_MS = 5_000;
 export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
 /** An idle agent probes the hub this often (tunnel-client/session/liveness.ts). */
 export const DEFAULT_HUB_IDLE_PROBE_MS = 25_000;
+/** After its relay connection closed, a direct agent must answer within this long to stay connected. */
+export const RELAY_LOSS_CONFIRM_MS = 2_000;
 
 /** The parts of an agent record the status reads and updates. */
 export type StatusRecord = Pick<
@@ -59,6 +64,8 @@ export class HubStatus {
   readonly #probeMs: number;
   readonly #deadMs: number;
   readonly #idleMs: number;
+  /** When each agent's relay connection last closed (monotonic ms), while that loss is unconfirmed or current. */
+  readonly #relayGoneAt = new WeakMap<StatusRecord, number>();
   #timer: TimerHandle | undefined;
   #closed = false;
 
@@ -83,7 +90,7 @@ export class HubStatus {
     const direct = rec.paths?.path?.kind === 'direct';
     const kind: PathKind = direct && !rec.paths?.duplicating ? 'direct' : 'relayed';
     const connected =
-      (direct || this.#options.isConnected(rec.key)) &&
+      (this.#options.isConnected(rec.key) || (direct && this.#directAlive(rec, now))) &&
       peer.lastHandshakeAt !== null &&
       rec.lastRxAt !== null &&
       now - rec.lastRxAt < this.#deadMs + (this.#active(rec) ? 0 : this.#idleMs);
@@ -105,6 +112,22 @@ export class HubStatus {
     this.#options.onStatus?.(rec.cluster, this.of(rec));
   }
 
+  /**
+   * The agent's relay connection closed: reported at once; an agent on its direct path is probed now and
+   * reported again once RELAY_LOSS_CONFIRM_MS has passed (not connected then unless it answered).
+   */
+  relayGone(rec: StatusRecord): void {
+    if (this.#closed) return;
+    const now = this.#options.clock.now();
+    this.#relayGoneAt.set(rec, now);
+    if (rec.paths?.path?.kind === 'direct' && rec.peer.isSessionUp) {
+      rec.lastProbeAt = now;
+      rec.peer.send(rec.prober.probe());
+      this.#options.clock.setTimer(RELAY_LOSS_CONFIRM_MS, () => this.report(rec));
+    }
+    this.report(rec);
+  }
+
   /** The agent's peer completed a handshake: a sign of life, reported at once. */
   onHandshake(rec: StatusRecord): void {
     rec.lastRxAt = this.#options.clock.now();
@@ -114,6 +137,13 @@ export class HubStatus {
   close(): void {
     this.#closed = true;
     this.#options.clock.clearTimer(this.#timer);
+  }
+
+  /** A direct agent without its relay connection: alive while the loss is fresh or it was heard from since. */
+  #directAlive(rec: StatusRecord, now: number): boolean {
+    const goneAt = this.#relayGoneAt.get(rec);
+    if (goneAt === undefined) return true;
+    return now - goneAt < RELAY_LOSS_CONFIRM_MS || (rec.lastRxAt !== null && rec.lastRxAt > goneAt);
   }
 
   #active(rec: StatusRecord): boolean {

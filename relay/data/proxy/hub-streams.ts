@@ -7,15 +7,24 @@
  * A link whose agent has had no relay connection for `disconnectGraceMs` is closed (its streams
  * error at once instead of waiting for the mux keepalive), and so is a link whose cluster is deleted,
  * denied or unjoined.
+ * A new run of an agent's process (the hub node's `onAgentRun`, relay/data/hub/agent-runs.ts) replaces its stream
+ * session at once (`replaceSession`): no new stream goes to the previous run's session. A session that still
+ * closes under an open (the peer's GoAway, or its restart noticed first by the ARQ) is dropped and the open
+ * retried once on a fresh session.
+ * An agent that drains (its GoAway with the normal code: SIGTERM) gets no new stream: opens for it wait for its next
+ * run up to AGENT_RESTART_WAIT_MS (agent-drains.ts), then go to the new run, or fail AGENT_NOT_CONNECTED.
  */
 
 import type { Clock, TimerHandle } from '../../../shared/clock.js';
 import { isTunnelError, TunnelError } from '../../../shared/errors.js';
 import { parseIpv4Address } from '../../../shared/net/ip/index.js';
+import { GOAWAY_NORMAL } from '../../../shared/net/mux/frame.js';
 import type { MuxStream } from '../../../shared/net/mux/mux-stream.js';
 import type { StreamBinding } from '../../../shared/net/tunnel-streams/stream-binding.js';
+import type { StreamLink } from '../../../shared/net/tunnel-streams/stream-link.js';
 import type { RelayContext } from '../../context/context.js';
 import type { KeyEvent } from '../../control/model/relay-events.js';
+import { AgentDrains } from './agent-drains.js';
 import { lastSeenText } from './last-seen.js';
 
 export const DEFAULT_DISCONNECT_GRACE_MS = 8_000;
@@ -37,6 +46,10 @@ export interface HubStreamsOptions {
   dataPlane: HubStreamsDataPlane;
   openTimeoutMs?: number;
   disconnectGraceMs?: number;
+  /** How long an open for a draining agent waits for its next run (default AGENT_RESTART_WAIT_MS). */
+  restartWaitMs?: number;
+  /** Draining agents tracked at most (default 1,024, the stream binding's default link cap). */
+  maxDrains?: number;
 }
 
 interface Peer {
@@ -50,12 +63,16 @@ export class HubStreams {
   readonly #options: HubStreamsOptions;
   readonly #peers = new Map<number, Peer>();
   readonly #onRevoked = (e: KeyEvent): void => this.#dropCluster(e.cluster);
+  readonly #drains: AgentDrains;
+  /** Links whose GoAway is watched (each once). */
+  readonly #watched = new WeakSet<StreamLink>();
   #timer: TimerHandle | undefined;
   #closed = false;
 
   constructor(o: HubStreamsOptions) {
     this.#options = o;
     this.binding = o.dataPlane.binding;
+    this.#drains = new AgentDrains({ clock: o.clock, max: o.maxDrains ?? 1024, waitMs: o.restartWaitMs });
     for (const ev of ['cluster-deleted', 'cluster-denied', 'agent-unjoined'] as const) {
       o.ctx.hooks.on(ev, this.#onRevoked);
     }
@@ -63,6 +80,44 @@ export class HubStreams {
 
   /** A stream to `target` on the cluster's agent (see the class comment for the errors). */
   async open(cluster: string, target: string): Promise<MuxStream> {
+    const agent = await this.#acceptedAgent(cluster);
+    const remote = parseIpv4Address(agent.address);
+    await this.#drains.wait(remote);
+    this.#requireSession(cluster, agent);
+    const known = this.#peers.get(remote);
+    if (!known || known.publicKey !== agent.publicKey) {
+      if (known) this.binding.drop(remote);
+      this.#peers.set(remote, { cluster, publicKey: agent.publicKey, downSince: null });
+    }
+    this.#armWatch();
+    try {
+      return await this.#openOn(remote, target);
+    } catch (err) {
+      if (this.#closed) throw err;
+      // The agent drains (its GoAway came with, or just before, this open's refusal): its open streams finish
+      // there, this one waits for its next run.
+      if (
+        this.#drains.isDraining(remote) &&
+        (isTunnelError(err, 'CLOSED') || isTunnelError(err, 'STREAM_REFUSED'))
+      ) {
+        await this.#drains.wait(remote);
+        this.#requireSession(cluster, agent);
+        return this.#openOn(remote, target);
+      }
+      // The session closed under the open (the agent restarted): the next open must not find it again, so it is
+      // dropped; one retry on a fresh session.
+      if (!isTunnelError(err, 'CLOSED')) throw err;
+      this.binding.drop(
+        remote,
+        new TunnelError('CLOSED', `the agent of cluster '${cluster}' ended the session`),
+      );
+      return this.#openOn(remote, target);
+    }
+  }
+
+  async #acceptedAgent(
+    cluster: string,
+  ): Promise<{ address: string; publicKey: string; leaseRenewAt: number | null }> {
     if (this.#closed) throw new TunnelError('CLOSED', 'the relay is shutting down');
     const c = await this.#options.ctx.store.getCluster(cluster);
     if (!c) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
@@ -72,24 +127,39 @@ export class HubStreams {
         `cluster ${cluster} has no accepted agent (status ${c.status}; see tunnel-relay cluster get ${cluster})`,
       );
     }
-    if (!this.#options.dataPlane.isSessionUp(c.publicKey)) {
-      const seen = lastSeenText(c.leaseRenewAt, this.#options.clock.wallNow());
-      throw new TunnelError('AGENT_NOT_CONNECTED', `agent for cluster ${cluster} is not connected ${seen}`);
+    return { address: c.address, publicKey: c.publicKey, leaseRenewAt: c.leaseRenewAt };
+  }
+
+  #requireSession(cluster: string, agent: { publicKey: string; leaseRenewAt: number | null }): void {
+    if (this.#closed) throw new TunnelError('CLOSED', 'the relay is shutting down');
+    if (this.#options.dataPlane.isSessionUp(agent.publicKey)) return;
+    const seen = lastSeenText(agent.leaseRenewAt, this.#options.clock.wallNow());
+    throw new TunnelError('AGENT_NOT_CONNECTED', `agent for cluster ${cluster} is not connected ${seen}`);
+  }
+
+  /** A stream on the agent's session; the session's GoAway (the agent drains) is watched from then on. */
+  async #openOn(remote: number, target: string): Promise<MuxStream> {
+    const stream = await this.binding.open(remote, target, this.#options.openTimeoutMs);
+    const link = this.binding.link(remote);
+    if (link && !this.#watched.has(link)) {
+      this.#watched.add(link);
+      link.mux.on('goaway', (code: number) => {
+        if (code === GOAWAY_NORMAL && this.binding.link(remote) === link) this.#drains.start(remote);
+      });
     }
-    const remote = parseIpv4Address(c.address);
-    const known = this.#peers.get(remote);
-    if (!known || known.publicKey !== c.publicKey) {
-      if (known) this.binding.drop(remote);
-      this.#peers.set(remote, { cluster, publicKey: c.publicKey, downSince: null });
-    }
-    this.#armWatch();
-    try {
-      return await this.binding.open(remote, target, this.#options.openTimeoutMs);
-    } catch (err) {
-      // The session died under the open (the agent restarted its side): one retry on a fresh session.
-      if (!isTunnelError(err, 'CLOSED') || this.#closed) throw err;
-      return this.binding.open(remote, target, this.#options.openTimeoutMs);
-    }
+    return stream;
+  }
+
+  /**
+   * A new run of the agent at `address` is up: the previous run's stream session is closed (its streams get
+   * CLOSED) and the next open starts a fresh one.
+   */
+  replaceSession(agent: { cluster: string; address: string }): void {
+    if (this.#closed) return;
+    const remote = parseIpv4Address(agent.address);
+    this.#peers.delete(remote);
+    this.#drains.ended(remote);
+    this.binding.drop(remote, new TunnelError('CLOSED', `the agent of cluster '${agent.cluster}' restarted`));
   }
 
   /** Stops opening streams and watching agents (the binding closes with the hub endpoint). */
@@ -97,6 +167,7 @@ export class HubStreams {
     if (this.#closed) return;
     this.#closed = true;
     this.#options.clock.clearTimer(this.#timer);
+    this.#drains.close();
     for (const ev of ['cluster-deleted', 'cluster-denied', 'agent-unjoined'] as const) {
       this.#options.ctx.hooks.off(ev, this.#onRevoked);
     }

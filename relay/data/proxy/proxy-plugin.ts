@@ -59,6 +59,7 @@ export function hubProxyPlugin(
         isRelayConnected: (k) => dp.derp.isConnected(parseKey(k, 'agent key')),
       },
     });
+    const offAgentRun = dp.hub.onAgentRun((agent) => streams.replaceSession(agent));
     const pathStats = newPathProxyStats();
     const pipes = new LivePipes({ ctx, credentials: ctx.store });
     const mesh: MeshRouting = {
@@ -109,6 +110,7 @@ export function hubProxyPlugin(
       removeCollector();
       detachConnect();
       app.server.off('upgrade', onUpgrade);
+      offAgentRun();
       streams.close();
       pipes.close();
     });
