@@ -195,7 +195,10 @@ describe('kubectl prints why the relay refused', () => {
     const r = await kubectl(file, ['create', '--raw', '/api/v1/clusters/edge-1/proxy/echo', '-f', body]);
     expect(r.code).toBe(1);
     expect(r.stderr.trim()).toBe(
-      'Error from server (Forbidden): role cluster-proxy-read:edge-1 may not write through the proxy of clusters in group default',
+      // Impersonation is on: the write goes to the agent, which cannot act as the viewer (no token) and refuses it.
+      'Error from server (Forbidden): role cluster-proxy-read:edge-1 may not write through the proxy of clusters ' +
+        'in group default (the agent of cluster edge-1: no service-account token to act as the caller with ' +
+        '(impersonation), and the caller may only read)',
     );
   });
 });

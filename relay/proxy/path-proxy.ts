@@ -2,7 +2,10 @@
  * `/api/v1/clusters/:name/proxy/*`: any method, forwarded as HTTP/1.1 over one mux stream per request
  * to the agent's default upstream (`@upstream`: the agent speaks TLS to it when its URL is https).
  * Request and response bodies stream both ways (watches, large uploads). The caller's Authorization
- * header (the relay access key) and hop-by-hop headers are not forwarded.
+ * header (the relay access key), any Impersonate-* header and hop-by-hop headers are not forwarded.
+ * The stream's OPEN text names the caller for the agent to impersonate (caller-identity.ts), unless the
+ * cluster's values turn impersonation off; with it on, a read-only caller's write is not refused here but
+ * left to the API server's RBAC (it acts there as `tunnel-relay:viewer`).
  *
  * Upgrade requests (WebSocket, SPDY: `kubectl exec`) arrive on the https server's 'upgrade' event:
  * after the same checks the request head is re-written onto a new stream and the bytes are spliced
@@ -20,24 +23,26 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { TunnelError } from '../../shared/errors.js';
+import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { type BodyFraming, bodyFraming, framingHeaders } from '../../shared/http/body-framing.js';
 import type { MuxStream } from '../../shared/mux/mux-stream.js';
+import { upstreamTarget } from '../../shared/mux/upstream-identity.js';
 import { splice } from '../../shared/tunnel-streams/splice.js';
-import { authenticate, canSeeCluster, type KeyPrincipal, proxyScope } from '../auth.js';
+import { authenticate, canSeeCluster, type KeyPrincipal, type Principal, proxyScope } from '../auth.js';
 import type { RelayContext } from '../context.js';
 import { MESH_KEY_HEADER, MESH_VIA_HEADER } from '../mesh/mesh-auth.js';
 import { forwardRequest, forwardUpgrade } from '../mesh/mesh-forward.js';
 import { hopFor, type MeshRouting, meshOriginOf } from '../mesh/mesh-routing.js';
 import { MESH_SOURCE_HEADER } from '../mesh/mesh-source.js';
 import type { ClusterRecord } from '../store/types.js';
+import { callerIdentity, clusterImpersonates, withoutClientCredentials } from './caller-identity.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 import { endToEndHeaders } from './end-to-end-headers.js';
 import { exchange } from './http-exchange.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import type { LivePipes } from './live-pipes.js';
-import { bearer, isReadOnly, isScopeOf, requireProxy } from './proxy-auth.js';
+import { bearer, isReadOnly, isScopeOf, type ProxyUse, requireProxy } from './proxy-auth.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 
 const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
@@ -122,12 +127,32 @@ export interface PathProxyDeps {
 /** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
 const DROP_REFRAMED = new Set([...DROP, 'content-length']);
 
+/** An allowed proxy request: the key, its cluster, the OPEN text and, for a write the relay left to the API
+ * server (impersonating a read-only caller), the refusal the relay would have answered itself. */
+interface Authorized {
+  key: KeyPrincipal;
+  cluster: ClusterRecord;
+  target: string;
+  delegatedRefusal: string | null;
+}
+
+/** The FORBIDDEN message `requireProxy` answers for this use, or null when it allows it. */
+function refusalOf(who: Principal, c: ClusterRecord, use: ProxyUse): string | null {
+  try {
+    requireProxy(who, c, use);
+    return null;
+  } catch (err) {
+    if (isTunnelError(err, 'FORBIDDEN')) return err.message;
+    throw err;
+  }
+}
+
 async function authorize(
   ctx: Ctx,
   req: IncomingMessage,
   cluster: string,
   upgrade: boolean,
-): Promise<{ key: KeyPrincipal; cluster: ClusterRecord }> {
+): Promise<Authorized> {
   const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
   const c = await ctx.store.getCluster(cluster);
   const scope = proxyScope(who);
@@ -140,12 +165,19 @@ async function authorize(
   // A key scoped to one cluster's proxy sees that cluster only.
   const visible = c !== null && (canSeeCluster(who, c) || scope?.cluster === c.name);
   if (!c || !visible) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
-  return { key: requireProxy(who, c, isReadOnly(req.method, upgrade) ? 'read' : 'write'), cluster: c };
+  const use = isReadOnly(req.method, upgrade) ? 'read' : 'write';
+  const impersonate = await clusterImpersonates(ctx, c.name);
+  // Impersonating, a read-only caller's write reaches the API server as tunnel-relay:viewer; its RBAC decides.
+  const refusal = use === 'write' ? refusalOf(who, c, 'write') : null;
+  const delegated = impersonate && refusal !== null;
+  const key = requireProxy(who, c, delegated ? 'read' : use);
+  const target = upstreamTarget(impersonate ? callerIdentity(key, delegated) : null);
+  return { key, cluster: c, target, delegatedRefusal: delegated ? refusal : null };
 }
 
 /** The agent's refusal of the upstream stream, said in terms of the cluster (what kubectl prints). */
 function explainOpenError(err: unknown, cluster: string): unknown {
-  const reason = err instanceof Error ? err.message.replace(/^@upstream: /, '') : '';
+  const reason = err instanceof Error ? err.message.replace(/^@upstream(\?[^:]*)?: /, '') : '';
   if (err instanceof TunnelError && err.code === 'STREAM_REFUSED') {
     return new TunnelError('STREAM_REFUSED', `agent for cluster ${cluster} refused the stream: ${reason}`);
   }
@@ -158,18 +190,30 @@ function explainOpenError(err: unknown, cluster: string): unknown {
   return err;
 }
 
-/** A stream to the cluster's default upstream, with the agent's refusal explained. */
-async function openUpstream(streams: HubStreams, cluster: string): Promise<MuxStream> {
+/**
+ * A stream to the cluster's default upstream, with the agent's refusal explained; an agent that cannot
+ * impersonate a read-only caller's write refuses it, answered as the relay's own FORBIDDEN.
+ */
+async function openUpstream(streams: HubStreams, allowed: Authorized): Promise<MuxStream> {
+  const cluster = allowed.cluster.name;
   try {
-    return await streams.open(cluster, '@upstream');
+    return await streams.open(cluster, allowed.target);
   } catch (err) {
+    if (allowed.delegatedRefusal !== null && isTunnelError(err, 'STREAM_REFUSED')) {
+      const reason = err.message.replace(/^@upstream(\?[^:]*)?: /, '');
+      throw new TunnelError(
+        'FORBIDDEN',
+        `${allowed.delegatedRefusal} (the agent of cluster ${cluster}: ${reason})`,
+      );
+    }
     throw explainOpenError(err, cluster);
   }
 }
 
 /** Request headers for upstream: end-to-end ones, then the body's framing as parsed. */
 function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
-  return [...endToEndHeaders(req.rawHeaders, DROP_REFRAMED), ...framingHeaders(framing)];
+  const headers = withoutClientCredentials(endToEndHeaders(req.rawHeaders, DROP_REFRAMED));
+  return [...headers, ...framingHeaders(framing)];
 }
 
 function sendError(res: ServerResponse, err: unknown, cluster: string | null, discovery = false): void {
@@ -210,7 +254,7 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   pipes.hold(allowed.key, res);
   const hop = await hopFor(deps.mesh, origin, allowed.cluster);
   if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node.hopTo(hop, req), req, res);
-  const stream = await openUpstream(streams, p.cluster);
+  const stream = await openUpstream(streams, allowed);
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
   await exchange({
@@ -254,7 +298,7 @@ export function handleProxyUpgrade(
     pipes.hold(allowed.key, socket);
     const hop = await hopFor(deps.mesh, origin, allowed.cluster);
     if (hop && deps.mesh?.node) return forwardUpgrade(deps.mesh.node.hopTo(hop, req), req, { socket, head });
-    const stream: MuxStream = await openUpstream(streams, p.cluster);
+    const stream: MuxStream = await openUpstream(streams, allowed);
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();
     stats.upgrades++;

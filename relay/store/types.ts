@@ -90,6 +90,11 @@ export interface KeyMinting {
    * reuses the name.
    */
   clusterCreatedAt: number;
+  /**
+   * Role of the access key that minted it (`admin`, `viewer`, `group-editor:G`): the caller's group when the relay
+   * impersonates it on the cluster (relay/proxy/caller-identity.ts). Absent for a key minted before schema version 11.
+   */
+  role?: string;
 }
 
 /** How createAccessKey applies the caps. */
