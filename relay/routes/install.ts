@@ -13,6 +13,7 @@ import { TunnelError } from '../../shared/errors.js';
 import { auditEntry, clientAddress, logAudit, type RelayContext } from '../context.js';
 import { openInstallLink } from '../install-link.js';
 import { AGENT_DEFAULT_RESOURCES, agentManifests, DEFAULT_UPSTREAM } from '../manifests/agent-manifests.js';
+import { DEFAULT_GROUP_BINDINGS } from '../manifests/agent-rbac.js';
 import { DEFAULT_NAMESPACE, defaultImage } from '../manifests/common.js';
 import { renderManifests } from '../manifests/render.js';
 import { retryAfterSeconds } from '../registration-limit.js';
@@ -51,7 +52,7 @@ async function refuse(ctx: RelayContext, reply: FastifyReply, source: string, r:
   throw refusal(r);
 }
 
-function renderFor(ctx: RelayContext, cluster: string, psk: string): string {
+function renderFor(ctx: RelayContext, cluster: string, group: string, psk: string): string {
   const objects = agentManifests({
     namespace: DEFAULT_NAMESPACE,
     image: defaultImage(),
@@ -64,6 +65,8 @@ function renderFor(ctx: RelayContext, cluster: string, psk: string): string {
     proxy: { httpsProxy: null, httpProxy: null, noProxy: null, caPem: null },
     storageSize: '64Mi',
     resources: AGENT_DEFAULT_RESOURCES,
+    group,
+    bindings: DEFAULT_GROUP_BINDINGS,
   });
   return renderManifests(objects, [
     `tunnel-client for cluster ${cluster}, served once by ${ctx.publicUrl()}`,
@@ -100,7 +103,8 @@ export const installRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       logAudit(ctx, { ...audit, target: taken.cluster, detail: { pskId: taken.pskId } });
       reply.header('cache-control', 'no-store');
       reply.type('application/yaml; charset=utf-8');
-      return renderFor(ctx, taken.cluster, psk);
+      const group = (await ctx.store.getCluster(taken.cluster))?.group ?? 'default';
+      return renderFor(ctx, taken.cluster, group, psk);
     },
   );
 };
