@@ -177,7 +177,11 @@ export interface PskView {
 }
 
 /** GET /api/v1/clusters/NAME (and each event of GET /api/v1/events): the cluster with its current PSK's state. */
-export type ClusterDetailView = ClusterView & { bootstrapPsk: PskView | null };
+/**
+ * GET /clusters/NAME: the view plus the bootstrap PSK's state and whether the agent acts as the caller there
+ * (`on`: impersonation, relay/proxy/caller-identity.ts; `off`: values say impersonate: false).
+ */
+export type ClusterDetailView = ClusterView & { bootstrapPsk: PskView | null; impersonation?: 'on' | 'off' };
 
 /** The PSK summary as it stands at `nowWall`: an unused PSK turns expired at its expiry without a store write. */
 export function pskAt(psk: PskSummary | null, nowWall: number): PskSummary | null {
@@ -190,6 +194,7 @@ export function clusterDetailView(
   c: ClusterRecord,
   psk: PskSummary | null,
   reported?: AgentPathRecord,
+  impersonation?: boolean,
 ): ClusterDetailView {
   const current = pskAt(psk, ctx.clock.wallNow());
   const bootstrapPsk = current && {
@@ -197,7 +202,8 @@ export function clusterDetailView(
     expiresAt: new Date(current.expiresAt).toISOString(),
     usedAt: isoOrNull(current.usedAt),
   };
-  return { ...clusterView(ctx, c, reported), bootstrapPsk };
+  const view = { ...clusterView(ctx, c, reported), bootstrapPsk };
+  return impersonation === undefined ? view : { ...view, impersonation: impersonation ? 'on' : 'off' };
 }
 
 export interface TunnelView {

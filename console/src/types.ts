@@ -16,6 +16,8 @@ export interface Cluster extends Omit<ClusterView, 'status' | 'conditions'> {
   status: ClusterStatus;
   conditions: Condition[];
   bootstrapPsk?: { state: string; expiresAt: string; usedAt: string | null } | null;
+  /** Only on GET /clusters/NAME: whether the agent acts as the calling user there. */
+  impersonation?: 'on' | 'off';
 }
 
 export type PathDetail = PathDetailView;

@@ -23,6 +23,7 @@ import {
 import { installCommand, installUrl } from '../install-command.js';
 import { issueInstallLink } from '../install-link.js';
 import { checkName } from '../names.js';
+import { clusterImpersonates } from '../proxy/caller-identity.js';
 import {
   Cluster as ClusterSchema,
   ClusterWithBootstrap,
@@ -142,11 +143,12 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const c = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
-      const [psk, [reported]] = await Promise.all([
+      const [psk, [reported], impersonation] = await Promise.all([
         ctx.store.currentPsk(c.name, ctx.clock.wallNow()),
         ctx.store.agentPaths(c.name),
+        clusterImpersonates(ctx, c.name),
       ]);
-      return clusterDetailView(ctx, c, psk, reported);
+      return clusterDetailView(ctx, c, psk, reported, impersonation);
     },
   );
 
