@@ -259,6 +259,68 @@ describe('kubectl through the relay acts as the relay user', () => {
     ]);
   });
 
+  it('audits each exec and attach: who, pod, command, start, end, bytes and how it ended', async () => {
+    const { file, keyId } = await kubeconfigFile();
+    const exec = await kubectl(file, ['exec', '-i', 'web-1', '--', 'cat'], 'audited\n');
+    expect(exec.stdout).toBe('audited\n');
+    const attach = await kubectl(file, ['attach', '-i', 'web-1', '-c', 'app'], 'attached\n');
+    expect(attach.stdout).toContain('attached');
+    const viewer = await kubeconfigFile(await viewerEnv());
+    const refused = await kubectl(viewer.file, ['exec', 'web-1', '--', 'echo', 'hi']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `User "tunnel-relay:${viewer.keyId}" cannot create resource "pods/exec"`,
+    );
+    const rows = await pollUntil({
+      what: 'the session rows',
+      read: async () => {
+        const r = await run(RELAY_BIN, ['audit', '--cluster', CLUSTER, '--output', 'json'], adminEnv);
+        return JSON.parse(r.stdout).items as Array<{
+          actor: string;
+          action: string;
+          detail: Record<string, unknown>;
+        }>;
+      },
+      until: (items) =>
+        ['session.exec', 'session.attach'].every((a) =>
+          items.some((i) => i.actor === keyId && i.action === a),
+        ) && items.some((i) => i.actor === viewer.keyId),
+      timeoutMs: 10_000,
+      intervalMs: 200,
+    });
+    const sessions = rows.value.filter((i) => i.action.startsWith('session.'));
+    const row = sessions.find((i) => i.actor === keyId && i.action === 'session.exec');
+    expect(row?.detail).toMatchObject({
+      role: 'admin',
+      namespace: 'default',
+      pod: 'web-1',
+      command: ['cat'],
+      exitReason: expect.stringMatching(/closed/),
+    });
+    expect(Number(row?.detail.bytesIn)).toBeGreaterThan(0);
+    expect(Number(row?.detail.bytesOut)).toBeGreaterThan(0);
+    expect(Date.parse(String(row?.detail.endedAt))).toBeGreaterThanOrEqual(
+      Date.parse(String(row?.detail.startedAt)),
+    );
+    const att = sessions.find((i) => i.action === 'session.attach');
+    expect(att).toMatchObject({ actor: keyId, detail: { role: 'admin', container: 'app' } });
+    const denied = sessions.find((i) => i.actor === viewer.keyId);
+    expect(denied).toMatchObject({
+      action: 'session.exec',
+      detail: { role: 'viewer', command: ['echo', 'hi'], exitReason: 'refused (HTTP 403)' },
+    });
+    const onlyAttach = await run(
+      RELAY_BIN,
+      ['audit', '--cluster', CLUSTER, '--kind', 'attach', '--output', 'json'],
+      adminEnv,
+    );
+    expect((JSON.parse(onlyAttach.stdout).items as Array<{ action: string }>).map((i) => i.action)).toEqual([
+      'session.attach',
+    ]);
+    const table = await run(RELAY_BIN, ['audit', '--kind', 'attach'], adminEnv);
+    expect(table.stdout).toMatch(/session\.attach\s+pod-1 .*admin default\/web-1:app in \d+B out \d+B, /);
+  });
+
   it('a SPDY/3.1 exec Upgrade reaches the API server with the same identity, client headers dropped', async () => {
     const { file, keyId } = await kubeconfigFile();
     const kc = parseYaml(readFileSync(file, 'utf8'));

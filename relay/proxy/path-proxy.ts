@@ -14,7 +14,8 @@
  * Plain requests are hijacked in a route-level onRequest hook: nothing is parsed or buffered.
  * A request body is framed upstream exactly as it arrived (shared/http/body-framing.ts: chunked stays
  * chunked, a Content-Length stays that length); ambiguous framing is refused with 400 BAD_FRAMING
- * before anything is opened, so one client request is one upstream request. Every request and upgrade is held in the
+ * before anything is opened, so one client request is one upstream request. An exec, attach or port-forward
+ * Upgrade writes a session audit row when it ends (session-audit.ts). Every request and upgrade is held in the
  * live-pipe registry under its access key (live-pipes.ts): it ends when the key is revoked or expires.
  *
  * The relay's own errors here are Kubernetes `Status` objects (kube-status.ts), not the API's error
@@ -44,6 +45,7 @@ import { kubeStatus } from './kube-status.js';
 import type { LivePipes } from './live-pipes.js';
 import { bearer, isReadOnly, isScopeOf, type ProxyUse, requireProxy } from './proxy-auth.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
+import { auditSession, sessionTarget } from './session-audit.js';
 
 const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
 
@@ -112,7 +114,7 @@ export function statusClass(code: number): string {
   return code >= 100 && code < 600 ? `${Math.floor(code / 100)}xx` : 'other';
 }
 
-type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>;
+type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics' | 'mesh'>>;
 
 /** What the path proxy works with: the relay, the hub's streams and the live-pipe registry. */
 export interface PathProxyDeps {
@@ -307,6 +309,9 @@ export function handleProxyUpgrade(
     let text = `${req.method ?? 'GET'} ${p.upstreamPath} HTTP/1.1\r\n`;
     for (let i = 0; i + 1 < hdrs.length; i += 2) text += `${hdrs[i]}: ${hdrs[i + 1]}\r\n`;
     text += `connection: Upgrade\r\nupgrade: ${upgrade}\r\n\r\n`;
+    const session = sessionTarget(p.upstreamPath);
+    if (session)
+      auditSession({ ctx, req, key: allowed.key, cluster: p.cluster, target: session, socket, stream });
     stream.write(text);
     if (head.length > 0) stream.write(head);
     splice(stream, socket, (e) => new TunnelError('STREAM_RESET', `client: ${e.message}`));

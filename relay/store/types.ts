@@ -215,6 +215,10 @@ export interface AuditPageQuery {
   before: number | null;
   since?: number;
   actor?: string;
+  /** Only rows with this target (a cluster name for cluster and session rows). */
+  target?: string;
+  /** Only rows with this action (e.g. `session.exec`). */
+  action?: string;
 }
 
 /** An agent's path as the hub holding its session last reported it (relay/hub/path-report.ts). */
