@@ -54,8 +54,12 @@ interface Kubectl {
 }
 
 function kubectl(kubeconfig: string, args: string[], input?: string): Promise<Kubectl> {
+  return kubectlRaw(['--kubeconfig', kubeconfig, '--request-timeout', '15s', ...args], input);
+}
+
+function kubectlRaw(args: string[], input?: string): Promise<Kubectl> {
   return new Promise((resolve) => {
-    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, '--request-timeout', '15s', ...args], {
+    const child = spawn('kubectl', args, {
       env: cleanEnv({ HOME: dir }),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -412,4 +416,31 @@ describe('kubectl through the relay acts as the relay user', () => {
     await waitOutput(again, 'pod/web-3', 'an event after the restart');
     await again.stop();
   }, 120_000);
+});
+
+describe("kubectl's view", () => {
+  it('kubeconfig --merge prints a next step that works as printed', async () => {
+    const file = join(dir, 'merged-config');
+    const r = await run(RELAY_BIN, ['kubeconfig', CLUSTER, '--merge', '--kubeconfig', file], adminEnv);
+    expect(r.code, r.stderr).toBe(0);
+    const printed = /use it with: (kubectl .*)$/m.exec(r.stderr)?.[1];
+    expect(printed, r.stderr).toBe(`kubectl --kubeconfig ${file} --context ${CLUSTER}-via-relay version`);
+    const [, ...args] = printed!.split(' ');
+    const v = await kubectlRaw(args);
+    expect(v.stderr).toBe('');
+    expect(v.stdout).toContain('Server Version: v1.30.0+test-apiserver');
+  });
+
+  it("kubectl version with the API server down prints the relay's reason", async () => {
+    const { file } = await kubeconfigFile();
+    await api.close();
+    const r = await kubectl(file, ['version']);
+    expect(r.code).toBe(1);
+    // client-go reads /version raw: the relay's reason reaches kubectl as a plain-text body (discovery-error.ts).
+    expect(r.stderr.trim().split('\n').at(-1)).toBe(
+      `Error from server (InternalError): an error on the server ("agent for cluster ${CLUSTER} could not reach its ` +
+        `upstream: dial failed: 127.0.0.1:${api.port}: ECONNREFUSED (connect ECONNREFUSED 127.0.0.1:${api.port})") ` +
+        'has prevented the request from succeeding',
+    );
+  });
 });

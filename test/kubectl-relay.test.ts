@@ -138,7 +138,7 @@ describe('kubectl prints why the relay refused', () => {
 
   it('agent not connected: names the cluster and when its agent was last seen', async () => {
     const { file } = await kubeconfigFile('edge-gone');
-    const r = await kubectl(file, raw('edge-gone', '/version'));
+    const r = await kubectl(file, raw('edge-gone', '/api/v1/namespaces'));
     expect(r.code).toBe(1);
     expect(r.stderr.trim()).toMatch(
       /^Error from server \(ServiceUnavailable\): agent for cluster edge-gone is not connected \(last seen \d+s ago\)$/,
@@ -159,7 +159,7 @@ describe('kubectl prints why the relay refused', () => {
 
   it('an agent without --upstream refuses the stream, and kubectl says so', async () => {
     const { file } = await kubeconfigFile('edge-noup');
-    const r = await kubectl(file, raw('edge-noup', '/version'));
+    const r = await kubectl(file, raw('edge-noup', '/api/v1/namespaces'));
     expect(r.code).toBe(1);
     expect(r.stderr.trim()).toBe(
       'Error from server (ServiceUnavailable): agent for cluster edge-noup refused the stream: this agent has no --upstream',
@@ -168,7 +168,7 @@ describe('kubectl prints why the relay refused', () => {
 
   it('the agent cannot dial its upstream: the address and the dial error', async () => {
     const { file } = await kubeconfigFile('edge-dial');
-    const r = await kubectl(file, raw('edge-dial', '/version'));
+    const r = await kubectl(file, raw('edge-dial', '/api/v1/namespaces'));
     expect(r.code).toBe(1);
     expect(r.stderr.trim()).toBe(
       'Error from server (ServiceUnavailable): agent for cluster edge-dial could not reach its upstream: ' +

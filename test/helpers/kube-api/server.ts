@@ -106,6 +106,7 @@ export async function startKubeApiServer(o: {
     seen,
     execs: [],
     close: async () => {
+      if (!server.listening) return;
       server.closeAllConnections();
       server.close();
       await once(server, 'close');
