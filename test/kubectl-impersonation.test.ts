@@ -359,6 +359,47 @@ describe('kubectl through the relay acts as the relay user', () => {
     ]);
   });
 
+  it('a port-forward Upgrade is audited with its ports', async () => {
+    const { file, keyId } = await kubeconfigFile();
+    const kc = parseYaml(readFileSync(file, 'utf8'));
+    const cluster = kc.clusters[0].cluster;
+    const req = https.request(
+      `${cluster.server}/api/v1/namespaces/default/pods/web-1/portforward?ports=8080`,
+      {
+        method: 'POST',
+        ca: Buffer.from(cluster['certificate-authority-data'], 'base64').toString(),
+        headers: {
+          authorization: `Bearer ${kc.users[0].user.token}`,
+          connection: 'Upgrade',
+          upgrade: 'SPDY/3.1',
+        },
+      },
+    );
+    req.end();
+    const [res, socket] = (await once(req, 'upgrade')) as [IncomingMessage, Duplex];
+    expect(res.statusCode).toBe(101);
+    socket.write('12345');
+    await once(socket, 'data');
+    socket.destroy();
+    const rows = await pollUntil({
+      what: 'the port-forward row',
+      read: async () => {
+        const r = await run(RELAY_BIN, ['audit', '--kind', 'port-forward', '--output', 'json'], adminEnv);
+        return JSON.parse(r.stdout).items as Array<{ actor: string; detail: Record<string, unknown> }>;
+      },
+      until: (items) => items.some((i) => i.actor === keyId),
+      timeoutMs: 10_000,
+      intervalMs: 200,
+    });
+    expect(rows.value.find((i) => i.actor === keyId)?.detail).toMatchObject({
+      role: 'admin',
+      pod: 'web-1',
+      ports: ['8080'],
+      bytesIn: 5,
+      exitReason: expect.stringMatching(/^client /),
+    });
+  });
+
   it("a viewer's delete reaches the API server as tunnel-relay:viewer and is refused there", async () => {
     const { file, keyId } = await kubeconfigFile(await viewerEnv());
     const read = await kubectl(file, ['get', 'pods', '-o', 'name']);
