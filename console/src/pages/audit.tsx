@@ -8,24 +8,11 @@ import { useState } from 'preact/hooks';
 import { LoadMore } from '../components/load-more.js';
 import { useConsole } from '../context.js';
 import { when } from '../format.js';
+import { sessionSummary } from '../session-summary.js';
 import type { AuditItem } from '../types.js';
 import { usePages } from '../use-pages.js';
 
 export const AUDIT_PAGE = 200;
-
-const text = (v: unknown): string => (typeof v === 'string' ? v : Array.isArray(v) ? v.join(' ') : '');
-
-/** A session row's detail: role, pod and container, command (or ports), start and end, bytes, how it ended. */
-export function sessionSummary(detail: unknown): string {
-  if (typeof detail !== 'object' || detail === null) return '';
-  const d: Record<string, unknown> = { ...detail };
-  const pod = `${text(d.namespace)}/${text(d.pod)}${d.container ? ` (${text(d.container)})` : ''}`;
-  const what = text(d.command) || (text(d.ports) ? `ports ${text(d.ports)}` : '');
-  return (
-    `as ${text(d.role)} on ${pod}${what ? `: ${what}` : ''}; ${when(text(d.startedAt))} to ${when(text(d.endedAt))}; ` +
-    `${Number(d.bytesIn)} B in, ${Number(d.bytesOut)} B out; ${text(d.exitReason)}`
-  );
-}
 
 export function AuditPage() {
   const { api, can } = useConsole();
@@ -73,7 +60,7 @@ export function AuditPage() {
           <input
             value={cluster}
             placeholder="any"
-            onChange={(e) => setCluster(e.currentTarget.value.trim())}
+            onInput={(e) => setCluster(e.currentTarget.value.trim())}
             data-audit-cluster
           />
         </label>
