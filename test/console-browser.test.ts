@@ -361,6 +361,9 @@ describe('web console', () => {
     await page.getByRole('button', { name: 'Save cluster values' }).click();
     await expect.poll(() => page.locator('pre[data-values="merged"]').textContent()).toContain('tag: v2');
     expect(await page.locator('[data-values="problems"]').textContent()).toBe('');
+    await expect
+      .poll(() => page.locator('[data-impersonation]').textContent())
+      .toMatch(/^the calling relay user \(impersonation: tunnel-relay:<key id>/);
     await shot(page, 'cluster');
   });
 
@@ -475,6 +478,18 @@ describe('web console', () => {
     const targets = await page.locator('tr[data-audit-action] td[data-label="Target"]').allTextContents();
     expect(targets.slice(0, 3)).toEqual(['bidi-name', 'img-src-x-onerror-alert-1', 'edge-lab-1']);
     await page.getByLabel('Action').selectOption('');
+    // The cluster and session filters are the relay's: every row about edge-lab-1; no exec session was audited.
+    await page.getByRole('textbox', { name: 'Cluster' }).fill('edge-lab-1');
+    await expect
+      .poll(
+        async () =>
+          new Set(await page.locator('tr[data-audit-action] td[data-label="Target"]').allTextContents()),
+      )
+      .toEqual(new Set(['edge-lab-1']));
+    await page.getByLabel('Session').selectOption('exec');
+    await expect.poll(() => page.locator('tr[data-audit-action]').count()).toBe(0);
+    await page.getByLabel('Session').selectOption('');
+    await page.getByRole('textbox', { name: 'Cluster' }).fill('');
     await shot(page, 'audit');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Access key').waitFor();

@@ -38,6 +38,7 @@ let caFile: string;
 async function startUpstream(): Promise<void> {
   upstream = http.createServer((req, res) => {
     if (req.url === '/hello') return void res.end(`hello from upstream (${req.method})`);
+    if (req.url === '/headers') return void res.end(JSON.stringify(req.rawHeaders));
     if (req.url?.startsWith('/echo')) {
       res.writeHead(200, { 'x-seen-auth': String(req.headers.authorization ?? 'none') });
       return void req.pipe(res);
@@ -270,10 +271,14 @@ describe('CONNECT proxy', () => {
 
 describe('path proxy', () => {
   const base = () => `${t.relay.url}/api/v1/clusters/edge-1/proxy`;
-  const get = (path: string, token: string | null, o: { method?: string; body?: string } = {}) =>
+  const get = (
+    path: string,
+    token: string | null,
+    o: { method?: string; body?: string; headers?: Record<string, string | string[]> } = {},
+  ) =>
     request(`${base()}${path}`, {
       method: (o.method ?? 'GET') as 'GET',
-      headers: token ? { authorization: `Bearer ${token}` } : {},
+      headers: { ...o.headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
       ...(o.body !== undefined ? { body: o.body } : {}),
       dispatcher: t.agent,
     });
@@ -297,12 +302,16 @@ describe('path proxy', () => {
   it('lets a viewer GET but not POST; 401 without a key; 404 for an unknown cluster', async () => {
     const viewer = await key('viewer');
     expect((await get('/hello', viewer)).statusCode).toBe(200);
+    // Impersonation is on: the relay leaves the write to the agent, which has no token to act as the viewer.
     const p = await get('/echo', viewer, { method: 'POST', body: 'x' });
     expect(p.statusCode).toBe(403);
     expect((await p.body.json()) as object).toMatchObject({
       kind: 'Status',
       reason: 'Forbidden',
       code: 403,
+      message: expect.stringMatching(
+        /^role viewer may not write .*no service-account token to act as the caller/,
+      ),
       details: { causes: [{ reason: 'FORBIDDEN' }] },
     });
     const n = await get('/hello', null);
@@ -314,6 +323,34 @@ describe('path proxy', () => {
     });
     expect(u.statusCode).toBe(404);
     await u.body.dump();
+  });
+
+  it('never forwards a client Authorization or Impersonate-* header; impersonate: false restores the read-only gate', async () => {
+    const viewer = await key('viewer');
+    const r = await get('/headers', admin, {
+      headers: {
+        'Impersonate-User': 'x',
+        'IMPERSONATE-GROUP': ['system:masters', 'y'],
+        'impersonate-extra-a': 'b',
+      },
+    });
+    const seen = (await r.body.json()) as string[];
+    expect(seen.filter((h, i) => i % 2 === 0 && /^(authorization|impersonate-)/i.test(h))).toEqual([]);
+    const off = await t.call('PUT', '/api/v1/clusters/edge-1/values', {
+      token: admin,
+      body: { impersonate: false },
+    });
+    expect(off.status).toBe(200);
+    try {
+      const p = await get('/echo', viewer, { method: 'POST', body: 'x' });
+      expect(p.statusCode).toBe(403);
+      expect((await p.body.json()) as object).toMatchObject({
+        message: 'role viewer may not write through the proxy of clusters in group default',
+        details: { causes: [{ reason: 'FORBIDDEN' }] },
+      });
+    } finally {
+      await t.call('PUT', '/api/v1/clusters/edge-1/values', { token: admin, body: {} });
+    }
   });
 
   it('passes a WebSocket upgrade through and echoes messages', async () => {

@@ -36,6 +36,7 @@ export interface Cluster {
   rttMs?: number | null;
   createdAt?: string;
   bootstrapPsk?: { state: string; expiresAt: string; usedAt: string | null } | null;
+  impersonation?: 'on' | 'off';
 }
 
 function pskLine(cluster: string, psk: Cluster['bootstrapPsk']): string {
@@ -74,6 +75,12 @@ function pskTtl(v: string): string {
 }
 
 /** One entry per printed line (Printer.lines: a line feed inside a value cannot start a line of its own). */
+function impersonationText(v: 'on' | 'off'): string {
+  return v === 'on'
+    ? 'on (the agent acts as the calling relay user: tunnel-relay:<key id>)'
+    : "off (values impersonate: false: every caller acts as the agent's service account)";
+}
+
 function clusterDetail(c: Cluster): string[] {
   const lines = [
     `name:          ${c.name}`,
@@ -90,6 +97,7 @@ function clusterDetail(c: Cluster): string[] {
     `rtt:           ${c.rttMs == null ? '-' : `${c.rttMs} ms`}`,
     `created:       ${c.createdAt ?? '-'}`,
     `bootstrap PSK: ${pskLine(c.name, c.bootstrapPsk)}`,
+    ...(c.impersonation ? [`impersonation: ${impersonationText(c.impersonation)}`] : []),
     'conditions:',
     ...(c.conditions ?? []).map(
       (x) =>

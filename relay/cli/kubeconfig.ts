@@ -4,11 +4,13 @@
  * (default 24h); it shows in `token list` and is revoked with `token revoke`. --merge writes it into a
  * kubeconfig file (kubeconfig-merge.ts) instead of printing it.
  */
+
 import { Command } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
 import { streamPrinter } from '../../shared/kit/cli/output.js';
 import { parseClusterName } from '../../shared/kit/cli/parsers.js';
+import { shellQuote } from '../../shared/kit/cli/shell-quote.js';
 import { parseDuration } from '../../shared/kit/duration.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import { defaultKubeconfigPath, mergeKubeconfigFile } from './kubeconfig-merge.js';
@@ -87,6 +89,9 @@ export function kubeconfigCommand(): Command {
       return;
     }
     out.line(`wrote context ${minted.context} to ${file}`);
-    out.note(`${about}; use it with: kubectl --context ${minted.context} get --raw /version`);
+    // `kubectl get --raw PATH` would drop the server URL's path (the relay's /api/v1/clusters/NAME/proxy): version
+    // reaches the cluster's /version through it, and every user may read that.
+    const where = file === defaultKubeconfigPath() ? '' : ` --kubeconfig ${shellQuote(file)}`;
+    out.note(`${about}; use it with: kubectl${where} --context ${minted.context} version`);
   });
 }

@@ -12,7 +12,12 @@ import {
 } from '../../shared/kit/cli/parsers.js';
 import { packageVersion } from '../../shared/kit/cli/version.js';
 import { parseCaPin } from '../../shared/tls-pin.js';
-import { type AgentFlags, agentOptions, parseNoProxy } from '../control/manifests/agent-flags.js';
+import {
+  type AgentFlags,
+  agentOptions,
+  parseClusterRoleFlag,
+  parseNoProxy,
+} from '../control/manifests/agent-flags.js';
 import { agentManifests } from '../control/manifests/agent-manifests.js';
 import { parseImage, parseNamespace } from '../control/manifests/common.js';
 import { type RelayFlags, relayOptions } from '../control/manifests/relay-flags.js';
@@ -143,7 +148,27 @@ function agentSub(): Command {
       .option('--https-proxy <url>', 'HTTPS_PROXY for the agent')
       .option('--http-proxy <url>', 'HTTP_PROXY for the agent')
       .option('--no-proxy <list>', 'NO_PROXY for the agent', parseNoProxy)
-      .option('--proxy-ca-file <file>', 'PEM CA of the proxy, passed to the agent as --proxy-ca-file'),
+      .option('--proxy-ca-file <file>', 'PEM CA of the proxy, passed to the agent as --proxy-ca-file')
+      .option(
+        '--group <group>',
+        "the cluster's relay group: its group editors act as tunnel-relay:group-editor:GROUP (default default)",
+        (v: string) => parseClusterName(v, '--group'),
+      )
+      .option(
+        '--admin-cluster-role <name|none>',
+        'ClusterRole bound to group tunnel-relay:admin (default cluster-admin; none: no binding)',
+        parseClusterRoleFlag('--admin-cluster-role'),
+      )
+      .option(
+        '--viewer-cluster-role <name|none>',
+        'ClusterRole bound to group tunnel-relay:viewer (default view; none: no binding)',
+        parseClusterRoleFlag('--viewer-cluster-role'),
+      )
+      .option(
+        '--group-editor-cluster-role <name|none>',
+        'ClusterRole bound to group tunnel-relay:group-editor:GROUP (default edit; none: no binding)',
+        parseClusterRoleFlag('--group-editor-cluster-role'),
+      ),
   ).action((flags: AgentFlags) => {
     process.stdout.write(
       renderManifests(

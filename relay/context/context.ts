@@ -190,6 +190,7 @@ export function clusterDetailView(
   c: ClusterRecord,
   psk: PskSummary | null,
   reported?: AgentPathRecord,
+  impersonation?: boolean,
 ): ClusterDetail {
   const current = pskAt(psk, ctx.clock.wallNow());
   const bootstrapPsk = current && {
@@ -197,7 +198,8 @@ export function clusterDetailView(
     expiresAt: new Date(current.expiresAt).toISOString(),
     usedAt: isoOrNull(current.usedAt),
   };
-  return { ...clusterView(ctx, c, reported), bootstrapPsk };
+  const view = { ...clusterView(ctx, c, reported), bootstrapPsk };
+  return impersonation === undefined ? view : { ...view, impersonation: impersonation ? 'on' : 'off' };
 }
 
 /** Where agents connect: the DERP URL, the hub's UDP endpoint and the STUN responder (null when not served). */

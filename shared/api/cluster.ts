@@ -50,6 +50,8 @@ export const Cluster = Type.Object(
     bytesIn: Type.Number(),
     bytesOut: Type.Number(),
     createdAt: Type.String(),
+    /** Only on GET /clusters/NAME: whether the agent acts as the caller (impersonation) or as itself there. */
+    impersonation: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')])),
     /** Only on GET /clusters/NAME and the events feed: the current bootstrap PSK's state, null when it has none. */
     bootstrapPsk: Type.Optional(Nullable(PskState)),
   },

@@ -76,6 +76,17 @@ describe('one-time install URL', () => {
     const secret = docs.find((d) => d.kind === 'Secret');
     expect(secret?.stringData).toEqual({ psk: b.psk });
     expect(docs.map((d) => d.kind)).toContain('StatefulSet');
+    // What the agent needs to act as its callers: an expiring token mounted, impersonation of the cluster's groups.
+    expect(first.stdout).toContain('expirationSeconds: 3600');
+    expect(first.stdout).toContain('mountPath: /var/run/secrets/kubernetes.io/serviceaccount');
+    const role = docs.find((d) => d.kind === 'ClusterRole');
+    expect(JSON.stringify(role)).toContain('"tunnel-relay:group-editor:default"');
+    expect(docs.filter((d) => d.kind === 'ClusterRoleBinding').map((d) => d.metadata.name)).toEqual([
+      'tunnel-client-impersonator',
+      'tunnel-relay:admin',
+      'tunnel-relay:viewer',
+      'tunnel-relay:group-editor:default',
+    ]);
 
     const second = await fetchAsPrinted(b.installCommand);
     expect(second.stdout).toBe('');

@@ -8,6 +8,8 @@ import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
+import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
@@ -29,6 +31,10 @@ const SCHEMAS: Readonly<Record<string, Validator>> = {
   'apps/v1/StatefulSet': (d) => new StatefulSet(d).validate(),
   'policy/v1/PodDisruptionBudget': (d) => new PodDisruptionBudget(d).validate(),
   'networking.k8s.io/v1/NetworkPolicy': (d) => new NetworkPolicy(d).validate(),
+  'rbac.authorization.k8s.io/v1/ClusterRole': (d) => new ClusterRole(d).validate(),
+  // roleRef is required by the type: an empty model takes the document's fields, so a missing one still fails.
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': (d) =>
+    Object.assign(new ClusterRoleBinding(), d).validate(),
 };
 
 export interface K8sDoc {

@@ -4,13 +4,15 @@
  * written in brackets (`[::1]:6443`).
  *
  * Targets a stream may name (the OPEN text, docs/PROTOCOL.md):
- *   `@upstream`   the default upstream, spoken to as its URL says (TLS when https)
+ *   `@upstream`   the default upstream, spoken to as its URL says (TLS when https); `@upstream?user=..`
+ *                 also names the caller to impersonate there (shared/net/mux/upstream-identity.ts)
  *   `@port:N`     CONNECT <cluster>.clusters.local:N: the upstream when N is its port, else 127.0.0.1:N
  *   `HOST:PORT`   that address, as plain TCP
  */
-import { TunnelError } from '../../shared/errors.js';
+import { isTunnelError, TunnelError } from '../../shared/errors.js';
+import { type CallerIdentity, parseUpstreamTarget } from '../../shared/net/mux/upstream-identity.js';
 
-export const TARGET_UPSTREAM = '@upstream';
+export { UPSTREAM_TARGET as TARGET_UPSTREAM } from '../../shared/net/mux/upstream-identity.js';
 export const TARGET_PORT_PREFIX = '@port:';
 
 export interface HostPort {
@@ -24,7 +26,13 @@ export interface Upstream extends HostPort {
 }
 
 export type ResolvedTarget =
-  | { readonly kind: 'dial'; readonly addr: HostPort; readonly tls: boolean }
+  | {
+      readonly kind: 'dial';
+      readonly addr: HostPort;
+      readonly tls: boolean;
+      /** `@upstream` streams only: the caller to impersonate (null: the agent's own identity). */
+      readonly identity?: CallerIdentity | null;
+    }
   | { readonly kind: 'refused'; readonly reason: string }
   | { readonly kind: 'bad'; readonly reason: string };
 
@@ -86,9 +94,16 @@ export class Allowlist {
   /** What a stream's OPEN text asks for, checked against the list. */
   resolve(target: string): ResolvedTarget {
     const up = this.upstream;
-    if (target === TARGET_UPSTREAM) {
+    let identity: CallerIdentity | null | undefined;
+    try {
+      identity = parseUpstreamTarget(target);
+    } catch (err) {
+      if (!isTunnelError(err)) throw err;
+      return { kind: 'bad', reason: err.message };
+    }
+    if (identity !== undefined) {
       if (!up) return { kind: 'refused', reason: 'this agent has no --upstream' };
-      return { kind: 'dial', addr: up, tls: up.tls };
+      return { kind: 'dial', addr: up, tls: up.tls, identity };
     }
     if (target.startsWith(TARGET_PORT_PREFIX)) {
       const text = target.slice(TARGET_PORT_PREFIX.length);

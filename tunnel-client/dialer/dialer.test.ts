@@ -86,7 +86,12 @@ describe('Allowlist', () => {
 
   it('resolves @upstream, @port:N and HOST:PORT against the list', () => {
     const a = new Allowlist('https://Kube.Local:6443', ['127.0.0.1:8080']);
-    expect(a.resolve('@upstream')).toEqual({ kind: 'dial', addr: a.upstream, tls: true });
+    expect(a.resolve('@upstream')).toEqual({ kind: 'dial', addr: a.upstream, tls: true, identity: null });
+    expect(a.resolve('@upstream?user=tunnel-relay:k_1&group=tunnel-relay:viewer')).toMatchObject({
+      kind: 'dial',
+      identity: { user: 'tunnel-relay:k_1', groups: ['tunnel-relay:viewer'], readOnly: false },
+    });
+    expect(a.resolve('@upstream?user=a%0d%0ab').kind).toBe('bad');
     expect(a.resolve('@port:6443')).toEqual({
       kind: 'dial',
       addr: { host: 'kube.local', port: 6443 },

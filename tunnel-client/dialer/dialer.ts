@@ -19,10 +19,12 @@ import {
   replyOpen,
 } from '../../shared/net/mux/open-target.js';
 import { splice } from '../../shared/net/tunnel-streams/splice.js';
-import { type Allowlist, formatHostPort, type HostPort, TARGET_UPSTREAM } from './allowlist.js';
+import { type Allowlist, formatHostPort, type HostPort } from './allowlist.js';
 import { serveWithToken } from './token-injector.js';
 
 export const DEFAULT_DIAL_TIMEOUT_MS = 10_000;
+const NO_IMPERSONATION =
+  'no service-account token to act as the caller with (impersonation), and the caller may only read';
 
 export interface DialerOptions {
   allowlist: Allowlist;
@@ -31,8 +33,14 @@ export interface DialerOptions {
   /** TLS to an https upstream: CA (PEM) to trust instead of the system's, and whether to verify. */
   upstreamCa?: string | undefined;
   upstreamInsecure?: boolean;
-  /** Opt-in: requests on `@upstream` streams carry this file's token instead of the client's (token-injector.ts). */
+  /**
+   * Requests on `@upstream` streams carry this file's token instead of the client's, and impersonate the caller
+   * the hub names (token-injector.ts). Without it the agent cannot impersonate: it refuses a read-only caller's
+   * write the relay left to the API server.
+   */
   upstreamTokenFile?: string | undefined;
+  /** Where to connect for `@upstream` instead of the URL's host:port (in a pod: the API server's service address). */
+  upstreamDial?: HostPort | undefined;
   log?: (line: string) => void;
 }
 
@@ -79,9 +87,16 @@ export class Dialer {
       this.#options.log?.(`stream ${stream.id}: refused ${target} (${r.reason})`);
       return replyOpen(stream, OPEN_REFUSED, r.reason);
     }
+    const identity = r.identity;
+    const tokenFile = identity === undefined ? undefined : this.#options.upstreamTokenFile;
+    if (identity?.readOnly && !tokenFile) {
+      this.stats.refused++;
+      return replyOpen(stream, OPEN_REFUSED, NO_IMPERSONATION);
+    }
     let socket: net.Socket;
     try {
-      socket = await this.#dial(r.addr, r.tls, stream);
+      const dialAt = identity !== undefined ? (this.#options.upstreamDial ?? r.addr) : r.addr;
+      socket = await this.#dial({ addr: dialAt, servername: r.addr.host }, r.tls, stream);
     } catch (err) {
       this.stats.failed++;
       const reason = (err as Error).message;
@@ -94,8 +109,8 @@ export class Dialer {
     this.stats.active++;
     socket.once('close', () => this.stats.active--);
     replyOpen(stream, OPEN_OK);
-    if (target === TARGET_UPSTREAM && this.#options.upstreamTokenFile) {
-      serveWithToken(stream, socket, this.#options.upstreamTokenFile);
+    if (identity !== undefined && tokenFile) {
+      serveWithToken(stream, socket, { tokenFile, identity });
       return;
     }
     const where = formatHostPort(r.addr);
@@ -108,15 +123,16 @@ export class Dialer {
   }
 
   /** Connects (and for TLS, handshakes) within the dial timeout; rejects with a reason naming the address. */
-  #dial(addr: HostPort, useTls: boolean, stream: MuxStream): Promise<net.Socket> {
+  #dial(to: { addr: HostPort; servername: string }, useTls: boolean, stream: MuxStream): Promise<net.Socket> {
     const ms = this.#options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
+    const { addr, servername } = to;
     const where = formatHostPort(addr);
     return new Promise((resolve, reject) => {
       const socket = useTls
         ? tls.connect({
             host: addr.host,
             port: addr.port,
-            servername: net.isIP(addr.host) ? undefined : addr.host,
+            servername: net.isIP(servername) ? undefined : servername,
             ca: this.#options.upstreamCa,
             rejectUnauthorized: this.#options.upstreamInsecure !== true,
             ALPNProtocols: ['http/1.1'],

@@ -4,11 +4,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../shared/clock.js';
 import type { MuxStream } from '../../shared/net/mux/mux-stream.js';
 import { openTarget } from '../../shared/net/mux/open-target.js';
 import { muxOverDuplex } from '../../shared/net/mux/transport.js';
+import { upstreamTarget } from '../../shared/net/mux/upstream-identity.js';
 import { duplexPair } from '../../test/helpers/duplex-pair.js';
 import { Allowlist } from './allowlist.js';
 import { Dialer } from './dialer.js';
@@ -19,13 +21,14 @@ afterEach(() => {
   for (const f of cleanup.splice(0)) f();
 });
 
-async function setup() {
+async function setup(o: { tokenFile?: boolean } = {}) {
   const upstream = http.createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
     res.end(
       JSON.stringify({
         auth: req.headers.authorization ?? null,
         imp: req.headers['impersonate-user'] ?? null,
+        raw: req.rawHeaders,
       }),
     );
   });
@@ -47,7 +50,7 @@ async function setup() {
   const dialer = new Dialer({
     allowlist: new Allowlist(`http://127.0.0.1:${port}`, []),
     clock: realClock,
-    upstreamTokenFile: tokenFile,
+    upstreamTokenFile: o.tokenFile === false ? undefined : tokenFile,
   });
   agent.on('stream', (s) => dialer.handle(s));
   cleanup.push(() => {
@@ -77,7 +80,7 @@ describe('token injection for @upstream', () => {
       'GET /x HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer client\r\nImpersonate-User: admin\r\nConnection: close\r\n\r\n';
     const first = await ask(await openTarget(hub, '@upstream', { clock: realClock }), req);
     expect(first).toMatch(/^HTTP\/1\.1 200/);
-    expect(JSON.parse(first.slice(first.indexOf('\r\n\r\n') + 4))).toEqual({
+    expect(JSON.parse(first.slice(first.indexOf('\r\n\r\n') + 4))).toMatchObject({
       auth: 'Bearer agent-token-1',
       imp: null,
     });
@@ -119,5 +122,76 @@ describe('token injection for @upstream', () => {
         't',
       ),
     ).toEqual(['Accept', 'a', 'authorization', 'Bearer t']);
+  });
+});
+
+const CLIENT_CREDENTIAL = fc
+  .tuple(
+    fc.constantFrom(
+      'authorization',
+      'impersonate-user',
+      'impersonate-group',
+      'impersonate-uid',
+      'impersonate-extra-scopes',
+    ),
+    fc.array(fc.boolean(), { minLength: 30, maxLength: 30 }),
+  )
+  .map(([name, upper]) => [...name].map((ch, i) => (upper[i] ? ch.toUpperCase() : ch)).join(''));
+
+/** Header names and values: plain ones mixed with client credentials in any case, any number of times. */
+const HEADER_LIST = fc.array(
+  fc.tuple(
+    fc.oneof(CLIENT_CREDENTIAL, fc.constantFrom('Accept', 'X-Trace', 'User-Agent')),
+    fc.stringMatching(/^[!-~]{1,20}$/),
+  ),
+  { maxLength: 12 },
+);
+
+const CALLER = { user: 'tunnel-relay:k_abc', groups: ['tunnel-relay:viewer'], readOnly: false };
+
+describe('header filter (no client credential survives)', () => {
+  it('keeps the agent token and the hub-named caller only, whatever the case or repetition', () => {
+    fc.assert(
+      fc.property(HEADER_LIST, fc.boolean(), (pairs, impersonate) => {
+        const out = injectedHeaders(pairs.flat(), 'agent', impersonate ? CALLER : null);
+        const sensitive: string[] = [];
+        for (let i = 0; i < out.length; i += 2) {
+          const k = out[i]!.toLowerCase();
+          if (k === 'authorization' || k.startsWith('impersonate-')) sensitive.push(`${k}=${out[i + 1]}`);
+        }
+        const want = ['authorization=Bearer agent'];
+        if (impersonate)
+          want.push('impersonate-user=tunnel-relay:k_abc', 'impersonate-group=tunnel-relay:viewer');
+        expect(sensitive).toEqual(want);
+      }),
+    );
+  });
+
+  it('sends exactly the caller the hub named, over a real stream and upstream', async () => {
+    const { hub } = await setup();
+    const req =
+      'GET /api HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer client\r\nIMPERSONATE-USER: admin\r\n' +
+      'impersonate-group: system:masters\r\nImpersonate-Group: system:masters\r\nConnection: close\r\n\r\n';
+    const s = await openTarget(hub, upstreamTarget(CALLER), { clock: realClock });
+    const got = await ask(s, req);
+    const raw = JSON.parse(got.slice(got.indexOf('\r\n\r\n') + 4)).raw as string[];
+    const sensitive = raw.flatMap((v, i) =>
+      i % 2 === 0 && /^(authorization|impersonate-)/i.test(v) ? [`${v.toLowerCase()}=${raw[i + 1]}`] : [],
+    );
+    expect(sensitive).toEqual([
+      'authorization=Bearer agent-token-1',
+      'impersonate-user=tunnel-relay:k_abc',
+      'impersonate-group=tunnel-relay:viewer',
+    ]);
+  });
+
+  it('refuses a read-only caller the relay left to the API server when the agent has no token', async () => {
+    const { hub } = await setup({ tokenFile: false });
+    await expect(
+      openTarget(hub, upstreamTarget({ ...CALLER, readOnly: true }), { clock: realClock }),
+    ).rejects.toMatchObject({
+      code: 'STREAM_REFUSED',
+      message: expect.stringContaining('no service-account token to act as the caller'),
+    });
   });
 });

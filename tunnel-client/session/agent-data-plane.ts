@@ -61,6 +61,7 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       upstreamCa: trust.ca,
       upstreamInsecure: trust.insecure,
       upstreamTokenFile: trust.tokenFile,
+      upstreamDial: trust.dial,
       dialTimeoutMs: opts.dialTimeoutMs,
       log: opts.log,
     });

@@ -1,12 +1,14 @@
 /**
  * Audit log (admin, viewer): newest first, AUDIT_PAGE entries at a time ("Load more entries" reads older ones).
- * The actor filter is the relay's (`?actor=`: every entry of that actor, page by page); the action filter applies
- * to the entries loaded.
+ * The actor, cluster and session-kind filters are the relay's (`?actor=`, `?cluster=`, `?kind=`: every matching
+ * entry, page by page); the action filter applies to the entries loaded. Session rows (exec, attach,
+ * port-forward through the relay) read as who, which pod and command, bytes each way and how they ended.
  */
 import { useState } from 'preact/hooks';
 import { LoadMore } from '../components/load-more.js';
 import { useConsole } from '../lib/context.js';
 import { when } from '../lib/format.js';
+import { sessionSummary } from '../lib/session-summary.js';
 import type { AuditItem } from '../lib/types.js';
 import { usePages } from '../lib/use-pages.js';
 
@@ -16,7 +18,13 @@ export function AuditPage() {
   const { api, can } = useConsole();
   const [actor, setActor] = useState('');
   const [action, setAction] = useState('');
-  const path = actor ? `/api/v1/audit?actor=${encodeURIComponent(actor)}` : '/api/v1/audit';
+  const [kind, setKind] = useState('');
+  const [cluster, setCluster] = useState('');
+  const query = new URLSearchParams();
+  if (actor) query.set('actor', actor);
+  if (cluster) query.set('cluster', cluster);
+  if (kind) query.set('kind', kind);
+  const path = query.toString() ? `/api/v1/audit?${query.toString()}` : '/api/v1/audit';
   const rows = usePages<AuditItem>(api, path, AUDIT_PAGE);
   // The actors seen so far stay offered while one of them is chosen.
   const [seenActors, setSeenActors] = useState<ReadonlySet<string>>(new Set());
@@ -45,6 +53,24 @@ export function AuditPage() {
                 {a}
               </option>
             ))}
+          </select>
+        </label>
+        <label>
+          Cluster
+          <input
+            value={cluster}
+            placeholder="any"
+            onInput={(e) => setCluster(e.currentTarget.value.trim())}
+            data-audit-cluster
+          />
+        </label>
+        <label>
+          Session
+          <select value={kind} onChange={(e) => setKind(e.currentTarget.value)} data-audit-kind>
+            <option value="">All entries</option>
+            <option value="exec">exec</option>
+            <option value="attach">attach</option>
+            <option value="port-forward">port-forward</option>
           </select>
         </label>
         <label>
@@ -85,7 +111,11 @@ export function AuditPage() {
                 <td data-label="Target">{r.target}</td>
                 <td data-label="Source">{r.source}</td>
                 <td data-label="Detail" class="mono">
-                  {r.detail === null || r.detail === undefined ? '' : JSON.stringify(r.detail)}
+                  {r.detail === null || r.detail === undefined
+                    ? ''
+                    : r.action.startsWith('session.')
+                      ? sessionSummary(r.detail)
+                      : JSON.stringify(r.detail)}
                 </td>
               </tr>
             ))}

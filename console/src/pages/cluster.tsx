@@ -67,6 +67,22 @@ export function ClusterPage({ name }: { name: string }) {
   return <ClusterDetail c={c} />;
 }
 
+/** Whether the agent acts as the calling relay user (GET /clusters/NAME: impersonation on/off, from the values). */
+function Impersonation({ name }: { name: string }) {
+  const { api } = useConsole();
+  const detail = useLoad(() => api.get<Cluster>(clusterPath(name)), [name]);
+  if (detail.error !== null) return <span class="error">{detail.error}</span>;
+  const v = detail.data?.impersonation;
+  if (v === undefined) return <span class="muted">…</span>;
+  return v === 'on' ? (
+    <span>
+      the calling relay user (impersonation: tunnel-relay:&lt;key id&gt;, group tunnel-relay:&lt;role&gt;)
+    </span>
+  ) : (
+    <span>the agent's service account for every caller (values: impersonate: false)</span>
+  );
+}
+
 function ClusterDetail({ c }: { c: Cluster }) {
   const { can } = useConsole();
   const now = useNow();
@@ -100,6 +116,10 @@ function ClusterDetail({ c }: { c: Cluster }) {
         <dd title={when(seen)}>{age(seen, now)}</dd>
         <dt>Created</dt>
         <dd title={when(c.createdAt)}>{age(c.createdAt, now)}</dd>
+        <dt>Acts on the cluster as</dt>
+        <dd data-impersonation>
+          <Impersonation name={c.name} />
+        </dd>
       </dl>
       <h2>Conditions</h2>
       <div class="table-wrap">

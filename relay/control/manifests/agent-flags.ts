@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { TunnelError } from '../../../shared/errors.js';
 import { parseProxyUrl } from '../../../shared/kit/proxy/proxy-config.js';
 import { AGENT_DEFAULT_RESOURCES, type AgentManifestOptions, DEFAULT_UPSTREAM } from './agent-manifests.js';
+import { DEFAULT_GROUP_BINDINGS } from './agent-rbac.js';
 import { DEFAULT_NAMESPACE, defaultImage } from './common.js';
 import { parseQuantity } from './quantity.js';
 import { type ResourceFlags, resolveResources } from './resources.js';
@@ -21,6 +22,23 @@ export interface AgentFlags extends ResourceFlags {
   noProxy?: string;
   proxyCaFile?: string;
   storageSize?: string;
+  group?: string;
+  /** ClusterRole names (or null: `none`, no binding) for the relay's groups. */
+  adminClusterRole?: string | null;
+  viewerClusterRole?: string | null;
+  groupEditorClusterRole?: string | null;
+}
+
+/** A `--*-cluster-role` value: a ClusterRole name, or `none` (null) to leave the binding out. */
+export function parseClusterRoleFlag(flag: string): (value: string) => string | null {
+  return (value) => {
+    if (value === 'none') return null;
+    if (value.length <= 253 && /^[A-Za-z0-9][A-Za-z0-9:._-]*$/.test(value)) return value;
+    throw new TunnelError(
+      'BAD_INPUT',
+      `${flag} ${JSON.stringify(value.slice(0, 80))} is not a ClusterRole name (or none to leave the binding out)`,
+    );
+  };
 }
 
 const NO_PROXY = /^[A-Za-z0-9.*:/[\]_-]+(,[A-Za-z0-9.*:/[\]_-]+)*$/;
@@ -69,5 +87,14 @@ export function agentOptions(flags: AgentFlags): AgentManifestOptions {
     },
     storageSize: parseQuantity(flags.storageSize ?? '64Mi', '--storage-size').text,
     resources: resolveResources(flags, AGENT_DEFAULT_RESOURCES),
+    group: flags.group ?? 'default',
+    bindings: {
+      admin: flags.adminClusterRole === undefined ? DEFAULT_GROUP_BINDINGS.admin : flags.adminClusterRole,
+      viewer: flags.viewerClusterRole === undefined ? DEFAULT_GROUP_BINDINGS.viewer : flags.viewerClusterRole,
+      groupEditor:
+        flags.groupEditorClusterRole === undefined
+          ? DEFAULT_GROUP_BINDINGS.groupEditor
+          : flags.groupEditorClusterRole,
+    },
   };
 }

@@ -1,7 +1,8 @@
 /**
- * `tunnel-relay manifests agent`: Namespace, ServiceAccount (no token, no role: the agent never calls the
- * Kubernetes API itself), the join Secret (the bootstrap PSK), the proxy CA
- * ConfigMap when given, and a one-replica StatefulSet whose state dir (WireGuard key, agent credential)
+ * `tunnel-relay manifests agent`: Namespace, ServiceAccount, the RBAC of the agent's impersonation and of the
+ * relay's groups (agent-rbac.ts), the join Secret (the bootstrap PSK), the proxy CA
+ * ConfigMap when given, and a one-replica StatefulSet (with a projected, expiring service-account token, so
+ * the agent reaches its API server as the pod) whose state dir (WireGuard key, agent credential)
  * lives on its own volume, so the agent keeps its identity when the pod is rescheduled: the first start
  * joins with the PSK, every later start runs from the saved state.
  */
@@ -9,6 +10,7 @@ import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import { Secret } from 'kubernetes-models/v1/Secret';
+import { agentRbac, type RelayGroupBindings, serviceAccountVolume } from './agent-rbac.js';
 import {
   CONTAINER_SECURITY,
   labels,
@@ -62,6 +64,9 @@ export interface AgentManifestOptions {
   proxy: AgentProxy;
   storageSize: string;
   resources: Resources;
+  /** The relay group of the cluster: its group editors are impersonated as tunnel-relay:group-editor:<group>. */
+  group: string;
+  bindings: RelayGroupBindings;
 }
 
 /** The pin flag only when CA_PIN is set (sh expansion; without one the system trust store is used). */
@@ -105,6 +110,7 @@ function env(o: AgentManifestOptions): IEnvVar[] {
 }
 
 function statefulSet(o: AgentManifestOptions): StatefulSet {
+  const sa = serviceAccountVolume();
   return new StatefulSet({
     metadata: { name: AGENT_APP, namespace: o.namespace, labels: labels(AGENT_APP) },
     spec: {
@@ -115,6 +121,7 @@ function statefulSet(o: AgentManifestOptions): StatefulSet {
         metadata: { labels: labels(AGENT_APP) },
         spec: {
           serviceAccountName: AGENT_APP,
+          // The token is mounted by the projected volume below (expiring, re-read by the agent).
           automountServiceAccountToken: false,
           securityContext: POD_SECURITY,
           terminationGracePeriodSeconds: AGENT_TERMINATION_GRACE_SECONDS,
@@ -129,6 +136,7 @@ function statefulSet(o: AgentManifestOptions): StatefulSet {
               volumeMounts: [
                 { name: 'state', mountPath: '/state' },
                 { name: 'tmp', mountPath: '/tmp' },
+                sa.mount,
                 ...(o.proxy.caPem === null
                   ? []
                   : [{ name: 'proxy-ca', mountPath: PROXY_CA_DIR, readOnly: true }]),
@@ -137,6 +145,7 @@ function statefulSet(o: AgentManifestOptions): StatefulSet {
           ],
           volumes: [
             { name: 'tmp', emptyDir: {} },
+            sa.volume,
             ...(o.proxy.caPem === null
               ? []
               : [{ name: 'proxy-ca', configMap: { name: `${AGENT_APP}-proxy-ca` } }]),
@@ -158,6 +167,7 @@ export function agentManifests(o: AgentManifestOptions): ManifestObject[] {
   return [
     namespaceObject(o.namespace),
     serviceAccountObject(AGENT_APP, o.namespace),
+    ...agentRbac({ app: AGENT_APP, namespace: o.namespace, group: o.group, bindings: o.bindings }),
     ...(o.psk === null
       ? []
       : [

@@ -47,7 +47,10 @@ export function namespaceObject(name: string): Namespace {
   return new Namespace({ metadata: { name, labels: { 'app.kubernetes.io/part-of': 'wg-relay-tunnel' } } });
 }
 
-/** A service account with no token mounted and no role bound: neither binary calls the Kubernetes API. */
+/**
+ * A service account whose token is not mounted automatically: the relay never calls the Kubernetes API, and
+ * the agent mounts its own projected, expiring token (agent-rbac.ts).
+ */
 export function serviceAccountObject(name: string, namespace: string): ServiceAccount {
   return new ServiceAccount({
     metadata: { name, namespace, labels: labels(name) },

@@ -9,6 +9,8 @@ import { dirname, join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
+import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
@@ -18,7 +20,7 @@ import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { describe, expect, it } from 'vitest';
 import { type K8sDoc, validateYamlStream } from '../../../test/helpers/kubernetes-schema.js';
 import { resolveRelayConfig } from '../../ops/config/config.js';
-import { type AgentFlags, agentOptions } from './agent-flags.js';
+import { type AgentFlags, agentOptions, parseClusterRoleFlag } from './agent-flags.js';
 import { agentManifests } from './agent-manifests.js';
 import { type RelayFlags, relayOptions } from './relay-flags.js';
 import { relayManifests } from './relay-manifests.js';
@@ -304,13 +306,76 @@ describe('agent manifests', () => {
     'pass the Kubernetes schemas: %j',
     (flags) => {
       const docs = agentYaml(flags);
-      expect(kinds(docs)).toEqual(expect.arrayContaining(['Namespace', 'ServiceAccount', 'StatefulSet']));
+      expect(kinds(docs)).toEqual(
+        expect.arrayContaining([
+          'Namespace',
+          'ServiceAccount',
+          'StatefulSet',
+          'ClusterRole',
+          'ClusterRoleBinding',
+        ]),
+      );
       expect(kinds(docs)).not.toContain('Role');
-      expect(kinds(docs)).not.toContain('ClusterRoleBinding');
     },
   );
 
-  it('keeps its identity on a claim per pod, mounts no API token, carries the PSK only in the Secret', () => {
+  it('mounts a projected, expiring service-account token with the cluster CA where the agent looks', () => {
+    const sts = find(agentYaml({}), StatefulSet.is);
+    const pod = podOf(sts);
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(container(sts).volumeMounts).toContainEqual({
+      name: 'kube-api-access',
+      mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+      readOnly: true,
+    });
+    const sources = pod.volumes?.find((v) => v.name === 'kube-api-access')?.projected?.sources;
+    expect(sources).toContainEqual({ serviceAccountToken: { path: 'token', expirationSeconds: 3600 } });
+    expect(sources).toContainEqual({
+      configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+    });
+  });
+
+  it('lets the agent impersonate users and exactly the relay groups that reach its cluster', () => {
+    const docs = agentYaml({ namespace: 'agents', group: 'team-a' });
+    const role = find(docs, ClusterRole.is);
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['users'], verbs: ['impersonate'] },
+      {
+        apiGroups: [''],
+        resources: ['groups'],
+        verbs: ['impersonate'],
+        resourceNames: ['tunnel-relay:admin', 'tunnel-relay:viewer', 'tunnel-relay:group-editor:team-a'],
+      },
+    ]);
+    const all: unknown[] = docs;
+    const bindings = all.filter(ClusterRoleBinding.is);
+    expect(bindings.map((b) => [b.metadata?.name, b.roleRef.name, b.subjects?.[0]?.name])).toEqual([
+      ['tunnel-client-impersonator', 'tunnel-client-impersonator', 'tunnel-client'],
+      ['tunnel-relay:admin', 'cluster-admin', 'tunnel-relay:admin'],
+      ['tunnel-relay:viewer', 'view', 'tunnel-relay:viewer'],
+      ['tunnel-relay:group-editor:team-a', 'edit', 'tunnel-relay:group-editor:team-a'],
+    ]);
+    expect(bindings[0]?.subjects?.[0]).toEqual({
+      kind: 'ServiceAccount',
+      name: 'tunnel-client',
+      namespace: 'agents',
+    });
+  });
+
+  it('changes or leaves out the group bindings as the flags say', () => {
+    const docs = agentYaml({
+      adminClusterRole: 'ops-admin',
+      viewerClusterRole: null,
+      groupEditorClusterRole: null,
+    });
+    const names = docs.filter((d) => d.kind === 'ClusterRoleBinding').map((d) => d.metadata.name);
+    expect(names).toEqual(['tunnel-client-impersonator', 'tunnel-relay:admin']);
+    expect(JSON.stringify(docs)).toContain('"name":"ops-admin"');
+    expect(() => parseClusterRoleFlag('--viewer-cluster-role')('a b')).toThrow(/not a ClusterRole name/);
+    expect(parseClusterRoleFlag('--viewer-cluster-role')('none')).toBeNull();
+  });
+
+  it('keeps its identity on a claim per pod, carries the PSK only in the Secret', () => {
     const docs = agentYaml({ psk: 'tpsk_secret', caPin: `sha256:${'b'.repeat(64)}` });
     const sts = find(docs, StatefulSet.is);
     expect(sts.spec?.volumeClaimTemplates?.[0]?.metadata?.name).toBe('state');

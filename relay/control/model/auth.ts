@@ -33,6 +33,8 @@ export interface KeyPrincipal {
    * cluster only, never a later one of the same name); null for every other key.
    */
   clusterCreatedAt: number | null;
+  /** A kubeconfig key: the role of the key that minted it (absent: not recorded, or not a kubeconfig key). */
+  mintedRole?: Role;
 }
 
 export type Principal =
@@ -120,7 +122,16 @@ export async function authenticate(store: Store, token: string | null, nowWall: 
     const clusterCreatedAt = isScopedRole(role) ? (k.minted?.clusterCreatedAt ?? null) : null;
     if (isScopedRole(role) && clusterCreatedAt === null) throw new TunnelError('UNAUTHENTICATED', UNAUTH);
     const group = role.startsWith('group-editor:') ? role.slice(13) : null;
-    return { kind: 'key', id: k.id, role, group, expiresAt: k.expiresAt, clusterCreatedAt };
+    const mintedRole = isScopedRole(role) ? parseRole(k.minted?.role) : null;
+    return {
+      kind: 'key',
+      id: k.id,
+      role,
+      group,
+      expiresAt: k.expiresAt,
+      clusterCreatedAt,
+      ...(mintedRole === null ? {} : { mintedRole }),
+    };
   }
   if (kind === 'agent') {
     const a = await store.findAgent(hashSecret(token));

@@ -33,6 +33,10 @@ export const AuditQuery = Type.Object(
     since: Type.Optional(Type.String({ maxLength: 64 })),
     /** Only rows of this actor (a key id, `agent:NAME`, `bootstrap:KEY`, ...). */
     actor: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    /** Only rows about this cluster (their target). */
+    cluster: Type.Optional(Type.String({ minLength: 1, maxLength: 63 })),
+    /** Only session rows of this kind (action `session.<kind>`). */
+    kind: Type.Optional(Type.Union(['exec', 'attach', 'port-forward'].map((k) => Type.Literal(k)))),
   },
   closed,
 );

@@ -165,6 +165,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX access_keys_expires ON access_keys (expires_at);
   CREATE INDEX access_keys_revoked ON access_keys (revoked_at);
   `,
+  // 11: the role of the key that minted a kubeconfig key: the group the relay impersonates its caller in on the
+  // cluster (relay/data/proxy/caller-identity.ts). Session audit rows are filtered by cluster (target) and kind (action).
+  `
+  ALTER TABLE access_keys ADD COLUMN minted_role TEXT;
+  CREATE INDEX audit_target ON audit (target, id);
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

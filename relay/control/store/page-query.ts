@@ -68,6 +68,8 @@ export function auditPageSql(dialect: Dialect, q: AuditPageQuery): SqlQuery {
   if (q.before !== null) select.where('id < ?', q.before);
   if (q.since !== undefined) select.where('at >= ?', q.since);
   if (q.actor !== undefined) select.where('actor = ?', q.actor);
+  if (q.target !== undefined) select.where('target = ?', q.target);
+  if (q.action !== undefined) select.where('action = ?', q.action);
   return select.sql('SELECT id, at, actor, action, target, source, detail FROM audit', 'id DESC', q.limit);
 }
 

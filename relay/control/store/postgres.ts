@@ -510,7 +510,7 @@ export class PostgresStore implements Store {
       if (over > 0) await tx.run(pruneOldestEndedSql(pgParam), [now, over]);
       if (options.cap === 'enforce') checkKeyCaps(key, counts, this.#limits);
       await tx.run(
-        `INSERT INTO access_keys (${KEY_COLS}, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        `INSERT INTO access_keys (${KEY_COLS}, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
         [...keyValues(key), hash],
       );
       await this.#audit(tx, audit);

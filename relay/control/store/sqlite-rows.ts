@@ -44,6 +44,7 @@ export interface KeyRow {
   revoked_at: number | null;
   minted_by: string | null;
   cluster_created_at: number | null;
+  minted_role: string | null;
 }
 
 /**
@@ -100,12 +101,18 @@ export function toKey(r: KeyRow): AccessKeyRecord {
     expiresAt: r.expires_at,
     revokedAt: r.revoked_at,
     minted:
-      r.cluster_created_at === null ? null : { by: r.minted_by, clusterCreatedAt: r.cluster_created_at },
+      r.cluster_created_at === null
+        ? null
+        : {
+            by: r.minted_by,
+            clusterCreatedAt: r.cluster_created_at,
+            ...(r.minted_role === null ? {} : { role: r.minted_role }),
+          },
   };
 }
 
 export const KEY_COLS =
-  'id, role, description, created_at, expires_at, revoked_at, minted_by, cluster_created_at';
+  'id, role, description, created_at, expires_at, revoked_at, minted_by, cluster_created_at, minted_role';
 
 /** The values of KEY_COLS for `key`, in that order. */
 export function keyValues(key: AccessKeyRecord): Array<string | number | null> {
@@ -118,6 +125,7 @@ export function keyValues(key: AccessKeyRecord): Array<string | number | null> {
     key.revokedAt,
     key.minted?.by ?? null,
     key.minted?.clusterCreatedAt ?? null,
+    key.minted?.role ?? null,
   ];
 }
 

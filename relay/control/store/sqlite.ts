@@ -448,7 +448,7 @@ export class SqliteStore implements Store {
       const over = endedRowsOver(counts, this.#limits);
       if (over > 0) db.prepare(pruneOldestEndedSql(sqliteParam)).run(sqliteArgs(now, over));
       if (options.cap === 'enforce') checkKeyCaps(key, counts, this.#limits);
-      db.prepare(`INSERT INTO access_keys (${KEY_COLS}, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+      db.prepare(`INSERT INTO access_keys (${KEY_COLS}, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
         ...keyValues(key),
         hash,
       );

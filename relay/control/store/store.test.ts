@@ -787,6 +787,20 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     // a2 expired at 500: k_a has one live kubeconfig key again.
     await mint('a3', 'k_a', 600);
     expect((await small.findAccessKey('h-a3'))?.minted).toEqual({ by: 'k_a', clusterCreatedAt: 1 });
+    // The minter's role is kept: the group its caller is impersonated in (relay/data/proxy/caller-identity.ts).
+    await small.createAccessKey(
+      accessKey('c1', {
+        role: 'cluster-proxy:edge',
+        minted: { by: 'k_c', clusterCreatedAt: 1, role: 'admin' },
+      }),
+      'h-c1',
+      audit('t'),
+    );
+    expect((await small.findAccessKey('h-c1'))?.minted).toEqual({
+      by: 'k_c',
+      clusterCreatedAt: 1,
+      role: 'admin',
+    });
     await small.close();
   });
 

@@ -90,6 +90,11 @@ export interface KeyMinting {
    * reuses the name.
    */
   clusterCreatedAt: number;
+  /**
+   * Role of the access key that minted it (`admin`, `viewer`, `group-editor:G`): the caller's group when the relay
+   * impersonates it on the cluster (relay/data/proxy/caller-identity.ts). Absent for a key minted before schema version 11.
+   */
+  role?: string;
 }
 
 /** How createAccessKey applies the caps. */
@@ -210,6 +215,10 @@ export interface AuditPageQuery {
   before: number | null;
   since?: number;
   actor?: string;
+  /** Only rows with this target (a cluster name for cluster and session rows). */
+  target?: string;
+  /** Only rows with this action (e.g. `session.exec`). */
+  action?: string;
 }
 
 /** An agent's path as the hub holding its session last reported it (relay/control/model/path-reports.ts). */

@@ -3,16 +3,17 @@ import { describe, expect, it } from 'vitest';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 
 describe('discovery requests', () => {
-  it('are GETs of /api and /apis only', () => {
+  it('are GETs of /api, /apis and /version only', () => {
     expect(isDiscoveryRequest('GET', '/api')).toBe(true);
     expect(isDiscoveryRequest('GET', '/apis?timeout=32s')).toBe(true);
+    expect(isDiscoveryRequest('GET', '/version?timeout=32s')).toBe(true);
     expect(isDiscoveryRequest('GET', '/api/v1/pods')).toBe(false);
     expect(isDiscoveryRequest('POST', '/api')).toBe(false);
     fc.assert(
       fc.property(fc.string(), (path) => {
         const base = path.split('?')[0];
         expect(isDiscoveryRequest('GET', path)).toBe(
-          ['/api', '/api/', '/apis', '/apis/'].includes(base ?? ''),
+          ['/api', '/api/', '/apis', '/apis/', '/version', '/version/'].includes(base ?? ''),
         );
       }),
     );

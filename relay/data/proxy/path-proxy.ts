@@ -2,7 +2,10 @@
  * `/api/v1/clusters/:name/proxy/*`: any method, forwarded as HTTP/1.1 over one mux stream per request
  * to the agent's default upstream (`@upstream`: the agent speaks TLS to it when its URL is https).
  * Request and response bodies stream both ways (watches, large uploads). The caller's Authorization
- * header (the relay access key) and hop-by-hop headers are not forwarded.
+ * header (the relay access key), any Impersonate-* header and hop-by-hop headers are not forwarded.
+ * The stream's OPEN text names the caller for the agent to impersonate (caller-identity.ts), unless the
+ * cluster's values turn impersonation off; with it on, a read-only caller's write is not refused here but
+ * left to the API server's RBAC (it acts there as `tunnel-relay:viewer`).
  *
  * Upgrade requests (WebSocket, SPDY: `kubectl exec`) arrive on the https server's 'upgrade' event:
  * after the same checks the request head is re-written onto a new stream and the bytes are spliced
@@ -11,7 +14,8 @@
  * Plain requests are hijacked in a route-level onRequest hook: nothing is parsed or buffered.
  * A request body is framed upstream exactly as it arrived (shared/kit/http/body-framing.ts: chunked stays
  * chunked, a Content-Length stays that length); ambiguous framing is refused with 400 BAD_FRAMING
- * before anything is opened, so one client request is one upstream request. Every request and upgrade is held in the
+ * before anything is opened, so one client request is one upstream request. An exec, attach or port-forward
+ * Upgrade writes a session audit row when it ends (session-audit.ts). Every request and upgrade is held in the
  * live-pipe registry under its access key (live-pipes.ts): it ends when the key is revoked or expires.
  *
  * The relay's own errors here are Kubernetes `Status` objects (kube-status.ts), not the API's error
@@ -20,14 +24,27 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { TunnelError } from '../../../shared/errors.js';
+import { isTunnelError, TunnelError } from '../../../shared/errors.js';
 import { type BodyFraming, bodyFraming, framingHeaders } from '../../../shared/kit/http/body-framing.js';
 import type { MuxStream } from '../../../shared/net/mux/mux-stream.js';
+import { upstreamTarget } from '../../../shared/net/mux/upstream-identity.js';
 import { splice } from '../../../shared/net/tunnel-streams/splice.js';
 import type { RelayContext } from '../../context/context.js';
 import type { LivePipes } from '../../control/api/live-pipes.js';
-import { authenticate, canSeeCluster, type KeyPrincipal, proxyScope } from '../../control/model/auth.js';
-import { bearer, isReadOnly, isScopeOf, requireProxy } from '../../control/model/proxy-auth.js';
+import {
+  authenticate,
+  canSeeCluster,
+  type KeyPrincipal,
+  type Principal,
+  proxyScope,
+} from '../../control/model/auth.js';
+import {
+  bearer,
+  isReadOnly,
+  isScopeOf,
+  type ProxyUse,
+  requireProxy,
+} from '../../control/model/proxy-auth.js';
 import type { ClusterRecord } from '../../control/store/types.js';
 import { MESH_KEY_HEADER, MESH_VIA_HEADER } from '../../fleet/mesh/mesh-auth.js';
 import { forwardRequest, forwardUpgrade } from '../../fleet/mesh/mesh-forward.js';
@@ -35,10 +52,12 @@ import { hopFor, type MeshRouting, meshOriginOf } from '../../fleet/mesh/mesh-ro
 import { MESH_SOURCE_HEADER } from '../../fleet/mesh/mesh-source.js';
 import { endToEndHeaders } from '../../ops/http/end-to-end-headers.js';
 import { exchange } from '../../ops/http/http-exchange.js';
+import { callerIdentity, clusterImpersonates, withoutClientCredentials } from './caller-identity.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
+import { auditSession, sessionTarget } from './session-audit.js';
 
 const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
 
@@ -107,7 +126,7 @@ export function statusClass(code: number): string {
   return code >= 100 && code < 600 ? `${Math.floor(code / 100)}xx` : 'other';
 }
 
-type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics'>>;
+type Ctx = Pick<RelayContext, 'store' | 'clock' | 'log'> & Partial<Pick<RelayContext, 'metrics' | 'mesh'>>;
 
 /** What the path proxy works with: the relay, the hub's streams and the live-pipe registry. */
 export interface PathProxyDeps {
@@ -122,12 +141,32 @@ export interface PathProxyDeps {
 /** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
 const DROP_REFRAMED = new Set([...DROP, 'content-length']);
 
+/** An allowed proxy request: the key, its cluster, the OPEN text and, for a write the relay left to the API
+ * server (impersonating a read-only caller), the refusal the relay would have answered itself. */
+interface Authorized {
+  key: KeyPrincipal;
+  cluster: ClusterRecord;
+  target: string;
+  delegatedRefusal: string | null;
+}
+
+/** The FORBIDDEN message `requireProxy` answers for this use, or null when it allows it. */
+function refusalOf(who: Principal, c: ClusterRecord, use: ProxyUse): string | null {
+  try {
+    requireProxy(who, c, use);
+    return null;
+  } catch (err) {
+    if (isTunnelError(err, 'FORBIDDEN')) return err.message;
+    throw err;
+  }
+}
+
 async function authorize(
   ctx: Ctx,
   req: IncomingMessage,
   cluster: string,
   upgrade: boolean,
-): Promise<{ key: KeyPrincipal; cluster: ClusterRecord }> {
+): Promise<Authorized> {
   const who = await authenticate(ctx.store, bearer(req.headers), ctx.clock.wallNow());
   const c = await ctx.store.getCluster(cluster);
   const scope = proxyScope(who);
@@ -140,12 +179,19 @@ async function authorize(
   // A key scoped to one cluster's proxy sees that cluster only.
   const visible = c !== null && (canSeeCluster(who, c) || scope?.cluster === c.name);
   if (!c || !visible) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
-  return { key: requireProxy(who, c, isReadOnly(req.method, upgrade) ? 'read' : 'write'), cluster: c };
+  const use = isReadOnly(req.method, upgrade) ? 'read' : 'write';
+  const impersonate = await clusterImpersonates(ctx, c.name);
+  // Impersonating, a read-only caller's write reaches the API server as tunnel-relay:viewer; its RBAC decides.
+  const refusal = use === 'write' ? refusalOf(who, c, 'write') : null;
+  const delegated = impersonate && refusal !== null;
+  const key = requireProxy(who, c, delegated ? 'read' : use);
+  const target = upstreamTarget(impersonate ? callerIdentity(key, delegated) : null);
+  return { key, cluster: c, target, delegatedRefusal: delegated ? refusal : null };
 }
 
 /** The agent's refusal of the upstream stream, said in terms of the cluster (what kubectl prints). */
 function explainOpenError(err: unknown, cluster: string): unknown {
-  const reason = err instanceof Error ? err.message.replace(/^@upstream: /, '') : '';
+  const reason = err instanceof Error ? err.message.replace(/^@upstream(\?[^:]*)?: /, '') : '';
   if (err instanceof TunnelError && err.code === 'STREAM_REFUSED') {
     return new TunnelError('STREAM_REFUSED', `agent for cluster ${cluster} refused the stream: ${reason}`);
   }
@@ -158,18 +204,30 @@ function explainOpenError(err: unknown, cluster: string): unknown {
   return err;
 }
 
-/** A stream to the cluster's default upstream, with the agent's refusal explained. */
-async function openUpstream(streams: HubStreams, cluster: string): Promise<MuxStream> {
+/**
+ * A stream to the cluster's default upstream, with the agent's refusal explained; an agent that cannot
+ * impersonate a read-only caller's write refuses it, answered as the relay's own FORBIDDEN.
+ */
+async function openUpstream(streams: HubStreams, allowed: Authorized): Promise<MuxStream> {
+  const cluster = allowed.cluster.name;
   try {
-    return await streams.open(cluster, '@upstream');
+    return await streams.open(cluster, allowed.target);
   } catch (err) {
+    if (allowed.delegatedRefusal !== null && isTunnelError(err, 'STREAM_REFUSED')) {
+      const reason = err.message.replace(/^@upstream(\?[^:]*)?: /, '');
+      throw new TunnelError(
+        'FORBIDDEN',
+        `${allowed.delegatedRefusal} (the agent of cluster ${cluster}: ${reason})`,
+      );
+    }
     throw explainOpenError(err, cluster);
   }
 }
 
 /** Request headers for upstream: end-to-end ones, then the body's framing as parsed. */
 function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
-  return [...endToEndHeaders(req.rawHeaders, DROP_REFRAMED), ...framingHeaders(framing)];
+  const headers = withoutClientCredentials(endToEndHeaders(req.rawHeaders, DROP_REFRAMED));
+  return [...headers, ...framingHeaders(framing)];
 }
 
 function sendError(res: ServerResponse, err: unknown, cluster: string | null, discovery = false): void {
@@ -210,7 +268,7 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   pipes.hold(allowed.key, res);
   const hop = await hopFor(deps.mesh, origin, allowed.cluster);
   if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node.hopTo(hop, req), req, res);
-  const stream = await openUpstream(streams, p.cluster);
+  const stream = await openUpstream(streams, allowed);
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
   await exchange({
@@ -254,7 +312,7 @@ export function handleProxyUpgrade(
     pipes.hold(allowed.key, socket);
     const hop = await hopFor(deps.mesh, origin, allowed.cluster);
     if (hop && deps.mesh?.node) return forwardUpgrade(deps.mesh.node.hopTo(hop, req), req, { socket, head });
-    const stream: MuxStream = await openUpstream(streams, p.cluster);
+    const stream: MuxStream = await openUpstream(streams, allowed);
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();
     stats.upgrades++;
@@ -263,6 +321,9 @@ export function handleProxyUpgrade(
     let text = `${req.method ?? 'GET'} ${p.upstreamPath} HTTP/1.1\r\n`;
     for (let i = 0; i + 1 < hdrs.length; i += 2) text += `${hdrs[i]}: ${hdrs[i + 1]}\r\n`;
     text += `connection: Upgrade\r\nupgrade: ${upgrade}\r\n\r\n`;
+    const session = sessionTarget(p.upstreamPath);
+    if (session)
+      auditSession({ ctx, req, key: allowed.key, cluster: p.cluster, target: session, socket, stream });
     stream.write(text);
     if (head.length > 0) stream.write(head);
     splice(stream, socket, (e) => new TunnelError('STREAM_RESET', `client: ${e.message}`));

@@ -1,6 +1,7 @@
 /**
  * GET /api/v1/audit (admin, viewer): the audit log newest first, one page at a time (`?limit=&continue=`,
- * relay/control/model/paging.ts), optionally only rows at or after `?since=` (RFC 3339) and of one `?actor=`.
+ * relay/control/model/paging.ts), optionally only rows at or after `?since=` (RFC 3339), of one `?actor=`, about one
+ * `?cluster=` and, for the session rows (relay/data/proxy/session-audit.ts), of one `?kind=exec|attach|port-forward`.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { AuditList } from '../../../../shared/api/audit.js';
@@ -44,6 +45,8 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = asy
         before: decodeContinue('audit', req.query.continue),
         ...(since === undefined ? {} : { since }),
         ...(req.query.actor === undefined ? {} : { actor: req.query.actor }),
+        ...(req.query.cluster === undefined ? {} : { target: req.query.cluster }),
+        ...(req.query.kind === undefined ? {} : { action: `session.${req.query.kind}` }),
       });
       const items = page.items.map((r) => ({ ...r, at: new Date(r.at).toISOString() }));
       return page.next === null ? { items } : { items, continue: encodeContinue('audit', page.next) };

@@ -19,6 +19,7 @@ import {
   principalOf,
   type RelayContext,
 } from '../../../context/context.js';
+import { clusterImpersonates } from '../../../data/proxy/caller-identity.js';
 import { hashSecret, newId, newSecret } from '../../../ops/secrets.js';
 import {
   actorOf,
@@ -140,11 +141,12 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const c = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
-      const [psk, [reported]] = await Promise.all([
+      const [psk, [reported], impersonation] = await Promise.all([
         ctx.store.currentPsk(c.name, ctx.clock.wallNow()),
         ctx.store.agentPaths(c.name),
+        clusterImpersonates(ctx, c.name),
       ]);
-      return clusterDetailView(ctx, c, psk, reported);
+      return clusterDetailView(ctx, c, psk, reported, impersonation);
     },
   );
 

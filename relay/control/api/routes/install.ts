@@ -18,6 +18,7 @@ import {
   agentManifests,
   DEFAULT_UPSTREAM,
 } from '../../manifests/agent-manifests.js';
+import { DEFAULT_GROUP_BINDINGS } from '../../manifests/agent-rbac.js';
 import { DEFAULT_NAMESPACE, defaultImage } from '../../manifests/common.js';
 import { renderManifests } from '../../manifests/render.js';
 import { openInstallLink } from '../../model/install-link.js';
@@ -56,7 +57,7 @@ async function refuse(ctx: RelayContext, reply: FastifyReply, source: string, r:
   throw refusal(r);
 }
 
-function renderFor(ctx: RelayContext, cluster: string, psk: string): string {
+function renderFor(ctx: RelayContext, cluster: string, group: string, psk: string): string {
   const objects = agentManifests({
     namespace: DEFAULT_NAMESPACE,
     image: defaultImage(),
@@ -69,6 +70,8 @@ function renderFor(ctx: RelayContext, cluster: string, psk: string): string {
     proxy: { httpsProxy: null, httpProxy: null, noProxy: null, caPem: null },
     storageSize: '64Mi',
     resources: AGENT_DEFAULT_RESOURCES,
+    group,
+    bindings: DEFAULT_GROUP_BINDINGS,
   });
   return renderManifests(objects, [
     `tunnel-client for cluster ${cluster}, served once by ${ctx.publicUrl()}`,
@@ -105,7 +108,8 @@ export const installRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       logAudit(ctx, { ...audit, target: taken.cluster, detail: { pskId: taken.pskId } });
       reply.header('cache-control', 'no-store');
       reply.type('application/yaml; charset=utf-8');
-      return renderFor(ctx, taken.cluster, psk);
+      const group = (await ctx.store.getCluster(taken.cluster))?.group ?? 'default';
+      return renderFor(ctx, taken.cluster, group, psk);
     },
   );
 };

@@ -87,7 +87,7 @@ export const kubeconfigRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> 
           createdAt: now,
           expiresAt,
           revokedAt: null,
-          minted: { by: minter.id, clusterCreatedAt: c.createdAt },
+          minted: { by: minter.id, clusterCreatedAt: c.createdAt, role: minter.role },
         },
         hashSecret(token),
         audit,
