@@ -269,7 +269,9 @@ describe('GET /api/v1/events', () => {
       await json.waitFor((p) => p.stdout.includes('"cluster-deleted"'), 10_000, 'the JSON deletion');
       const lines = text.stdout.trimEnd().split('\n');
       expect(lines[0]).toBe('no clusters');
-      expect(lines[1]).toMatch(/^watched +watched +watch +Pending +no agent yet +Unknown +none +- +- +\d+s$/);
+      expect(lines[1]).toMatch(
+        /^watched +watched +watch +Pending +Never connected +no agent yet +Unknown +none +- +- +\d+s$/,
+      );
       expect(lines.slice(2)).toEqual(['watched  deleted']);
       const objects = json.stdout
         .trimEnd()
