@@ -97,10 +97,14 @@ export function auditCommand(): Command {
       readPages<AuditItem>(c, auditPath(flags), flags, AUDIT_FOLLOW_PAGE),
     );
     printAnswer(flags.output, res, (out) => {
+      // The SESSION column only when a session row is shown (exec, attach, port-forward through the relay).
+      const sessions = res.items.some((a) => a.action.startsWith('session.'));
+      const head = ['AT', 'ACTOR', 'ACTION', 'TARGET', 'SOURCE', ...(sessions ? ['SESSION'] : [])];
+      const row = (a: AuditItem) => [a.at, a.actor, a.action, a.target, a.source ?? '-'];
       out.line(
         table(
-          ['AT', 'ACTOR', 'ACTION', 'TARGET', 'SOURCE', 'SESSION'],
-          res.items.map((a) => [a.at, a.actor, a.action, a.target, a.source ?? '-', sessionText(a)]),
+          head,
+          res.items.map((a) => (sessions ? [...row(a), sessionText(a)] : row(a))),
         ),
       );
       const filters = [
