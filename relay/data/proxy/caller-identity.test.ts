@@ -1,12 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { KeyPrincipal, Role } from '../../control/model/auth.js';
-import {
-  callerIdentity,
-  effectiveRole,
-  impersonationOn,
-  withoutClientCredentials,
-} from './caller-identity.js';
+import { impersonationOn } from '../../control/model/impersonation.js';
+import { callerIdentity, effectiveRole, withoutClientCredentials } from './caller-identity.js';
 
 function key(role: Role, mintedRole?: Role): KeyPrincipal {
   const base = {

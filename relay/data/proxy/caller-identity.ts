@@ -7,13 +7,9 @@
  * Client-sent Authorization and Impersonate-* headers are dropped here and again on the agent.
  */
 import type { CallerIdentity } from '../../../shared/net/mux/upstream-identity.js';
-import type { RelayContext } from '../../context/context.js';
 import { type KeyPrincipal, parseRole, type Role, scopedClusterOf } from '../../control/model/auth.js';
-import { readClusterValues, readPlatformValues } from '../../control/model/values.js';
 
 export const IDENTITY_PREFIX = 'tunnel-relay:';
-/** The values key that turns impersonation off for a cluster (`impersonate: false`). */
-export const IMPERSONATE_VALUE = 'impersonate';
 
 /** The relay role a key acts with on a cluster: its own, or for a kubeconfig key its minter's (legacy: viewer). */
 export function effectiveRole(key: KeyPrincipal): Role {
@@ -29,21 +25,6 @@ export function callerIdentity(key: KeyPrincipal, readOnly: boolean): CallerIden
     groups: [`${IDENTITY_PREFIX}${effectiveRole(key)}`],
     readOnly,
   };
-}
-
-/** Whether values turn impersonation on (anything but an explicit `false` keeps it on). */
-export function impersonationOn(own: Record<string, unknown>, platform: Record<string, unknown>): boolean {
-  const v = Object.hasOwn(own, IMPERSONATE_VALUE) ? own[IMPERSONATE_VALUE] : platform[IMPERSONATE_VALUE];
-  return v !== false;
-}
-
-/** Whether the relay impersonates callers on cluster `name` (its merged values). */
-export async function clusterImpersonates(
-  ctx: Pick<RelayContext, 'store' | 'log'>,
-  name: string,
-): Promise<boolean> {
-  const [own, platform] = await Promise.all([readClusterValues(ctx, name), readPlatformValues(ctx)]);
-  return impersonationOn(own ?? {}, platform);
 }
 
 /** `raw` (a flat name/value list) without Authorization and any Impersonate-* header, whatever their case. */

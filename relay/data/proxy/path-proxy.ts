@@ -38,6 +38,7 @@ import {
   type Principal,
   proxyScope,
 } from '../../control/model/auth.js';
+import { clusterImpersonates } from '../../control/model/impersonation.js';
 import {
   bearer,
   isReadOnly,
@@ -52,7 +53,7 @@ import { hopFor, type MeshRouting, meshOriginOf } from '../../fleet/mesh/mesh-ro
 import { MESH_SOURCE_HEADER } from '../../fleet/mesh/mesh-source.js';
 import { endToEndHeaders } from '../../ops/http/end-to-end-headers.js';
 import { exchange } from '../../ops/http/http-exchange.js';
-import { callerIdentity, clusterImpersonates, withoutClientCredentials } from './caller-identity.js';
+import { callerIdentity, withoutClientCredentials } from './caller-identity.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';

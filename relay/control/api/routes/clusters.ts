@@ -19,7 +19,6 @@ import {
   principalOf,
   type RelayContext,
 } from '../../../context/context.js';
-import { clusterImpersonates } from '../../../data/proxy/caller-identity.js';
 import { hashSecret, newId, newSecret } from '../../../ops/secrets.js';
 import {
   actorOf,
@@ -28,6 +27,7 @@ import {
   requireClusterWrite,
   visibleCluster,
 } from '../../model/auth.js';
+import { clusterImpersonates } from '../../model/impersonation.js';
 import { installCommand, installUrl } from '../../model/install-command.js';
 import { issueInstallLink } from '../../model/install-link.js';
 import { checkName } from '../../model/names.js';
