@@ -441,9 +441,16 @@ describe('kubectl through the relay acts as the relay user', () => {
   });
 
   it('get -w: sees changes, ends when the agent goes away, and watches again once it is back', async () => {
-    const { file } = await kubeconfigFile();
+    const { file, keyId } = await kubeconfigFile();
     const watch = watchPods(file);
     await waitOutput(watch, 'pod/web-1', 'the first list');
+    // The watch (a chunked stream held open) carries the same identity as any request.
+    const watchRequest = lastSeen((x) => /[?&]watch=(true|1)/.test(x.url));
+    expect(identityHeaders(watchRequest)).toEqual([
+      'authorization: Bearer sa-token-2',
+      `impersonate-user: tunnel-relay:${keyId}`,
+      'impersonate-group: tunnel-relay:admin',
+    ]);
     api.pods.add('web-2');
     await waitOutput(watch, 'pod/web-2', 'the ADDED event');
     await agent.stop('SIGTERM');
