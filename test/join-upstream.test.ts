@@ -87,7 +87,7 @@ async function throughRelay(cluster: string): Promise<{ status: number; body: st
     '\n%{http_code}',
     '-H',
     `Authorization: Bearer ${ready.adminKey}`,
-    // Not /version: a relay failure there is answered as plain text for kubectl (relay/proxy/discovery-error.ts).
+    // Not /version: a relay failure there is answered as plain text for kubectl (relay/data/proxy/discovery-error.ts).
     `${ready.url}/api/v1/clusters/${cluster}/proxy/api/v1/namespaces`,
   ]);
   const cut = r.stdout.lastIndexOf('\n');
