@@ -127,6 +127,11 @@ describe('the printed install command keeps the one-time URL out of every argv',
         expect(watched.stdout.split('\n').filter(Boolean)).toEqual([
           'namespace/tunnel-system',
           'serviceaccount/tunnel-client',
+          'clusterrole.rbac.authorization.k8s.io/tunnel-client-impersonator',
+          'clusterrolebinding.rbac.authorization.k8s.io/tunnel-client-impersonator',
+          'clusterrolebinding.rbac.authorization.k8s.io/tunnel-relay:admin',
+          'clusterrolebinding.rbac.authorization.k8s.io/tunnel-relay:viewer',
+          'clusterrolebinding.rbac.authorization.k8s.io/tunnel-relay:group-editor:default',
           'secret/tunnel-client-join',
           'statefulset.apps/tunnel-client',
         ]);
