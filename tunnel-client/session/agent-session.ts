@@ -281,9 +281,19 @@ export class AgentSession {
    */
   async drain(graceMs: number): Promise<number> {
     const streams = this.endpoint.streams;
-    streams.link(this.#hubAddr)?.mux.goAway();
+    const link = streams.link(this.#hubAddr);
+    link?.mux.goAway();
     const until = this.#clock.now() + graceMs;
-    while (!this.#closed && streams.streamCount > 0 && this.#clock.now() < until) {
+    // The GoAway must reach the hub before the session closes (over the relay a close right after it can cut it
+    // off, and the hub would answer the next request AGENT_NOT_CONNECTED instead of holding it for the next run):
+    // wait one check for it to be written, then until the hub acknowledged it and the open streams ended.
+    const unacknowledged = () => link !== undefined && !link.closed && link.arq.bufferedBytes > 0;
+    let checks = 0;
+    while (
+      !this.#closed &&
+      (checks++ === 0 || streams.streamCount > 0 || unacknowledged()) &&
+      this.#clock.now() < until
+    ) {
       await new Promise<void>((r) => this.#clock.setTimer(DRAIN_CHECK_MS, r));
     }
     return streams.streamCount;
