@@ -120,7 +120,7 @@ describe.each(['relayed', 'direct'] as const)('cluster state (%s path)', (mode) 
       // The lease keeps its meaning: still fresh.
       expect(value.conditions.find((c) => c.type === 'Available')?.status).toBe('True');
       const got = await admin('cluster', 'get', name);
-      expect(got.stdout).toMatch(/^state: +Disconnected$/m);
+      expect(got.stdout, got.stdout).toMatch(/^state: +Disconnected$/m);
       const listed = await admin('cluster', 'list');
       expect(listed.stdout).toMatch(
         new RegExp(`^${name} .* Accepted +Disconnected +joined +True +none `, 'm'),

@@ -7,8 +7,8 @@
  * tunnel carries application traffic; idle, only once nothing came from it for idleProbeMs + probeIntervalMs
  * (an idle agent's own probes, every 25 s, normally keep it alive: an idle agent costs a few packets a minute).
  * An agent's relay connection closing (`relayGone`) is reported at once: a relayed agent is not connected from then
- * on; an agent on its direct path is probed at once and stays connected only if something arrives from it within
- * RELAY_LOSS_CONFIRM_MS (a killed agent's sockets close together, so it shows disconnected within that time).
+ * on; an agent on its direct path is probed at once, shows disconnected until it answers a probe sent after the loss,
+ * and is reported again RELAY_LOSS_CONFIRM_MS later (connected then if it answered).
  */
 import type { Clock, TimerHandle } from '../../../shared/clock.js';
 import type { PathKind } from '../../../shared/net/tunnel-endpoint/path.js';
@@ -90,7 +90,7 @@ export class HubStatus {
     const direct = rec.paths?.path?.kind === 'direct';
     const kind: PathKind = direct && !rec.paths?.duplicating ? 'direct' : 'relayed';
     const connected =
-      (this.#options.isConnected(rec.key) || (direct && this.#directAlive(rec, now))) &&
+      (this.#options.isConnected(rec.key) || (direct && this.#directAlive(rec))) &&
       peer.lastHandshakeAt !== null &&
       rec.lastRxAt !== null &&
       now - rec.lastRxAt < this.#deadMs + (this.#active(rec) ? 0 : this.#idleMs);
@@ -123,7 +123,8 @@ export class HubStatus {
     if (rec.paths?.path?.kind === 'direct' && rec.peer.isSessionUp) {
       rec.lastProbeAt = now;
       rec.peer.send(rec.prober.probe());
-      this.#options.clock.setTimer(RELAY_LOSS_CONFIRM_MS, () => this.report(rec));
+      // A timer may fire a little before its time by the monotonic clock: report once the loss is surely older.
+      this.#options.clock.setTimer(RELAY_LOSS_CONFIRM_MS + 20, () => this.report(rec));
     }
     this.report(rec);
   }
@@ -139,11 +140,17 @@ export class HubStatus {
     this.#options.clock.clearTimer(this.#timer);
   }
 
-  /** A direct agent without its relay connection: alive while the loss is fresh or it was heard from since. */
-  #directAlive(rec: StatusRecord, now: number): boolean {
+  /**
+   * A direct agent without its relay connection: alive once it answered a probe sent after the loss (until then it
+   * shows disconnected, so a killed agent never flaps back to connected). Bytes that merely arrived after the loss
+   * are no proof: a killed agent's last datagrams can still be queued on the hub's UDP socket when its relay
+   * connection's close is seen.
+   */
+  #directAlive(rec: StatusRecord): boolean {
     const goneAt = this.#relayGoneAt.get(rec);
     if (goneAt === undefined) return true;
-    return now - goneAt < RELAY_LOSS_CONFIRM_MS || (rec.lastRxAt !== null && rec.lastRxAt > goneAt);
+    const answeredAt = rec.prober.lastAnsweredProbeAt;
+    return answeredAt !== null && answeredAt >= goneAt;
   }
 
   #active(rec: StatusRecord): boolean {

@@ -63,6 +63,8 @@ export class EchoProber {
   rttMs: number | null = null;
   /** Monotonic ms of the last matching reply. */
   lastReplyAt: number | null = null;
+  /** When the probe the last matching reply answers was sent (monotonic ms): a reply to a probe sent after T proves life after T. */
+  lastAnsweredProbeAt: number | null = null;
   sent = 0;
   received = 0;
   readonly #clock: Clock;
@@ -115,6 +117,7 @@ export class EchoProber {
     if (!(rtt >= 0 && rtt <= MAX_RTT_MS)) return true;
     this.received++;
     this.lastReplyAt = now;
+    this.lastAnsweredProbeAt = sentAt;
     const prev = this.rttMs;
     this.rttMs = prev === null ? rtt : prev + SRTT_ALPHA * (rtt - prev);
     return true;
