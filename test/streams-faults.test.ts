@@ -214,9 +214,10 @@ describe('hub -> agent streams over WireGuard on a faulty path', () => {
         expect(sha(j.down.buf())).toBe(sha(side!.down));
         expect(sha(side!.up.buf())).toBe(sha(j.up));
       }
-      // The blackout dropped traffic in both directions, and most of the data crossed after it.
-      expect(p.ab.counters.blackout).toBeGreaterThan(0);
-      expect(p.ba.counters.blackout).toBeGreaterThan(0);
+      // The blackout dropped traffic, and most of the data crossed after it. Which directions carried anything in
+      // those 2 s depends on where the transfer stood (a seed can leave one direction idle then), so the drops are
+      // counted over both.
+      expect(p.ab.counters.blackout + p.ba.counters.blackout).toBeGreaterThan(0);
       expect(beforeBlackout).toBeLessThan(total);
       expect(transferEnd).toBeGreaterThan(blackoutAt + 2_000);
       // The path really was faulty.
