@@ -129,7 +129,7 @@ function writeRow(
       namespace: t.namespace,
       pod: t.pod,
       container: t.container,
-      ...(t.kind === 'port-forward' ? { ports: t.ports } : { command: t.command }),
+      ...(t.kind !== 'port-forward' ? { command: t.command } : t.ports.length ? { ports: t.ports } : {}),
       startedAt: new Date(r.startedAt).toISOString(),
       endedAt: new Date(endedAt).toISOString(),
       bytesIn: r.bytesIn,

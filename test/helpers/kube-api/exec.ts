@@ -2,11 +2,12 @@
  * exec and attach on the test API server. WebSocket (`v5.channel.k8s.io`, what kubectl tries first): every
  * message starts with its channel byte (0 stdin, 1 stdout, 2 stderr, 3 status, 255 close a channel); the
  * "container" runs `cat` (stdin echoed to stdout) or `echo ARGS`, then answers a Success status on channel 3.
- * SPDY/3.1: the handshake only (101, then the bytes are echoed back raw), enough to check what reached it.
+ * SPDY/3.1 (what kubectl falls back to, or uses with KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false): exec-spdy.ts.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { serveExecSpdy } from './exec-spdy.js';
 
 export const EXEC_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
 const SUCCESS = JSON.stringify({ metadata: {}, status: 'Success' });
@@ -54,14 +55,7 @@ export function serveExec(req: IncomingMessage, socket: Duplex, head: Buffer, se
     protocol: '',
   };
   sessions.push(session);
-  if (/^spdy\//i.test(req.headers.upgrade ?? '')) {
-    session.protocol = 'SPDY/3.1';
-    socket.write(
-      'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n',
-    );
-    socket.on('data', (d: Buffer) => socket.write(d));
-    return;
-  }
+  if (/^spdy\//i.test(req.headers.upgrade ?? '')) return void serveExecSpdy(req, socket, session);
   const wss = new WebSocketServer({
     noServer: true,
     handleProtocols: (offered) => EXEC_PROTOCOLS.find((p) => offered.has(p)) ?? false,

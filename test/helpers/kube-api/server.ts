@@ -1,7 +1,7 @@
 /**
  * A test Kubernetes API server (no real one can run here), behaving as kube-apiserver does for what the agent and
  * kubectl send: TLS with its own CA, bearer tokens, impersonation and RBAC (authz.ts), discovery (/version, /api,
- * /apis, /api/v1), namespaces, pods (list, chunked watch, get, delete) and exec/attach Upgrades (exec.ts).
+ * /apis, /api/v1), namespaces, pods (list, chunked watch, get, delete) exec/attach Upgrades (exec.ts) and port-forward (port-forward.ts).
  * Every request's raw headers are kept in `seen`, so tests assert exactly what reached the API server.
  */
 import { once } from 'node:events';
@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Access, type AuthzConfig, authenticate, authorize, type Identity } from './authz.js';
 import { type ExecSession, serveExec } from './exec.js';
+import { type PortForward, servePortForward } from './port-forward.js';
 import { API_GROUPS, API_VERSIONS, CORE_RESOURCES, NAMESPACES, PodStore, VERSION } from './resources.js';
 import { failure, type KubeStatus, sendJson, sendStatus } from './status.js';
 
@@ -29,6 +30,9 @@ export interface KubeApiServer {
   readonly authz: AuthzConfig;
   readonly seen: SeenRequest[];
   readonly execs: ExecSession[];
+  readonly portForwards: PortForward[];
+  /** The pod's ports for port-forward: pod port -> a real 127.0.0.1 port the test listens on. */
+  readonly podPorts: Map<number, number>;
   close(): Promise<void>;
 }
 
@@ -105,6 +109,8 @@ export async function startKubeApiServer(o: {
     authz: o.authz,
     seen,
     execs: [],
+    portForwards: [],
+    podPorts: new Map(),
     close: async () => {
       if (!server.listening) return;
       server.closeAllConnections();
@@ -146,6 +152,11 @@ export async function startKubeApiServer(o: {
     if (denied) {
       row.status = denied.code;
       return void writeStatus(socket, denied);
+    }
+    if (access?.resource === 'pods/portforward') {
+      const record: PortForward = { protocol: '', connections: [] };
+      api.portForwards.push(record);
+      return void servePortForward(req, socket, head, api.podPorts, record);
     }
     serveExec(req, socket, head, api.execs);
   });
