@@ -59,6 +59,7 @@ import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 import { auditSession, sessionTarget } from './session-audit.js';
+import { forwardWatch, isWatchRequest } from './watch-resume.js';
 
 const PROXY_PATH = /^\/api\/v1\/clusters\/([^/?#]+)\/proxy(\/[^?#]*)?(\?.*)?$/;
 
@@ -272,19 +273,31 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   const stream = await openUpstream(streams, allowed);
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
+  const headers = [...upstreamHeaders(req, framing), 'connection', 'close'];
+  const onAnswer = (status: number) => bump(deps.stats.forwarded, statusClass(status));
+  if (framing.kind === 'none' && isWatchRequest(req.method, p.upstreamPath)) {
+    return forwardWatch({
+      req,
+      res,
+      path: p.upstreamPath,
+      headers,
+      first: stream,
+      open: () => openUpstream(streams, allowed),
+      answerHeaders: forwardHeaders,
+      onAnswer,
+      onResume: (resourceVersion) =>
+        ctx.log.info({ cluster: p.cluster, resourceVersion }, 'watch reopened on a new agent stream'),
+    });
+  }
   await exchange({
     req,
     res,
-    head: {
-      method: req.method ?? 'GET',
-      path: p.upstreamPath,
-      headers: [...upstreamHeaders(req, framing), 'connection', 'close'],
-    },
+    head: { method: req.method ?? 'GET', path: p.upstreamPath, headers },
     transport: stream,
     bodyFollows: framing.kind !== 'none',
     answerHeaders: forwardHeaders,
     what: 'upstream request',
-    onAnswer: (status) => bump(deps.stats.forwarded, statusClass(status)),
+    onAnswer,
   });
 }
 
