@@ -66,6 +66,9 @@ export class HubStreams {
   readonly #drains: AgentDrains;
   /** Links whose GoAway is watched (each once). */
   readonly #watched = new WeakSet<StreamLink>();
+  /** The link each opened stream is on, and the calls waiting for a link's drain (whenDraining). */
+  readonly #linkOf = new WeakMap<MuxStream, StreamLink>();
+  readonly #drainWaiters = new WeakMap<StreamLink, Set<() => void>>();
   #timer: TimerHandle | undefined;
   #closed = false;
 
@@ -141,13 +144,35 @@ export class HubStreams {
   async #openOn(remote: number, target: string): Promise<MuxStream> {
     const stream = await this.binding.open(remote, target, this.#options.openTimeoutMs);
     const link = this.binding.link(remote);
+    if (link) this.#linkOf.set(stream, link);
     if (link && !this.#watched.has(link)) {
       this.#watched.add(link);
       link.mux.on('goaway', (code: number) => {
-        if (code === GOAWAY_NORMAL && this.binding.link(remote) === link) this.#drains.start(remote);
+        if (code !== GOAWAY_NORMAL) return;
+        if (this.binding.link(remote) === link) this.#drains.start(remote);
+        const waiting = this.#drainWaiters.get(link);
+        this.#drainWaiters.delete(link);
+        for (const onDrain of waiting ?? []) onDrain();
       });
     }
     return stream;
+  }
+
+  /**
+   * Calls `onDrain` once when the agent that holds `stream` starts draining (its GoAway, SIGTERM), so a stream
+   * that would hold the drain for its whole grace (a watch) can move to the agent's successor at once. Returns
+   * the call that stops waiting.
+   */
+  whenDraining(stream: MuxStream, onDrain: () => void): () => void {
+    const link = this.#linkOf.get(stream);
+    if (!link) return () => {};
+    let waiting = this.#drainWaiters.get(link);
+    if (!waiting) {
+      waiting = new Set();
+      this.#drainWaiters.set(link, waiting);
+    }
+    waiting.add(onDrain);
+    return () => void this.#drainWaiters.get(link)?.delete(onDrain);
   }
 
   /**

@@ -285,6 +285,7 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
       open: () => openUpstream(streams, allowed),
       answerHeaders: forwardHeaders,
       onAnswer,
+      whenDraining: (s, onDrain) => streams.whenDraining(s, onDrain),
       onResume: (resourceVersion) =>
         ctx.log.info({ cluster: p.cluster, resourceVersion }, 'watch reopened on a new agent stream'),
     });

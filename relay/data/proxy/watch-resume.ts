@@ -4,7 +4,8 @@
  * on the cluster's next agent stream from the last event's resourceVersion, and the client's response goes on.
  * The client only ever gets whole events (watch-lines.ts). A reopen the API server refuses (410 Gone: the version
  * is too old) reaches the client as the ERROR event kube-apiserver itself would send, and the watch ends.
- * The reopen is tried for WATCH_RESUME_WINDOW_MS, at most MAX_WATCH_RESUMES times per watch; an answer that is
+ * A watch on an agent that starts draining (SIGTERM) is cut and reopened at once rather than holding the agent's
+ * drain for its grace. The reopen is tried for WATCH_RESUME_WINDOW_MS, at most MAX_WATCH_RESUMES times per watch; an answer that is
  * not a 200 JSON watch, or a body that stops being whole events, is passed through as any request.
  */
 import http, { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
@@ -39,6 +40,8 @@ export interface WatchForward {
   onAnswer?(status: number): void;
   /** Each reopen, with the version it starts from. */
   onResume?(resourceVersion: string | null): void;
+  /** Calls `onDrain` when the agent holding `stream` starts draining; returns the call that stops waiting. */
+  whenDraining?(stream: MuxStream, onDrain: () => void): () => void;
 }
 
 /** A GET whose query asks for a watch. */
@@ -158,7 +161,11 @@ export async function forwardWatch(o: WatchForward): Promise<void> {
   let path = o.path;
   for (let resumes = 0; stream !== null; resumes++) {
     stream.on('error', () => {});
+    // A draining agent would hold the watch for its whole grace: the watch moves to its successor at once.
+    const current: MuxStream = stream;
+    const stopWaiting = o.whenDraining?.(current, () => current.destroy()) ?? (() => {});
     const outcome = await attempt(o, stream, path, lines);
+    stopWaiting();
     if (outcome === 'ended' || o.res.destroyed || !lines.resumable || resumes >= MAX_WATCH_RESUMES) break;
     lines.discardPartial();
     stream = await reopen(o, Date.now() + WATCH_RESUME_WINDOW_MS);
