@@ -73,7 +73,7 @@ export function ClusterFilters({ filters, onChange, groups, sort, onSort }: Prop
         <input
           type="search"
           value={filters.claims}
-          placeholder="key=value, e.g. kubernetes.nodes=3"
+          placeholder="key=value"
           spellcheck={false}
           onInput={(e) => set({ claims: e.currentTarget.value })}
         />

@@ -61,6 +61,8 @@ export function ClustersPage() {
     setSelected(next);
   };
   const allChosen = selectable.length > 0 && chosen.length === selectable.length;
+  // Keys that may change no cluster shown get no checkbox column.
+  const selectColumn = selectable.length > 0;
   return (
     <section aria-labelledby="clusters-title">
       <div class="page-head">
@@ -91,8 +93,8 @@ export function ClustersPage() {
           <table class="clusters">
             <thead>
               <tr>
-                <th scope="col">
-                  {selectable.length > 0 && (
+                {selectColumn && (
+                  <th scope="col">
                     <input
                       type="checkbox"
                       aria-label="Select all clusters shown"
@@ -101,8 +103,8 @@ export function ClustersPage() {
                         setSelected(new Set(e.currentTarget.checked ? selectable.map((c) => c.name) : []))
                       }
                     />
-                  )}
-                </th>
+                  </th>
+                )}
                 <SortHeader label="Display name" col="name" sort={sort} onSort={setSort} />
                 <th scope="col">Name</th>
                 <th scope="col">Group</th>
@@ -121,6 +123,7 @@ export function ClustersPage() {
                   key={c.name}
                   c={c}
                   now={now}
+                  selectColumn={selectColumn}
                   selectable={can.writeCluster(c.group)}
                   selected={selected.has(c.name)}
                   onSelect={(on) => toggle(c.name, on)}
@@ -148,12 +151,13 @@ export function ClustersPage() {
 interface RowProps {
   c: Cluster;
   now: number;
+  selectColumn: boolean;
   selectable: boolean;
   selected: boolean;
   onSelect(on: boolean): void;
 }
 
-function ClusterRow({ c, now, selectable, selected, onSelect }: RowProps) {
+function ClusterRow({ c, now, selectColumn, selectable, selected, onSelect }: RowProps) {
   const seen = latest(c.lastHandshake, c.leaseRenewTime);
   const claims = Object.entries(c.claims);
   return (
@@ -163,16 +167,18 @@ function ClusterRow({ c, now, selectable, selected, onSelect }: RowProps) {
       data-status={c.status}
       data-state={c.state}
     >
-      <td data-label="Select">
-        {selectable && (
-          <input
-            type="checkbox"
-            aria-label={`Select ${c.name}`}
-            checked={selected}
-            onChange={(e) => onSelect(e.currentTarget.checked)}
-          />
-        )}
-      </td>
+      {selectColumn && (
+        <td data-label="Select">
+          {selectable && (
+            <input
+              type="checkbox"
+              aria-label={`Select ${c.name}`}
+              checked={selected}
+              onChange={(e) => onSelect(e.currentTarget.checked)}
+            />
+          )}
+        </td>
+      )}
       <td data-label="Display name" data-field="display-name">
         {c.displayName || c.name}
       </td>
