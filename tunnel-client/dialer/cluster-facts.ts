@@ -67,6 +67,8 @@ function getJson(o: ClusterFactsOptions, path: string): Promise<unknown> {
         chunks.push(c);
       });
       res.on('error', () => resolve(null));
+      // A body cut off (over the cap, a reset) closes without 'end': no answer (after 'end' this changes nothing).
+      res.on('close', () => resolve(null));
       res.on('end', () => {
         if (res.statusCode !== 200) return resolve(null);
         try {
