@@ -12,7 +12,8 @@ export default defineConfig({
   root: here,
   base: '/ui/',
   logLevel: 'warn',
-  publicDir: false,
+  // console/public (the favicon) is copied as is to dist/console, served at /ui/favicon.svg.
+  publicDir: resolve(here, 'public'),
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
     outDir: resolve(here, '../dist/console'),

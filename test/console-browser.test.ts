@@ -9,11 +9,12 @@
  * CONSOLE_SCREENSHOTS_DIR=docs/console (`npm run screenshots`).
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
+import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
 import { api } from './abuse/relay-fixture.js';
 import {
   adminEnvOf,
@@ -30,6 +31,8 @@ import {
   tempDir,
 } from './cli-harness.js';
 import { buildConsoleIfStale, launchChromium } from './console-harness.js';
+import { type KubeApiServer, startKubeApiServer } from './helpers/kube-api/server.js';
+import { makeCaSignedCert } from './helpers/test-cert.js';
 import { waitFor } from './helpers/wait.js';
 
 const XSS = '<img src=x onerror=alert(1)>';
@@ -42,6 +45,7 @@ let ready: ReadyLine;
 let browser: Browser;
 let admin: { context: BrowserContext; page: Page };
 const agents: Proc[] = [];
+let kubeApi: KubeApiServer | undefined;
 /** Content-Security-Policy reports, page errors and dialogs seen in any page: all must stay empty. */
 const problems: string[] = [];
 
@@ -53,6 +57,11 @@ async function openPage(width = 1280, height = 860): Promise<{ context: BrowserC
     if (/Content Security Policy|Refused to/i.test(m.text())) problems.push(`console: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  // Every file the page asks for exists (the favicon included); API refusals are the tests' own business.
+  page.on('response', (r) => {
+    if (r.status() === 404 && !new URL(r.url()).pathname.startsWith('/api/'))
+      problems.push(`404: ${r.url()}`);
+  });
   page.on('dialog', (d) => {
     problems.push(`dialog: ${d.message()}`);
     void d.dismiss();
@@ -118,6 +127,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const a of agents) await a.stop('SIGKILL');
+  await kubeApi?.close();
   await browser?.close();
   await relay?.stop();
   await cleanup();
@@ -128,6 +138,17 @@ describe('web console', () => {
     const { page } = admin;
     await page.goto(`${ready.url}/`);
     await shot(page, 'sign-in');
+    // The page says where a key comes from, with the real commands, and which keys cannot sign in.
+    const sources = (await page.locator('[data-field="key-sources"]').textContent()) ?? '';
+    for (const cmd of [
+      'tunnel-relay token create --role',
+      'tunnel-relay admin-key create',
+      'tunnel-relay kubeconfig',
+    ])
+      expect(sources).toContain(cmd);
+    expect(
+      await inPage(page, `fetch(document.querySelector('link[rel=icon]').href).then((r) => r.status)`),
+    ).toBe(200);
     await page.getByLabel('Access key').fill('trk_wrong');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect
@@ -238,13 +259,30 @@ describe('web console', () => {
     await expect.poll(() => inPage(page, 'document.activeElement.id')).toBe('display-name');
     await page.keyboard.press('Shift+Tab');
     expect(await inPage(page, "document.activeElement.closest('[role=dialog]') !== null")).toBe(true);
+    // No display name: refused with a message, nothing created (no cluster named `cluster`, no live PSK).
+    const before = (await api(ready.url, 'GET', '/api/v1/clusters', { token: ready.adminKey! })).body.items
+      .length;
+    await page.getByRole('button', { name: 'Create cluster' }).click();
+    await expect
+      .poll(() => page.locator('#display-name-help').textContent())
+      .toMatch(/^Enter a display name/);
+    expect(await page.getByLabel('Display Name').getAttribute('aria-invalid')).toBe('true');
+    expect(await inPage(page, 'document.activeElement.id')).toBe('display-name');
+    await sleep(300);
+    const after = (await api(ready.url, 'GET', '/api/v1/clusters', { token: ready.adminKey! })).body.items;
+    expect(after.length).toBe(before);
     await page.getByLabel('Display Name').fill(XSS);
+    await page.getByLabel('Upstream (optional)').fill('https://10.0.0.1:6443');
     await page.getByRole('button', { name: 'Create cluster' }).click();
     await page.locator('[data-created]').waitFor();
+    // The upstream field is the CLI's `cluster create --upstream`: the join command carries it.
+    expect(await page.locator('pre[data-command="join"]').textContent()).toContain(
+      '--upstream https://10.0.0.1:6443',
+    );
     await page.keyboard.press('Escape');
     // Closing returns focus to the button that opened it.
     await expect.poll(() => inPage(page, 'document.activeElement.dataset.action')).toBe('connect');
-    const row = page.locator('tr[data-cluster="img-src-x-onerror-alert-1"] td').first();
+    const row = page.locator('tr[data-cluster="img-src-x-onerror-alert-1"] td[data-field="display-name"]');
     expect(await row.textContent()).toBe(XSS);
     await page.locator('a', { hasText: 'img-src-x-onerror-alert-1' }).click();
     expect(await page.locator('#cluster-title').textContent()).toBe(XSS);
@@ -267,7 +305,12 @@ describe('web console', () => {
         cluster: 'bidi-name',
         publicKey: keyToBase64(generateKeyPair().publicKey),
         agentVersion: '0.1.0',
-        claims: { env: `prod\u200b\u2066${spoof}` },
+        // The Kubernetes facts are claims too: ones that are not a version or a count are not shown as such.
+        claims: {
+          env: `prod\u200b\u2066${spoof}`,
+          'kubernetes.version': `v1.30.0\u202e${XSS}`,
+          'kubernetes.nodes': '99999999999',
+        },
       },
     });
     expect(registered.status, registered.text).toBe(201);
@@ -275,8 +318,11 @@ describe('web console', () => {
     const cli = await run(RELAY_BIN, ['cluster', 'get', 'bidi-name'], adminEnvOf(ready));
     expect(cli.stdout.split('\n')).toContain(`display name:  ${escaped}`);
     await page.goto(`${ready.url}/ui/#/clusters`);
-    const cell = page.locator('tr[data-cluster="bidi-name"] td').first();
+    const bidiRow = page.locator('tr[data-cluster="bidi-name"]');
+    const cell = bidiRow.locator('td[data-field="display-name"]');
     await expect.poll(() => cell.textContent()).toBe(escaped);
+    expect(await bidiRow.locator('td[data-field="kubernetes-version"]').textContent()).toBe('-');
+    expect(await bidiRow.locator('td[data-field="nodes"]').textContent()).toBe('-');
     await page.locator('a', { hasText: 'bidi-name' }).click();
     expect(await page.locator('#cluster-title').textContent()).toBe(escaped);
     const claim = page.locator('dt', { hasText: /^env$/ }).locator('xpath=following-sibling::dd[1]');
@@ -324,18 +370,191 @@ describe('web console', () => {
   it("shows why the agent is relayed, as the agent reported it, in the list and on the cluster's page", async () => {
     const { page } = admin;
     await page.goto(`${ready.url}/ui/#/clusters`);
+    // In words, with the stable code as the tooltip.
+    const words = '--egress 443-only: no UDP at all';
     const cell = page.locator('tr[data-cluster="edge-lab-1"] .path');
-    await expect.poll(() => cell.textContent(), { timeout: 15_000 }).toMatch(/^relayed.* · 443-only$/);
+    await expect
+      .poll(() => cell.textContent(), { timeout: 15_000 })
+      .toMatch(/^relayed.* · --egress 443-only: /);
+    expect(await cell.locator('[data-reason]').getAttribute('title')).toBe('443-only');
     await page.goto(`${ready.url}/ui/#/clusters/edge-lab-1`);
     await expect
       .poll(() => page.locator('[data-field="path-reason"]').textContent(), { timeout: 15_000 })
-      .toBe('443-only (reported by the agent)');
+      .toBe(`${words} (reported by the agent)`);
+    expect(await page.locator('[data-field="path-reason"] [data-reason]').getAttribute('title')).toBe(
+      '443-only',
+    );
     // The path history's newest entry says the same.
     const why = page
       .locator('[data-path-history] tbody tr')
       .first()
       .locator('td[data-label="Why not direct"]');
-    await expect.poll(() => why.textContent(), { timeout: 15_000 }).toBe('443-only (reported by the agent)');
+    await expect.poll(() => why.textContent(), { timeout: 15_000 }).toBe(`${words} (reported by the agent)`);
+  });
+
+  it('lists the Kubernetes version and node count the agent collects; sorts, filters by claim, colours relayed', async () => {
+    const { page } = admin;
+    // The agent's API server: the test API server over TLS with its own CA and a service-account token.
+    const dir = tempDir('console-kube-');
+    const cert = makeCaSignedCert('DNS:localhost,IP:127.0.0.1');
+    kubeApi = await startKubeApiServer({
+      cert: cert.cert,
+      key: cert.key,
+      authz: {
+        tokens: new Set(['sa-token-1']),
+        serviceAccount: 'system:serviceaccount:tunnel-client:tunnel-client',
+        impersonableGroups: new Set(),
+        bindings: new Map(),
+        serviceAccountRights: new Set(['list nodes']),
+      },
+    });
+    writeFileSync(join(dir, 'ca.crt'), cert.caCert);
+    writeFileSync(join(dir, 'token'), 'sa-token-1\n');
+    const env = cleanEnv({
+      TUNNEL_CLIENT_UPSTREAM_CA: join(dir, 'ca.crt'),
+      TUNNEL_CLIENT_UPSTREAM_TOKEN_FILE: join(dir, 'token'),
+    });
+    const created = await api(ready.url, 'POST', '/api/v1/clusters', {
+      token: ready.adminKey!,
+      body: { name: 'kube-facts', displayName: 'Kube facts' },
+    });
+    expect(created.status, created.text).toBe(201);
+    const stateDir = join(dir, 'agent');
+    const words = joinCommandWords(created.body.bootstrap.joinCommand);
+    const joinArgs = ['--state-dir', stateDir, '--upstream', kubeApi.url, '--egress', '443-only', '--wait'];
+    const joined = await run(CLIENT_BIN, [...words, ...joinArgs], env, 30_000);
+    expect(joined.code, joined.stderr).toBe(0);
+    const agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], env);
+    agents.push(agent);
+
+    await page.goto(`${ready.url}/ui/#/clusters`);
+    const row = page.locator('tr[data-cluster="kube-facts"]');
+    await expect
+      .poll(() => row.locator('td[data-field="nodes"]').textContent(), { timeout: 20_000 })
+      .toBe('3');
+    expect(await row.locator('td[data-field="kubernetes-version"]').textContent()).toBe(
+      'v1.30.0+test-apiserver',
+    );
+    expect(kubeApi.seen.some((r) => r.url === '/api/v1/nodes?limit=1' && r.status === 200)).toBe(true);
+    const cli = await run(RELAY_BIN, ['cluster', 'get', 'kube-facts'], adminEnvOf(ready));
+    expect(cli.stdout.split('\n')).toContain('kubernetes:    v1.30.0+test-apiserver, 3 nodes');
+
+    // Sorted by nodes either way, the one cluster with a count comes first (no count sorts last).
+    const firstRow = () => page.locator('tbody tr').first().getAttribute('data-cluster');
+    await page.locator('button[data-sort="nodes"]').click();
+    await expect.poll(firstRow).toBe('kube-facts');
+    await page.locator('button[data-sort="nodes"]').click();
+    expect(
+      await page.locator('th', { has: page.locator('[data-sort="nodes"]') }).getAttribute('aria-sort'),
+    ).toBe('descending');
+    await expect.poll(firstRow).toBe('kube-facts');
+    // By name: one click ascending, the next reverses.
+    await page.locator('button[data-sort="name"]').click();
+    const ascendingFirst = await firstRow();
+    await page.locator('button[data-sort="name"]').click();
+    await expect.poll(firstRow).not.toBe(ascendingFirst);
+    await page.locator('button[data-sort="name"]').click();
+    await expect.poll(firstRow).toBe(ascendingFirst);
+
+    // The claim filter: key=value.
+    await page.getByLabel('Claims').fill('kubernetes.nodes=3');
+    await expect
+      .poll(() =>
+        page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-cluster'))),
+      )
+      .toEqual(['kube-facts']);
+    await page.getByLabel('Claims').fill('kubernetes.nodes=4');
+    await page.getByText('No cluster matches the filters.').waitFor();
+    await page.getByLabel('Claims').fill('');
+
+    // Relayed is not in the direct path's colour (the Connected badge's green) nor the error red.
+    await expect.poll(() => row.getAttribute('data-state'), { timeout: 15_000 }).toBe('Connected');
+    const colours = await inPage<{ relayed: string; direct: string; bad: string }>(
+      page,
+      `(() => {
+         const probe = (cls) => {
+           const el = document.createElement('span');
+           el.className = cls;
+           document.body.append(el);
+           const c = getComputedStyle(el).color;
+           el.remove();
+           return c;
+         };
+         return {
+           relayed: getComputedStyle(document.querySelector('tr[data-cluster="kube-facts"] .path')).color,
+           direct: probe('path path-up path-direct'),
+           bad: probe('state-disconnected'),
+         };
+       })()`,
+    );
+    expect(await row.locator('[data-path]').getAttribute('data-path')).toBe('relayed');
+    expect(colours.relayed).not.toBe(colours.direct);
+    expect(colours.relayed).not.toBe(colours.bad);
+
+    // The cluster page names its two RTTs.
+    await page.locator('a', { hasText: 'kube-facts' }).click();
+    await page.locator('[data-field="rtt-relayed"]').waitFor();
+    const labels = await page.locator('dl.facts dt').allTextContents();
+    expect(labels).toEqual(expect.arrayContaining(['RTT of the direct path', 'RTT of the relayed path']));
+    expect(await page.locator('[data-field="rtt-relayed"]').textContent()).toMatch(/^(-|\d+(\.\d\d)? ms)$/);
+    await page.getByRole('link', { name: '← Clusters' }).click();
+
+    // `tunnel-client status` prints its round trips rounded.
+    const status = await run(CLIENT_BIN, ['status', '--state-dir', stateDir], env);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^rtt: +(-|\d+(\.\d\d)? ms)$/m);
+    expect(status.stdout).toMatch(/^path rtt: +direct (-|\d+(\.\d\d)? ms), relayed (-|\d+(\.\d\d)? ms)$/m);
+  }, 60_000);
+
+  it('accepts and deletes selected clusters in bulk after a confirmation; Pending reads as waiting, not an error', async () => {
+    const { page } = admin;
+    const boot = await api(ready.url, 'POST', '/api/v1/tokens', {
+      token: ready.adminKey!,
+      body: { role: 'bootstrap' },
+    });
+    for (const name of ['bulk-a', 'bulk-b']) {
+      const r = await api(ready.url, 'POST', '/api/v1/register', {
+        token: boot.body.token,
+        body: { cluster: name, publicKey: keyToBase64(generateKeyPair().publicKey), agentVersion: '0.1.0' },
+      });
+      expect(r.status, r.text).toBe(201);
+    }
+    await page.goto(`${ready.url}/ui/#/clusters`);
+    const pending = page.locator('tr[data-cluster="bulk-a"] [data-field="state"] .badge');
+    await expect.poll(() => pending.textContent()).toBe('Pending');
+    const colour = (sel: string) =>
+      inPage<string>(page, `getComputedStyle(document.querySelector('${sel}')).color`);
+    const red = await inPage<string>(
+      page,
+      `(() => { const el = document.createElement('p'); el.className = 'error'; document.body.append(el);
+         const c = getComputedStyle(el).color; el.remove(); return c; })()`,
+    );
+    expect(await colour('tr[data-cluster="bulk-a"] [data-field="state"] .badge')).not.toBe(red);
+    expect(await pending.getAttribute('title')).toContain('waiting for an administrator');
+
+    await page.getByLabel('Select bulk-a').check();
+    await page.getByLabel('Select bulk-b').check();
+    await page.getByRole('button', { name: 'Accept selected (2)' }).click();
+    const dialog = page.getByRole('alertdialog');
+    expect(await dialog.locator('[data-bulk-targets] li').allTextContents()).toEqual(['bulk-a', 'bulk-b']);
+    // Cancel changes nothing.
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.locator('tr[data-cluster="bulk-a"]').getAttribute('data-status')).toBe('Pending');
+    await page.getByRole('button', { name: 'Accept selected (2)' }).click();
+    await page.getByRole('button', { name: 'Accept 2 clusters' }).click();
+    for (const name of ['bulk-a', 'bulk-b'])
+      await page.locator(`tr[data-cluster="${name}"][data-status="Accepted"]`).waitFor();
+    expect(await page.getByLabel('Select bulk-a').isChecked()).toBe(false);
+
+    await page.getByLabel('Select bulk-a').check();
+    await page.getByLabel('Select bulk-b').check();
+    await page.getByRole('button', { name: 'Delete selected (2)' }).click();
+    expect(await page.getByRole('alertdialog').locator('h3').textContent()).toBe('Delete 2 clusters?');
+    await page.getByRole('button', { name: 'Delete 2 clusters' }).click();
+    for (const name of ['bulk-a', 'bulk-b'])
+      await page.locator(`tr[data-cluster="${name}"]`).waitFor({ state: 'detached' });
+    const gone = await api(ready.url, 'GET', '/api/v1/clusters/bulk-a', { token: ready.adminKey! });
+    expect(gone.status).toBe(404);
   });
 
   it('shows values YAML errors inline and saves valid YAML into the merged view', async () => {
@@ -476,7 +695,12 @@ describe('web console', () => {
     expect(actions.length).toBeGreaterThanOrEqual(2);
     expect(new Set(actions)).toEqual(new Set(['cluster.create']));
     const targets = await page.locator('tr[data-audit-action] td[data-label="Target"]').allTextContents();
-    expect(targets.slice(0, 3)).toEqual(['bidi-name', 'img-src-x-onerror-alert-1', 'edge-lab-1']);
+    expect(targets.slice(0, 4)).toEqual([
+      'kube-facts',
+      'bidi-name',
+      'img-src-x-onerror-alert-1',
+      'edge-lab-1',
+    ]);
     await page.getByLabel('Action').selectOption('');
     // The cluster and session filters are the relay's: every row about edge-lab-1; no exec session was audited.
     await page.getByRole('textbox', { name: 'Cluster' }).fill('edge-lab-1');

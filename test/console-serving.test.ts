@@ -1,6 +1,6 @@
 /**
  * The relay serves the built console under /ui/ on its TLS port: / redirects there, every answer carries the
- * Content-Security-Policy and no-sniff headers, files have their content types and cache headers, and
+ * Content-Security-Policy and no-sniff headers, the favicon is served (and /favicon.ico leads to it), files have their content types and cache headers, and
  * GET /api/v1/whoami names the calling key's role. Real `tunnel-relay serve`, real curl.
  */
 import { readFileSync } from 'node:fs';
@@ -81,7 +81,7 @@ describe('console files', () => {
   });
 
   it('every built file is served with its content type, hashed assets cached as immutable, ETag revalidation', async () => {
-    const files = builtFiles().filter((f) => f !== 'index.html');
+    const files = builtFiles().filter((f) => f.startsWith('assets/'));
     expect(files.some((f) => f.endsWith('.js'))).toBe(true);
     expect(files.some((f) => f.endsWith('.css'))).toBe(true);
     for (const f of files) {
@@ -98,6 +98,19 @@ describe('console files', () => {
       expect(again.status, f).toBe(304);
       expect(again.body).toBe('');
     }
+  });
+
+  it('serves the favicon the page links, also at /favicon.ico', async () => {
+    const index = (await get('/ui/')).body;
+    expect(index).toContain('<link rel="icon" type="image/svg+xml" href="/ui/favicon.svg" />');
+    const icon = await get('/ui/favicon.svg');
+    expect(icon.status).toBe(200);
+    expect(icon.headers['content-type']).toBe('image/svg+xml');
+    expect(icon.headers['cache-control']).toBe('no-cache');
+    expect(icon.body).toMatch(/^<svg /);
+    const root = await get('/favicon.ico');
+    expect(root.status).toBe(301);
+    expect(root.headers.location).toBe('/ui/favicon.svg');
   });
 
   it('a path outside the build is 404 with the error envelope, whatever its spelling', async () => {

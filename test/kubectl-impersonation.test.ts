@@ -2,7 +2,7 @@
  * kubectl through the relay to a cluster's API server, as the relay user who asked: the real relay, the real
  * agent run as if in a pod (KUBERNETES_SERVICE_HOST/PORT and a service-account dir with ca.crt and token,
  * `--upstream https://kubernetes.default.svc:443` as the generated manifests pass it), real kubectl, and a test
- * API server (test/helpers/kube-api/) whose impersonation rights and RBAC bindings are read from the manifests
+ * API server (test/helpers/kube-api/) whose impersonation rights, own rights and RBAC bindings are read from the manifests
  * `tunnel-relay manifests agent` prints. Asserts the exact credential and impersonation headers the API server saw.
  */
 import { spawn } from 'node:child_process';
@@ -93,6 +93,10 @@ async function authzFromManifests(): Promise<{ authz: AuthzConfig; upstream: str
   const docs: unknown[] = parseAllDocuments(r.stdout).map((d) => d.toJS());
   const groups = docs.filter(ClusterRole.is).flatMap((role) => role.rules ?? []);
   const impersonable = groups.find((rule) => rule.resources?.includes('groups'))?.resourceNames ?? [];
+  // What the agent's ClusterRole lets it do as itself ("list nodes"), besides impersonating.
+  const own = groups
+    .filter((rule) => !rule.verbs.includes('impersonate'))
+    .flatMap((rule) => rule.verbs.flatMap((verb) => (rule.resources ?? []).map((r) => `${verb} ${r}`)));
   const bindings = new Map<string, string>();
   for (const b of docs.filter(ClusterRoleBinding.is)) {
     const subject = b.subjects?.[0];
@@ -109,6 +113,7 @@ async function authzFromManifests(): Promise<{ authz: AuthzConfig; upstream: str
       serviceAccount: `system:serviceaccount:${sa?.namespace}:${sa?.name}`,
       impersonableGroups: new Set(impersonable),
       bindings,
+      serviceAccountRights: new Set(own),
     },
   };
 }
@@ -240,6 +245,22 @@ describe('kubectl through the relay acts as the relay user', () => {
     ]);
     const ns = await kubectl(file, ['get', 'ns', '-o', 'name']);
     expect(ns.stdout).toBe('namespace/default\nnamespace/kube-system\n');
+  });
+
+  it("reports the API server's version and node count, read with the rights the manifests give the agent", async () => {
+    const view = await pollUntil({
+      what: 'the Kubernetes facts at the relay',
+      read: async () =>
+        JSON.parse((await run(RELAY_BIN, ['cluster', 'get', CLUSTER, '--output', 'json'], adminEnv)).stdout),
+      until: (c) => c.nodeCount !== null,
+      timeoutMs: 20_000,
+      intervalMs: 300,
+    });
+    expect(view.value).toMatchObject({ kubernetesVersion: 'v1.30.0+test-apiserver', nodeCount: 3 });
+    const asked = lastSeen((x) => x.url === '/api/v1/nodes?limit=1');
+    expect(asked.status).toBe(200);
+    // As itself: the pod's token, no impersonation.
+    expect(identityHeaders(asked)).toEqual(['authorization: Bearer sa-token-1']);
   });
 
   it('picks up a rotated service-account token without a restart', async () => {

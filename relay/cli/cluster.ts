@@ -6,7 +6,7 @@ import { parseClusterName, parseHttpUrl } from '../../shared/kit/cli/parsers.js'
 import { parseDuration } from '../../shared/kit/duration.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import { clusterListCommand } from './cluster-list.js';
-import { type PathDetail, pathCell, pathLines } from './path-text.js';
+import { formatRtt, type PathDetail, pathCell, pathLines } from './path-text.js';
 
 export interface Condition {
   type: string;
@@ -31,6 +31,8 @@ export interface Cluster {
   publicKey?: string | null;
   address?: string | null;
   claims?: Record<string, string>;
+  kubernetesVersion?: string | null;
+  nodeCount?: number | null;
   leaseRenewTime?: string | null;
   lastHandshake?: string | null;
   rttMs?: number | null;
@@ -81,6 +83,13 @@ function impersonationText(v: 'on' | 'off'): string {
     : "off (values impersonate: false: every caller acts as the agent's service account)";
 }
 
+/** "v1.30.2, 3 nodes" from the claims the agent collects from its API server; "-" while it reported neither. */
+function kubernetesLine(c: Cluster): string {
+  const nodes = c.nodeCount == null ? null : `${c.nodeCount} node${c.nodeCount === 1 ? '' : 's'}`;
+  const parts = [c.kubernetesVersion ?? null, nodes].filter((p) => p !== null);
+  return parts.length > 0 ? parts.join(', ') : '-';
+}
+
 function clusterDetail(c: Cluster): string[] {
   const lines = [
     `name:          ${c.name}`,
@@ -93,8 +102,9 @@ function clusterDetail(c: Cluster): string[] {
     `address:       ${c.address ?? '-'}`,
     `public key:    ${c.publicKey ?? '-'}`,
     `agent version: ${c.agentVersion ?? '-'}${c.agentOutdated ? ' (older than the relay: upgrade the agent)' : ''}`,
+    `kubernetes:    ${kubernetesLine(c)}`,
     `lease renewed: ${c.leaseRenewTime ?? '-'}`,
-    `rtt:           ${c.rttMs == null ? '-' : `${c.rttMs} ms`}`,
+    `rtt:           ${c.rttMs == null ? '-' : formatRtt(c.rttMs)}`,
     `created:       ${c.createdAt ?? '-'}`,
     `bootstrap PSK: ${pskLine(c.name, c.bootstrapPsk)}`,
     ...(c.impersonation ? [`impersonation: ${impersonationText(c.impersonation)}`] : []),

@@ -4,6 +4,7 @@
  * why it is not direct (the code, its words and who reported it: the agent or the hub).
  */
 import { ageOf } from '../../shared/kit/cli/age.js';
+import { formatRtt } from '../../shared/kit/rtt-text.js';
 import { relayedReasonText } from '../../shared/net/tunnel-endpoint/relayed-reasons.js';
 import type { HubPathDetail, ReasonedPathDetail } from '../control/store/path-reason.js';
 
@@ -16,10 +17,7 @@ interface WithPath {
   pathDetail?: PathDetail | null;
 }
 
-/** `0.41 ms`, `12 ms`: two decimals below 10 ms. */
-export function formatRtt(ms: number): string {
-  return `${ms < 10 ? ms.toFixed(2) : Math.round(ms)} ms`;
-}
+export { formatRtt };
 
 /** The RTT of the path in use: the direct path's, else the relayed path's, else the hub's probes'. */
 function rttInUse(c: WithPath): number | null {

@@ -3,6 +3,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Cluster, ClusterDetail } from '../../shared/api/cluster.js';
+import { kubeFactsOf } from '../../shared/api/kube-facts.js';
 import type { RelayNetwork } from '../../shared/api/network.js';
 import type { Tunnel } from '../../shared/api/tunnel.js';
 import type { Clock } from '../../shared/clock.js';
@@ -170,6 +171,7 @@ export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: Agent
     publicKey: c.publicKey,
     address: c.address,
     claims: c.claims,
+    ...kubeFactsOf(c.claims),
     leaseRenewTime: isoOrNull(c.leaseRenewAt),
     lastHandshake: isoOrNull(live.lastHandshake),
     rttMs: live.rttMs,

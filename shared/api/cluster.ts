@@ -44,6 +44,10 @@ export const Cluster = Type.Object(
     publicKey: Nullable(Type.String()),
     address: Nullable(Type.String()),
     claims: Type.Record(Type.String(), Type.String()),
+    /** The claim `kubernetes.version` when it reads as a version (shared/api/kube-facts.ts), else null. */
+    kubernetesVersion: Nullable(Type.String()),
+    /** The claim `kubernetes.nodes` when it is a whole number, else null. */
+    nodeCount: Nullable(Type.Integer({ minimum: 0 })),
     leaseRenewTime: Nullable(Type.String()),
     lastHandshake: Nullable(Type.String()),
     rttMs: Nullable(Type.Number()),

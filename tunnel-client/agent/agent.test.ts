@@ -162,6 +162,50 @@ describe('Agent', () => {
     await agent.close();
   });
 
+  it('reports the collected Kubernetes facts as claims, renewing early when they change', async () => {
+    const created = await t.call('POST', '/api/v1/clusters', {
+      token: adminKey,
+      body: { name: 'agent-facts' },
+    });
+    const stateDir = new StateDir(join(tmp, 'a3'));
+    const api = newApi();
+    await register(stateDir, api, created.body.bootstrap.psk, params('agent-facts'));
+    const clock = new FakeClock();
+    let facts: Record<string, string> = {};
+    let changed = () => {};
+    const agent = new Agent({
+      stateDir,
+      api: api.withCredential(stateDir.readCredential()),
+      valuesFiles: [],
+      clock,
+      random: () => 0.5,
+      clusterFacts: (onChange) => {
+        changed = onChange;
+        return { current: () => facts, start: () => {}, stop: () => {} };
+      },
+    });
+    agent.start();
+    await eventually(() => stateDir.readStatus()?.leaseRenewedAt, 'the first lease');
+    const view = async () => (await t.call('GET', '/api/v1/clusters/agent-facts', { token: adminKey })).body;
+    expect(await view()).toMatchObject({ claims: { zone: 'a' }, kubernetesVersion: null, nodeCount: null });
+
+    facts = { 'kubernetes.version': 'v1.30.2', 'kubernetes.nodes': '3' };
+    changed();
+    clock.advance(5_000);
+    await eventually(async () => (await view()).nodeCount === 3, 'the facts at the relay');
+    expect(await view()).toMatchObject({
+      claims: { zone: 'a', 'kubernetes.version': 'v1.30.2', 'kubernetes.nodes': '3' },
+      kubernetesVersion: 'v1.30.2',
+    });
+    // The API server stopped answering: the claims go with the next renewal.
+    facts = {};
+    changed();
+    clock.advance(5_000);
+    await eventually(async () => (await view()).kubernetesVersion === null, 'the facts gone');
+    expect((await view()).claims).toEqual({ zone: 'a' });
+    await agent.close();
+  });
+
   it('refuses to register into a state dir that already holds a registration', async () => {
     const stateDir = new StateDir(join(tmp, 'a1'));
     await expect(register(stateDir, newApi(), 'tpsk_unused', params('agent-three'))).rejects.toMatchObject({

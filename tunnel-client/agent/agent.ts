@@ -7,6 +7,7 @@
  * stats() feed the status file. Until one is given, the agent reports "not connected, path none".
  */
 import type { ClusterStatus } from '../../shared/api/cluster-status.js';
+import { withKubeFacts } from '../../shared/api/kube-facts.js';
 import type { LeaseReply } from '../../shared/api/lease.js';
 import { type Clock, realClock, type TimerHandle } from '../../shared/clock.js';
 import { isTunnelError, TunnelError } from '../../shared/errors.js';
@@ -91,6 +92,18 @@ export interface AgentOptions {
   /** Proxy settings handed to the data plane (the relay client gets its own connectVia). */
   readonly proxy?: ProxySettings;
   readonly random?: () => number;
+  /**
+   * The Kubernetes facts reported as claims with each lease (shared/api/kube-facts.ts), started once Accepted;
+   * `onChange` renews the lease early so the relay has them at once.
+   */
+  readonly clusterFacts?: (onChange: () => void) => FactsSource;
+}
+
+/** Claims the agent collects itself (tunnel-client/dialer/cluster-facts.ts). */
+export interface FactsSource {
+  current(): Readonly<Record<string, string>>;
+  start(): void;
+  stop(): void;
 }
 
 type Waiter = { resolve: () => void; reject: (err: unknown) => void };
@@ -135,6 +148,9 @@ export class Agent {
   #valuesTimer: TimerHandle | undefined;
   #lastRefusalCheck = Number.NEGATIVE_INFINITY;
   #lease: LeaseLoop | undefined;
+  #facts: FactsSource | undefined;
+  /** The collected facts the relay has from the last renewal (JSON), to renew early when they change. */
+  #factsSent = '{}';
   readonly #reasonReport = new ReasonReport(() => this.#dataPlane?.stats() ?? DISCONNECTED);
   #dataPlane: DataPlane | undefined;
   readonly #dataPlaneWaiters: Array<(dp: DataPlane) => void> = [];
@@ -227,6 +243,7 @@ export class Agent {
     this.#clock.clearTimer(this.#pollTimer);
     this.#clock.clearTimer(this.#valuesTimer);
     this.#lease?.stop();
+    this.#facts?.stop();
     const dp = this.#dataPlane;
     this.#dataPlane = undefined;
     if (dp) await dp.close();
@@ -283,15 +300,17 @@ export class Agent {
     this.#lease = new LeaseLoop({
       clock: this.#clock,
       random: this.#options.random,
-      earlyStillDue: () => this.#reasonReport.due(),
+      earlyStillDue: () => this.#reasonReport.due() || this.#factsDue(),
       renew: async () => {
         const report = this.#reasonReport.body();
+        const facts = JSON.stringify(this.#facts?.current() ?? {});
         const res = await this.#options.api.lease({
-          claims: { ...this.#state.claims },
+          claims: withKubeFacts(this.#state.claims, this.#facts?.current() ?? {}),
           agentVersion: this.#state.agentVersion,
           ...report,
         });
         this.#reasonReport.renewed(report, res);
+        this.#factsSent = facts;
         return res;
       },
       onRenewed: (res) => {
@@ -309,6 +328,14 @@ export class Agent {
       },
     });
     this.#lease.start();
+    this.#facts = this.#options.clusterFacts?.(() => {
+      if (this.#factsDue()) this.#lease?.renewNow();
+    });
+    this.#facts?.start();
+  }
+
+  #factsDue(): boolean {
+    return JSON.stringify(this.#facts?.current() ?? {}) !== this.#factsSent;
   }
 
   #onLease(res: LeaseReply): void {

@@ -4,7 +4,9 @@ import { RelayClient } from '../../shared/kit/http/client.js';
 import type { Trust } from '../../shared/kit/http/dispatcher.js';
 import { describeProxy, type ProxySettings, targetOf } from '../../shared/kit/proxy/proxy-config.js';
 import { relayConnectVia } from '../../shared/kit/proxy/transports.js';
-import { Agent, type AgentOptions } from '../agent/agent.js';
+import { Agent, type AgentOptions, type FactsSource } from '../agent/agent.js';
+import { ClusterFacts } from '../dialer/cluster-facts.js';
+import { upstreamTrust } from '../dialer/upstream-trust.js';
 import { endProgress, stderrLog, terminalProgress } from './context.js';
 
 /** The HTTPS client to the relay, through the CONNECT proxy when one is set (said once on stderr). */
@@ -18,9 +20,25 @@ export function relayClientVia(relay: string, trust: Trust, proxy: ProxySettings
   return client;
 }
 
+/**
+ * The Kubernetes facts of the agent's default upstream (its API server), reported as claims; none without an
+ * http(s) upstream or when its trust settings cannot be read (the data plane reports those).
+ */
+function clusterFactsOf(upstream: string | null): ((onChange: () => void) => FactsSource) | undefined {
+  if (upstream === null || !/^https?:\/\//.test(upstream)) return undefined;
+  let trust: ReturnType<typeof upstreamTrust>;
+  try {
+    trust = upstreamTrust(process.env, upstream);
+  } catch {
+    return undefined;
+  }
+  return (onChange) => new ClusterFacts({ upstream, trust, onChange });
+}
+
 /** The agent, logging to stderr with the terminal's progress line; not started. */
-export function newAgent(parts: Omit<AgentOptions, 'log' | 'progress'>): Agent {
-  return new Agent({ ...parts, log: stderrLog, progress: terminalProgress() });
+export function newAgent(parts: Omit<AgentOptions, 'log' | 'progress' | 'clusterFacts'>): Agent {
+  const clusterFacts = clusterFactsOf(parts.stateDir.readState().upstream);
+  return new Agent({ ...parts, clusterFacts, log: stderrLog, progress: terminalProgress() });
 }
 
 /** Until SIGINT/SIGTERM or the agent stops by itself (a denied or deleted cluster: its error ends the command). */

@@ -8,6 +8,7 @@ import { stringify as toYaml } from 'yaml';
 import type { ClusterStatus } from '../../shared/api/cluster-status.js';
 import { isTunnelError } from '../../shared/errors.js';
 import { type OutputFormat, outputOption, streamPrinter } from '../../shared/kit/cli/output.js';
+import { formatRtt } from '../../shared/kit/rtt-text.js';
 import { relayedReasonText } from '../../shared/net/tunnel-endpoint/relayed-reasons.js';
 import { registrationEnded } from '../agent/agent.js';
 import { processAlive, type StateDir } from '../agent/state-dir.js';
@@ -73,7 +74,7 @@ export function buildReport(
   };
 }
 
-const ms = (v: number | null) => (v === null ? '-' : `${v} ms`);
+const ms = (v: number | null) => (v === null ? '-' : formatRtt(v));
 
 /** The path selector's view, one entry per line (nothing when the agent did not report one). */
 function pathLines(d: PathDetail | null): string[] {
@@ -111,6 +112,26 @@ async function refreshed(report: StatusReport, stateDir: StateDir, state: AgentS
   }
 }
 
+/** The text form of the report, one entry per line (RTTs rounded: `2.58 ms`, `12 ms`). */
+export function statusLines(report: StatusReport): string[] {
+  return [
+    `cluster:        ${report.cluster}`,
+    `relay:          ${report.relay}`,
+    `status:         ${report.status}`,
+    `agent running:  ${report.agentRunning ? 'yes' : 'no'}`,
+    `connected:      ${report.connected ? 'yes' : 'no'} (path ${report.path})`,
+    ...pathLines(report.pathDetail),
+    `rtt:            ${ms(report.rttMs)}`,
+    `last handshake: ${report.lastHandshake ?? '-'}`,
+    `bytes in/out:   ${report.bytesIn} / ${report.bytesOut}`,
+    `lease renewed:  ${report.leaseRenewedAt ?? '-'}`,
+    ...(report.lastError ? [`last error:     ${report.lastError} (${report.failures} failures)`] : []),
+    ...(report.relayError ? [`relay error:    ${report.relayError}`] : []),
+    ...(report.refreshError ? [`refresh error:  ${report.refreshError}`] : []),
+    ...(report.stopped ? [`stopped:        ${report.stopped}`] : []),
+  ];
+}
+
 export function statusCommand(): Command {
   return new Command('status')
     .description('show the registration, the connection and the effective values')
@@ -128,22 +149,7 @@ export function statusCommand(): Command {
         return;
       }
       // One entry per line: a line feed inside a value (an error message from the relay) cannot fake a line.
-      out.lines([
-        `cluster:        ${report.cluster}`,
-        `relay:          ${report.relay}`,
-        `status:         ${report.status}`,
-        `agent running:  ${report.agentRunning ? 'yes' : 'no'}`,
-        `connected:      ${report.connected ? 'yes' : 'no'} (path ${report.path})`,
-        ...pathLines(report.pathDetail),
-        `rtt:            ${report.rttMs === null ? '-' : `${report.rttMs} ms`}`,
-        `last handshake: ${report.lastHandshake ?? '-'}`,
-        `bytes in/out:   ${report.bytesIn} / ${report.bytesOut}`,
-        `lease renewed:  ${report.leaseRenewedAt ?? '-'}`,
-        ...(report.lastError ? [`last error:     ${report.lastError} (${report.failures} failures)`] : []),
-        ...(report.relayError ? [`relay error:    ${report.relayError}`] : []),
-        ...(report.refreshError ? [`refresh error:  ${report.refreshError}`] : []),
-        ...(report.stopped ? [`stopped:        ${report.stopped}`] : []),
-      ]);
+      out.lines(statusLines(report));
       const yaml = toYaml(report.values).trimEnd();
       out.line(`values:${yaml === '{}' ? ' {}' : `\n${yaml.replace(/^/gm, '  ')}`}`);
     });

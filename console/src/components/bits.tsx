@@ -1,6 +1,9 @@
-/** Small pieces used across pages: error notes, status badges, condition cells, ages. */
-import { age, when } from '../lib/format.js';
-import type { Cluster, Condition } from '../lib/types.js';
+/** Small pieces used across pages: error notes, status and state badges, paths and their reasons. */
+
+import { formatRtt } from '../../../shared/kit/rtt-text.js';
+import { RELAYED_REASON_TEXT } from '../../../shared/net/tunnel-endpoint/relayed-reasons.js';
+import { rowState } from '../lib/cluster-sort.js';
+import type { Cluster } from '../lib/types.js';
 
 export function ErrorNote({ error }: { error: string | null }) {
   if (!error) return null;
@@ -25,17 +28,31 @@ export function StateBadge({ state }: { state: string }) {
   );
 }
 
-export function conditionOf(c: Cluster, type: string): Condition | undefined {
-  return c.conditions.find((x) => x.type === type);
+/**
+ * A cluster's one badge in the list: Pending (waiting for an administrator, not an error) and Denied before the live
+ * state; `data-state` keeps the live state for tests.
+ */
+export function ClusterBadge({ c }: { c: Cluster }) {
+  if (c.status === 'Accepted') return <StateBadge state={c.state} />;
+  const title =
+    c.status === 'Pending'
+      ? 'waiting for an administrator to accept the agent (Approvals)'
+      : 'an administrator denied this cluster: its agent stopped';
+  return (
+    <span class={`badge state-${c.status.toLowerCase()}`} data-state={rowState(c)} title={title}>
+      {c.status}
+    </span>
+  );
 }
 
-/** "True · 3 min ago" with the reason and exact time as a tooltip. */
-export function ConditionCell({ cond, now }: { cond: Condition | undefined; now: number }) {
-  if (!cond) return <span>-</span>;
+const REASON_WORDS = new Map<string, string>(Object.entries(RELAYED_REASON_TEXT));
+
+/** A reason in words, with its stable code as the tooltip (`data-reason` for tests); an unknown code as itself. */
+export function ReasonText({ code }: { code: string }) {
+  const words = REASON_WORDS.get(code);
   return (
-    <span title={`${cond.reason}: ${cond.message} (since ${when(cond.lastTransitionTime)})`}>
-      <span class={`cond cond-${cond.status.toLowerCase()}`}>{cond.status}</span>{' '}
-      <span class="muted">{age(cond.lastTransitionTime, now)}</span>
+    <span class="reason" title={code} data-reason={code}>
+      {words ?? code}
     </span>
   );
 }
@@ -49,16 +66,22 @@ export function rttOf(c: Cluster): number | null {
   return c.path === 'direct' ? d.rttDirectMs : c.path === 'relayed' ? d.rttRelayedMs : null;
 }
 
+/**
+ * The path in use in its own colour (direct, relayed, none), the round trip the hub measured over it (`rttOf`) and,
+ * relayed, why, in words with the code as the tooltip.
+ */
 export function PathCell({ c }: { c: Cluster }) {
   const label = c.connected ? c.path : 'none';
   const ms = rttOf(c);
-  const rtt = ms !== null ? ` · ${Math.round(ms)} ms` : '';
   const reason = c.connected && c.path === 'relayed' ? c.pathDetail?.reason : null;
   return (
-    <span class={`path path-${c.connected ? 'up' : 'down'}`}>
+    <span class={`path path-${c.connected ? 'up' : 'down'} path-${label}`} data-path={label}>
       {label}
-      {rtt}
-      {reason ? ` · ${reason}` : ''}
+      {ms !== null && (
+        <span title="round trip of the path in use, measured by the hub">{` · ${formatRtt(ms)}`}</span>
+      )}
+      {reason ? ' · ' : ''}
+      {reason ? <ReasonText code={reason} /> : null}
     </span>
   );
 }

@@ -17,6 +17,8 @@ const cluster = (name: string, status: Cluster['status'] = 'Pending'): Cluster =
   publicKey: null,
   address: null,
   claims: {},
+  kubernetesVersion: null,
+  nodeCount: null,
   leaseRenewTime: null,
   lastHandshake: null,
   rttMs: null,

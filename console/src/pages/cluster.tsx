@@ -4,7 +4,8 @@
  * read so far (a link to it) is read on its own, then kept current by the feed as the others.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { ErrorNote, PathCell, StateBadge, StatusBadge } from '../components/bits.js';
+import { formatRtt } from '../../../shared/kit/rtt-text.js';
+import { ErrorNote, PathCell, ReasonText, StateBadge, StatusBadge } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
 import { ApiError, clusterPath } from '../lib/api.js';
 import { useConsole } from '../lib/context.js';
@@ -165,24 +166,24 @@ function ClusterDetail({ c }: { c: Cluster }) {
   );
 }
 
-const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)} ms`);
+const ms = (v: number | null) => (v === null ? '-' : formatRtt(v));
 
 function PathDetailFacts({ d, now }: { d: PathDetail; now: number }) {
   return (
     <>
       <dt>Direct remote</dt>
       <dd>{d.remote ?? '-'}</dd>
-      <dt>RTT direct / relayed</dt>
-      <dd>
-        {ms(d.rttDirectMs)} / {ms(d.rttRelayedMs)}
-      </dd>
+      <dt title="the hub's pings to the agent's direct address">RTT of the direct path</dt>
+      <dd data-field="rtt-direct">{ms(d.rttDirectMs)}</dd>
+      <dt title="the hub's pings to the agent through the relay">RTT of the relayed path</dt>
+      <dd data-field="rtt-relayed">{ms(d.rttRelayedMs)}</dd>
       <dt>Last path switch</dt>
       <dd title={when(d.lastSwitch)}>{age(d.lastSwitch, now)}</dd>
       {d.reason && (
         <>
           <dt>Why not direct</dt>
           <dd data-field="path-reason">
-            {d.reason}
+            <ReasonText code={d.reason} />
             {d.reasonFrom ? ` (reported by the ${d.reasonFrom})` : ''}
           </dd>
         </>
@@ -221,7 +222,7 @@ function PathHistory({ c, now }: { c: Cluster; now: number }) {
               <td data-label="Path">{h.path}</td>
               <td data-label="Direct remote">{h.remote ?? '-'}</td>
               <td data-label="Why not direct">
-                {h.reason ?? '-'}
+                {h.reason ? <ReasonText code={h.reason} /> : '-'}
                 {h.reason && h.reasonFrom ? ` (reported by the ${h.reasonFrom})` : ''}
               </td>
             </tr>

@@ -1,9 +1,11 @@
 /**
- * Connect drawer: Display Name, Kubernetes name (generated as a DNS-1123 label when left empty, checked as you
- * type) and group; on create it shows the join and install commands with the PSK's expiry, follows the agent
+ * Connect drawer: Display Name (required), Kubernetes name (generated as a DNS-1123 label when left empty, checked as
+ * you type), group and the agent's upstream (its API server URL, written into the join command as `--upstream`, as
+ * `tunnel-relay cluster create --upstream` does); on create it shows the join and install commands with the PSK's expiry, follows the agent
  * live (registered, accepted, tunnel up, path) and ends with the kubeconfig command.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { formatRtt } from '../../../shared/kit/rtt-text.js';
 import { ErrorNote, rttOf } from '../components/bits.js';
 import { CommandBox } from '../components/copy-button.js';
 import { useConsole } from '../lib/context.js';
@@ -78,6 +80,8 @@ function CreateForm({
   const [displayName, setDisplayName] = useState('');
   const [name, setName] = useState('');
   const [group, setGroup] = useState(can.fixedGroup ?? 'default');
+  const [upstream, setUpstream] = useState('');
+  const [nameless, setNameless] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const generated = nameFromDisplayName(displayName, new Set(clusters.keys()));
@@ -87,12 +91,17 @@ function CreateForm({
   const taken = clusters.has(effective) ? `a cluster named ${effective} exists` : null;
   const submit = async (e: Event) => {
     e.preventDefault();
+    if (displayName.trim() === '') {
+      setNameless(true);
+      firstRef.current?.focus();
+      return;
+    }
     if (problem || groupProblem || taken) return;
     setBusy(true);
     setError(null);
     try {
-      const body: Record<string, string> = { name: effective, group };
-      if (displayName.trim() !== '') body.displayName = displayName.trim();
+      const body: Record<string, string> = { name: effective, group, displayName: displayName.trim() };
+      if (upstream.trim() !== '') body.upstream = upstream.trim();
       const res = await api.send<Created>('POST', '/api/v1/clusters', body);
       upsert(res.cluster);
       onCreated(res);
@@ -109,9 +118,20 @@ function CreateForm({
         id="display-name"
         ref={firstRef}
         value={displayName}
-        onInput={(e) => setDisplayName(e.currentTarget.value)}
+        aria-invalid={nameless ? 'true' : 'false'}
+        aria-describedby={nameless ? 'display-name-help' : undefined}
+        onInput={(e) => {
+          setDisplayName(e.currentTarget.value);
+          if (e.currentTarget.value.trim() !== '') setNameless(false);
+        }}
         maxLength={200}
       />
+      {nameless && (
+        <p id="display-name-help" class="error" role="alert">
+          Enter a display name: it is how the cluster shows in this console, and its Kubernetes name is made
+          from it.
+        </p>
+      )}
       <label for="cluster-name">Kubernetes Name (ID)</label>
       <input
         id="cluster-name"
@@ -143,6 +163,20 @@ function CreateForm({
           Not a DNS-1123 name: {groupProblem}
         </p>
       )}
+      <label for="cluster-upstream">Upstream (optional)</label>
+      <input
+        id="cluster-upstream"
+        inputMode="url"
+        value={upstream}
+        placeholder="https://10.0.0.1:6443"
+        aria-describedby="cluster-upstream-help"
+        onInput={(e) => setUpstream(e.currentTarget.value)}
+        spellcheck={false}
+      />
+      <p id="cluster-upstream-help" class="muted">
+        The API server the agent serves, written into the join command as --upstream. Leave it empty for an
+        agent installed in the cluster (it uses the API server of its pod).
+      </p>
       <ErrorNote error={error} />
       <button type="submit" disabled={busy || problem !== null || groupProblem !== null || taken !== null}>
         Create cluster
@@ -163,7 +197,7 @@ function Step({ done, label, detail }: { done: boolean; label: string; detail?: 
 
 function pathText(c: Cluster): string {
   const ms = rttOf(c);
-  return `${c.path}${ms !== null ? ` · ${Math.round(ms)} ms` : ''}`;
+  return `${c.path}${ms !== null ? ` · ${formatRtt(ms)}` : ''}`;
 }
 
 function Follow({ created }: { created: Created }) {

@@ -16,7 +16,7 @@ export function SignIn(props: {
     const trimmed = key.trim();
     if (!trimmed.startsWith('trk_')) {
       setError(
-        'an access key starts with trk_ (tunnel-relay token create, or the key printed at first start)',
+        'an access key starts with trk_ (tunnel-relay token create, the key printed at first start, or tunnel-relay admin-key create)',
       );
       return;
     }
@@ -51,10 +51,26 @@ export function SignIn(props: {
         <button type="submit" disabled={busy}>
           Sign in
         </button>
-        <p class="muted" id="signin-note">
-          The key stays in this tab (session storage) and is sent only as an Authorization header to this
-          relay.
-        </p>
+        <div class="muted" id="signin-note" data-field="key-sources">
+          <p>Where an access key (trk_…) comes from:</p>
+          <ul>
+            <li>the admin key the relay prints at its first start;</li>
+            <li>
+              an admin makes one with{' '}
+              <code>tunnel-relay token create --role admin|viewer|group-editor:GROUP</code> or on this
+              console's Access keys page;
+            </li>
+            <li>
+              with no admin key left, <code>tunnel-relay admin-key create</code> on the relay's host makes one
+              from its store.
+            </li>
+          </ul>
+          <p>
+            Keys in a kubeconfig from <code>tunnel-relay kubeconfig</code> and bootstrap keys cannot sign in.
+            The key stays in this tab (session storage) and is sent only as an Authorization header to this
+            relay.
+          </p>
+        </div>
       </form>
     </main>
   );

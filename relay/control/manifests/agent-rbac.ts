@@ -64,7 +64,7 @@ export function serviceAccountVolume(): { volume: IVolume; mount: IVolumeMount }
   };
 }
 
-/** ClusterRole and binding for the agent's impersonation rights, and the relay groups' bindings. */
+/** ClusterRole and binding for the agent's impersonation rights (and node listing), and the relay groups' bindings. */
 export function agentRbac(o: AgentRbacOptions): Array<ClusterRole | ClusterRoleBinding> {
   const groups = relayGroups(o.group);
   const meta = (name: string) => ({ name, labels: labels(o.app) });
@@ -79,6 +79,8 @@ export function agentRbac(o: AgentRbacOptions): Array<ClusterRole | ClusterRoleB
         verbs: ['impersonate'],
         resourceNames: Object.values(groups),
       },
+      // The node count the agent reports as a claim (tunnel-client/dialer/cluster-facts.ts).
+      { apiGroups: [''], resources: ['nodes'], verbs: ['list'] },
     ],
   });
   const own = new ClusterRoleBinding({

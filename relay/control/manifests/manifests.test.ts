@@ -335,7 +335,7 @@ describe('agent manifests', () => {
     });
   });
 
-  it('lets the agent impersonate users and exactly the relay groups that reach its cluster', () => {
+  it('lets the agent impersonate users and exactly the relay groups that reach its cluster, and count nodes', () => {
     const docs = agentYaml({ namespace: 'agents', group: 'team-a' });
     const role = find(docs, ClusterRole.is);
     expect(role.rules).toEqual([
@@ -346,6 +346,7 @@ describe('agent manifests', () => {
         verbs: ['impersonate'],
         resourceNames: ['tunnel-relay:admin', 'tunnel-relay:viewer', 'tunnel-relay:group-editor:team-a'],
       },
+      { apiGroups: [''], resources: ['nodes'], verbs: ['list'] },
     ]);
     const all: unknown[] = docs;
     const bindings = all.filter(ClusterRoleBinding.is);

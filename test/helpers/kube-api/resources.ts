@@ -80,6 +80,21 @@ export const NAMESPACES = {
   items: [namespace('default'), namespace('kube-system')],
 };
 
+/** A node list as kube-apiserver answers `?limit=N`: the first N, `remainingItemCount` and `continue` past them. */
+export function nodeList(names: readonly string[], limit: number | null) {
+  const shown = limit === null ? names : names.slice(0, limit);
+  const remaining = names.length - shown.length;
+  return {
+    kind: 'NodeList',
+    apiVersion: 'v1',
+    metadata: {
+      resourceVersion: '1',
+      ...(remaining > 0 ? { continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ', remainingItemCount: remaining } : {}),
+    },
+    items: shown.map((name) => ({ metadata: { name, uid: `node-${name}`, resourceVersion: '1' } })),
+  };
+}
+
 export interface Pod {
   kind: 'Pod';
   apiVersion: 'v1';

@@ -1,7 +1,8 @@
 /**
  * A test Kubernetes API server (no real one can run here), behaving as kube-apiserver does for what the agent and
  * kubectl send: TLS with its own CA, bearer tokens, impersonation and RBAC (authz.ts), discovery (/version, /api,
- * /apis, /api/v1), namespaces, pods (list, chunked watch, get, delete) exec/attach Upgrades (exec.ts) and port-forward (port-forward.ts).
+ * /apis, /api/v1), nodes (list, with `limit`), namespaces, pods (list, chunked watch, get, delete), exec/attach
+ * Upgrades (exec.ts) and port-forward (port-forward.ts).
  * Every request's raw headers are kept in `seen`, so tests assert exactly what reached the API server.
  */
 import { once } from 'node:events';
@@ -12,7 +13,15 @@ import type { Duplex } from 'node:stream';
 import { type Access, type AuthzConfig, authenticate, authorize, type Identity } from './authz.js';
 import { type ExecSession, serveExec } from './exec.js';
 import { type PortForward, servePortForward } from './port-forward.js';
-import { API_GROUPS, API_VERSIONS, CORE_RESOURCES, NAMESPACES, PodStore, VERSION } from './resources.js';
+import {
+  API_GROUPS,
+  API_VERSIONS,
+  CORE_RESOURCES,
+  NAMESPACES,
+  nodeList,
+  PodStore,
+  VERSION,
+} from './resources.js';
 import { failure, type KubeStatus, sendJson, sendStatus } from './status.js';
 
 export interface SeenRequest {
@@ -27,6 +36,10 @@ export interface KubeApiServer {
   readonly url: string;
   readonly port: number;
   readonly pods: PodStore;
+  /** The nodes `GET /api/v1/nodes` lists (three by default). */
+  nodes: string[];
+  /** What `GET /version` answers (tests may make it hostile). */
+  version: unknown;
   readonly authz: AuthzConfig;
   readonly seen: SeenRequest[];
   readonly execs: ExecSession[];
@@ -44,6 +57,7 @@ function accessOf(method: string, url: URL): Access | null {
   const watch = url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
   if (url.pathname === '/api/v1/namespaces')
     return { verb: watch ? 'watch' : 'list', resource: 'namespaces' };
+  if (url.pathname === '/api/v1/nodes') return { verb: 'list', resource: 'nodes' };
   const m = POD_PATH.exec(url.pathname);
   if (!m) return null;
   const [, namespace, name, sub] = m;
@@ -53,7 +67,6 @@ function accessOf(method: string, url: URL): Access | null {
 }
 
 const DISCOVERY: Readonly<Record<string, unknown>> = {
-  '/version': VERSION,
   '/api': API_VERSIONS,
   '/apis': API_GROUPS,
   '/api/v1': CORE_RESOURCES,
@@ -73,7 +86,7 @@ function serveWatch(pods: PodStore, url: URL, res: ServerResponse): void {
 function serve(api: KubeApiServer, req: IncomingMessage, res: ServerResponse, who: Identity): void {
   const method = req.method ?? 'GET';
   const url = new URL(req.url ?? '/', 'https://x');
-  const doc = DISCOVERY[url.pathname];
+  const doc = url.pathname === '/version' ? api.version : DISCOVERY[url.pathname];
   if (doc !== undefined && method === 'GET') return void sendJson(res, 200, doc);
   const access = accessOf(method, url);
   if (access === null)
@@ -81,6 +94,10 @@ function serve(api: KubeApiServer, req: IncomingMessage, res: ServerResponse, wh
   const denied = authorize(api.authz, who, access);
   if (denied) return void sendStatus(res, denied);
   if (access.resource === 'namespaces') return void sendJson(res, 200, NAMESPACES);
+  if (access.resource === 'nodes') {
+    const limit = url.searchParams.get('limit');
+    return void sendJson(res, 200, nodeList(api.nodes, limit === null ? null : Number(limit)));
+  }
   if (access.verb === 'watch') return void serveWatch(api.pods, url, res);
   if (access.verb === 'list') return void sendJson(res, 200, api.pods.list());
   const pod = access.verb === 'delete' ? api.pods.delete(access.name!) : api.pods.get(access.name!);
@@ -106,6 +123,8 @@ export async function startKubeApiServer(o: {
     url: '',
     port: 0,
     pods: new PodStore(),
+    nodes: ['node-1', 'node-2', 'node-3'],
+    version: VERSION,
     authz: o.authz,
     seen,
     execs: [],

@@ -1,5 +1,5 @@
 /**
- * The web console: the built single-page app under /ui/ (and / redirects there). Files come from memory
+ * The web console: the built single-page app under /ui/ (and / redirects there, /favicon.ico to its icon). Files come from memory
  * (relay/control/console/assets.ts), so a path outside the build cannot be named; every answer carries a strict
  * Content-Security-Policy (no inline script or style, same-origin fetches only) and no-sniff, no-frame headers.
  */
@@ -52,6 +52,8 @@ export const consoleRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext; asset
 
   app.get('/', async (_req, reply) => reply.redirect('/ui/', 302));
   app.get('/ui', async (_req, reply) => reply.redirect('/ui/', 301));
+  // Browsers and bookmark tools ask the site root for its icon: the console's.
+  app.get('/favicon.ico', async (_req, reply) => reply.redirect('/ui/favicon.svg', 301));
   app.get('/ui/*', async (req, reply) => {
     const rest = (req.params as { '*': string })['*'];
     const asset = assets.get(rest === '' ? 'index.html' : rest);
