@@ -1,12 +1,12 @@
 /**
- * Direct WireGuard in a relay fleet, with real processes: two `tunnel-relay serve` replicas on one PostgreSQL
- * behind haproxy, each with its own UDP port, and a real agent in a network namespace behind a MASQUERADE
+ * Direct WireGuard in a relay fleet, with real processes: two (then three) `tunnel-relay serve` replicas on one
+ * PostgreSQL behind haproxy, each with its own UDP port, and a real agent in a network namespace behind a MASQUERADE
  * router (test/helpers/nat-fleet.ts).
  * - The agent goes direct to the replica its relay connection is on (that replica's UDP port), and a 20 MB
  *   download through the fleet's CONNECT proxy crosses the NAT as UDP (the router's FORWARD counter).
- * - kill -9 of that replica, KILL_ROUNDS times with different timing (some during a download): the agent comes
- *   back through the other replica and goes direct to that replica's port, never stays direct to the dead one,
- *   and a download after each move is byte-identical.
+ * - kill -9 of that replica, ten times with different timing (some during a download; three times with three
+ *   replicas): the agent comes back through another replica and goes direct to that replica's port, never stays
+ *   direct to the dead one, and a download after each move is byte-identical.
  * - SIGTERM (drain) of that replica moves the direct path too.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,21 +20,22 @@ import { requireIntegrationPrivileges } from './helpers/privileges.js';
 import { pollUntil } from './helpers/wait.js';
 import { sha256OfPattern } from './proxy-fixtures.js';
 
-/** kill -9 rounds: each kills the replica holding the agent's session, then starts it again. */
-const KILL_ROUNDS = 10;
-/** After a kill the agent is back and direct to the other replica within this long. */
+/** Fleet sizes and their kill -9 rounds (each kills the replica holding the agent's session, then restarts it). */
+const FLEETS = [
+  { replicas: 2, killRounds: 10 },
+  { replicas: 3, killRounds: 3 },
+] as const;
+/** After a kill the agent is back and direct to another replica within this long. */
 const MOVE_MS = 30_000;
 
 let fleet: NatFleet;
 
-beforeAll(async () => {
+beforeAll(() => {
   requireIntegrationPrivileges(['ip', 'iptables', 'sysctl']);
   buildIfStale();
-  fleet = await startNatFleet({ replicas: 2, cluster: 'edge-fleet-udp', drainGraceS: 3, timeoutMs: 900_000 });
-}, 150_000);
+});
 
 afterAll(async () => {
-  await fleet?.stop();
   await cleanup();
   await cleanupAll();
 });
@@ -109,7 +110,20 @@ async function restart(r: FleetReplica): Promise<void> {
   );
 }
 
-describe('direct WireGuard in a relay fleet', () => {
+describe.each(FLEETS)('direct WireGuard in a fleet of $replicas replicas', ({ replicas, killRounds }) => {
+  beforeAll(async () => {
+    fleet = await startNatFleet({
+      replicas,
+      cluster: 'edge-fleet-udp',
+      drainGraceS: 3,
+      timeoutMs: 1_500_000,
+    });
+  }, 150_000);
+
+  afterAll(async () => {
+    await fleet?.stop();
+  });
+
   it('goes direct to the replica holding its session; a 20 MB download crosses the NAT as UDP', async () => {
     const home = await directHome({ timeoutMs: 40_000 });
     const udp = await addRule(fleet.t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'ACCEPT', { insert: true });
@@ -121,10 +135,9 @@ describe('direct WireGuard in a relay fleet', () => {
     await udp.remove();
   }, 120_000);
 
-  it(`kill -9 of the replica holding the session, ${KILL_ROUNDS} times: direct to the other one each time`, async () => {
-    for (let round = 0; round < KILL_ROUNDS; round++) {
+  it(`kill -9 of the replica holding the session, ${killRounds} times: direct to another one each time`, async () => {
+    for (let round = 0; round < killRounds; round++) {
       const home = await directHome({ timeoutMs: MOVE_MS });
-      const other = fleet.replicas.find((r) => r !== home.replica)!;
       // Different timing each round: a pause of 0-2.7 s, and in odd rounds a download in flight at the kill.
       await sleep((round * 900) % 2_800);
       const inFlight = round % 2 === 1 ? download(8_000_000, '2M') : null;
@@ -135,28 +148,27 @@ describe('direct WireGuard in a relay fleet', () => {
       const watch = watchDead(home.replica, killedAt, 5_000);
       try {
         const next = await directHome({ timeoutMs: MOVE_MS });
-        expect(next.replica).toBe(other);
+        expect(next.replica).not.toBe(home.replica);
         await inFlight;
         await expectIdentical(4_000_000);
-        expect(directTo(await fleet.status(), other)).toBe(true);
+        expect(directTo(await fleet.status(), next.replica)).toBe(true);
       } finally {
         watch.stop();
       }
       expect(watch.seen, `round ${round}: direct to the dead replica`).toEqual([]);
       await restart(home.replica);
     }
-  }, 600_000);
+  }, 900_000);
 
   it('SIGTERM (drain) of the replica holding the session moves the direct path too', async () => {
     const home = await directHome({ timeoutMs: MOVE_MS });
-    const other = fleet.replicas.find((r) => r !== home.replica)!;
     const signalledAt = Date.now();
     home.replica.proc!.child.kill('SIGTERM');
     const watch = watchDead(home.replica, signalledAt, 5_000);
     try {
       expect(await home.replica.proc!.exited).toBe(0);
       const next = await directHome({ timeoutMs: MOVE_MS });
-      expect(next.replica).toBe(other);
+      expect(next.replica).not.toBe(home.replica);
       await expectIdentical(4_000_000);
     } finally {
       watch.stop();
