@@ -91,8 +91,8 @@ describe('tunnel-relay manifests', () => {
     [['--store', 'postgres', '--replicas', '2'], '--replicas 2 needs --tls-secret'],
     [['--udp-port', '0'], '--udp-port 0 is not valid here'],
     [
-      ['--store', 'postgres', '--replicas', '3', '--tls-secret', 't', '--udp-port', '51820'],
-      '--udp-port 51820 with --replicas 3',
+      ['--store', 'postgres', '--replicas', '3', '--tls-secret', 't', '--udp-public-endpoint', 'u.example:1'],
+      '--udp-public-endpoint "u.example:1" with --replicas 3 names one address for every replica',
     ],
     [['--drain-grace', '-1'], '--drain-grace "-1" is not whole seconds from 1 to 3600'],
     [['--namespace', 'Bad_NS'], '--namespace "Bad_NS" is not a DNS-1123 label'],

@@ -31,6 +31,8 @@ export interface HaproxyOptions {
   readonly sendProxy?: 'v1' | 'v2';
   /** Local address haproxy connects to the servers from (haproxy's `source`). */
   readonly source?: string;
+  /** The frontend's address (default 127.0.0.1; its port is free on loopback). */
+  readonly bindHost?: string;
 }
 
 export interface Haproxy {
@@ -69,7 +71,7 @@ function config(opts: HaproxyOptions, port: number, socket: string): string {
     '  retries 3',
     '  option redispatch 1',
     'frontend relays',
-    `  bind 127.0.0.1:${port}`,
+    `  bind ${opts.bindHost ?? '127.0.0.1'}:${port}`,
     '  default_backend replicas',
     'backend replicas',
     '  balance roundrobin',
@@ -140,10 +142,11 @@ export async function startHaproxy(opts: HaproxyOptions): Promise<Haproxy> {
     await stop();
     throw err;
   }
+  const host = opts.bindHost ?? '127.0.0.1';
   return {
-    host: '127.0.0.1',
+    host,
     port,
-    address: `127.0.0.1:${port}`,
+    address: `${host}:${port}`,
     process: proc,
     serverStatus,
     async waitForUp(up, timeoutMs = 10_000) {

@@ -27,12 +27,12 @@ function secret(path: string, text: string): string {
   return path;
 }
 
-/** Writes a fleet's shared files into `dir`. */
-export function writeFleetFiles(dir: string): FleetFiles {
+/** Writes a fleet's shared files into `dir` (the certificate also names `extraAltNames`). */
+export function writeFleetFiles(dir: string, extraAltNames: readonly string[] = []): FleetFiles {
   const hub = generateKeyPair();
   const cert = createSelfSignedCert({
     commonName: 'tunnel-relay',
-    altNames: ['localhost', '127.0.0.1', '::1'],
+    altNames: ['localhost', '127.0.0.1', '::1', ...extraAltNames],
     now: Date.now(),
   });
   const tlsCert = join(dir, 'fleet-cert.pem');

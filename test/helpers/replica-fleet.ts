@@ -44,8 +44,14 @@ export interface ReplicaFleet {
   stop(): Promise<void>;
 }
 
-/** Starts the fleet's database and writes its files under a temporary directory named after `prefix`. */
-export async function startReplicaFleet(prefix: string): Promise<ReplicaFleet> {
+/**
+ * Starts the fleet's database and writes its files under a temporary directory named after `prefix` (the
+ * certificate also names `altNames`: replicas listening on other addresses than loopback).
+ */
+export async function startReplicaFleet(
+  prefix: string,
+  opts: { altNames?: readonly string[] } = {},
+): Promise<ReplicaFleet> {
   const dir = tempDir(`${prefix}-`);
   const postgres = await startThrowawayPostgres();
   const db = await postgres.createDatabase('relay');
@@ -55,7 +61,7 @@ export async function startReplicaFleet(prefix: string): Promise<ReplicaFleet> {
     url: `postgres://${db.target.user}@${db.target.host}:${db.target.port}/${db.target.database}`,
     passwordFile,
   };
-  const files = writeFleetFiles(dir);
+  const files = writeFleetFiles(dir, opts.altNames);
   const replicas: Replica[] = [];
   const serveArgs = (opts: { mesh?: boolean } = {}) => fleetServeArgs(files, store, opts);
   return {

@@ -10,7 +10,9 @@
  * 443-only, a UDP socket, the agent's candidates and disco with the hub (shared/net/tunnel-endpoint/disco-peers.ts):
  * relay payloads that start with the disco magic go to the disco side, not to WireGuard, and the hub's path
  * follows its selector (direct while its probes answer, the relay otherwise). `setPathPolicy('relay-only')`
- * (the cluster's `path` value) applies at once.
+ * (the cluster's `path` value) applies at once. Each time the relay connection comes (back) up the direct
+ * path is dropped (it may be on another replica of a relay fleet, which answers only on its own UDP
+ * endpoints) and found again from the hub's call-me-maybe over the new connection.
  *
  * Timers (liveness.ts): an ICMP echo to the hub (RTT, liveness) every probeIntervalMs (2 s) while the tunnel
  * carries application traffic, every idleProbeIntervalMs (25 s) while idle; an unanswered probe is retried
@@ -203,9 +205,14 @@ export class AgentSession {
         if (e.state === 'reconnecting' && isRefusal(e.closeCode)) o.onRelayRefused?.();
         const line = this.#outage.note(e, this.#clock.now());
         if (line !== null) o.log?.(line);
-        // Forced past the one-per-5-s limit: behind a load balancer the new connection may reach another
-        // relay replica, whose hub holds none of our sessions, seconds after the last handshake.
-        if (e.state === 'connected') this.hub.sendHandshakeInitiation(false, { force: true });
+        // A new relay connection may be on another relay replica, which holds none of our sessions and
+        // answers on its own UDP endpoints only: the direct path to the old one ends now (the handshake
+        // below goes over the relay), and the new replica's call-me-maybe names where to go direct.
+        // Forced past the one-per-5-s limit: the last handshake may be seconds old.
+        if (e.state === 'connected') {
+          this.endpoint.disco?.forgetPaths(this.#hubKey);
+          this.hub.sendHandshakeInitiation(false, { force: true });
+        }
         this.#evaluate();
       },
     });

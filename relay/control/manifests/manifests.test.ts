@@ -6,8 +6,8 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
-import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
+import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import { type IStatefulSet, StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
@@ -15,7 +15,7 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { Secret } from 'kubernetes-models/v1/Secret';
-import { Service } from 'kubernetes-models/v1/Service';
+import { type IService, Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { describe, expect, it } from 'vitest';
 import { type K8sDoc, validateYamlStream } from '../../../test/helpers/kubernetes-schema.js';
@@ -62,6 +62,13 @@ function container(w: { spec?: { template: { spec?: IPodSpec } } }): IContainer 
 
 const kinds = (docs: K8sDoc[]) => docs.map((d) => d.kind);
 
+/** The relay's workload: a Deployment, or a fleet's StatefulSet. */
+function workload(docs: K8sDoc[]): IDeployment | IStatefulSet {
+  const d: unknown = docs.find((x) => Deployment.is(x) || StatefulSet.is(x));
+  if (Deployment.is(d) || StatefulSet.is(d)) return d;
+  throw new Error(`no workload among ${docs.map((x) => x.kind).join(', ')}`);
+}
+
 const RESOURCE_MATRIX: Partial<RelayFlags>[] = [
   {},
   { resourceQosClass: 'Default' },
@@ -93,11 +100,13 @@ describe('relay manifests', () => {
           'Namespace',
           'ServiceAccount',
           'ConfigMap',
-          'Deployment',
           'Service',
           'PodDisruptionBudget',
           'NetworkPolicy',
         ]),
+      );
+      expect(workload(docs).kind).toBe(
+        flags.replicas && flags.replicas !== '1' ? 'StatefulSet' : 'Deployment',
       );
       const ns = flags.namespace ?? 'tunnel-system';
       for (const d of docs) if (d.kind !== 'Namespace') expect(d.metadata.namespace).toBe(ns);
@@ -149,7 +158,7 @@ describe('relay manifests', () => {
   it('with PostgreSQL: the store URL and password come from the Secret, no data volume claim', () => {
     const docs = relayYaml({ store: 'postgres', replicas: '3', tlsSecret: 'relay-tls', storeSecret: 'pg' });
     expect(kinds(docs)).not.toContain('PersistentVolumeClaim');
-    const dep = find(docs, Deployment.is);
+    const dep = workload(docs);
     expect(dep.spec?.replicas).toBe(3);
     const env = container(dep).env;
     expect(env).toContainEqual({
@@ -185,7 +194,7 @@ describe('relay manifests', () => {
       tlsSecret: 'relay-tls',
       meshKeySecret: 'mesh',
     });
-    const dep = find(docs, Deployment.is);
+    const dep = workload(docs);
     const volumes = podOf(dep).volumes ?? [];
     expect(volumes).toContainEqual({
       name: 'hub-key',
@@ -235,12 +244,14 @@ describe('relay manifests', () => {
     writeFileSync(join(root, 'config.yaml'), yamlText);
     const podEnv: Record<string, string> = {
       POD_IP: '10.1.2.3',
+      POD_NAME: 'tunnel-relay-1',
       TUNNEL_RELAY_STORE: 'postgres://relay@db/relay',
     };
-    for (const e of container(find(docs, Deployment.is)).env ?? []) {
+    for (const e of container(workload(docs)).env ?? []) {
       if (e.value !== undefined)
         podEnv[e.name] = e.value
           .replaceAll('$(POD_IP)', podEnv.POD_IP!)
+          .replaceAll('$(POD_NAME)', podEnv.POD_NAME!)
           .replaceAll('/etc/tunnel-relay/', `${root}/`);
     }
     const c = resolveRelayConfig({ configFile: join(root, 'config.yaml'), env: podEnv });
@@ -250,7 +261,8 @@ describe('relay manifests', () => {
     expect(c.hubKeyFile).toBe(join(root, 'hub/hub.key'));
     expect(c.tlsCert).toBe(join(root, 'tls/tls.crt'));
     expect(c.drainGraceMs).toBe(10_000);
-    expect(c.udpPort).toBeNull();
+    expect(c.udpPort).toBe(51820);
+    expect(c.udpPublicEndpoint).toBe('tunnel-relay-1.relay.example.com:51820');
   });
 
   it('stops within the drain grace: preStop, then --drain-grace, inside terminationGracePeriodSeconds', () => {
@@ -259,7 +271,7 @@ describe('relay manifests', () => {
       [{ drainGrace: '45' }, 45],
     ] as const) {
       const docs = relayYaml(flags);
-      const dep = find(docs, Deployment.is);
+      const dep = workload(docs);
       expect(find(docs, ConfigMap.is).data?.['config.yaml']).toContain(`drain-grace: ${grace}`);
       const sleep = Number(container(dep).lifecycle?.preStop?.exec?.command?.[1]);
       expect(podOf(dep).terminationGracePeriodSeconds).toBeGreaterThan(sleep + grace);
@@ -270,13 +282,51 @@ describe('relay manifests', () => {
     expect(() => relayYaml({ drainGrace: '1m' })).toThrow(/--drain-grace "1m"/);
   });
 
-  it('with --replicas > 1 the Service carries no UDP, and --udp-port is refused', () => {
+  it('with --replicas > 1 each replica has its own UDP Service and public endpoint; the shared one has none', () => {
     const fleet = { store: 'postgres', replicas: '2', tlsSecret: 'relay-tls' } as const;
-    const ports = (find(relayYaml(fleet), Service.is).spec?.ports ?? []).map(
-      (p) => `${p.protocol}/${p.port}`,
+    const docs = relayYaml(fleet);
+    const services = docs.filter((d): d is K8sDoc & IService => Service.is(d));
+    const ports = (svc: IService | undefined) =>
+      (svc?.spec?.ports ?? []).map((p) => `${p.protocol}/${p.port}`);
+    const named = (name: string) => services.find((svc) => svc.metadata?.name === name);
+    expect(ports(named('tunnel-relay'))).toEqual(['TCP/443', 'UDP/3478']);
+    for (const i of [0, 1]) {
+      const svc = named(`tunnel-relay-udp-${i}`);
+      expect(ports(svc)).toEqual(['UDP/51820']);
+      expect(svc?.spec?.selector).toMatchObject({
+        'statefulset.kubernetes.io/pod-name': `tunnel-relay-${i}`,
+      });
+      expect(svc?.spec?.type).toBe('LoadBalancer');
+      expect(svc?.metadata?.annotations?.['external-dns.alpha.kubernetes.io/hostname']).toBe(
+        `tunnel-relay-${i}.relay.example.com`,
+      );
+    }
+    expect(named('tunnel-relay-udp-2')).toBeUndefined();
+    const set = workload(docs);
+    expect(set.kind).toBe('StatefulSet');
+    expect(StatefulSet.is(set) && set.spec?.serviceName).toBe('tunnel-relay-pods');
+    expect(named('tunnel-relay-pods')?.spec?.clusterIP).toBe('None');
+    // Each pod is told its own endpoint; $(POD_NAME) expands only from a variable defined before it.
+    const env = container(set).env ?? [];
+    const at = (name: string) => env.findIndex((e) => e.name === name);
+    expect(env[at('TUNNEL_RELAY_UDP_PUBLIC_ENDPOINT')]?.value).toBe('$(POD_NAME).relay.example.com:51820');
+    expect(at('POD_NAME')).toBeLessThan(at('TUNNEL_RELAY_UDP_PUBLIC_ENDPOINT'));
+    expect(find(docs, ConfigMap.is).data?.['config.yaml']).not.toContain('udp-public-endpoint');
+    // A template of the operator's; one address for every replica is refused, naming the flag.
+    const custom = relayYaml({ ...fleet, udpPort: 4500, udpPublicEndpoint: '{pod}.udp.example.com:4500' });
+    const customEnv = container(workload(custom)).env ?? [];
+    expect(customEnv.find((e) => e.name === 'TUNNEL_RELAY_UDP_PUBLIC_ENDPOINT')?.value).toBe(
+      '$(POD_NAME).udp.example.com:4500',
     );
-    expect(ports).toEqual(['TCP/443', 'UDP/3478']);
-    expect(() => relayYaml({ ...fleet, udpPort: 51820 })).toThrow(/--udp-port 51820 with --replicas 2/);
+    expect(() => relayYaml({ ...fleet, udpPublicEndpoint: 'udp.example.com:51820' })).toThrow(
+      /--udp-public-endpoint "udp.example.com:51820" with --replicas 2 names one address for every replica/,
+    );
+    expect(() => relayYaml({ udpPublicEndpoint: '{pod}.udp.example.com:51820' })).toThrow(
+      /\{pod\} only applies with --replicas > 1/,
+    );
+    // --udp-port off: no UDP Service per replica, relayed only.
+    const off = relayYaml({ ...fleet, udpPort: 'off' });
+    expect(off.filter((d) => d.metadata.name?.startsWith('tunnel-relay-udp-'))).toEqual([]);
   });
 
   it('refuses --replicas > 1 without PostgreSQL or without a TLS Secret, naming the flag', () => {

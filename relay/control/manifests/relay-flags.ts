@@ -74,8 +74,8 @@ export function relayOptions(flags: RelayFlags): RelayManifestOptions {
     meshKeySecret: flags.meshKeySecret ?? 'tunnel-relay-mesh-key',
     drainGraceSeconds:
       flags.drainGrace === undefined ? DRAIN_GRACE_RANGE_S.default : parseDrainGrace(flags.drainGrace),
-    // Direct UDP reaches one replica's hub: off by default for a fleet (checkRelayOptions refuses it on).
-    udpPort: port(flags.udpPort ?? (replicas > 1 ? 'off' : undefined), 51820),
+    // A fleet too: each replica's UDP port gets its own Service (relay-fleet-udp.ts).
+    udpPort: port(flags.udpPort, 51820),
     udpPublicEndpoint: flags.udpPublicEndpoint ?? null,
     stunPort: port(flags.stunPort, 3478),
     serviceType: flags.serviceType ?? 'LoadBalancer',

@@ -1,6 +1,7 @@
 /**
  * `tunnel-relay manifests relay`: Namespace, ServiceAccount, ConfigMap (the serve config file),
- * Deployment, Service, PodDisruptionBudget and NetworkPolicy for the relay. Secrets are referenced, not
+ * Deployment (a fleet: StatefulSet, its headless Service and one UDP Service per replica,
+ * relay-fleet-udp.ts), Service, PodDisruptionBudget and NetworkPolicy for the relay. Secrets are referenced, not
  * created: the TLS certificate (`--tls-secret`, type kubernetes.io/tls) and, with `--store postgres`, the
  * store Secret (`url`: postgres://USER@HOST/DB, `password`: mounted as a file) and the fleet's shared keys:
  * the hub key Secret (`hub.key`, --hub-key-file) and the mesh key Secret (`mesh.key`, --mesh-key-file); each
@@ -8,12 +9,14 @@
  * it) and then drains within --drain-grace; terminationGracePeriodSeconds covers both.
  */
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import type { INetworkPolicyPort } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicyPort';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import { PersistentVolumeClaim } from 'kubernetes-models/v1/PersistentVolumeClaim';
+import type { IPodTemplateSpec } from 'kubernetes-models/v1/PodTemplateSpec';
 import type { IProbe } from 'kubernetes-models/v1/Probe';
 import { Service } from 'kubernetes-models/v1/Service';
 import type { IVolume } from 'kubernetes-models/v1/Volume';
@@ -28,6 +31,14 @@ import {
   selector,
   serviceAccountObject,
 } from './common.js';
+import {
+  checkSingleUdpEndpoint,
+  type FleetUdpOptions,
+  fleetUdpEnv,
+  fleetUdpTemplate,
+  podsService,
+  podUdpServices,
+} from './relay-fleet-udp.js';
 import type { ManifestObject } from './render.js';
 import type { Resources } from './resources.js';
 
@@ -86,13 +97,8 @@ export function checkRelayOptions(o: RelayManifestOptions): void {
       `--replicas ${o.replicas} needs --store postgres: SQLite is one file on one volume, for one replica`,
     );
   }
-  if (o.replicas > 1 && o.udpPort !== null) {
-    throw new TunnelError(
-      'BAD_INPUT',
-      `--udp-port ${o.udpPort} with --replicas ${o.replicas}: the Service would hand an agent's direct WireGuard ` +
-        "packets to any replica, not the one holding its session; leave it off (agents use the relay's TLS port)",
-    );
-  }
+  checkSingleUdpEndpoint(fleetUdp(o));
+  if (o.replicas > 1 && o.udpPort !== null) fleetUdpTemplate(fleetUdp(o));
   if (o.replicas > 1 && o.tlsSecret === null) {
     throw new TunnelError(
       'BAD_INPUT',
@@ -101,13 +107,20 @@ export function checkRelayOptions(o: RelayManifestOptions): void {
   }
 }
 
+/** What the fleet's per-replica UDP endpoints are made of (relay-fleet-udp.ts). */
+function fleetUdp(o: RelayManifestOptions): FleetUdpOptions {
+  return { app: RELAY_APP, ...o };
+}
+
 function configFile(o: RelayManifestOptions): string {
   return stringify({
     listen: `0.0.0.0:${RELAY_PORT}`,
     'public-url': o.publicUrl,
     'data-dir': '/data',
     'udp-port': o.udpPort ?? 'off',
-    'udp-public-endpoint': o.udpPort === null ? undefined : (o.udpPublicEndpoint ?? undefined),
+    // A fleet's replicas each get their own (TUNNEL_RELAY_UDP_PUBLIC_ENDPOINT, relay-fleet-udp.ts).
+    'udp-public-endpoint':
+      o.udpPort === null || o.replicas > 1 ? undefined : (o.udpPublicEndpoint ?? undefined),
     'stun-port': o.stunPort ?? 'off',
     'tls-cert': o.tlsSecret ? `${TLS_DIR}/tls.crt` : undefined,
     'tls-key': o.tlsSecret ? `${TLS_DIR}/tls.key` : undefined,
@@ -117,9 +130,12 @@ function configFile(o: RelayManifestOptions): string {
   });
 }
 
-function udpPorts(o: RelayManifestOptions): { name: string; port: number }[] {
+/** The pod's UDP ports; `shared`: those of the Service in front of every replica (a fleet's WireGuard port has a
+ * Service per replica instead). */
+function udpPorts(o: RelayManifestOptions, shared = false): { name: string; port: number }[] {
+  const perReplica = shared && o.replicas > 1;
   return [
-    ...(o.udpPort === null ? [] : [{ name: 'wireguard', port: o.udpPort }]),
+    ...(o.udpPort === null || perReplica ? [] : [{ name: 'wireguard', port: o.udpPort }]),
     ...(o.stunPort === null ? [] : [{ name: 'stun', port: o.stunPort }]),
   ];
 }
@@ -173,15 +189,63 @@ function storeEnv(o: RelayManifestOptions): IEnvVar[] {
     // Other replicas dial this one at its pod IP (Kubernetes expands $(POD_IP) from the variable above).
     { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     { name: 'TUNNEL_RELAY_MESH_URL', value: `https://$(POD_IP):${RELAY_PORT}` },
+    ...fleetUdpEnv(fleetUdp(o)),
   ];
 }
 
-function deployment(o: RelayManifestOptions): Deployment {
+/** The relay's pod (one per replica). */
+function podTemplate(o: RelayManifestOptions): IPodTemplateSpec {
   const probe = (path: string, periodSeconds: number): IProbe => ({
     httpGet: { path, port: 'https', scheme: 'HTTPS' },
     periodSeconds,
     timeoutSeconds: 3,
   });
+  return {
+    metadata: { labels: labels(RELAY_APP) },
+    spec: {
+      serviceAccountName: RELAY_APP,
+      automountServiceAccountToken: false,
+      securityContext: POD_SECURITY,
+      terminationGracePeriodSeconds: PRE_STOP_SECONDS + o.drainGraceSeconds + TERMINATION_MARGIN_SECONDS,
+      affinity: {
+        podAntiAffinity: {
+          preferredDuringSchedulingIgnoredDuringExecution: [
+            {
+              weight: 100,
+              podAffinityTerm: {
+                topologyKey: 'kubernetes.io/hostname',
+                labelSelector: { matchLabels: selector(RELAY_APP) },
+              },
+            },
+          ],
+        },
+      },
+      containers: [
+        {
+          name: 'relay',
+          image: o.image,
+          args: ['tunnel-relay', 'serve', '--config', `${CONFIG_DIR}/config.yaml`, '--output', 'json'],
+          env: o.store === 'postgres' ? storeEnv(o) : undefined,
+          ports: [
+            { name: 'https', containerPort: RELAY_PORT, protocol: 'TCP' },
+            ...udpPorts(o).map((p) => ({ name: p.name, containerPort: p.port, protocol: UDP })),
+          ],
+          readinessProbe: probe('/readyz', 5),
+          livenessProbe: { ...probe('/healthz', 10), failureThreshold: 3 },
+          // Endpoints drop the pod before SIGTERM: new connections go elsewhere while this one drains.
+          lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
+          resources: o.resources.requests || o.resources.limits ? o.resources : undefined,
+          securityContext: CONTAINER_SECURITY,
+          volumeMounts: mounts(o),
+        },
+      ],
+      volumes: volumes(o),
+    },
+  };
+}
+
+/** One replica: a Deployment. */
+function deployment(o: RelayManifestOptions): Deployment {
   return new Deployment({
     metadata: { name: RELAY_APP, namespace: o.namespace, labels: labels(RELAY_APP) },
     spec: {
@@ -192,48 +256,25 @@ function deployment(o: RelayManifestOptions): Deployment {
           ? { type: 'Recreate' }
           : { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       selector: { matchLabels: selector(RELAY_APP) },
-      template: {
-        metadata: { labels: labels(RELAY_APP) },
-        spec: {
-          serviceAccountName: RELAY_APP,
-          automountServiceAccountToken: false,
-          securityContext: POD_SECURITY,
-          terminationGracePeriodSeconds: PRE_STOP_SECONDS + o.drainGraceSeconds + TERMINATION_MARGIN_SECONDS,
-          affinity: {
-            podAntiAffinity: {
-              preferredDuringSchedulingIgnoredDuringExecution: [
-                {
-                  weight: 100,
-                  podAffinityTerm: {
-                    topologyKey: 'kubernetes.io/hostname',
-                    labelSelector: { matchLabels: selector(RELAY_APP) },
-                  },
-                },
-              ],
-            },
-          },
-          containers: [
-            {
-              name: 'relay',
-              image: o.image,
-              args: ['tunnel-relay', 'serve', '--config', `${CONFIG_DIR}/config.yaml`, '--output', 'json'],
-              env: o.store === 'postgres' ? storeEnv(o) : undefined,
-              ports: [
-                { name: 'https', containerPort: RELAY_PORT, protocol: 'TCP' },
-                ...udpPorts(o).map((p) => ({ name: p.name, containerPort: p.port, protocol: UDP })),
-              ],
-              readinessProbe: probe('/readyz', 5),
-              livenessProbe: { ...probe('/healthz', 10), failureThreshold: 3 },
-              // Endpoints drop the pod before SIGTERM: new connections go elsewhere while this one drains.
-              lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
-              resources: o.resources.requests || o.resources.limits ? o.resources : undefined,
-              securityContext: CONTAINER_SECURITY,
-              volumeMounts: mounts(o),
-            },
-          ],
-          volumes: volumes(o),
-        },
-      },
+      template: podTemplate(o),
+    },
+  });
+}
+
+/**
+ * A fleet: a StatefulSet, so each replica has a stable name its own UDP Service selects (relay-fleet-udp.ts).
+ * Started and replaced in parallel, one at a time on a rolling update (the PodDisruptionBudget's one too).
+ */
+function statefulSet(o: RelayManifestOptions): StatefulSet {
+  return new StatefulSet({
+    metadata: { name: RELAY_APP, namespace: o.namespace, labels: labels(RELAY_APP) },
+    spec: {
+      replicas: o.replicas,
+      serviceName: podsService(fleetUdp(o)).metadata?.name ?? `${RELAY_APP}-pods`,
+      podManagementPolicy: 'Parallel',
+      updateStrategy: { type: 'RollingUpdate' },
+      selector: { matchLabels: selector(RELAY_APP) },
+      template: podTemplate(o),
     },
   });
 }
@@ -248,7 +289,7 @@ function service(o: RelayManifestOptions): Service {
       selector: selector(RELAY_APP),
       ports: [
         { name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' },
-        ...udpPorts(o).map((p) => ({ name: p.name, port: p.port, targetPort: p.name, protocol: UDP })),
+        ...udpPorts(o, true).map((p) => ({ name: p.name, port: p.port, targetPort: p.name, protocol: UDP })),
       ],
     },
   });
@@ -306,8 +347,9 @@ export function relayManifests(o: RelayManifestOptions): ManifestObject[] {
           }),
         ]
       : []),
-    deployment(o),
+    ...(o.replicas > 1 ? [statefulSet(o), podsService(fleetUdp(o))] : [deployment(o)]),
     service(o),
+    ...podUdpServices(fleetUdp(o)),
     new PodDisruptionBudget({
       metadata: meta(RELAY_APP),
       spec: { maxUnavailable: 1, selector: { matchLabels: selector(RELAY_APP) } },

@@ -76,6 +76,11 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     return this.#live.get(cluster);
   }
 
+  /** Another replica of the fleet holds the cluster's agent session (false without a fleet). */
+  heldElsewhere(cluster: string): boolean {
+    return this.#live.heldElsewhere(cluster);
+  }
+
   /** Clusters with a live session right now. */
   get connectedCount(): number {
     return this.#live.connectedCount;

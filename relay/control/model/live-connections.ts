@@ -49,6 +49,11 @@ export class LiveConnections {
     return this.#remote.get(cluster) ?? local ?? NO_CONNECTION;
   }
 
+  /** Another replica of the fleet holds a live session of the cluster's agent (as of its last refresh). */
+  heldElsewhere(cluster: string): boolean {
+    return this.#remote.get(cluster)?.connected === true;
+  }
+
   /** Clusters with a live session right now. */
   get connectedCount(): number {
     let n = 0;

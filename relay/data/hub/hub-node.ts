@@ -37,6 +37,7 @@ import { AgentRuns } from './agent-runs.js';
 import { HubStatus, type HubStatusOptions } from './hub-status.js';
 import { PacketIntake, type PacketIntakeOptions } from './packet-intake.js';
 import { type HubAgent, PeerDirectory } from './peer-directory.js';
+import { type FleetSessions, SessionOwner } from './session-owner.js';
 
 export {
   DEFAULT_HUB_DEAD_AFTER_MS,
@@ -86,6 +87,12 @@ export interface HubNodeOptions {
   status?: HubStatusSettings;
   /** The handshake queue (packet-intake.ts): its turn scheduler (default setImmediate), batch and cap. */
   handshakes?: Pick<PacketIntakeOptions, 'defer' | 'batch' | 'cap'>;
+  /**
+   * This hub is one replica of a fleet (session-owner.ts): it answers an agent over UDP only while it holds the
+   * agent's session, and an agent whose relay connection left it loses its direct path here at once. Absent: a
+   * single relay, which answers every peer over UDP.
+   */
+  fleet?: FleetSessions;
 }
 
 export type HubStatusSettings = Pick<
@@ -119,12 +126,22 @@ export class HubNode {
   readonly #inner: ((packet: Buffer, agent: HubAgent) => void) | undefined;
   readonly #runs = new AgentRuns();
   readonly #runListeners = new Set<(agent: HubAgent) => void>();
+  readonly #owner: SessionOwner | undefined;
   #closed = false;
 
   constructor(opts: HubNodeOptions) {
     this.#inner = opts.onInnerPacket;
     const clock = opts.clock ?? realClock;
     const maxPeers = opts.maxPeers ?? HUB_DEFAULT_MAX_PEERS;
+    this.#owner = opts.fleet
+      ? new SessionOwner({
+          fleet: opts.fleet,
+          relayConnected: (k) => opts.derp.isConnected(k),
+          speaksDisco: (k) => this.endpoint.disco?.peer(k)?.heard === true,
+          clusterOf: (k) => this.#peers.get(k.toString('base64'))?.cluster,
+        })
+      : undefined;
+    const owner = this.#owner;
     this.endpoint = new TunnelEndpoint({
       privateKey: opts.privateKey,
       address: this.#hubAddr,
@@ -134,6 +151,7 @@ export class HubNode {
       // those (UDP sources still need one: Device.receiveFrom).
       authenticatedSources: true,
       udp: opts.udp,
+      answersUdp: owner ? (k) => owner.answers(k) : undefined,
       disco: opts.disco,
       timers: opts.timers,
       // One stream link per agent with streams in use: as many as the hub holds sessions.
@@ -176,6 +194,8 @@ export class HubNode {
         },
         onPeerGone: (key) => {
           const a = this.#peers.get(key.toString('base64'));
+          // A replica of a fleet holds the agent's session no more: its direct path here ends with it.
+          if (a && this.#owner) this.endpoint.disco?.forgetPaths(a.key);
           if (a) this.#status.relayGone(a);
         },
       },

@@ -24,6 +24,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { CandidateGatherer, type StunServer } from '../../../shared/net/disco/candidates.js';
+import type { DiscoAddress } from '../../../shared/net/disco/disco-codec.js';
 import { resolveEndpoint } from '../../../shared/net/disco/resolve-endpoint.js';
 import type { RelayContext } from '../../context/context.js';
 import type { AdmittedPeer } from '../../control/model/admission.js';
@@ -142,6 +143,8 @@ export async function mountDataPlane(
     // Disco with every agent: with no UDP port it paces the agents' probes and measures the relayed RTT.
     disco: {},
     udp: ctx.udp?.transport,
+    // A replica of a fleet answers over UDP only the agents whose session it holds (hub/session-owner.ts).
+    fleet: ctx.mesh ? { heldElsewhere: (cluster) => ctx.hooks.heldElsewhere(cluster) } : undefined,
     log: (obj, msg) => log.warn(obj, msg),
     ...opts.hub,
     status: {
@@ -210,6 +213,10 @@ export async function mountDataPlane(
   // below, the hub's candidates.
   const ownUdp = udp ? await udp.ownAddresses(ctx.publicUrl()) : [];
   hub.endpoint.disco?.setOwnAddresses(ownUdp);
+  // `--udp-public-endpoint` is offered in call-me-maybe too: in a fleet each replica names only its own.
+  const told = udp ? await udp.publicCandidate() : null;
+  const withTold = (list: readonly DiscoAddress[]): DiscoAddress[] =>
+    told && !list.some((a) => a.host === told.host && a.port === told.port) ? [told, ...list] : [...list];
   const candidates = udp
     ? new CandidateGatherer({
         clock: ctx.clock,
@@ -220,7 +227,7 @@ export async function mountDataPlane(
         onChange: (g) => {
           hub.endpoint.disco?.setConditions({ stun: g.stun });
           hub.endpoint.disco?.setOwnAddresses([...ownUdp, ...g.candidates]);
-          hub.endpoint.disco?.setLocalCandidates(g.candidates);
+          hub.endpoint.disco?.setLocalCandidates(withTold(g.candidates));
           if (stunServers.length > 0)
             log.info({ stun: g.stun, reflexive: g.reflexive }, 'hub: address from STUN changed');
         },

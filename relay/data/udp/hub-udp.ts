@@ -139,6 +139,15 @@ export class HubUdp {
     return out;
   }
 
+  /**
+   * `--udp-public-endpoint` resolved, offered to agents in call-me-maybe beside the interface addresses (a
+   * replica of a fleet behind its own Service or port forward: the only address of its own an agent reaches);
+   * null when not set or it does not resolve.
+   */
+  async publicCandidate(): Promise<DiscoAddress | null> {
+    return this.#publicEndpoint ? await resolveEndpoint(this.#publicEndpoint) : null;
+  }
+
   get stats(): HubUdpStats {
     const t = this.transport.stats;
     const gso = this.transport.gso;

@@ -107,6 +107,7 @@ export const DISCO_DROP_REASONS = [
   'wrong-carrier', // a call-me-maybe over UDP (it must come over the relay), a probe or its ack over the relay
   'sender-mismatch', // over the relay, the sealed sender is not the relay's source key
   'rate-limited', // a call-me-maybe over the peer's budget (shared/net/tunnel-endpoint/disco-limits.ts)
+  'not-owner', // over UDP, from a peer this node does not answer there now (a relay replica not holding its session)
 ] as const;
 export type DiscoDropReason = (typeof DISCO_DROP_REASONS)[number];
 
@@ -129,6 +130,7 @@ export function emptyDropCounts(): Record<DiscoDropReason, number> {
     'wrong-carrier': 0,
     'sender-mismatch': 0,
     'rate-limited': 0,
+    'not-owner': 0,
   };
 }
 

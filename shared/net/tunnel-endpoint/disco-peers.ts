@@ -81,6 +81,11 @@ export interface DiscoPeersOptions {
   readonly callMeMaybeRefreshMs?: number;
   /** Per-peer rate limits (disco-limits.ts); BAD_CONFIG for a value that is not a positive integer. */
   readonly limits?: Partial<DiscoLimits>;
+  /**
+   * Whether a peer's disco over UDP is answered now (absent: every peer's). Any other is dropped as `not-owner`
+   * once it opened, before it is answered or noted (a relay replica that does not hold the peer's session).
+   */
+  readonly answersUdp?: (peer: Buffer) => boolean;
 }
 
 /** Why a peer's candidate address was left out: the address (candidate-address.ts), or the churn budget. */
@@ -96,6 +101,8 @@ export interface DiscoPeer {
   readonly route: Route;
   /** Application traffic within the selector's active window. */
   readonly active: boolean;
+  /** A disco message from the peer was accepted: it speaks disco (an agent, not a stock WireGuard peer). */
+  readonly heard: boolean;
   /** An application packet was sent to or received from the peer. */
   noteTraffic(): void;
 }
@@ -296,6 +303,18 @@ export class DiscoPeers {
     if (state) this.#sendCallMeMaybe(state);
   }
 
+  /**
+   * The peer's direct path ends now (its relay connection moved to another relay replica, or ours to another
+   * hub): see PathSelector.forgetPaths. Its candidates are heard again from its next call-me-maybe.
+   */
+  forgetPaths(key: Buffer): void {
+    const state = this.#peers.get(keyToBase64(key));
+    if (!state) return;
+    state.peerCandidates = undefined;
+    state.selector.forgetPaths();
+    this.#poll(state);
+  }
+
   /** The peer showed it does not hear us on the direct remote (see PathSelector.distrustRemote). */
   distrustRemote(key: Buffer): void {
     const state = this.#peers.get(keyToBase64(key));
@@ -319,7 +338,9 @@ export class DiscoPeers {
         ? 'sender-mismatch'
         : this.#guard.check(r.sender, r.message.txid, r.message.sentAt);
     const state = r.ok ? this.#peers.get(keyToBase64(r.sender)) : undefined;
-    if (reason || !r.ok || !state) {
+    const notOwner = state && from.via === 'udp' && this.#options.answersUdp?.(state.key) === false;
+    if (reason || !r.ok || !state || notOwner) {
+      if (notOwner && !reason) return void this.dropped['not-owner']++;
       this.dropped[reason ?? 'unknown-sender']++;
       return;
     }

@@ -478,4 +478,54 @@ describe('path selector', () => {
     sim.clock.advance(100);
     expect(sim.sel.remote).toEqual(A);
   });
+
+  it('drops a remote at once when a new call-me-maybe no longer names it, and goes to the new one', () => {
+    const sim = new Sim();
+    sim.link(A, true);
+    sim.link(B, true);
+    sim.startTraffic();
+    sim.sel.setCandidates([A]);
+    sim.poll();
+    sim.clock.advance(100);
+    expect(sim.sel.remote).toEqual(A);
+    // The peer is another relay replica now (its relay connection moved): it names only its own endpoint.
+    sim.sel.setCandidates([B]);
+    expect(sim.sel.route).toBe('relayed');
+    expect(sim.sel.remote).toBeUndefined();
+    sim.poll();
+    expect(sim.until(2_000, () => sim.sel.route === 'direct')).toBeDefined();
+    expect(sim.sel.remote).toEqual(B);
+    expect(sim.sel.snapshot().fallbacks).toBe(0);
+    sim.stopTraffic();
+  });
+
+  it('forgetPaths: relayed at once, every learnt candidate forgotten, the configured ones tried again', () => {
+    const sim = new Sim();
+    sim.link(A, true);
+    sim.link(B, true);
+    sim.sel.setConfigured([B]);
+    sim.sel.setCandidates([A]);
+    sim.poll();
+    sim.clock.advance(100);
+    expect(sim.sel.route).toBe('direct');
+    const before = sim.switches.length;
+    sim.link(A, false);
+    sim.link(B, false);
+    sim.sel.forgetPaths();
+    expect(sim.sel.route).toBe('relayed');
+    expect(sim.switches.length).toBe(before + 1);
+    expect(sim.sel.snapshot().candidates).toBe(1);
+    const at = sim.clock.now();
+    sim.poll();
+    sim.clock.advance(5_000);
+    // Only the configured address is pinged; nothing answers, nothing is trusted.
+    expect(sim.udpPingsTo(A, at)).toBe(0);
+    expect(sim.udpPingsTo(B, at)).toBeGreaterThan(0);
+    expect(sim.sel.route).toBe('relayed');
+    sim.link(B, true);
+    sim.startTraffic();
+    expect(sim.until(10_000, () => sim.sel.route === 'direct')).toBeDefined();
+    expect(sim.sel.remote).toEqual(B);
+    sim.stopTraffic();
+  });
 });

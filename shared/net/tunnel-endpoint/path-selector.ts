@@ -224,7 +224,7 @@ export class PathSelector {
 
   /**
    * The peer's candidates (its call-me-maybe): replaces the earlier list, keeps what is known of addresses
-   * still listed (and the direct remote), and pings them all at once (both sides do: hole punching), unless
+   * still listed (a remote it named before and no longer lists is dropped at once: route `relayed`), and pings them all at once (both sides do: hole punching), unless
    * the list brought nothing new while the route is direct or after giving up (a periodic repeat costs no
    * burst). An empty list says the peer does not use UDP now (relay-only, 443-only, or it gave up): every
    * address but the configured ones is forgotten at once, the direct remote too (the peer no longer answers
@@ -247,15 +247,41 @@ export class PathSelector {
       if (c && c.source !== 'configured') c.source = 'call-me-maybe';
     }
     for (const [key, c] of this.#candidates)
-      if (c.source === 'call-me-maybe' && !listed.has(key) && c !== this.#best) this.#candidates.delete(key);
+      if (c.source === 'call-me-maybe' && !listed.has(key)) this.#candidates.delete(key);
+    // The remote came from an earlier list and this one no longer names it: the peer no longer answers there
+    // (it moved to another relay replica, or its address changed): dropped at once, not at the end of its trust.
+    const best = this.#best;
+    if (best && best.source === 'call-me-maybe' && !listed.has(best.key)) this.#dropRemote();
     if (added || (this.#route !== 'direct' && !this.#gaveUp)) this.#startConfirming();
+  }
+
+  /**
+   * The peer's direct path ends now, as when its relay connection moved to another relay replica (whose UDP
+   * endpoints differ, and whose session is a new one): the remote and every candidate the peer named or pinged
+   * from are forgotten, the route is `relayed` at once, and the configured candidates are tried again from the
+   * start. Not a fallback: no hold-down follows.
+   */
+  forgetPaths(): void {
+    for (const [key, c] of this.#candidates) if (c.source !== 'configured') this.#candidates.delete(key);
+    for (const c of this.#candidates.values()) {
+      c.lastPongAt = NEVER;
+      c.streak = 0;
+      c.rttMs = undefined;
+    }
+    this.#dropRemote();
+    if (this.udpAllowed) this.#startConfirming();
+  }
+
+  /** The remote is forgotten and the route is `relayed` now (no fallback counted). */
+  #dropRemote(): void {
+    this.#best = undefined;
+    this.#setRoute('relayed', this.#clock.now());
   }
 
   #peerStoppedUdp(): void {
     for (const [key, c] of this.#candidates) if (c.source !== 'configured') this.#candidates.delete(key);
     if (!this.#best || this.#best.source === 'configured') return;
-    this.#best = undefined;
-    this.#setRoute('relayed', this.#clock.now());
+    this.#dropRemote();
   }
 
   /**

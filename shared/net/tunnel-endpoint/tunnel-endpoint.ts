@@ -73,6 +73,12 @@ export interface TunnelEndpointOptions {
   /** Largest datagram on a direct path (default DEFAULT_DIRECT_MTU). */
   directMtu?: number;
   /**
+   * Whether the endpoint answers a peer over UDP now (absent: every peer). A WireGuard or disco datagram over
+   * UDP of any other peer is dropped as `not-owner` before it is answered or moves a path (the device's and
+   * disco's drop counts): a relay replica answers only the agents whose session it holds.
+   */
+  answersUdp?(peer: Buffer): boolean;
+  /**
    * Path selection by disco (disco-peers.ts) for peers added with `disco: true`: pings over their relayed
    * path and the UDP transport, their route from their selector. Absent: no disco (paths by arrival).
    */
@@ -146,6 +152,7 @@ export class TunnelEndpoint {
       timers: o.timers,
       authenticatedSources: o.authenticatedSources,
       onPacket: (p, peer) => this.#deliver(p, peer),
+      answersUdp: o.answersUdp ? (peer) => o.answersUdp?.(peer.publicKey) !== false : undefined,
       sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
     });
     this.paths = new PathManager({
@@ -164,6 +171,7 @@ export class TunnelEndpoint {
           onHeard: (peer) => this.#heard(peer),
           onProbeAck: (peer, txid, size) => this.pmtu?.ack(peer, txid, size) ?? false,
           maxPeers: o.maxPeers,
+          answersUdp: o.answersUdp ? (peer: Buffer) => o.answersUdp?.(peer) !== false : undefined,
         })
       : undefined;
     const disco = this.disco;

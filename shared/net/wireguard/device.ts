@@ -76,6 +76,13 @@ export interface DeviceOptions<E extends Endpoint = Endpoint> {
   onAuthenticated?(peer: Peer<E>, source: DatagramSource | null, message: AuthenticatedMessage): void;
   /** Sends a cookie reply to a source no peer is known for (receiveFrom under load); absent: none sent. */
   sendToSource?(datagram: Buffer, source: DatagramSource): boolean;
+  /**
+   * Whether this device answers `peer` over receiveFrom (UDP) now; absent: every peer. A datagram of a peer it
+   * does not is dropped as `not-owner` once its peer is known (an initiation's static key, else its receiver
+   * index), before it is opened or answered and before its source is reported (a relay replica that does not
+   * hold the peer's session: relay/data/hub/session-owner.ts).
+   */
+  answersUdp?(peer: Peer<E>): boolean;
 }
 
 export interface PeerConfig<E extends Endpoint = Endpoint> {
@@ -101,6 +108,7 @@ export type DeviceDropReason =
   | 'cookie-ignored'
   | 'no-route'
   | 'sender-mismatch'
+  | 'not-owner'
   | 'closed'
   | 'internal';
 
@@ -119,6 +127,7 @@ export function noDeviceDrops(): Record<DeviceDropReason, number> {
     'cookie-ignored': 0,
     'no-route': 0,
     'sender-mismatch': 0,
+    'not-owner': 0,
     closed: 0,
     internal: 0,
   };
@@ -353,13 +362,20 @@ export class Device<E extends Endpoint = Endpoint> {
       const r = parseCookieReply(d);
       const e = this.#indices.get(r.receiverIndex);
       if (e && this.#fromOtherPeer(from, e.peer)) return this.#dropped('sender-mismatch');
+      if (e && this.#notAnswered(source, e.peer)) return this.#dropped('not-owner');
       return e?.peer.cookies.consumeReply(r, this.#clock.now()) ? null : this.#dropped('cookie-ignored');
     }
     if (d.length < DATA_MIN_LEN) return this.#dropped('malformed');
     const e = this.#indices.get(d.readUInt32LE(DATA_RECEIVER));
     if (!e?.keypair) return this.#dropped('unknown-index');
     if (this.#fromOtherPeer(from, e.peer)) return this.#dropped('sender-mismatch');
+    if (this.#notAnswered(source, e.peer)) return this.#dropped('not-owner');
     return e.peer.receiveTransport(e.keypair, d, from, source);
+  }
+
+  /** A UDP datagram (`source` set) of a peer this device does not answer over UDP now (answersUdp). */
+  #notAnswered(source: DatagramSource | null, peer: Peer<E>): boolean {
+    return source !== null && this.#options.answersUdp?.(peer) === false;
   }
 
   /** `from` names the key of a peer other than `peer` (see Endpoint.peerKey). */
@@ -398,6 +414,7 @@ export class Device<E extends Endpoint = Endpoint> {
     const e = this.#indices.get(r.receiverIndex);
     if (!e || e.keypair) return this.#dropped('unknown-index');
     if (this.#fromOtherPeer(from, e.peer)) return this.#dropped('sender-mismatch');
+    if (this.#notAnswered(source, e.peer)) return this.#dropped('not-owner');
     consumeResponse(this.#identity, r, e.peer);
     e.peer.onResponseConsumed(from, source);
     return null;
@@ -409,10 +426,12 @@ export class Device<E extends Endpoint = Endpoint> {
    */
   #initiation(msg: Initiation, from: E | undefined, source: DatagramSource | null): ReceiveDrop | null {
     let mismatch = false;
+    let notOwner = false;
     const lookup = (pk: Buffer): Peer<E> | undefined => {
       const peer = this.#peers.get(pk.toString('hex'));
       mismatch = peer !== undefined && this.#fromOtherPeer(from, peer);
-      return mismatch ? undefined : peer;
+      notOwner = peer !== undefined && this.#notAnswered(source, peer);
+      return mismatch || notOwner ? undefined : peer;
     };
     let peer: Peer<E>;
     try {
@@ -425,6 +444,7 @@ export class Device<E extends Endpoint = Endpoint> {
       );
     } catch (err) {
       if (mismatch) return this.#dropped('sender-mismatch');
+      if (notOwner) return this.#dropped('not-owner');
       throw err;
     }
     peer.onInitiationConsumed(from, source);

@@ -1,0 +1,179 @@
+/**
+ * Direct WireGuard in a relay fleet, with real processes: two (then three) `tunnel-relay serve` replicas on one
+ * PostgreSQL behind haproxy, each with its own UDP port, and a real agent in a network namespace behind a MASQUERADE
+ * router (test/helpers/nat-fleet.ts).
+ * - The agent goes direct to the replica its relay connection is on (that replica's UDP port), and a 20 MB
+ *   download through the fleet's CONNECT proxy crosses the NAT as UDP (the router's FORWARD counter).
+ * - kill -9 of that replica, ten times with different timing (some during a download; three times with three
+ *   replicas): the agent comes back through another replica and goes direct to that replica's port, never stays
+ *   direct to the dead one, and a download after each move is byte-identical.
+ * - SIGTERM (drain) of that replica moves the direct path too.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildIfStale, cleanup, sleep } from './cli-harness.js';
+import type { AgentStatus } from './helpers/agent-status.js';
+import { cleanupAll } from './helpers/cleanup.js';
+import { connectDownload, type DownloadResult } from './helpers/connect-download.js';
+import { addRule } from './helpers/iptables.js';
+import { type FleetReplica, type NatFleet, startNatFleet } from './helpers/nat-fleet.js';
+import { requireIntegrationPrivileges } from './helpers/privileges.js';
+import { pollUntil } from './helpers/wait.js';
+import { sha256OfPattern } from './proxy-fixtures.js';
+
+/** Fleet sizes and their kill -9 rounds (each kills the replica holding the agent's session, then restarts it). */
+const FLEETS = [
+  { replicas: 2, killRounds: 10 },
+  { replicas: 3, killRounds: 3 },
+] as const;
+/** After a kill the agent is back and direct to another replica within this long. */
+const MOVE_MS = 30_000;
+
+let fleet: NatFleet;
+
+beforeAll(() => {
+  requireIntegrationPrivileges(['ip', 'iptables', 'sysctl']);
+  buildIfStale();
+});
+
+afterAll(async () => {
+  await cleanup();
+  await cleanupAll();
+});
+
+interface Home {
+  replica: FleetReplica;
+  status: AgentStatus;
+}
+
+const directTo = (s: AgentStatus, r: FleetReplica): boolean =>
+  s.connected && s.path === 'direct' && (s.pathDetail?.remote ?? '').endsWith(`:${r.udpPort}`);
+
+/**
+ * The replica holding the agent's session, once the agent's relay connection is on exactly one replica and its
+ * status says direct to that replica's UDP port.
+ */
+async function directHome(o: { timeoutMs: number }): Promise<Home> {
+  const read = async () => ({ on: await fleet.agentReplicas(), status: await fleet.status() });
+  const { value } = await pollUntil({
+    what: 'the agent direct to the replica its relay connection is on',
+    read,
+    until: (v) => v.on.length === 1 && directTo(v.status, v.on[0]!),
+    timeoutMs: o.timeoutMs,
+    intervalMs: 200,
+  });
+  return { replica: value.on[0]!, status: value.status };
+}
+
+/** Fails if the agent shows direct to the dead replica's port once `graceMs` passed since the kill. */
+function watchDead(dead: FleetReplica, killedAt: number, graceMs: number): { stop(): void; seen: string[] } {
+  const seen: string[] = [];
+  let on = true;
+  void (async () => {
+    while (on) {
+      const s = await fleet.status().catch(() => null);
+      if (s && Date.now() - killedAt > graceMs && directTo(s, dead))
+        seen.push(`${Date.now() - killedAt} ms after the kill: ${s.pathDetail?.remote}`);
+      await sleep(250);
+    }
+  })();
+  return {
+    seen,
+    stop() {
+      on = false;
+    },
+  };
+}
+
+function download(n: number, limitRate?: string): Promise<DownloadResult> {
+  return connectDownload({
+    proxyUrl: fleet.publicUrl,
+    caFile: fleet.caFile,
+    adminKey: fleet.adminKey,
+    url: `http://${fleet.cluster}.clusters.local:${fleet.upstreamPort}/bytes?n=${n}`,
+    limitRate,
+    killAfterMs: 90_000,
+  }).done;
+}
+
+async function expectIdentical(n: number): Promise<void> {
+  const r = await download(n);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.bytes).toBe(n);
+  expect(r.sha256).toBe(sha256OfPattern(n));
+}
+
+async function restart(r: FleetReplica): Promise<void> {
+  await fleet.startReplica(r);
+  await fleet.lb.waitForUp(
+    fleet.replicas.map((x) => x.name),
+    20_000,
+  );
+}
+
+describe.each(FLEETS)('direct WireGuard in a fleet of $replicas replicas', ({ replicas, killRounds }) => {
+  beforeAll(async () => {
+    fleet = await startNatFleet({
+      replicas,
+      cluster: 'edge-fleet-udp',
+      drainGraceS: 3,
+      timeoutMs: 1_500_000,
+    });
+  }, 150_000);
+
+  afterAll(async () => {
+    await fleet?.stop();
+  });
+
+  it('goes direct to the replica holding its session; a 20 MB download crosses the NAT as UDP', async () => {
+    const home = await directHome({ timeoutMs: 40_000 });
+    const udp = await addRule(fleet.t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'ACCEPT', { insert: true });
+    const n = 20_000_000;
+    await expectIdentical(n);
+    // Both directions' UDP through the router: at least the body's bytes (plus WireGuard's and IP's headers).
+    expect((await udp.counters()).bytes).toBeGreaterThan(n);
+    expect(directTo(await fleet.status(), home.replica)).toBe(true);
+    await udp.remove();
+  }, 120_000);
+
+  it(`kill -9 of the replica holding the session, ${killRounds} times: direct to another one each time`, async () => {
+    for (let round = 0; round < killRounds; round++) {
+      const home = await directHome({ timeoutMs: MOVE_MS });
+      // Different timing each round: a pause of 0-2.7 s, and in odd rounds a download in flight at the kill.
+      await sleep((round * 900) % 2_800);
+      const inFlight = round % 2 === 1 ? download(8_000_000, '2M') : null;
+      if (inFlight) await sleep(300 + round * 100);
+      const killedAt = Date.now();
+      home.replica.proc!.child.kill('SIGKILL');
+      await home.replica.proc!.exited;
+      const watch = watchDead(home.replica, killedAt, 5_000);
+      try {
+        const next = await directHome({ timeoutMs: MOVE_MS });
+        expect(next.replica).not.toBe(home.replica);
+        await inFlight;
+        await expectIdentical(4_000_000);
+        expect(directTo(await fleet.status(), next.replica)).toBe(true);
+      } finally {
+        watch.stop();
+      }
+      expect(watch.seen, `round ${round}: direct to the dead replica`).toEqual([]);
+      await restart(home.replica);
+    }
+  }, 900_000);
+
+  it('SIGTERM (drain) of the replica holding the session moves the direct path too', async () => {
+    const home = await directHome({ timeoutMs: MOVE_MS });
+    const signalledAt = Date.now();
+    home.replica.proc!.child.kill('SIGTERM');
+    const watch = watchDead(home.replica, signalledAt, 5_000);
+    try {
+      expect(await home.replica.proc!.exited).toBe(0);
+      const next = await directHome({ timeoutMs: MOVE_MS });
+      expect(next.replica).not.toBe(home.replica);
+      await expectIdentical(4_000_000);
+    } finally {
+      watch.stop();
+    }
+    expect(watch.seen).toEqual([]);
+    await restart(home.replica);
+  }, 120_000);
+});
