@@ -18,6 +18,7 @@ const base: ClusterRecord = {
   leaseRenewAt: null,
   availableSince: null,
   agentReason: null,
+  agentReplicas: 1,
 };
 const iso = (ms: number) => new Date(ms).toISOString();
 

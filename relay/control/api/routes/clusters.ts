@@ -163,6 +163,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         const audit = auditEntry(ctx, req, actorOf(p), `cluster.${action}`, before.name, {
           from: before.status,
         });
+        const agents = action === 'deny' ? await ctx.store.listAgents(before.name) : [];
         const c = await ctx.store.setClusterStatus(
           before.name,
           { status, now: ctx.clock.wallNow(), presharedKey: keyToBase64(generatePresharedKey()) },
@@ -172,9 +173,8 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         logAudit(ctx, audit);
         ctx.hooks.clusterChanged(c.name);
         if (action === 'accept' && before.status !== 'Accepted') ctx.hooks.announce(c);
-        if (action === 'deny' && before.publicKey !== null) {
-          ctx.hooks.emit('cluster-denied', { cluster: c.name, publicKey: before.publicKey });
-        }
+        // Every agent of the cluster (its primary and replicas) loses access.
+        for (const a of agents) ctx.hooks.emit('cluster-denied', { cluster: c.name, publicKey: a.publicKey });
         return clusterView(ctx, c);
       },
     );
@@ -210,13 +210,13 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const before = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterWrite(p, before.group, `delete clusters in group ${before.group}`);
       const audit = auditEntry(ctx, req, actorOf(p), 'cluster.delete', before.name);
+      const agents = await ctx.store.listAgents(before.name);
       const c = await ctx.store.deleteCluster(before.name, audit);
       if (!c) throw clusterNotFound(before.name);
       logAudit(ctx, audit);
       ctx.hooks.forget(c.name);
       ctx.hooks.clusterChanged(c.name);
-      if (c.publicKey !== null)
-        ctx.hooks.emit('cluster-deleted', { cluster: c.name, publicKey: c.publicKey });
+      for (const a of agents) ctx.hooks.emit('cluster-deleted', { cluster: c.name, publicKey: a.publicKey });
       return { deleted: c.name };
     },
   );
