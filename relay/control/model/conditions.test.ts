@@ -19,6 +19,7 @@ const base: ClusterRecord = {
   availableSince: null,
   agentReason: null,
   agentReplicas: 1,
+  replicaAgents: 0,
 };
 const iso = (ms: number) => new Date(ms).toISOString();
 

@@ -82,6 +82,11 @@ export function clusterAsAgent(c: ClusterRecord, a: ClusterAgentRecord): Cluster
   };
 }
 
+/** Agents registered to the cluster: its primary and its replicas. */
+export function registeredAgents(c: ClusterRecord): number {
+  return (c.publicKey === null ? 0 : 1) + c.replicaAgents;
+}
+
 /**
  * Where a PSK registration of `publicKey` goes in a cluster of more than one replica: the primary slot (its key,
  * or no primary yet), a replica row (known or new while fewer than `replicas` are registered), or `full`.

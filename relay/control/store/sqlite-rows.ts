@@ -19,6 +19,7 @@ export interface ClusterRow {
   available_since: number | null;
   agent_reason: string | null;
   agent_replicas: number;
+  replica_agents: number;
 }
 
 /** An audit row as both dialects select it (`detail` is the JSON text). */
@@ -91,6 +92,7 @@ export function toCluster(r: ClusterRow): ClusterRecord {
     availableSince: r.available_since,
     agentReason: r.agent_reason,
     agentReplicas: Number(r.agent_replicas),
+    replicaAgents: Number(r.replica_agents),
   };
 }
 
@@ -132,4 +134,5 @@ export function keyValues(key: AccessKeyRecord): Array<string | number | null> {
 }
 
 export const CLUSTER_COLS =
-  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since, agent_reason, agent_replicas';
+  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since, agent_reason, agent_replicas, ' +
+  '(SELECT COUNT(*) FROM cluster_agents ca WHERE ca.cluster = clusters.name) AS replica_agents';

@@ -37,6 +37,8 @@ export interface ClusterRecord {
   agentReason: string | null;
   /** Agent keys the cluster admits (store/agent-replicas.ts); the fields above are its primary agent's. */
   agentReplicas: number;
+  /** Agents registered beside the primary (its replicas: Store.listAgents lists them). */
+  replicaAgents: number;
 }
 
 export interface NewCluster {
