@@ -110,7 +110,7 @@ export class HubStreams {
     const agents = await this.#acceptedAgents(cluster);
     const agent = this.#pick(cluster, agents);
     try {
-      return await this.#openOnAgent(cluster, agent, target);
+      return await this.#openOnAgent(cluster, agent, target, agents.length > 1);
     } catch (err) {
       // One of several agents failed the open (it died, or went away under it): the stream goes to another live one.
       const other = agents.length > 1 && retryable(err) ? this.#pick(cluster, agents, agent) : null;
@@ -129,7 +129,12 @@ export class HubStreams {
     return this.#placementView.isLive(a) && !this.#placementView.isDraining(a);
   }
 
-  async #openOnAgent(cluster: string, agent: AgentTarget, target: string): Promise<MuxStream> {
+  async #openOnAgent(
+    cluster: string,
+    agent: AgentTarget,
+    target: string,
+    alternatives = false,
+  ): Promise<MuxStream> {
     const remote = parseIpv4Address(agent.address);
     await this.#drains.wait(remote);
     this.#requireSession(cluster, agent);
@@ -149,6 +154,8 @@ export class HubStreams {
         this.#drains.isDraining(remote) &&
         (isTunnelError(err, 'CLOSED') || isTunnelError(err, 'STREAM_REFUSED'))
       ) {
+        // Another agent of the cluster takes it at once (open's retry).
+        if (alternatives) throw new TunnelError('CLOSED', `the agent of cluster '${cluster}' drains`);
         await this.#drains.wait(remote);
         this.#requireSession(cluster, agent);
         return this.#openOn(remote, target);
