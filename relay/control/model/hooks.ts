@@ -58,6 +58,11 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     this.#live.update(cluster, status, publicKey);
   }
 
+  /** This process's own status of the cluster (its agents' together), whatever other replicas of a fleet hold. */
+  localConnection(cluster: string): ConnectionStatus {
+    return this.#live.local(cluster);
+  }
+
   /** The live status of each agent of the cluster whose session this process holds, by key. */
   agentConnections(cluster: string): ReadonlyMap<string, ConnectionStatus> {
     return this.#live.agents(cluster);

@@ -37,6 +37,11 @@ export class LiveConnections {
     this.#events.emit('connection-reported', cluster);
   }
 
+  /** This process's own status of the cluster (its agents' together), whatever other replicas hold. */
+  local(cluster: string): ConnectionStatus {
+    return this.#live.get(cluster) ?? NO_CONNECTION;
+  }
+
   /** The live status of each agent of the cluster this process holds a session of, by key. */
   agents(cluster: string): ReadonlyMap<string, ConnectionStatus> {
     return this.#agents.of(cluster);

@@ -150,7 +150,9 @@ export async function mountDataPlane(
       ...opts.hub?.status,
       onStatus: (cluster, s, key) => {
         ctx.hooks.updateConnection(cluster, s, keyToBase64(key));
-        pathReports.note(cluster, s);
+        // The cluster's path (its agents' together: the first connected one's), so agent replicas on different
+        // paths do not take turns in the store's report and history.
+        pathReports.note(cluster, ctx.hooks.localConnection(cluster));
       },
     },
   });
