@@ -3,10 +3,11 @@
  * address, per-pair key, credential and lease; the same key registers again in place; one key more is refused;
  * unjoin and delete free the replicas' addresses.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PostgresBackend, sqliteBackend } from '../../../test/helpers/store-backends.js';
 import { checkAgentReplicas, replicaSlot } from './agent-replicas.js';
-import type { AuditEntry, RegisterInput, Store } from './types.js';
+import { PostgresStore } from './postgres.js';
+import type { AuditEntry, RegisterInput, RemoteKeyLoss, Store } from './types.js';
 
 const audit = (action: string): AuditEntry => ({
   at: 1,
@@ -140,5 +141,64 @@ describe.each([sqliteBackend, postgres])('agent replicas on $name', (backend) =>
     await s.deleteCluster('r', audit('d'));
     expect(await s.listAgents()).toEqual([]);
     expect(await s.findClusterByKey(key(5))).toBeNull();
+  });
+});
+
+describe('agent replicas in a fleet (PostgreSQL)', () => {
+  it("tells the other relay replicas of every agent's lost key: deny, replica unjoin, delete", async () => {
+    const conn = await postgres.newDatabase();
+    const [a, b] = await Promise.all([
+      PostgresStore.open({ connection: conn }),
+      PostgresStore.open({ connection: conn }),
+    ]);
+    try {
+      const lost: RemoteKeyLoss[] = [];
+      b.onRemoteKeyLoss((e) => lost.push(e));
+      await a.createCluster(
+        { name: 'r', group: 'g', displayName: 'R', createdAt: 1, agentReplicas: 2 },
+        { id: 'p-r', hash: 'h-psk', expiresAt: 10_000 },
+        audit('c'),
+      );
+      for (const n of [1, 2]) await a.register(reg(n), audit('r'));
+      await a.setClusterStatus('r', { status: 'Denied', now: 200, presharedKey: 'pp' }, audit('deny'));
+      await vi.waitFor(
+        () =>
+          expect(lost.map((e) => `${e.kind} ${e.publicKey}`).sort()).toEqual([
+            `cluster-denied ${key(1)}`,
+            `cluster-denied ${key(2)}`,
+          ]),
+        { timeout: 2_000, interval: 10 },
+      );
+      await a.setClusterStatus('r', { status: 'Accepted', now: 300, presharedKey: 'pp' }, audit('accept'));
+      lost.length = 0;
+      await a.unjoin('r', 400, audit('u'), key(2));
+      await vi.waitFor(
+        () => expect(lost).toEqual([{ kind: 'agent-unjoined', cluster: 'r', publicKey: key(2) }]),
+        {
+          timeout: 2_000,
+          interval: 10,
+        },
+      );
+      lost.length = 0;
+      await a.rotatePsk('r', { id: 'p-r2', hash: 'h-r2', expiresAt: 10_000 }, audit('rot'));
+      const third = await a.register(reg(3, { now: 500, via: { kind: 'psk', pskHash: 'h-r2' } }), audit('r'));
+      expect(third.ok).toBe(true);
+      await a.deleteCluster('r', audit('d'));
+      await vi.waitFor(
+        () =>
+          expect(
+            lost
+              .filter((e) => e.kind === 'cluster-deleted')
+              .map((e) => e.publicKey)
+              .sort(),
+          ).toEqual([key(1), key(3)]),
+        {
+          timeout: 2_000,
+          interval: 10,
+        },
+      );
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
   });
 });

@@ -351,6 +351,10 @@ export class PostgresStore implements Store {
         await allocateAddress(tx, name, presharedKey);
       await this.#audit(tx, audit);
       // As the deny route does: the agent's sessions end even when the cluster was Denied already.
+      if (status === 'Denied') {
+        for (const r of await replicaRowsPg(tx, name))
+          await this.#notify(tx, { kind: 'cluster-denied', cluster: name, publicKey: r.publicKey });
+      }
       if (status === 'Denied' && c.publicKey !== null) {
         await this.#notify(tx, { kind: 'cluster-denied', cluster: name, publicKey: c.publicKey });
       }
