@@ -103,6 +103,15 @@ export const ERROR_CODES = {
     status: 409,
     summary: '`cluster accept` on a cluster where no agent has registered yet: there is nothing to accept.',
   },
+  AGENT_REPLICAS_FULL: {
+    status: 409,
+    summary:
+      "A new agent key registered with the cluster's PSK while the cluster already holds its `--agent-replicas` agent keys; fix: unjoin one, or create the cluster with more replicas.",
+  },
+  AGENT_REPLICAS_INVALID: {
+    status: 400,
+    summary: 'An agent replica count is not a whole number 1..10; the message names the value.',
+  },
   CA_PIN_MISMATCH: { status: 495, summary: "The relay's TLS certificate does not match the pinned sha256." },
   INSTALL_LINK_USED: {
     status: 410,

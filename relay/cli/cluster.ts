@@ -1,9 +1,16 @@
 /** `tunnel-relay cluster create|list|get|accept|deny|delete|rotate-psk`. */
+
 import { Command } from 'commander';
+import type { ClusterAgent } from '../../shared/api/cluster.js';
 import { TunnelError } from '../../shared/errors.js';
 import { streamPrinter } from '../../shared/kit/cli/output.js';
 import { parseClusterName, parseHttpUrl } from '../../shared/kit/cli/parsers.js';
 import { parseDuration } from '../../shared/kit/duration.js';
+import {
+  checkAgentReplicas,
+  MAX_AGENT_REPLICAS,
+  MIN_AGENT_REPLICAS,
+} from '../control/store/agent-replicas.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
 import { clusterListCommand } from './cluster-list.js';
 import { formatRtt, type PathDetail, pathCell, pathLines } from './path-text.js';
@@ -39,6 +46,23 @@ export interface Cluster {
   createdAt?: string;
   bootstrapPsk?: { state: string; expiresAt: string; usedAt: string | null } | null;
   impersonation?: 'on' | 'off';
+  agentReplicas?: number;
+  agentsRegistered?: number;
+  agentsConnected?: number;
+  agents?: ClusterAgent[];
+}
+
+/** The agents' lines of `cluster get`: one per agent, the primary first. */
+function agentLines(c: Cluster): string[] {
+  if (!c.agents || (c.agentReplicas ?? 1) <= 1) return [];
+  const head = `agents:       ${c.agentsConnected ?? 0} of ${c.agentsRegistered ?? 0} connected (replicas ${c.agentReplicas})`;
+  return [
+    head,
+    ...c.agents.map(
+      (a) =>
+        `  ${a.address ?? '-'}  ${a.state}  path ${a.path}  rtt ${a.rttMs == null ? '-' : `${a.rttMs} ms`}  lease ${a.leaseRenewTime ?? '-'}  version ${a.agentVersion ?? '-'}  key ${a.publicKey}`,
+    ),
+  ];
 }
 
 function pskLine(cluster: string, psk: Cluster['bootstrapPsk']): string {
@@ -70,6 +94,10 @@ interface CreateResult {
 }
 
 const nameArg = (v: string) => parseClusterName(v, 'cluster name');
+
+function agentReplicasArg(v: string): number {
+  return checkAgentReplicas(/^\d{1,3}$/.test(v) ? Number(v) : v, '--agent-replicas');
+}
 
 function pskTtl(v: string): string {
   parseDuration(v, '--psk-ttl');
@@ -105,6 +133,7 @@ function clusterDetail(c: Cluster): string[] {
     `kubernetes:    ${kubernetesLine(c)}`,
     `lease renewed: ${c.leaseRenewTime ?? '-'}`,
     `rtt:           ${c.rttMs == null ? '-' : formatRtt(c.rttMs)}`,
+    ...agentLines(c),
     `created:       ${c.createdAt ?? '-'}`,
     `bootstrap PSK: ${pskLine(c.name, c.bootstrapPsk)}`,
     ...(c.impersonation ? [`impersonation: ${impersonationText(c.impersonation)}`] : []),
@@ -176,14 +205,26 @@ export function clusterCommand(): Command {
           pskTtl,
         )
         .option('--upstream <url>', UPSTREAM_HELP, upstreamArg)
+        .option(
+          '--agent-replicas <n>',
+          `agents that may join with the PSK, each its own key (${MIN_AGENT_REPLICAS}..${MAX_AGENT_REPLICAS}, default 1)`,
+          agentReplicasArg,
+        )
         .option('--print-install-command', INSTALL_ONLY_HELP),
     ).action(
       async (
         name: string,
-        flags: BootstrapFlags & { group?: string; displayName?: string; pskTtl?: string; upstream?: string },
+        flags: BootstrapFlags & {
+          group?: string;
+          displayName?: string;
+          pskTtl?: string;
+          upstream?: string;
+          agentReplicas?: number;
+        },
       ) => {
         const body = {
           name,
+          agentReplicas: flags.agentReplicas,
           upstream: flags.upstream,
           group: flags.group,
           displayName: flags.displayName,

@@ -148,6 +148,10 @@ function agentSub(): Command {
       .option('--https-proxy <url>', 'HTTPS_PROXY for the agent')
       .option('--http-proxy <url>', 'HTTP_PROXY for the agent')
       .option('--no-proxy <list>', 'NO_PROXY for the agent', parseNoProxy)
+      .option(
+        '--replicas <n>',
+        'agent pods, each its own key (1..10, default 1; the cluster needs cluster create --agent-replicas N); more than 1 adds a PodDisruptionBudget',
+      )
       .option('--proxy-ca-file <file>', 'PEM CA of the proxy, passed to the agent as --proxy-ca-file')
       .option(
         '--group <group>',

@@ -2,7 +2,7 @@
 
 import type { FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Cluster, ClusterDetail } from '../../shared/api/cluster.js';
+import type { Cluster, ClusterAgent, ClusterDetail } from '../../shared/api/cluster.js';
 import { kubeFactsOf } from '../../shared/api/kube-facts.js';
 import type { RelayNetwork } from '../../shared/api/network.js';
 import type { Tunnel } from '../../shared/api/tunnel.js';
@@ -13,11 +13,12 @@ import { isOlderVersion } from '../../shared/kit/version-compare.js';
 import { authenticate, bearerToken, type Principal } from '../control/model/auth.js';
 import { clusterState } from '../control/model/cluster-state.js';
 import { availableCondition, joinedCondition } from '../control/model/conditions.js';
-import type { ConnectionPathDetail } from '../control/model/connection-status.js';
+import { type ConnectionPathDetail, NO_CONNECTION } from '../control/model/connection-status.js';
 import type { RelayHooks } from '../control/model/hooks.js';
 import type { ReservedKeys } from '../control/model/reserved-keys.js';
 import { HUB_ADDRESS } from '../control/store/addresses.js';
 import { PATH_REPORT_STALE_MS } from '../control/store/agent-path-row.js';
+import { type ClusterAgentRecord, registeredAgents } from '../control/store/agent-replicas.js';
 import { type HubPathDetail, withReason } from '../control/store/path-reason.js';
 import type { PskSummary } from '../control/store/psk-refusal.js';
 import type { AgentPathRecord, AuditEntry, ClusterRecord, Store } from '../control/store/types.js';
@@ -147,10 +148,20 @@ function pathView(
   return { ...v, pathDetail: withReason(v, v.pathDetail, c.agentReason) };
 }
 
-/** The API form of a cluster; `reported`: its agent's path as the store has it (GET routes pass it). */
-export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: AgentPathRecord): Cluster {
+/**
+ * The API form of a cluster; `reported`: its agent's path as the store has it (GET routes pass it); `agents`: its
+ * agents (Store.listAgents), shown one by one when given.
+ */
+export function clusterView(
+  ctx: ViewContext,
+  c: ClusterRecord,
+  reported?: AgentPathRecord,
+  agents?: readonly ClusterAgentRecord[],
+): Cluster {
   const live = ctx.hooks.connection(c.name);
   const path = pathView(ctx, c, reported);
+  const registered = registeredAgents(c);
+  const connected = connectedAgents(ctx, c, path.connected);
   return {
     name: c.name,
     group: c.group,
@@ -161,11 +172,15 @@ export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: Agent
       availableCondition(c, ctx.clock.wallNow(), ctx.config.leaseDurationSeconds),
     ],
     state: clusterState({
-      agents: c.publicKey === null ? 0 : 1,
-      connected: path.connected ? 1 : 0,
+      agents: registered,
+      connected,
       everSeen: live.lastHandshake !== null || c.leaseRenewAt !== null || reported !== undefined,
     }),
     ...path,
+    agentReplicas: c.agentReplicas,
+    agentsRegistered: registered,
+    agentsConnected: connected,
+    ...(agents === undefined ? {} : { agents: agents.map((a) => agentView(ctx, a)) }),
     agentVersion: c.agentVersion,
     agentOutdated: c.agentVersion !== null && isOlderVersion(c.agentVersion, packageVersion()),
     publicKey: c.publicKey,
@@ -181,6 +196,35 @@ export function clusterView(ctx: ViewContext, c: ClusterRecord, reported?: Agent
   };
 }
 
+/**
+ * How many of the cluster's agents have a live session: this process's view of each agent, at least one while the
+ * cluster shows connected (a fleet's other replica holds the session), at most those registered.
+ */
+function connectedAgents(ctx: ViewContext, c: ClusterRecord, connected: boolean): number {
+  let n = 0;
+  for (const s of ctx.hooks.agentConnections(c.name).values()) if (s.connected) n++;
+  if (connected) n = Math.max(n, 1);
+  return Math.min(n, registeredAgents(c));
+}
+
+/** One agent's view: its registration and lease from the store, its session from this process's hub. */
+function agentView(ctx: ViewContext, a: ClusterAgentRecord): ClusterAgent {
+  const live = ctx.hooks.agentConnections(a.cluster).get(a.publicKey) ?? NO_CONNECTION;
+  const seen = live.lastHandshake !== null || a.leaseRenewAt !== null;
+  return {
+    publicKey: a.publicKey,
+    address: a.address,
+    agentVersion: a.agentVersion,
+    primary: a.primary,
+    state: clusterState({ agents: 1, connected: live.connected ? 1 : 0, everSeen: seen }),
+    connected: live.connected,
+    path: live.path,
+    rttMs: live.rttMs,
+    lastHandshake: isoOrNull(live.lastHandshake),
+    leaseRenewTime: isoOrNull(a.leaseRenewAt),
+  };
+}
+
 /** The PSK summary as it stands at `nowWall`: an unused PSK turns expired at its expiry without a store write. */
 export function pskAt(psk: PskSummary | null, nowWall: number): PskSummary | null {
   if (psk === null || psk.state !== 'unused' || psk.expiresAt > nowWall) return psk;
@@ -193,6 +237,7 @@ export function clusterDetailView(
   psk: PskSummary | null,
   reported?: AgentPathRecord,
   impersonation?: boolean,
+  agents?: readonly ClusterAgentRecord[],
 ): ClusterDetail {
   const current = pskAt(psk, ctx.clock.wallNow());
   const bootstrapPsk = current && {
@@ -200,7 +245,7 @@ export function clusterDetailView(
     expiresAt: new Date(current.expiresAt).toISOString(),
     usedAt: isoOrNull(current.usedAt),
   };
-  const view = { ...clusterView(ctx, c, reported), bootstrapPsk };
+  const view = { ...clusterView(ctx, c, reported, agents), bootstrapPsk };
   return impersonation === undefined ? view : { ...view, impersonation: impersonation ? 'on' : 'off' };
 }
 

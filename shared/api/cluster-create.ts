@@ -17,6 +17,8 @@ export const CreateClusterBody = Type.Object(
     displayName: Type.Optional(Type.String({ maxLength: BODY_LIMITS.displayNameMax })),
     pskTtl: Type.Optional(DurationText),
     upstream: Type.Optional(UpstreamText),
+    /** Agent keys the cluster's PSK admits, 1..10 (default 1); checked by the relay (AGENT_REPLICAS_INVALID). */
+    agentReplicas: Type.Optional(Type.Number()),
   },
   closed,
 );

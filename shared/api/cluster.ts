@@ -25,6 +25,26 @@ export const PskState = Type.Object(
 );
 export type PskState = Static<typeof PskState>;
 
+/** One agent of a cluster (a cluster of agent replicas has several), as GET /clusters/NAME shows it. */
+export const ClusterAgent = Type.Object(
+  {
+    publicKey: Type.String(),
+    address: Nullable(Type.String()),
+    agentVersion: Nullable(Type.String()),
+    /** The agent that registered first (the cluster's own publicKey, address and lease are its). */
+    primary: Type.Boolean(),
+    /** Connected / Disconnected / Never connected, from its live session. */
+    state: ClusterState,
+    connected: Type.Boolean(),
+    path: Type.String(),
+    rttMs: Nullable(Type.Number()),
+    lastHandshake: Nullable(Type.String()),
+    leaseRenewTime: Nullable(Type.String()),
+  },
+  closed,
+);
+export type ClusterAgent = Static<typeof ClusterAgent>;
+
 export const Cluster = Type.Object(
   {
     name: Type.String(),
@@ -34,7 +54,15 @@ export const Cluster = Type.Object(
     conditions: Type.Array(Condition),
     /** Connected / Degraded / Disconnected / Never connected, from the live sessions. */
     state: ClusterState,
+    /** True while any agent of the cluster has a live session. */
     connected: Type.Boolean(),
+    /** Agent keys the cluster's PSK admits (`cluster create --agent-replicas`). */
+    agentReplicas: Type.Number(),
+    /** Agents registered, and of those connected now (the state is Degraded while only some are). */
+    agentsRegistered: Type.Number(),
+    agentsConnected: Type.Number(),
+    /** Only on GET /clusters/NAME and the events feed: each agent, the primary first. */
+    agents: Type.Optional(Type.Array(ClusterAgent)),
     path: Type.String(),
     /** While connected: the path's details (remote, RTT of each path, last switch, why not direct). */
     pathDetail: Nullable(PathDetail),

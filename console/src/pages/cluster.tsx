@@ -18,6 +18,7 @@ import type {
   PathDetail,
   PathHistory as PathHistoryBody,
 } from '../lib/types.js';
+import { ClusterAgents } from './cluster-agents.js';
 import { ValuesPanel } from './values-panel.js';
 
 /** Reads cluster `name` when the pages read so far do not hold it; its error (404: null with `missing`). */
@@ -122,6 +123,12 @@ function ClusterDetail({ c }: { c: Cluster }) {
           <Impersonation name={c.name} />
         </dd>
       </dl>
+      {(c.agentReplicas > 1 || c.agentsRegistered > 1) && (
+        <>
+          <h2>Agents</h2>
+          <ClusterAgents c={c} now={now} />
+        </>
+      )}
       <h2>Conditions</h2>
       <div class="table-wrap">
         <table>

@@ -82,6 +82,8 @@ function CreateForm({
   const [group, setGroup] = useState(can.fixedGroup ?? 'default');
   const [upstream, setUpstream] = useState('');
   const [nameless, setNameless] = useState(false);
+  const [replicas, setReplicas] = useState('1');
+  const replicasProblem = /^([1-9]|10)$/.test(replicas) ? null : 'a whole number from 1 to 10';
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const generated = nameFromDisplayName(displayName, new Set(clusters.keys()));
@@ -96,12 +98,17 @@ function CreateForm({
       firstRef.current?.focus();
       return;
     }
-    if (problem || groupProblem || taken) return;
+    if (problem || groupProblem || taken || replicasProblem) return;
     setBusy(true);
     setError(null);
     try {
-      const body: Record<string, string> = { name: effective, group, displayName: displayName.trim() };
+      const body: Record<string, string | number> = {
+        name: effective,
+        group,
+        displayName: displayName.trim(),
+      };
       if (upstream.trim() !== '') body.upstream = upstream.trim();
+      if (replicas !== '1') body.agentReplicas = Number(replicas);
       const res = await api.send<Created>('POST', '/api/v1/clusters', body);
       upsert(res.cluster);
       onCreated(res);
@@ -177,8 +184,33 @@ function CreateForm({
         The API server the agent serves, written into the join command as --upstream. Leave it empty for an
         agent installed in the cluster (it uses the API server of its pod).
       </p>
+      <label for="agent-replicas">Agent replicas</label>
+      <input
+        id="agent-replicas"
+        type="number"
+        min={1}
+        max={10}
+        value={replicas}
+        onInput={(e) => setReplicas(e.currentTarget.value)}
+        aria-describedby="agent-replicas-help"
+        aria-invalid={replicasProblem ? 'true' : 'false'}
+      />
+      <p
+        id="agent-replicas-help"
+        class={replicasProblem ? 'error' : 'muted'}
+        role={replicasProblem ? 'alert' : undefined}
+      >
+        {replicasProblem
+          ? `Agent replicas: ${replicasProblem}`
+          : 'Agents that may join with the PSK, each with its own key (run them with manifests agent --replicas)'}
+      </p>
       <ErrorNote error={error} />
-      <button type="submit" disabled={busy || problem !== null || groupProblem !== null || taken !== null}>
+      <button
+        type="submit"
+        disabled={
+          busy || problem !== null || groupProblem !== null || taken !== null || replicasProblem !== null
+        }
+      >
         Create cluster
       </button>
     </form>

@@ -1,7 +1,9 @@
 /** `tunnel-relay manifests agent` flags into AgentManifestOptions (each bad value: BAD_INPUT naming the flag). */
+
 import { readFileSync } from 'node:fs';
 import { TunnelError } from '../../../shared/errors.js';
 import { parseProxyUrl } from '../../../shared/kit/proxy/proxy-config.js';
+import { checkAgentReplicas } from '../store/agent-replicas.js';
 import { AGENT_DEFAULT_RESOURCES, type AgentManifestOptions, DEFAULT_UPSTREAM } from './agent-manifests.js';
 import { DEFAULT_GROUP_BINDINGS } from './agent-rbac.js';
 import { DEFAULT_NAMESPACE, defaultImage } from './common.js';
@@ -22,6 +24,8 @@ export interface AgentFlags extends ResourceFlags {
   noProxy?: string;
   proxyCaFile?: string;
   storageSize?: string;
+  /** Agent pods (each its own state volume and key); the cluster needs `cluster create --agent-replicas` as many. */
+  replicas?: string;
   group?: string;
   /** ClusterRole names (or null: `none`, no binding) for the relay's groups. */
   adminClusterRole?: string | null;
@@ -86,6 +90,13 @@ export function agentOptions(flags: AgentFlags): AgentManifestOptions {
       caPem: flags.proxyCaFile === undefined ? null : readProxyCa(flags.proxyCaFile),
     },
     storageSize: parseQuantity(flags.storageSize ?? '64Mi', '--storage-size').text,
+    replicas:
+      flags.replicas === undefined
+        ? 1
+        : checkAgentReplicas(
+            /^\d{1,3}$/.test(flags.replicas) ? Number(flags.replicas) : flags.replicas,
+            '--replicas',
+          ),
     resources: resolveResources(flags, AGENT_DEFAULT_RESOURCES),
     group: flags.group ?? 'default',
     bindings: {

@@ -1,12 +1,15 @@
 /**
  * `tunnel-relay manifests agent`: Namespace, ServiceAccount, the RBAC of the agent's impersonation and of the
  * relay's groups (agent-rbac.ts), the join Secret (the bootstrap PSK), the proxy CA
- * ConfigMap when given, and a one-replica StatefulSet (with a projected, expiring service-account token, so
- * the agent reaches its API server as the pod) whose state dir (WireGuard key, agent credential)
- * lives on its own volume, so the agent keeps its identity when the pod is rescheduled: the first start
- * joins with the PSK, every later start runs from the saved state.
+ * ConfigMap when given, and a StatefulSet of `replicas` agent pods (with a projected, expiring service-account
+ * token, so the agent reaches its API server as the pod); each pod's state dir (WireGuard key, agent credential)
+ * lives on its own volume, so each pod is its own agent (its own key, address and credential: the cluster is
+ * created with `--agent-replicas` as many) and keeps its identity when rescheduled: its first start joins with the
+ * PSK, every later start runs from the saved state. With more than one replica a PodDisruptionBudget lets one pod
+ * go at a time (the others serve meanwhile).
  */
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import { Secret } from 'kubernetes-models/v1/Secret';
@@ -63,6 +66,8 @@ export interface AgentManifestOptions {
   allow: readonly string[];
   proxy: AgentProxy;
   storageSize: string;
+  /** Agent pods, 1..10 (store/agent-replicas.ts MAX_AGENT_REPLICAS). */
+  replicas: number;
   resources: Resources;
   /** The relay group of the cluster: its group editors are impersonated as tunnel-relay:group-editor:<group>. */
   group: string;
@@ -114,7 +119,7 @@ function statefulSet(o: AgentManifestOptions): StatefulSet {
   return new StatefulSet({
     metadata: { name: AGENT_APP, namespace: o.namespace, labels: labels(AGENT_APP) },
     spec: {
-      replicas: 1,
+      replicas: o.replicas,
       serviceName: AGENT_APP,
       selector: { matchLabels: selector(AGENT_APP) },
       template: {
@@ -181,5 +186,13 @@ export function agentManifests(o: AgentManifestOptions): ManifestObject[] {
       ? []
       : [new ConfigMap({ metadata: meta(`${AGENT_APP}-proxy-ca`), data: { 'ca.crt': o.proxy.caPem } })]),
     statefulSet(o),
+    ...(o.replicas > 1
+      ? [
+          new PodDisruptionBudget({
+            metadata: meta(AGENT_APP),
+            spec: { maxUnavailable: 1, selector: { matchLabels: selector(AGENT_APP) } },
+          }),
+        ]
+      : []),
   ];
 }

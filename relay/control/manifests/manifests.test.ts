@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import { type IStatefulSet, StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
@@ -21,7 +22,7 @@ import { describe, expect, it } from 'vitest';
 import { type K8sDoc, validateYamlStream } from '../../../test/helpers/kubernetes-schema.js';
 import { resolveRelayConfig } from '../../ops/config/config.js';
 import { type AgentFlags, agentOptions, parseClusterRoleFlag } from './agent-flags.js';
-import { agentManifests } from './agent-manifests.js';
+import { AGENT_TERMINATION_GRACE_SECONDS, agentManifests } from './agent-manifests.js';
 import { type RelayFlags, relayOptions } from './relay-flags.js';
 import { relayManifests } from './relay-manifests.js';
 import { renderManifests } from './render.js';
@@ -435,6 +436,25 @@ describe('agent manifests', () => {
     expect(find(docs, Secret.is).stringData).toEqual({ psk: 'tpsk_secret' });
     expect(JSON.stringify(sts)).not.toContain('tpsk_secret');
     expect(container(sts).securityContext?.readOnlyRootFilesystem).toBe(true);
+  });
+
+  it('runs --replicas N agent pods, each on its own claim, one down at a time, with the drain grace', () => {
+    const docs = agentYaml({ replicas: '3' });
+    const sts = find(docs, StatefulSet.is);
+    expect(sts.spec?.replicas).toBe(3);
+    expect(sts.spec?.volumeClaimTemplates?.[0]?.metadata?.name).toBe('state');
+    expect(podOf(sts).terminationGracePeriodSeconds).toBe(AGENT_TERMINATION_GRACE_SECONDS);
+    const pdb = find(docs, PodDisruptionBudget.is);
+    expect(pdb.spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: sts.spec?.selector.matchLabels },
+    });
+    expect(agentYaml({}).some((d) => d.kind === 'PodDisruptionBudget')).toBe(false);
+    for (const bad of ['0', '11', 'two']) {
+      expect(() => agentYaml({ replicas: bad })).toThrow(
+        expect.objectContaining({ code: 'AGENT_REPLICAS_INVALID', message: expect.stringContaining(bad) }),
+      );
+    }
   });
 
   it('passes the proxy settings and the proxy CA through', () => {

@@ -45,9 +45,17 @@ export class Admission {
   /** Every admitted peer (for the hub node's peer table at start; then follow the events). */
   async admittedPeers(): Promise<AdmittedPeer[]> {
     const out: AdmittedPeer[] = [];
-    for (const c of await this.#store.listClusters()) {
-      const peer = admittedPeerOf(c);
-      if (peer !== null) out.push(peer);
+    const accepted = new Set<string>();
+    for (const c of await this.#store.listClusters()) if (c.status === 'Accepted') accepted.add(c.name);
+    // Every agent of an accepted cluster: its primary and its replicas (store/agent-replicas.ts).
+    for (const a of await this.#store.listAgents()) {
+      if (!accepted.has(a.cluster) || a.address === null || a.presharedKey === null) continue;
+      out.push({
+        cluster: a.cluster,
+        publicKey: a.publicKey,
+        address: a.address,
+        presharedKey: a.presharedKey,
+      });
     }
     return out;
   }

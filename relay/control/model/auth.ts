@@ -39,7 +39,14 @@ export interface KeyPrincipal {
 
 export type Principal =
   | KeyPrincipal
-  | { kind: 'agent'; cluster: string; credentialId: string; status: ClusterStatus };
+  | {
+      kind: 'agent';
+      cluster: string;
+      credentialId: string;
+      status: ClusterStatus;
+      /** The agent key the credential was issued to (null: issued before credentials named keys). */
+      publicKey: string | null;
+    };
 
 export function parseRole(text: unknown): Role | null {
   if (text === 'admin' || text === 'viewer' || text === 'bootstrap') return text;
@@ -136,7 +143,13 @@ export async function authenticate(store: Store, token: string | null, nowWall: 
   if (kind === 'agent') {
     const a = await store.findAgent(hashSecret(token));
     if (!a) throw new TunnelError('UNAUTHENTICATED', UNAUTH);
-    return { kind: 'agent', cluster: a.cluster, credentialId: a.credentialId, status: a.status };
+    return {
+      kind: 'agent',
+      cluster: a.cluster,
+      credentialId: a.credentialId,
+      status: a.status,
+      publicKey: a.publicKey,
+    };
   }
   throw new TunnelError('UNAUTHENTICATED', UNAUTH);
 }

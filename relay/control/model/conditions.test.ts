@@ -18,6 +18,8 @@ const base: ClusterRecord = {
   leaseRenewAt: null,
   availableSince: null,
   agentReason: null,
+  agentReplicas: 1,
+  replicaAgents: 0,
 };
 const iso = (ms: number) => new Date(ms).toISOString();
 

@@ -53,16 +53,31 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     this.emit('cluster-changed', cluster);
   }
 
-  /** Merges `status` into the cluster's live status (by cluster name). */
-  updateConnection(cluster: string, status: Partial<ConnectionStatus>): void {
-    this.#live.update(cluster, status);
+  /** Merges `status` into the cluster's live status (by cluster name), as agent `publicKey`'s when given. */
+  updateConnection(cluster: string, status: Partial<ConnectionStatus>, publicKey?: string): void {
+    this.#live.update(cluster, status, publicKey);
+  }
+
+  /** This process's own status of the cluster (its agents' together), whatever other replicas of a fleet hold. */
+  localConnection(cluster: string): ConnectionStatus {
+    return this.#live.local(cluster);
+  }
+
+  /** The live status of each agent of the cluster whose session this process holds, by key. */
+  agentConnections(cluster: string): ReadonlyMap<string, ConnectionStatus> {
+    return this.#live.agents(cluster);
+  }
+
+  /** Forgets one agent's live status (unjoined, its cluster's other agents stay). */
+  forgetAgent(cluster: string, publicKey: string): void {
+    this.#live.forgetAgent(cluster, publicKey);
   }
 
   /** Same, addressed by the agent's public key; false if no cluster holds that key. */
   async updateConnectionByKey(publicKey: string, status: Partial<ConnectionStatus>): Promise<boolean> {
     const c = await this.#store.findClusterByKey(publicKey);
     if (!c) return false;
-    this.#live.update(c.name, status);
+    this.#live.update(c.name, status, publicKey);
     return true;
   }
 

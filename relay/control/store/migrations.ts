@@ -171,6 +171,26 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE access_keys ADD COLUMN minted_role TEXT;
   CREATE INDEX audit_target ON audit (target, id);
   `,
+  // 12: agent replicas. A cluster admits up to agent_replicas agent keys; the clusters row holds the first (its
+  // primary agent), cluster_agents the others, each with its own tunnel address, per-pair key and lease. A
+  // credential names the key it was issued to (the primary's live credentials get its key).
+  `
+  ALTER TABLE clusters ADD COLUMN agent_replicas INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE agent_credentials ADD COLUMN public_key TEXT;
+  UPDATE agent_credentials SET public_key = (SELECT c.public_key FROM clusters c WHERE c.name = agent_credentials.cluster)
+    WHERE revoked_at IS NULL;
+  CREATE TABLE cluster_agents (
+    public_key TEXT PRIMARY KEY,
+    cluster TEXT NOT NULL REFERENCES clusters (name) ON DELETE CASCADE,
+    addr_index BIGINT UNIQUE,
+    preshared_key TEXT,
+    agent_version TEXT NOT NULL,
+    registered_at BIGINT NOT NULL,
+    lease_renew_at BIGINT,
+    available_since BIGINT
+  );
+  CREATE INDEX cluster_agents_cluster ON cluster_agents (cluster);
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

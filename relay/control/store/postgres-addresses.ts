@@ -9,6 +9,15 @@ import type { Tx } from './postgres-tx.js';
 
 /** Gives the cluster an address and its per-pair preshared key. */
 export async function allocateAddress(tx: Tx, name: string, presharedKey: string): Promise<void> {
+  await tx.run('UPDATE clusters SET addr_index = $1, preshared_key = $2 WHERE name = $3', [
+    await takeAddress(tx),
+    presharedKey,
+    name,
+  ]);
+}
+
+/** Takes the next host number (the caller stores it: a cluster's replica agent, store/agent-replicas.ts). */
+export async function takeAddress(tx: Tx): Promise<number> {
   const free = await tx.one<{ i: number }>(
     'DELETE FROM free_addresses WHERE addr_index = (SELECT MIN(addr_index) FROM free_addresses) RETURNING addr_index AS i',
   );
@@ -21,11 +30,7 @@ export async function allocateAddress(tx: Tx, name: string, presharedKey: string
       throw new TunnelError('LIMIT_EXCEEDED', 'tunnel addresses: all of 100.64.0.0/10 is allocated');
     }
   }
-  await tx.run('UPDATE clusters SET addr_index = $1, preshared_key = $2 WHERE name = $3', [
-    i,
-    presharedKey,
-    name,
-  ]);
+  return Number(i);
 }
 
 /** Returns the cluster's host number (if any) to the free list; the caller clears the column. */

@@ -7,6 +7,7 @@
 
 import type { PendingCap } from './pending-caps.js';
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
+import { registerReplicaInPgTx } from './postgres-agent-replicas.js';
 import type { Tx } from './postgres-tx.js';
 import { pskRefusal } from './psk-refusal.js';
 import type { ClusterRecord, ClusterStatus, RegisterInput, RegisterResult } from './types.js';
@@ -28,9 +29,11 @@ interface PskRow {
 }
 
 async function keyInUse(tx: Tx, input: RegisterInput): Promise<boolean> {
-  const owner = await tx.one<{ name: string }>('SELECT name FROM clusters WHERE public_key = $1', [
-    input.publicKey,
-  ]);
+  const owner = await tx.one<{ name: string }>(
+    `SELECT name FROM clusters WHERE public_key = $1
+     UNION ALL SELECT cluster AS name FROM cluster_agents WHERE public_key = $1`,
+    [input.publicKey],
+  );
   return owner !== undefined && owner.name !== input.cluster;
 }
 
@@ -48,8 +51,12 @@ async function admit(
     );
     if (!psk) return { ok: false, reason: 'rejected', why: 'wrong' };
     const refused = pskRefusal(psk, input);
-    if (refused !== null) return { ok: false, reason: 'rejected', why: refused };
+    const replicas = (await deps.cluster(tx, input.cluster))?.agentReplicas ?? 1;
+    // A replica cluster's PSK spent by its agents still answers them: a known key in place, a new one AGENT_REPLICAS_FULL.
+    const spent = refused === 'used' && replicas > 1;
+    if (refused !== null && !spent) return { ok: false, reason: 'rejected', why: refused };
     if (await keyInUse(tx, input)) return { ok: false, reason: 'key-in-use' };
+    if (replicas > 1) return registerReplicaInPgTx(tx, input, { id: psk.id, spent }, deps.cluster);
     await tx.run('UPDATE psks SET used_at = $1 WHERE id = $2', [input.now, psk.id]);
     return 'Accepted';
   }
@@ -93,12 +100,10 @@ export async function registerInPgTx(
     input.now,
     input.cluster,
   ]);
-  await tx.run('INSERT INTO agent_credentials (id, cluster, hash, created_at) VALUES ($1, $2, $3, $4)', [
-    input.credential.id,
-    input.cluster,
-    input.credential.hash,
-    input.now,
-  ]);
+  await tx.run(
+    'INSERT INTO agent_credentials (id, cluster, hash, created_at, public_key) VALUES ($1, $2, $3, $4, $5)',
+    [input.credential.id, input.cluster, input.credential.hash, input.now, input.publicKey],
+  );
   const after = (await deps.cluster(tx, input.cluster))!;
   if (status === 'Accepted' && after.address === null)
     await allocateAddress(tx, input.cluster, input.presharedKey);

@@ -32,11 +32,19 @@ import {
   revokeClusterKeysSql,
 } from './access-key-caps.js';
 import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
+import { agentsOf, type ClusterAgentRecord, clusterAsAgent, primaryAgentOf } from './agent-replicas.js';
 import { auditPrune, auditPruneDue, auditUpToSql, pruneAuditSql } from './audit-retention.js';
 import { accessKeyPageSql, auditPageSql, clusterPageSql, pageOf } from './page-query.js';
 import { type PathHistoryRow, selectPathHistorySql, toPathChange } from './path-history-row.js';
 import { type PendingCap, type PendingCounts, pendingCapOf, pendingCountsSql } from './pending-caps.js';
 import { allocateAddress, releaseAddress } from './postgres-addresses.js';
+import {
+  releaseReplicaAddressesPg,
+  renewReplicaPg,
+  replicaByKeyPg,
+  replicaRowsPg,
+  unjoinReplicaPg,
+} from './postgres-agent-replicas.js';
 import { EVENTS_CHANNEL, EventFeed, encodeEvent, newOrigin, type StoreEvent } from './postgres-events.js';
 import { PgFailureLimits } from './postgres-failure-limits.js';
 import { insertPskPg, takeInstallLinkPg } from './postgres-install-links.js';
@@ -268,9 +276,9 @@ export class PostgresStore implements Store {
         throw new TunnelError('CONFLICT', `cluster "${c.name}" already exists`);
       await this.#checkClusterCap(tx);
       await tx.run(
-        `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
-         VALUES ($1, $2, $3, 'Pending', $4, $4)`,
-        [c.name, c.group, c.displayName, c.createdAt],
+        `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at, agent_replicas)
+         VALUES ($1, $2, $3, 'Pending', $4, $4, $5)`,
+        [c.name, c.group, c.displayName, c.createdAt, c.agentReplicas ?? 1],
       );
       await insertPskPg(tx, c.name, psk);
       await this.#audit(tx, audit);
@@ -343,6 +351,10 @@ export class PostgresStore implements Store {
         await allocateAddress(tx, name, presharedKey);
       await this.#audit(tx, audit);
       // As the deny route does: the agent's sessions end even when the cluster was Denied already.
+      if (status === 'Denied') {
+        for (const r of await replicaRowsPg(tx, name))
+          await this.#notify(tx, { kind: 'cluster-denied', cluster: name, publicKey: r.publicKey });
+      }
       if (status === 'Denied' && c.publicKey !== null) {
         await this.#notify(tx, { kind: 'cluster-denied', cluster: name, publicKey: c.publicKey });
       }
@@ -379,11 +391,15 @@ export class PostgresStore implements Store {
       if (!c) return null;
       // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
       await releaseAddress(tx, name);
+      await releaseReplicaAddressesPg(tx, name);
+      const replicas = await replicaRowsPg(tx, name);
       await tx.run('DELETE FROM clusters WHERE name = $1', [name]);
       const revoked = await tx.all<{ id: string }>(revokeClusterKeysSql(pgParam), [name, audit.at]);
       await this.#audit(tx, audit);
       if (c.publicKey !== null)
         await this.#notify(tx, { kind: 'cluster-deleted', cluster: name, publicKey: c.publicKey });
+      for (const r of replicas)
+        await this.#notify(tx, { kind: 'cluster-deleted', cluster: name, publicKey: r.publicKey });
       for (const { id } of revoked) await this.#notify(tx, { kind: 'key-revoked', id });
       return { cluster: c, revoked: revoked.map((r) => r.id) };
     });
@@ -412,16 +428,29 @@ export class PostgresStore implements Store {
   }
 
   async findAgent(credentialHash: string): Promise<AgentIdentity | null> {
-    const r = await (await this.#read()).one<{ id: string; cluster: string; status: string }>(
-      `SELECT a.id, a.cluster, c.status FROM agent_credentials a JOIN clusters c ON c.name = a.cluster
+    const r = await (await this.#read()).one<{
+      id: string;
+      cluster: string;
+      status: string;
+      public_key: string | null;
+    }>(
+      `SELECT a.id, a.cluster, c.status, a.public_key FROM agent_credentials a JOIN clusters c ON c.name = a.cluster
          WHERE a.hash = $1 AND a.revoked_at IS NULL`,
       [credentialHash],
     );
-    return r ? { credentialId: r.id, cluster: r.cluster, status: r.status as ClusterStatus } : null;
+    if (!r) return null;
+    return {
+      credentialId: r.id,
+      cluster: r.cluster,
+      status: r.status as ClusterStatus,
+      publicKey: r.public_key,
+    };
   }
 
   async renewLease(cluster: string, lease: LeaseInput): Promise<boolean> {
     const after = lease.agentReason ?? null;
+    const key = lease.publicKey ?? null;
+    if (key !== null && (await renewReplicaPg(await this.#read(), cluster, key, lease))) return true;
     const renewed = await (await this.#read()).one<{ before: string | null }>(RENEW_SQL, [
       lease.now,
       lease.graceMs,
@@ -437,22 +466,36 @@ export class PostgresStore implements Store {
     return true;
   }
 
-  unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null> {
+  unjoin(
+    cluster: string,
+    now: number,
+    audit: AuditEntry,
+    publicKey: string | null = null,
+  ): Promise<ClusterRecord | null> {
     return this.#addressWrite(async (tx) => {
       const c = await this.#cluster(tx, cluster);
       if (!c) return null;
+      const replica = publicKey === null ? null : await replicaByKeyPg(tx, publicKey);
+      if (replica !== null && replica.cluster === cluster) {
+        await unjoinReplicaPg(tx, { cluster, publicKey: replica.publicKey, now });
+        await this.#audit(tx, audit);
+        await this.#notify(tx, { kind: 'agent-unjoined', cluster, publicKey: replica.publicKey });
+        return clusterAsAgent(c, replica);
+      }
+      const othersRemain = (await replicaRowsPg(tx, cluster)).length > 0;
       await releaseAddress(tx, cluster);
-      await tx.run('UPDATE agent_credentials SET revoked_at = $1 WHERE cluster = $2 AND revoked_at IS NULL', [
-        now,
-        cluster,
-      ]);
+      await tx.run(
+        `UPDATE agent_credentials SET revoked_at = $1 WHERE cluster = $2 AND revoked_at IS NULL
+           AND (NOT $3 OR public_key IS NULL OR public_key = $4)`,
+        [now, cluster, othersRemain, c.publicKey],
+      );
       await tx.run(
         `UPDATE clusters SET public_key = NULL, addr_index = NULL, preshared_key = NULL, agent_version = NULL,
              claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, agent_reason = NULL,
-             status = 'Pending',
-             status_changed_at = CASE WHEN status = 'Pending' THEN status_changed_at ELSE $1 END
+             status = CASE WHEN $3 THEN status ELSE 'Pending' END,
+             status_changed_at = CASE WHEN status = 'Pending' OR $3 THEN status_changed_at ELSE $1 END
            WHERE name = $2`,
-        [now, cluster],
+        [now, cluster, othersRemain],
       );
       await this.#audit(tx, audit);
       if (c.publicKey !== null)
@@ -489,11 +532,27 @@ export class PostgresStore implements Store {
   }
 
   async findClusterByKey(publicKey: string): Promise<ClusterRecord | null> {
-    const r = await (await this.#read()).one<ClusterRow>(
-      `SELECT ${CLUSTER_COLS} FROM clusters WHERE public_key = $1`,
-      [publicKey],
+    const tx = await this.#read();
+    const r = await tx.one<ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters WHERE public_key = $1`, [
+      publicKey,
+    ]);
+    if (r) return toCluster(r);
+    const replica = await replicaByKeyPg(tx, publicKey);
+    const c = replica === null ? null : await this.#cluster(tx, replica.cluster);
+    return c === null || replica === null ? null : clusterAsAgent(c, replica);
+  }
+
+  async listAgents(cluster?: string): Promise<ClusterAgentRecord[]> {
+    const tx = await this.#read();
+    const replicas = await replicaRowsPg(tx, cluster);
+    if (cluster !== undefined) {
+      const c = await this.#cluster(tx, cluster);
+      return c === null ? [] : agentsOf(c, replicas);
+    }
+    const rows = await tx.all<ClusterRow>(
+      `SELECT ${CLUSTER_COLS} FROM clusters WHERE public_key IS NOT NULL`,
     );
-    return r ? toCluster(r) : null;
+    return [...rows.map((r) => primaryAgentOf(toCluster(r))!), ...replicas];
   }
 
   createAccessKey(

@@ -27,6 +27,11 @@ export class AddressPool {
 
   /** Gives the cluster an address and its per-pair preshared key. */
   allocate(name: string, presharedKey: string): void {
+    this.#statements.assign.run(this.take(), presharedKey, name);
+  }
+
+  /** Takes the next host number (the caller stores it: a cluster's replica agent, store/agent-replicas.ts). */
+  take(): number {
     let i = this.#statements.freeMin.get()?.i ?? null;
     if (i !== null) {
       this.#statements.freeTake.run(i);
@@ -36,7 +41,12 @@ export class AddressPool {
         throw new TunnelError('LIMIT_EXCEEDED', 'tunnel addresses: all of 100.64.0.0/10 is allocated');
       }
     }
-    this.#statements.assign.run(i, presharedKey, name);
+    return i;
+  }
+
+  /** Returns a host number taken with `take` to the free list. */
+  put(index: number): void {
+    this.#statements.freePut.run(index);
   }
 
   /** Returns the cluster's host number (if any) to the free list; the caller clears the column. */

@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3';
 import type { PendingCap } from './pending-caps.js';
 import { pskRefusal } from './psk-refusal.js';
 import type { AddressPool } from './sqlite-addresses.js';
+import { registerReplicaInTx } from './sqlite-agent-replicas.js';
 import type { ClusterRecord, ClusterStatus, RegisterInput, RegisterResult } from './types.js';
 
 export interface RegisterDeps {
@@ -46,8 +47,12 @@ export function registerInTx(
       .get(input.via.pskHash);
     if (!psk) return { ok: false, reason: 'rejected', why: 'wrong' };
     const refused = pskRefusal(psk, input);
-    if (refused !== null) return { ok: false, reason: 'rejected', why: refused };
+    const replicas = deps.cluster(input.cluster)?.agentReplicas ?? 1;
+    // A replica cluster's PSK spent by its agents still answers them: a known key in place, a new one AGENT_REPLICAS_FULL.
+    const spent = refused === 'used' && replicas > 1;
+    if (refused !== null && !spent) return { ok: false, reason: 'rejected', why: refused };
     if (keyInUse()) return { ok: false, reason: 'key-in-use' };
+    if (replicas > 1) return registerReplicaInTx(db, input, { id: psk.id, spent }, deps);
     db.prepare('UPDATE psks SET used_at = ? WHERE id = ?').run(input.now, psk.id);
     status = 'Accepted';
   } else {
@@ -89,12 +94,9 @@ export function registerInTx(
     input.now,
     input.cluster,
   );
-  db.prepare('INSERT INTO agent_credentials (id, cluster, hash, created_at) VALUES (?, ?, ?, ?)').run(
-    input.credential.id,
-    input.cluster,
-    input.credential.hash,
-    input.now,
-  );
+  db.prepare(
+    'INSERT INTO agent_credentials (id, cluster, hash, created_at, public_key) VALUES (?, ?, ?, ?, ?)',
+  ).run(input.credential.id, input.cluster, input.credential.hash, input.now, input.publicKey);
   const after = deps.cluster(input.cluster)!;
   if (status === 'Accepted' && after.address === null) deps.pool.allocate(input.cluster, input.presharedKey);
   const replacedPublicKey = keyChanged ? before.publicKey : null;

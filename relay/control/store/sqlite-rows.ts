@@ -18,6 +18,8 @@ export interface ClusterRow {
   lease_renew_at: number | null;
   available_since: number | null;
   agent_reason: string | null;
+  agent_replicas: number;
+  replica_agents: number;
 }
 
 /** An audit row as both dialects select it (`detail` is the JSON text). */
@@ -65,7 +67,7 @@ function parseClaims(text: string): Record<string, string> {
 }
 
 /** The tunnel address of a stored host number; null when the number is outside the agents' range. */
-function addressOf(index: number | null): string | null {
+export function addressOf(index: number | null): string | null {
   if (index === null || !Number.isInteger(index) || index < FIRST_AGENT_INDEX || index > LAST_AGENT_INDEX) {
     return null;
   }
@@ -89,6 +91,8 @@ export function toCluster(r: ClusterRow): ClusterRecord {
     leaseRenewAt: r.lease_renew_at,
     availableSince: r.available_since,
     agentReason: r.agent_reason,
+    agentReplicas: Number(r.agent_replicas),
+    replicaAgents: Number(r.replica_agents),
   };
 }
 
@@ -130,4 +134,5 @@ export function keyValues(key: AccessKeyRecord): Array<string | number | null> {
 }
 
 export const CLUSTER_COLS =
-  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since, agent_reason';
+  'name, grp, display_name, status, created_at, status_changed_at, public_key, addr_index, preshared_key, agent_version, claims, registered_at, lease_renew_at, available_since, agent_reason, agent_replicas, ' +
+  '(SELECT COUNT(*) FROM cluster_agents ca WHERE ca.cluster = clusters.name) AS replica_agents';

@@ -26,12 +26,20 @@ import {
   sqliteParam,
 } from './access-key-caps.js';
 import { AGENT_PATH_COLS, type AgentPathRow, toAgentPath } from './agent-path-row.js';
+import { agentsOf, type ClusterAgentRecord, clusterAsAgent, primaryAgentOf } from './agent-replicas.js';
 import { auditPrune, auditPruneDue, auditUpToSql, pruneAuditSql } from './audit-retention.js';
 import { applyMigrations } from './migrations.js';
 import { accessKeyPageSql, auditPageSql, clusterPageSql, pageOf } from './page-query.js';
 import { type PendingCap, type PendingCounts, pendingCapOf, pendingCountsSql } from './pending-caps.js';
 import { CURRENT_PSK_ORDER, type PskState, type PskSummary, pskSummary } from './psk-refusal.js';
 import { AddressPool } from './sqlite-addresses.js';
+import {
+  releaseReplicaAddresses,
+  renewReplica,
+  replicaByKey,
+  replicaRows,
+  unjoinReplica,
+} from './sqlite-agent-replicas.js';
 import { insertPsk, takeInstallLinkInTx } from './sqlite-install-links.js';
 import { SqlitePathHistory } from './sqlite-path-history.js';
 import { registerInTx } from './sqlite-register.js';
@@ -118,8 +126,11 @@ export class SqliteStore implements Store {
       pruneAudit: db.prepare(pruneAuditSql(() => '?')),
       auditUpTo: db.prepare<[number], { n: number }>(auditUpToSql(() => '?')),
       pendingCounts: db.prepare<[string], PendingCounts>(pendingCountsSql(() => '?')),
-      findAgent: db.prepare<[string], { id: string; cluster: string; status: string }>(
-        `SELECT a.id, a.cluster, c.status FROM agent_credentials a JOIN clusters c ON c.name = a.cluster
+      findAgent: db.prepare<
+        [string],
+        { id: string; cluster: string; status: string; public_key: string | null }
+      >(
+        `SELECT a.id, a.cluster, c.status, a.public_key FROM agent_credentials a JOIN clusters c ON c.name = a.cluster
          WHERE a.hash = ? AND a.revoked_at IS NULL`,
       ),
       renew: db.prepare(
@@ -209,10 +220,10 @@ export class SqliteStore implements Store {
       this.#checkClusterCap();
       this.#database
         .prepare(
-          `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at)
-           VALUES (?, ?, ?, 'Pending', ?, ?)`,
+          `INSERT INTO clusters (name, grp, display_name, status, created_at, status_changed_at, agent_replicas)
+           VALUES (?, ?, ?, 'Pending', ?, ?, ?)`,
         )
-        .run(c.name, c.group, c.displayName, c.createdAt, c.createdAt);
+        .run(c.name, c.group, c.displayName, c.createdAt, c.createdAt, c.agentReplicas ?? 1);
       insertPsk(this.#database, c.name, psk);
       this.#audit(audit);
       return this.#cluster(c.name)!;
@@ -327,6 +338,7 @@ export class SqliteStore implements Store {
       if (!c) return null;
       // Child rows go by ON DELETE CASCADE; the address goes back to the free list.
       this.#pool.release(name);
+      releaseReplicaAddresses(this.#database, name);
       this.#database.prepare('DELETE FROM clusters WHERE name = ?').run(name);
       const revoked = this.#database
         .prepare<Record<string, unknown>, { id: string }>(revokeClusterKeysSql(sqliteParam))
@@ -342,7 +354,8 @@ export class SqliteStore implements Store {
     return this.#transaction(() => {
       const result = registerInTx(this.#database, input, {
         cluster: (name) => this.#cluster(name),
-        clusterByKey: (key) => this.#statements.clusterByKey.get(key)?.name ?? null,
+        clusterByKey: (key) =>
+          this.#statements.clusterByKey.get(key)?.name ?? replicaByKey(this.#database, key)?.cluster ?? null,
         checkClusterCap: () => this.#checkClusterCap(),
         pendingCap: (keyId) => this.#pendingCap(keyId),
         pool: this.#pool,
@@ -355,47 +368,71 @@ export class SqliteStore implements Store {
   findAgent(credentialHash: string): Promise<AgentIdentity | null> {
     return this.#transaction(() => {
       const r = this.#statements.findAgent.get(credentialHash);
-      return r ? { credentialId: r.id, cluster: r.cluster, status: r.status as ClusterStatus } : null;
+      if (!r) return null;
+      return {
+        credentialId: r.id,
+        cluster: r.cluster,
+        status: r.status as ClusterStatus,
+        publicKey: r.public_key,
+      };
     });
   }
 
   renewLease(cluster: string, lease: LeaseInput): Promise<boolean> {
     const after = lease.agentReason ?? null;
+    const key = lease.publicKey ?? null;
     return this.#transaction(() =>
-      this.#history.renew({
-        cluster,
-        after,
-        now: lease.now,
-        renew: () =>
-          this.#statements.renew.run({
-            name: cluster,
+      key !== null && renewReplica(this.#database, cluster, key, lease)
+        ? true
+        : this.#history.renew({
+            cluster,
+            after,
             now: lease.now,
-            grace: lease.graceMs,
-            claims: lease.claims ? JSON.stringify(lease.claims) : null,
-            agentVersion: lease.agentVersion ?? null,
-            agentReason: after,
-          }).changes === 1,
-      }),
+            renew: () =>
+              this.#statements.renew.run({
+                name: cluster,
+                now: lease.now,
+                grace: lease.graceMs,
+                claims: lease.claims ? JSON.stringify(lease.claims) : null,
+                agentVersion: lease.agentVersion ?? null,
+                agentReason: after,
+              }).changes === 1,
+          }),
     );
   }
 
-  unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null> {
+  unjoin(
+    cluster: string,
+    now: number,
+    audit: AuditEntry,
+    publicKey: string | null = null,
+  ): Promise<ClusterRecord | null> {
     return this.#transaction(() => {
       const c = this.#cluster(cluster);
       if (!c) return null;
+      const replica = publicKey === null ? null : replicaByKey(this.#database, publicKey);
+      if (replica !== null && replica.cluster === cluster && publicKey !== null) {
+        unjoinReplica(this.#database, this.#pool, { cluster, publicKey, now });
+        this.#audit(audit);
+        return clusterAsAgent(c, replica);
+      }
+      const othersRemain = replicaRows(this.#database, cluster).length > 0;
       this.#pool.release(cluster);
       this.#database
-        .prepare('UPDATE agent_credentials SET revoked_at = ? WHERE cluster = ? AND revoked_at IS NULL')
-        .run(now, cluster);
+        .prepare(
+          `UPDATE agent_credentials SET revoked_at = ? WHERE cluster = ? AND revoked_at IS NULL
+             AND (? = 0 OR public_key IS NULL OR public_key = ?)`,
+        )
+        .run(now, cluster, othersRemain ? 1 : 0, c.publicKey);
       this.#database
         .prepare(
           `UPDATE clusters SET public_key = NULL, addr_index = NULL, preshared_key = NULL, agent_version = NULL,
              claims = '{}', registered_at = NULL, lease_renew_at = NULL, available_since = NULL, agent_reason = NULL,
-             status = 'Pending',
-             status_changed_at = CASE WHEN status = 'Pending' THEN status_changed_at ELSE ? END
+             status = CASE WHEN ? = 1 THEN status ELSE 'Pending' END,
+             status_changed_at = CASE WHEN status = 'Pending' OR ? = 1 THEN status_changed_at ELSE ? END
            WHERE name = ?`,
         )
-        .run(now, cluster);
+        .run(othersRemain ? 1 : 0, othersRemain ? 1 : 0, now, cluster);
       this.#audit(audit);
       return c;
     });
@@ -404,7 +441,25 @@ export class SqliteStore implements Store {
   findClusterByKey(publicKey: string): Promise<ClusterRecord | null> {
     return this.#transaction(() => {
       const r = this.#statements.clusterByKey.get(publicKey);
-      return r ? toCluster(r) : null;
+      if (r) return toCluster(r);
+      const replica = replicaByKey(this.#database, publicKey);
+      const c = replica === null ? null : this.#cluster(replica.cluster);
+      return c === null || replica === null ? null : clusterAsAgent(c, replica);
+    });
+  }
+
+  listAgents(cluster?: string): Promise<ClusterAgentRecord[]> {
+    return this.#transaction(() => {
+      const replicas = replicaRows(this.#database, cluster);
+      if (cluster !== undefined) {
+        const c = this.#cluster(cluster);
+        return c === null ? [] : agentsOf(c, replicas);
+      }
+      const primaries = this.#database
+        .prepare<[], ClusterRow>(`SELECT ${CLUSTER_COLS} FROM clusters WHERE public_key IS NOT NULL`)
+        .all()
+        .map((r) => primaryAgentOf(toCluster(r))!);
+      return [...primaries, ...replicas];
     });
   }
 

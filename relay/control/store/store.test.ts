@@ -127,7 +127,12 @@ describe.each([sqliteBackend, postgres])('store on $name', (backend) => {
     expect(ok.ok && ok.cluster.status).toBe('Accepted');
     expect(ok.ok && ok.cluster.address).toBe('100.64.0.2');
     expect(ok.ok && ok.cluster.presharedKey).toBe('psk-pair');
-    expect(await s.findAgent('cred-e1')).toEqual({ credentialId: 'a-e1', cluster: 'e1', status: 'Accepted' });
+    expect(await s.findAgent('cred-e1')).toEqual({
+      credentialId: 'a-e1',
+      cluster: 'e1',
+      status: 'Accepted',
+      publicKey: key(1),
+    });
     // reuse
     expect(await s.register(regInput('e1', { publicKey: key(2) }), audit('r'))).toEqual({
       ok: false,

@@ -5,6 +5,7 @@
  * wall-clock milliseconds since the epoch, given by the caller (the injected clock); no method
  * reads the time itself.
  */
+import type { ClusterAgentRecord } from './agent-replicas.js';
 import type { PskSummary, RegistrationRefusal } from './psk-refusal.js';
 
 export type ClusterStatus = 'Pending' | 'Accepted' | 'Denied';
@@ -34,6 +35,10 @@ export interface ClusterRecord {
    * its last renewal reported none.
    */
   agentReason: string | null;
+  /** Agent keys the cluster admits (store/agent-replicas.ts); the fields above are its primary agent's. */
+  agentReplicas: number;
+  /** Agents registered beside the primary (its replicas: Store.listAgents lists them). */
+  replicaAgents: number;
 }
 
 export interface NewCluster {
@@ -41,6 +46,8 @@ export interface NewCluster {
   group: string;
   displayName: string;
   createdAt: number;
+  /** Agent keys the cluster's PSK admits (default 1). */
+  agentReplicas?: number;
 }
 
 export interface NewSecret {
@@ -149,6 +156,8 @@ export type RegisterResult =
   /** Bootstrap registration for a name that is taken (by another key, or not Pending). */
   | { ok: false; reason: 'conflict' }
   | { ok: false; reason: 'key-in-use' }
+  /** A new key for a cluster that already holds its `max` agent keys (store/agent-replicas.ts). */
+  | { ok: false; reason: 'replicas-full'; max: number }
   /**
    * A bootstrap registration that would create a cluster while its key (`scope` key) or the relay (`relay`) already
    * holds `max` Pending clusters created by registrations (StoreLimits).
@@ -159,10 +168,14 @@ export interface AgentIdentity {
   credentialId: string;
   cluster: string;
   status: ClusterStatus;
+  /** The agent key the credential was issued to (null for a credential issued before credentials named keys). */
+  publicKey: string | null;
 }
 
 export interface LeaseInput {
   now: number;
+  /** The renewing agent's key: a replica's renews its own lease (store/agent-replicas.ts), else the primary's. */
+  publicKey?: string | null;
   /** A renewal later than renew + grace starts a new Available run. */
   graceMs: number;
   claims?: Record<string, string>;
@@ -318,10 +331,23 @@ export interface Store {
    * relayed is a path change (pathHistory).
    */
   renewLease(cluster: string, lease: LeaseInput): Promise<boolean>;
-  /** Revokes the credential, frees the address, clears the key; status back to Pending. */
-  unjoin(cluster: string, now: number, audit: AuditEntry): Promise<ClusterRecord | null>;
-  /** Cluster whose registered key is `publicKey` (base64). */
+  /**
+   * Revokes the credential, frees the address, clears the key; status back to Pending when no agent remains.
+   * `publicKey` naming one of the cluster's replicas removes that replica only (returned as the cluster it held).
+   */
+  unjoin(
+    cluster: string,
+    now: number,
+    audit: AuditEntry,
+    publicKey?: string | null,
+  ): Promise<ClusterRecord | null>;
+  /**
+   * Cluster whose registered key is `publicKey` (base64); for a replica's key, the cluster as that replica holds it
+   * (its key, address, preshared key, version and lease: store/agent-replicas.ts clusterAsAgent).
+   */
   findClusterByKey(publicKey: string): Promise<ClusterRecord | null>;
+  /** The cluster's agents (primary first, then its replicas), or every cluster's replicas and primaries. */
+  listAgents(cluster?: string): Promise<ClusterAgentRecord[]>;
   /** Writes the agent's path (replacing the last one); nothing when the cluster does not exist. */
   saveAgentPath(path: AgentPathRecord): Promise<void>;
   /** The agents' paths as last written, every cluster's (`clusters` given: those clusters', where they have one). */

@@ -48,7 +48,8 @@ export interface HubStatusOptions {
   isConnected(key: Buffer): boolean;
   /** The agents reported on each tick. */
   agents(): Iterable<StatusRecord>;
-  onStatus?: (cluster: string, status: ConnectionStatus) => void;
+  /** `key`: the agent's (a cluster of agent replicas has several). */
+  onStatus?: (cluster: string, status: ConnectionStatus, key: Buffer) => void;
   /** The agent's path selector's view (remote, RTTs, last switch, reason); absent without disco. */
   pathOf?: (key: Buffer) => PathSnapshot | undefined;
   statusIntervalMs?: number;
@@ -109,7 +110,7 @@ export class HubStatus {
   /** Reports the agent's status now (e.g. its relay connection went); nothing once closed. */
   report(rec: StatusRecord): void {
     if (this.#closed) return;
-    this.#options.onStatus?.(rec.cluster, this.of(rec));
+    this.#options.onStatus?.(rec.cluster, this.of(rec), rec.key);
   }
 
   /**
@@ -177,7 +178,7 @@ export class HubStatus {
           rec.lastProbeAt = now;
           rec.peer.send(rec.prober.probe());
         }
-        this.#options.onStatus?.(rec.cluster, s);
+        this.#options.onStatus?.(rec.cluster, s, rec.key);
       }
       this.#arm();
     });

@@ -86,6 +86,25 @@ describe('PeerDirectory', () => {
     expect(r.lookups).toEqual([]);
   });
 
+  it("holds a cluster's agent replicas as a set: each found by key, all by cluster, removed one by one", () => {
+    const r = rig();
+    const replicas = [admitted(3), admitted(4), admitted(5)].map((a) => ({ ...a, cluster: 'edge-set' }));
+    for (const a of replicas) expect(r.dir.add(a)).toBe(true);
+    expect(r.dir.agentsOf('edge-set').map((x) => x.address)).toEqual([
+      '100.64.1.3',
+      '100.64.1.4',
+      '100.64.1.5',
+    ]);
+    expect(r.dir.forCluster('edge-set')?.publicKey).toBe(replicas[0]!.publicKey);
+    r.dir.remove(replicas[0]!.publicKey);
+    expect(r.dir.agentsOf('edge-set').map((x) => x.address)).toEqual(['100.64.1.4', '100.64.1.5']);
+    expect(r.dir.forCluster('edge-set')?.publicKey).toBe(replicas[1]!.publicKey);
+    r.dir.remove(replicas[1]!.publicKey);
+    r.dir.remove(replicas[2]!.publicKey);
+    expect(r.dir.agentsOf('edge-set')).toEqual([]);
+    expect(r.dir.forCluster('edge-set')).toBeUndefined();
+  });
+
   it('asks the store once about an unknown key, holds copies of at most MAX_PENDING_PER_KEY, then delivers them in order', async () => {
     const r = rig();
     const a = admitted(3);

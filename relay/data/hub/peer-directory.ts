@@ -1,6 +1,6 @@
 /**
  * The hub's agents: one record per accepted agent (its WireGuard peer on the hub's endpoint, its paths,
- * its probe state), found by key, by peer and by cluster. Agents are added for every accepted
+ * its probe state), found by key, by peer and by cluster (the set of a cluster's agent replicas). Agents are added for every accepted
  * agent at start (add) and on demand when an admitted key the hub does not know sends its first datagram:
  * the store is asked (lookup), a few datagrams wait for the answer (capped per key and in keys), then go
  * on to `deliver`. remove on delete, deny or unjoin. The cap on agents is the device's maxPeers.
@@ -60,7 +60,8 @@ export class PeerDirectory {
   /** Per-packet fast paths without formatting keys: the relay passes each sender's own key Buffer. */
   readonly #bySrcBuffer = new WeakMap<Buffer, AgentRecord>();
   readonly #byPeer = new Map<Peer<PeerPaths>, AgentRecord>();
-  readonly #byCluster = new Map<string, AgentRecord>();
+  /** Each cluster's agents (a cluster of agent replicas has several), in the order they were added. */
+  readonly #byCluster = new Map<string, Set<AgentRecord>>();
   readonly #pending = new Map<string, Buffer[]>();
   readonly dropped = { lookupFull: 0, notAdmitted: 0, pendingOverflow: 0 };
   #closed = false;
@@ -87,8 +88,15 @@ export class PeerDirectory {
     return this.#agents.get(publicKey);
   }
 
+  /** The cluster's first agent (its only one unless it runs agent replicas). */
   forCluster(cluster: string): AgentRecord | undefined {
-    return this.#byCluster.get(cluster);
+    for (const rec of this.#byCluster.get(cluster) ?? []) return rec;
+    return undefined;
+  }
+
+  /** Every agent of the cluster the hub holds. */
+  agentsOf(cluster: string): AgentRecord[] {
+    return [...(this.#byCluster.get(cluster) ?? [])];
   }
 
   forPeer(peer: Peer<PeerPaths>): AgentRecord | undefined {
@@ -143,7 +151,9 @@ export class PeerDirectory {
     rec.peer.on('handshake', () => this.#options.onHandshake(rec));
     this.#agents.set(p.publicKey, rec);
     this.#byPeer.set(rec.peer, rec);
-    this.#byCluster.set(p.cluster, rec);
+    const agents = this.#byCluster.get(p.cluster) ?? new Set<AgentRecord>();
+    agents.add(rec);
+    this.#byCluster.set(p.cluster, agents);
     return true;
   }
 
@@ -155,7 +165,9 @@ export class PeerDirectory {
     if (!rec) return false;
     this.#agents.delete(id);
     this.#byPeer.delete(rec.peer);
-    if (this.#byCluster.get(rec.cluster) === rec) this.#byCluster.delete(rec.cluster);
+    const agents = this.#byCluster.get(rec.cluster);
+    agents?.delete(rec);
+    if (agents?.size === 0) this.#byCluster.delete(rec.cluster);
     this.#options.removePeer(rec.key);
     return true;
   }

@@ -22,7 +22,9 @@
  *   read at scrape time.
  * Mounted by the hub's proxy plugin (relay/data/proxy/proxy-plugin.ts), which the tunnel-relay binary uses.
  */
+
 import type { FastifyInstance } from 'fastify';
+import { keyToBase64 } from '../../../shared/keys.js';
 import { CandidateGatherer, type StunServer } from '../../../shared/net/disco/candidates.js';
 import type { DiscoAddress } from '../../../shared/net/disco/disco-codec.js';
 import { resolveEndpoint } from '../../../shared/net/disco/resolve-endpoint.js';
@@ -149,9 +151,11 @@ export async function mountDataPlane(
     ...opts.hub,
     status: {
       ...opts.hub?.status,
-      onStatus: (cluster, s) => {
-        ctx.hooks.updateConnection(cluster, s);
-        pathReports.note(cluster, s);
+      onStatus: (cluster, s, key) => {
+        ctx.hooks.updateConnection(cluster, s, keyToBase64(key));
+        // The cluster's path (its agents' together: the first connected one's), so agent replicas on different
+        // paths do not take turns in the store's report and history.
+        pathReports.note(cluster, ctx.hooks.localConnection(cluster));
       },
     },
   });
@@ -190,7 +194,9 @@ export async function mountDataPlane(
     hubMetrics.retire(e.publicKey);
     hub.removeAgent(e.publicKey);
     pathReports.forget(e.cluster);
-    if (report) ctx.hooks.updateConnection(e.cluster, { connected: false, path: 'none', rttMs: null });
+    if (report)
+      ctx.hooks.updateConnection(e.cluster, { connected: false, path: 'none', rttMs: null }, e.publicKey);
+    else ctx.hooks.forgetAgent(e.cluster, e.publicKey);
   };
   const onAdmitted = (p: AdmittedPeer) => {
     if (!ctx.reservedKeys.has(p.publicKey) && hub.addAgent(p)) watchAgent(p.publicKey);

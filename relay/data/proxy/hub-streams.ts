@@ -26,6 +26,7 @@ import type { RelayContext } from '../../context/context.js';
 import type { KeyEvent } from '../../control/model/relay-events.js';
 import { AgentDrains } from './agent-drains.js';
 import { lastSeenText } from './last-seen.js';
+import { type PlacementView, StreamPlacement } from './stream-placement.js';
 
 export const DEFAULT_DISCONNECT_GRACE_MS = 8_000;
 const WATCH_INTERVAL_MS = 1_000;
@@ -58,12 +59,38 @@ interface Peer {
   downSince: number | null;
 }
 
+interface AgentTarget {
+  publicKey: string;
+  address: string;
+  leaseRenewAt: number | null;
+}
+
+function targetOf(publicKey: string, address: string, leaseRenewAt: number | null): AgentTarget {
+  return { publicKey, address, leaseRenewAt };
+}
+
+/** An open that another agent of the cluster may take: the session closed, timed out or is not up. */
+function retryable(err: unknown): boolean {
+  return (
+    isTunnelError(err, 'CLOSED') ||
+    isTunnelError(err, 'TIMEOUT') ||
+    isTunnelError(err, 'AGENT_NOT_CONNECTED') ||
+    isTunnelError(err, 'STREAM_RESET')
+  );
+}
+
 export class HubStreams {
   readonly binding: StreamBinding;
   readonly #options: HubStreamsOptions;
   readonly #peers = new Map<number, Peer>();
-  readonly #onRevoked = (e: KeyEvent): void => this.#dropCluster(e.cluster);
+  readonly #onRevoked = (e: KeyEvent): void => this.#dropAgent(e);
   readonly #drains: AgentDrains;
+  readonly #placement = new StreamPlacement();
+  readonly #placementView: PlacementView<AgentTarget> = {
+    isLive: (a) => this.#options.dataPlane.isSessionUp(a.publicKey),
+    isDraining: (a) => this.#drains.isDraining(parseIpv4Address(a.address)),
+    openStreams: (a) => this.binding.link(parseIpv4Address(a.address))?.mux.streamCount ?? 0,
+  };
   /** Links whose GoAway is watched (each once). */
   readonly #watched = new WeakSet<StreamLink>();
   /** The link each opened stream is on, and the calls waiting for a link's drain (whenDraining). */
@@ -81,9 +108,36 @@ export class HubStreams {
     }
   }
 
-  /** A stream to `target` on the cluster's agent (see the class comment for the errors). */
+  /** A stream to `target` on one of the cluster's agents (see the class comment for the errors). */
   async open(cluster: string, target: string): Promise<MuxStream> {
-    const agent = await this.#acceptedAgent(cluster);
+    const agents = await this.#acceptedAgents(cluster);
+    const agent = this.#pick(cluster, agents);
+    try {
+      return await this.#openOnAgent(cluster, agent, target, agents.length > 1);
+    } catch (err) {
+      // One of several agents failed the open (it died, or went away under it): the stream goes to another live one.
+      const other = agents.length > 1 && retryable(err) ? this.#pick(cluster, agents, agent) : null;
+      if (other === null || other === agent || !this.#isReady(other)) throw err;
+      return this.#openOnAgent(cluster, other, target);
+    }
+  }
+
+  /** The agent a new stream of the cluster goes to (stream-placement.ts), `not` left out when another is ready. */
+  #pick(cluster: string, agents: readonly AgentTarget[], not?: AgentTarget): AgentTarget {
+    const candidates = not === undefined ? agents : agents.filter((a) => a !== not);
+    return this.#placement.pick(cluster, candidates, this.#placementView) ?? agents[0]!;
+  }
+
+  #isReady(a: AgentTarget): boolean {
+    return this.#placementView.isLive(a) && !this.#placementView.isDraining(a);
+  }
+
+  async #openOnAgent(
+    cluster: string,
+    agent: AgentTarget,
+    target: string,
+    alternatives = false,
+  ): Promise<MuxStream> {
     const remote = parseIpv4Address(agent.address);
     await this.#drains.wait(remote);
     this.#requireSession(cluster, agent);
@@ -103,6 +157,8 @@ export class HubStreams {
         this.#drains.isDraining(remote) &&
         (isTunnelError(err, 'CLOSED') || isTunnelError(err, 'STREAM_REFUSED'))
       ) {
+        // Another agent of the cluster takes it at once (open's retry).
+        if (alternatives) throw new TunnelError('CLOSED', `the agent of cluster '${cluster}' drains`);
         await this.#drains.wait(remote);
         this.#requireSession(cluster, agent);
         return this.#openOn(remote, target);
@@ -118,19 +174,26 @@ export class HubStreams {
     }
   }
 
-  async #acceptedAgent(
-    cluster: string,
-  ): Promise<{ address: string; publicKey: string; leaseRenewAt: number | null }> {
+  /** The cluster's agents with an address: its primary, and its replicas when it has any (one store read more). */
+  async #acceptedAgents(cluster: string): Promise<AgentTarget[]> {
     if (this.#closed) throw new TunnelError('CLOSED', 'the relay is shutting down');
-    const c = await this.#options.ctx.store.getCluster(cluster);
+    const { store } = this.#options.ctx;
+    const c = await store.getCluster(cluster);
     if (!c) throw new TunnelError('NOT_FOUND', `cluster '${cluster}' not found`);
-    if (c.status !== 'Accepted' || !c.address || !c.publicKey) {
+    const agents: AgentTarget[] = [];
+    if (c.status === 'Accepted') {
+      const all = c.replicaAgents > 0 ? await store.listAgents(cluster) : [];
+      if (all.length === 0 && c.address && c.publicKey)
+        agents.push(targetOf(c.publicKey, c.address, c.leaseRenewAt));
+      for (const a of all) if (a.address) agents.push(targetOf(a.publicKey, a.address, a.leaseRenewAt));
+    }
+    if (agents.length === 0) {
       throw new TunnelError(
         'AGENT_NOT_CONNECTED',
         `cluster ${cluster} has no accepted agent (status ${c.status}; see tunnel-relay cluster get ${cluster})`,
       );
     }
-    return { address: c.address, publicKey: c.publicKey, leaseRenewAt: c.leaseRenewAt };
+    return agents;
   }
 
   #requireSession(cluster: string, agent: { publicKey: string; leaseRenewAt: number | null }): void {
@@ -199,9 +262,11 @@ export class HubStreams {
     this.#peers.clear();
   }
 
-  #dropCluster(cluster: string): void {
+  /** The agent lost its key (its cluster deleted or denied, or it unjoined): its link closes; its cluster's others stay. */
+  #dropAgent({ cluster, publicKey }: KeyEvent): void {
+    this.#placement.forget(cluster);
     for (const [remote, p] of this.#peers) {
-      if (p.cluster !== cluster) continue;
+      if (p.cluster !== cluster || p.publicKey !== publicKey) continue;
       this.binding.drop(remote, new TunnelError('AGENT_NOT_CONNECTED', `cluster '${cluster}' was revoked`));
       this.#peers.delete(remote);
     }

@@ -1,4 +1,5 @@
 /** Cluster routes: create, list, get, accept, deny, rotate-psk, delete (the kubeconfig: kubeconfig.ts). */
+
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Cluster as ClusterSchema, Deleted } from '../../../../shared/api/cluster.js';
 import {
@@ -32,6 +33,7 @@ import { installCommand, installUrl } from '../../model/install-command.js';
 import { issueInstallLink } from '../../model/install-link.js';
 import { checkName } from '../../model/names.js';
 import { ERROR_REPLIES, NameParams } from '../../model/schemas.js';
+import { checkAgentReplicas } from '../../store/agent-replicas.js';
 import type { ClusterRecord, NewSecret } from '../../store/types.js';
 import { clusterListRoutes } from './cluster-list.js';
 import { installRoutes } from './install.js';
@@ -117,13 +119,21 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       requireClusterWrite(p, group, `create clusters in group ${group}`);
       const name = checkName(req.body.name, 'cluster name');
       const upstream = upstreamOf(req.body.upstream);
+      const agentReplicas = checkAgentReplicas(req.body.agentReplicas ?? 1);
       const issued = issuePsk(ctx, name, req.body.pskTtl);
       const audit = auditEntry(ctx, req, actorOf(p), 'cluster.create', name, {
         group,
+        agentReplicas,
         pskId: issued.record.id,
       });
       const c = await ctx.store.createCluster(
-        { name, group, displayName: req.body.displayName ?? name, createdAt: ctx.clock.wallNow() },
+        {
+          name,
+          group,
+          displayName: req.body.displayName ?? name,
+          createdAt: ctx.clock.wallNow(),
+          agentReplicas,
+        },
         issued.record,
         audit,
       );
@@ -141,12 +151,13 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const p = await principalOf(ctx, req);
       const c = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterRead(p, c.group, `read clusters in group ${c.group}`);
-      const [psk, [reported], impersonation] = await Promise.all([
+      const [psk, [reported], impersonation, agents] = await Promise.all([
         ctx.store.currentPsk(c.name, ctx.clock.wallNow()),
         ctx.store.agentPaths(c.name),
         clusterImpersonates(ctx, c.name),
+        ctx.store.listAgents(c.name),
       ]);
-      return clusterDetailView(ctx, c, psk, reported, impersonation);
+      return clusterDetailView(ctx, c, psk, reported, impersonation, agents);
     },
   );
 
@@ -163,6 +174,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         const audit = auditEntry(ctx, req, actorOf(p), `cluster.${action}`, before.name, {
           from: before.status,
         });
+        const agents = action === 'deny' ? await ctx.store.listAgents(before.name) : [];
         const c = await ctx.store.setClusterStatus(
           before.name,
           { status, now: ctx.clock.wallNow(), presharedKey: keyToBase64(generatePresharedKey()) },
@@ -172,9 +184,8 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
         logAudit(ctx, audit);
         ctx.hooks.clusterChanged(c.name);
         if (action === 'accept' && before.status !== 'Accepted') ctx.hooks.announce(c);
-        if (action === 'deny' && before.publicKey !== null) {
-          ctx.hooks.emit('cluster-denied', { cluster: c.name, publicKey: before.publicKey });
-        }
+        // Every agent of the cluster (its primary and replicas) loses access.
+        for (const a of agents) ctx.hooks.emit('cluster-denied', { cluster: c.name, publicKey: a.publicKey });
         return clusterView(ctx, c);
       },
     );
@@ -210,13 +221,13 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       const before = await visibleCluster(ctx.store, p, req.params.name);
       requireClusterWrite(p, before.group, `delete clusters in group ${before.group}`);
       const audit = auditEntry(ctx, req, actorOf(p), 'cluster.delete', before.name);
+      const agents = await ctx.store.listAgents(before.name);
       const c = await ctx.store.deleteCluster(before.name, audit);
       if (!c) throw clusterNotFound(before.name);
       logAudit(ctx, audit);
       ctx.hooks.forget(c.name);
       ctx.hooks.clusterChanged(c.name);
-      if (c.publicKey !== null)
-        ctx.hooks.emit('cluster-deleted', { cluster: c.name, publicKey: c.publicKey });
+      for (const a of agents) ctx.hooks.emit('cluster-deleted', { cluster: c.name, publicKey: a.publicKey });
       return { deleted: c.name };
     },
   );

@@ -57,7 +57,12 @@ async function refuse(ctx: RelayContext, reply: FastifyReply, source: string, r:
   throw refusal(r);
 }
 
-function renderFor(ctx: RelayContext, cluster: string, group: string, psk: string): string {
+function renderFor(
+  ctx: RelayContext,
+  cluster: string,
+  psk: string,
+  c: { group: string; agentReplicas: number },
+): string {
   const objects = agentManifests({
     namespace: DEFAULT_NAMESPACE,
     image: defaultImage(),
@@ -70,7 +75,8 @@ function renderFor(ctx: RelayContext, cluster: string, group: string, psk: strin
     proxy: { httpsProxy: null, httpProxy: null, noProxy: null, caPem: null },
     storageSize: '64Mi',
     resources: AGENT_DEFAULT_RESOURCES,
-    group,
+    group: c.group,
+    replicas: c.agentReplicas,
     bindings: DEFAULT_GROUP_BINDINGS,
   });
   return renderManifests(objects, [
@@ -108,8 +114,9 @@ export const installRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
       logAudit(ctx, { ...audit, target: taken.cluster, detail: { pskId: taken.pskId } });
       reply.header('cache-control', 'no-store');
       reply.type('application/yaml; charset=utf-8');
-      const group = (await ctx.store.getCluster(taken.cluster))?.group ?? 'default';
-      return renderFor(ctx, taken.cluster, group, psk);
+      // The cluster's agent replicas run as that many pods of the StatefulSet, each joining with the PSK.
+      const c = (await ctx.store.getCluster(taken.cluster)) ?? { group: 'default', agentReplicas: 1 };
+      return renderFor(ctx, taken.cluster, psk, c);
     },
   );
 };

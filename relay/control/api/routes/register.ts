@@ -39,7 +39,9 @@ async function agentOf(
 ): Promise<{ p: Principal & { kind: 'agent' }; c: ClusterRecord }> {
   const p = await principalOf(ctx, req);
   if (p.kind !== 'agent') throw new TunnelError('FORBIDDEN', 'this route takes an agent credential');
-  const c = await ctx.store.getCluster(p.cluster);
+  // A replica's credential sees the cluster as that replica holds it (its address and key: store/agent-replicas.ts).
+  const byKey = p.publicKey === null ? null : await ctx.store.findClusterByKey(p.publicKey);
+  const c = byKey?.name === p.cluster ? byKey : await ctx.store.getCluster(p.cluster);
   if (!c) throw new TunnelError('UNAUTHENTICATED', 'missing, unknown, expired or revoked credential');
   if (c.status === 'Denied')
     throw new TunnelError('CLUSTER_DENIED', `cluster "${c.name}" was denied by an administrator`);
@@ -128,6 +130,13 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
           ctx.metrics.registrations.inc({ result: 'pending_cap' });
           throw pendingCapError(result, actor);
         }
+        if (result.reason === 'replicas-full') {
+          ctx.metrics.registrations.inc({ result: 'conflict' });
+          throw new TunnelError(
+            'AGENT_REPLICAS_FULL',
+            `cluster "${name}" already holds its ${result.max} agent keys (--agent-replicas ${result.max}); unjoin one of them (tunnel-client unjoin) or delete and create the cluster with more --agent-replicas`,
+          );
+        }
         ctx.metrics.registrations.inc({ result: 'conflict' });
         throw new TunnelError(
           'CONFLICT',
@@ -176,6 +185,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       const agentReason = parseAgentReason(req.body.relayedReason);
       const renewed = await ctx.store.renewLease(c.name, {
         now: ctx.clock.wallNow(),
+        publicKey: p.publicKey,
         graceMs: graceMs(lease),
         agentReason: agentReason.reason,
         claims: req.body.claims,
@@ -197,7 +207,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
   app.delete('/api/v1/agent', { schema: { response: { 200: Unjoined, ...errors } } }, async (req) => {
     const { p, c } = await agentOf(ctx, req);
     const audit = auditEntry(ctx, req, `agent:${p.cluster}`, 'cluster.unjoin', c.name);
-    const before = await ctx.store.unjoin(c.name, ctx.clock.wallNow(), audit);
+    const before = await ctx.store.unjoin(c.name, ctx.clock.wallNow(), audit, p.publicKey);
     if (before) logAudit(ctx, audit);
     if (before?.publicKey) ctx.hooks.emit('agent-unjoined', { cluster: c.name, publicKey: before.publicKey });
     ctx.hooks.forget(c.name);
