@@ -17,6 +17,7 @@ import { readOpenFileLimit } from '../ops/http/open-file-limit.js';
 import { createLogger } from '../ops/logger.js';
 import { UndoStack } from '../ops/undo-stack.js';
 import { adminKeyRecovery, warnIfNoAdminKey } from './admin-key.js';
+import { logAgentChanges } from './agent-log.js';
 import { decorateClientAddress } from './client-address.js';
 import { createRelayApp, httpLimitsOf, type RelayApp } from './fastify-app.js';
 import { hubContext } from './hub-context.js';
@@ -164,6 +165,7 @@ export async function startHub(config: RelayConfig, opts: StartOptions = {}): Pr
   const app: FastifyInstance = relayApp.app;
   decorateClientAddress(app, ctx.mesh?.key ?? null);
   await undo.guard(() => registerHubRoutes(app, ctx, opts.plugins ?? []));
+  logAgentChanges({ hooks: ctx.hooks, store: ctx.store, log });
   bound.url = await undo.guard(() => listenOn(app, config, ports.listen));
   try {
     const adminKey = await firstAdminKey(ctx);

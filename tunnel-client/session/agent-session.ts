@@ -40,6 +40,7 @@ import { TRANSPORT_OVERHEAD } from '../../shared/net/wireguard/transport.js';
 import type { ConnectionStats, PathDetail, Tunnel } from '../agent/types.js';
 import { AgentDirect, directWanted } from './agent-direct.js';
 import { DEFAULT_IDLE_PROBE_INTERVAL_MS, Liveness } from './liveness.js';
+import { PathChangeLog, type PathView } from './path-change-log.js';
 import { RelayOutageLog } from './relay-outage-log.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
@@ -111,6 +112,7 @@ export class AgentSession {
   #relayError: string | null = null;
   /** The path, remote and reason status.json last showed (a change is written at the next tick). */
   #reportedPath = '';
+  readonly #pathLog = new PathChangeLog();
   #closed = false;
 
   constructor(o: AgentSessionOptions) {
@@ -355,6 +357,8 @@ export class AgentSession {
         this.hub.sendHandshakeInitiation(false);
       }
       const st = this.stats();
+      const changed = this.#pathLog.note(this.#pathView());
+      if (changed !== null) this.#options.log?.(changed);
       const path = `${st.path} ${st.pathDetail?.remote ?? '-'} ${st.pathDetail?.reason ?? '-'}`;
       if (path !== this.#reportedPath || this.#clock.now() - this.#lastRefresh >= STATUS_REFRESH_MS) {
         this.#reportedPath = path;
@@ -364,13 +368,22 @@ export class AgentSession {
     });
   }
 
+  #pathView(): PathView {
+    const paths = this.#hubPaths();
+    const direct = paths?.path?.kind === 'direct' && !paths.duplicating;
+    const detail = this.pathDetail();
+    return {
+      path: this.#connected ? (direct ? 'direct' : 'relayed') : 'none',
+      remote: detail?.remote ?? null,
+      reason: detail?.reason ?? null,
+    };
+  }
+
   #evaluate(): void {
     const up = !this.#closed && this.#relayUp() && this.hub.isSessionUp && !this.#liveness.stale;
     if (up === this.#connected) return;
     this.#connected = up;
-    this.#options.log?.(
-      up ? 'WireGuard session to the hub is up (relayed)' : 'WireGuard session to the hub is down',
-    );
+    this.#options.log?.(up ? this.#pathLog.sessionUp(this.#pathView()) : this.#pathLog.sessionDown());
     if (up) {
       for (const w of this.#waiters.splice(0)) {
         this.#clock.clearTimer(w.t);
