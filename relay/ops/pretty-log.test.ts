@@ -22,7 +22,13 @@ describe('prettyLine', () => {
   });
 
   it('writes a time in ms as ISO 8601 UTC, and an audit line with who and from where only', () => {
-    const audit = { at: 'x', actor: 'psk:demo1', action: 'cluster.register', target: 'demo1', source: '10.0.0.9' };
+    const audit = {
+      at: 'x',
+      actor: 'psk:demo1',
+      action: 'cluster.register',
+      target: 'demo1',
+      source: '10.0.0.9',
+    };
     const line = JSON.stringify({ level: 30, time: 0, msg: 'audit cluster.register demo1', audit });
     expect(prettyLine(line)).toBe(
       '1970-01-01T00:00:00.000Z INFO  audit cluster.register demo1 actor=psk:demo1 source=10.0.0.9',
