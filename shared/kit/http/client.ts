@@ -2,7 +2,8 @@
  * A small JSON/YAML client for the relay API over a pinned dispatcher. Every call has a deadline,
  * response bodies are capped before they are buffered, and failures become TunnelErrors:
  *   - the relay's `{ error: { code, message } }` body  -> that code and message;
- *   - refused / reset / DNS / TLS failures              -> RELAY_UNREACHABLE naming the URL;
+ *   - refused / reset / DNS failures                    -> RELAY_UNREACHABLE naming the URL;
+ *   - a certificate the trust does not accept           -> RELAY_CERT_UNTRUSTED naming --ca-pin / --ca-file;
  *   - a pin mismatch                                    -> CA_PIN_MISMATCH (from the connector);
  *   - the deadline                                      -> TIMEOUT;
  *   - anything else unexpected                          -> RELAY_BAD_RESPONSE with the status.
@@ -244,7 +245,7 @@ function translateError(
   const code = causeCode(err);
   if (code && (code.includes('CERT') || code.startsWith('ERR_TLS') || code.includes('SELF_SIGNED'))) {
     return new TunnelError(
-      'RELAY_UNREACHABLE',
+      'RELAY_CERT_UNTRUSTED',
       `the relay at ${base} presented a certificate that is not trusted (${code}); pass --ca-pin sha256:... as printed by the relay, or --ca-file`,
       { cause: err },
     );
