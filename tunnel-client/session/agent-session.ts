@@ -339,6 +339,15 @@ export class AgentSession {
     this.hub.send(this.#prober.probe());
   }
 
+  /**
+   * The relay answered the agent's lease: when the relay connection is waiting out its backoff (the relay was
+   * down), it reconnects now instead of at the end of the wait.
+   */
+  relayAnswered(): void {
+    if (this.derp.reconnectNow())
+      this.#options.log?.('the relay answers again (lease renewed): reconnecting now');
+  }
+
   /** The hub's paths: their selector's view of application traffic decides the probe pace. */
   #hubPaths(): PeerPaths | undefined {
     return this.endpoint.paths.get(this.#hubKey.toString('base64'));
