@@ -206,15 +206,21 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap
   return Buffer.concat(chunks, total).toString('utf8');
 }
 
+/** OpenSSL's and Node's codes of a certificate the client's trust refused (CERT_HAS_EXPIRED, UNABLE_TO_VERIFY_...). */
+function isCertificateCode(code: string): boolean {
+  return (
+    code.includes('CERT') ||
+    code.startsWith('ERR_TLS') ||
+    code.includes('SELF_SIGNED') ||
+    code.startsWith('UNABLE_TO_')
+  );
+}
+
 function causeCode(err: unknown): string | undefined {
   let e: unknown = err;
   for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
     const code = (e as { code?: unknown }).code;
-    if (
-      typeof code === 'string' &&
-      (NETWORK_CODES.has(code) || code.startsWith('ERR_TLS') || code.includes('CERT'))
-    )
-      return code;
+    if (typeof code === 'string' && (NETWORK_CODES.has(code) || isCertificateCode(code))) return code;
     e = (e as { cause?: unknown }).cause;
   }
   return undefined;
@@ -243,7 +249,7 @@ function translateError(
     return new TunnelError('TIMEOUT', `${method} ${base}${path} did not answer within ${timeoutMs} ms`);
   }
   const code = causeCode(err);
-  if (code && (code.includes('CERT') || code.startsWith('ERR_TLS') || code.includes('SELF_SIGNED'))) {
+  if (code && isCertificateCode(code)) {
     return new TunnelError(
       'RELAY_CERT_UNTRUSTED',
       `the relay at ${base} presented a certificate that is not trusted (${code}); pass --ca-pin sha256:... as printed by the relay, or --ca-file`,
