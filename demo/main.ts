@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { loopbackServeArgs } from '../bench/serve-args.js';
 import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
 import { NODE_FLAGS } from '../shared/kit/node-flags.js';
+import { relayedReasonText } from '../shared/net/tunnel-endpoint/relayed-reasons.js';
 import { getViaConnect, httpsGet } from './clients.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -42,6 +43,13 @@ function start(bin: string, args: string[], e: NodeJS.ProcessEnv): ChildProcess 
   });
   children.push(c);
   return c;
+}
+
+/** `direct`, or `relayed (443-only: --egress 443-only: no UDP at all)`: the path and, relayed, why. */
+function pathWithReason(cluster: Record<string, unknown>): string {
+  const detail = cluster.pathDetail as { reason?: string | null } | null | undefined;
+  const reason = cluster.path === 'relayed' ? detail?.reason : null;
+  return reason ? `${String(cluster.path)} (${relayedReasonText(reason)})` : String(cluster.path);
 }
 
 async function runJson(bin: string, args: string[], e: NodeJS.ProcessEnv): Promise<Record<string, unknown>> {
@@ -124,7 +132,7 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 200));
     }
     say(
-      `4. agent connected after ${(performance.now() - t0).toFixed(0)} ms: path=${cluster.path}, ` +
+      `4. agent connected after ${(performance.now() - t0).toFixed(0)} ms: path=${pathWithReason(cluster)}, ` +
         `address=${cluster.address}`,
     );
     const kc = await runJson(RELAY_BIN, ['kubeconfig', 'demo'], adminEnv);
@@ -156,7 +164,7 @@ async function main(): Promise<void> {
         `direct ${direct.ms.toFixed(1)}, CONNECT ${viaConnect.ms.toFixed(1)}, path ${viaPath.ms.toFixed(1)})`,
     );
     say(
-      `   tunnel: path=${after.path}, hub-measured RTT ${after.rttMs === null || after.rttMs === undefined ? 'not measured yet (the hub probes every 5 s)' : `${after.rttMs} ms`} (CONNECT and path proxy timings include a TLS handshake with the relay)`,
+      `   tunnel: path=${pathWithReason(after)}, hub-measured RTT ${after.rttMs === null || after.rttMs === undefined ? 'not measured yet (the hub probes every 5 s)' : `${after.rttMs} ms`} (CONNECT and path proxy timings include a TLS handshake with the relay)`,
     );
     say('8. stopping agent and relay');
     agent.kill('SIGTERM');

@@ -154,6 +154,11 @@ export const ERROR_CODES = {
     status: 503,
     summary: 'The relay could not be reached (refused, DNS, reset or TLS failure); names the URL.',
   },
+  RELAY_CERT_UNTRUSTED: {
+    status: 502,
+    summary:
+      'The relay answered with a certificate this client does not trust; pass --ca-pin (printed by the relay) or --ca-file.',
+  },
   RELAY_BAD_RESPONSE: { status: 502, summary: 'The relay answered with an unexpected status or body.' },
   STATE_MISSING: {
     status: 404,
@@ -181,6 +186,10 @@ export const ERROR_CODES = {
   PROXY_FAILED: {
     status: 502,
     summary: 'An HTTP CONNECT proxy refused or dropped the tunnel; names proxy and target.',
+  },
+  TLS_REQUIRED: {
+    status: 400,
+    summary: 'A plain-HTTP request reached the TLS port; use https://.',
   },
   BAD_FRAMING: {
     status: 400,

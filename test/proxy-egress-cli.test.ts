@@ -53,7 +53,8 @@ function parse(r: { code: number | null; stdout: string; stderr: string }): Line
     destinations: Line[];
     rules: Array<{ port: number; purposes: string[] }>;
   };
-  expect(Object.keys(doc)).toEqual(['destinations', 'rules']);
+  // `check` (the verdict) only with --check.
+  expect(Object.keys(doc).filter((k) => k !== 'check')).toEqual(['destinations', 'rules']);
   // The rules cover every destination: one per protocol, host and port.
   expect([...new Set(doc.rules.flatMap((rule) => rule.purposes))].sort()).toEqual(
     [...new Set(doc.destinations.map((d) => d.purpose))].sort(),
@@ -175,6 +176,36 @@ describe('tunnel-client egress', () => {
     expect(lines.filter((l) => l.protocol === 'tcp').every((l) => l.check === 'ok')).toBe(true);
     expect(s.code, s.stderr).toBe(0);
   });
+
+  it('--check shows progress per destination with its timeout; only UDP failing is relay only, exit 0', async () => {
+    const created = await run(
+      RELAY_BIN,
+      ['cluster', 'create', 'edge-udp', '--output', 'json'],
+      adminEnvOf(ready),
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const args = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
+    const silent = await freeUdpPort(); // nothing answers STUN there
+    const dir = join(tempDir('egress-cli-udp-'), 'state');
+    const j = await run(
+      CLIENT_BIN,
+      [...args, '--state-dir', dir, '--stun-server', `127.0.0.1:${silent}`, '--wait'],
+      cleanEnv(),
+      40_000,
+    );
+    expect(j.code, j.stderr).toBe(0);
+    const r = await egress(['--state-dir', dir, '--check']);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stderr).toContain(
+      `checking 1/7 127.0.0.1:${relayPort} tcp, registration, timeout 10 s ... ok after`,
+    );
+    expect(r.stderr).toContain(`127.0.0.1:${silent} udp, STUN, timeout 3 s ... failed after`);
+    expect(r.stderr).toContain('direct WireGuard, timeout 10 s ... not probed');
+    expect(r.stdout).toContain('check: relay only (the UDP rows failed');
+    const json = await egress(['--state-dir', dir, '--check', '--output', 'json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout).check).toBe('relay only');
+  }, 60_000);
 
   it('text output names the proxy without its password', async () => {
     const r = await egress(['--state-dir', stateDir, '--egress', '443-only'], {

@@ -46,7 +46,7 @@ function isNode(pid: number): boolean {
   }
 }
 
-const PRETTY = /^\d\d:\d\d:\d\d\.\d{3} (TRACE|DEBUG|INFO |WARN |ERROR|FATAL) \S/;
+const PRETTY = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (TRACE|DEBUG|INFO |WARN |ERROR|FATAL) \S/;
 
 async function healthz(ready: { url: string }, dataDir: string): Promise<void> {
   const r = await curl(['-sS', '--cacert', join(dataDir, 'tls', 'cert.pem'), `${ready.url}/healthz`]);
@@ -119,7 +119,7 @@ describe('relay log format', () => {
       return out.replace(/\r/g, '');
     };
     const pretty = await onPty('');
-    expect(pretty).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}relay listening url=https:\/\/127\.0\.0\.1:\d+/m);
+    expect(pretty).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO {2}relay listening url=https:\/\/127\.0\.0\.1:\d+/m);
     expect(pretty).not.toMatch(/^\{"level"/m);
     const json = await onPty('--log-format json');
     expect(json).toMatch(/^\{"level":30,.*"msg":"relay listening"/m);

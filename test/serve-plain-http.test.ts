@@ -323,7 +323,7 @@ describe('serve --plain-http without --public-ca-file (system / --ca-file trust)
       20_000,
     );
     expect(bad.code).not.toBe(0);
-    expect(`${bad.stdout}${bad.stderr}`).toMatch(/RELAY_UNREACHABLE.*certificate/);
+    expect(`${bad.stdout}${bad.stderr}`).toMatch(/RELAY_CERT_UNTRUSTED.*certificate.*--ca-pin/);
     await joinAndRun(b, 'edge-sys', words, [], cleanEnv({ NODE_EXTRA_CA_CERTS: caFile }));
   }, 45_000);
 });

@@ -18,7 +18,7 @@ import {
   parseClusterRoleFlag,
   parseNoProxy,
 } from '../control/manifests/agent-flags.js';
-import { agentManifests } from '../control/manifests/agent-manifests.js';
+import { agentManifests, JOIN_SECRET } from '../control/manifests/agent-manifests.js';
 import { parseImage, parseNamespace } from '../control/manifests/common.js';
 import { type RelayFlags, relayOptions } from '../control/manifests/relay-flags.js';
 import { relayManifests, SERVICE_TYPES } from '../control/manifests/relay-manifests.js';
@@ -174,13 +174,21 @@ function agentSub(): Command {
         parseClusterRoleFlag('--group-editor-cluster-role'),
       ),
   ).action((flags: AgentFlags) => {
+    const options = agentOptions(flags);
     process.stdout.write(
-      renderManifests(
-        agentManifests(agentOptions(flags)),
-        header(`tunnel-client for cluster ${flags.cluster}`),
-      ),
+      renderManifests(agentManifests(options), header(`tunnel-client for cluster ${flags.cluster}`)),
     );
+    if (!flags.psk) process.stderr.write(`${noSecretNote(options.namespace, flags.cluster)}\n`);
   });
+}
+
+/** What `manifests agent` without --psk says on stderr: the agent waits for a Secret nobody printed. */
+function noSecretNote(namespace: string, cluster: string): string {
+  return (
+    `note: no --psk, so no Secret ${JOIN_SECRET} was printed; the agent cannot join until it exists:\n` +
+    `  kubectl create secret generic ${JOIN_SECRET} -n ${namespace} --from-literal=psk=tpsk_...\n` +
+    `  (the PSK from tunnel-relay cluster create ${cluster}, or cluster rotate-psk ${cluster} for a new one)`
+  );
 }
 
 export function manifestsCommand(): Command {

@@ -25,6 +25,7 @@ type ServedRelay = Pick<RunningRelay, 'url' | 'publicUrl' | 'caPin' | 'plainHttp
 
 interface ServeFlags {
   listen?: string;
+  metricsListen?: string;
   publicUrl?: string;
   dataDir?: string;
   store?: string;
@@ -75,6 +76,10 @@ export function serveCommand(startOptions: StartOptions = {}): Command {
       'all (or hub): the whole relay (default); relay: a forwarding-only replica of a fleet, no hub key (postgres:// store, mesh key)',
     )
     .option('--listen <host:port>', 'address of the TLS port (default 127.0.0.1:8443; port 0 picks one)')
+    .option(
+      '--metrics-listen <host:port>',
+      'serve /metrics there alone, over plain HTTP, and no longer on --listen (default: /metrics on --listen, unauthenticated)',
+    )
     .option('--public-url <url>', 'URL agents and tools use to reach this relay (default: the bound address)')
     .option('--data-dir <dir>', 'where the certificate, keys and SQLite store live (default ~/.tunnel-relay)')
     .option(

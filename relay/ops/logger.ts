@@ -5,7 +5,7 @@
  * method, redacted URL and remote address; an error's type, code, status, redacted message and stack.
  */
 import type { DestinationStream, Logger } from 'pino';
-import { pino } from 'pino';
+import { pino, stdTimeFunctions } from 'pino';
 import type { LogLevel } from './config/config.js';
 import { serializeErr, serializeReq } from './log-serializers.js';
 
@@ -37,6 +37,8 @@ export function createLogger(level: LogLevel, stream?: DestinationStream): Logge
   return pino(
     {
       level,
+      // ISO 8601 in UTC, as the agent's lines (tunnel-client/cli/context.ts stderrLog).
+      timestamp: stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       serializers: { req: serializeReq, err: serializeErr },
     },

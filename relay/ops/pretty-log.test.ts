@@ -5,7 +5,7 @@ import { prettyLine } from './pretty-log.js';
 
 describe('prettyLine', () => {
   it('writes time, level, message and the other fields as key=value', () => {
-    const time = new Date(2026, 10, 25, 14, 2, 3, 45).getTime();
+    const time = '2026-11-25T14:02:03.045Z';
     const line = JSON.stringify({
       level: 40,
       time,
@@ -17,7 +17,21 @@ describe('prettyLine', () => {
       note: 'two words',
     });
     expect(prettyLine(line)).toBe(
-      '14:02:03.045 WARN  relay listening url=https://127.0.0.1:8443 http={"maxConnections":10} note="two words"',
+      '2026-11-25T14:02:03.045Z WARN  relay listening url=https://127.0.0.1:8443 http={"maxConnections":10} note="two words"',
+    );
+  });
+
+  it('writes a time in ms as ISO 8601 UTC, and an audit line with who and from where only', () => {
+    const audit = {
+      at: 'x',
+      actor: 'psk:demo1',
+      action: 'cluster.register',
+      target: 'demo1',
+      source: '10.0.0.9',
+    };
+    const line = JSON.stringify({ level: 30, time: 0, msg: 'audit cluster.register demo1', audit });
+    expect(prettyLine(line)).toBe(
+      '1970-01-01T00:00:00.000Z INFO  audit cluster.register demo1 actor=psk:demo1 source=10.0.0.9',
     );
   });
 

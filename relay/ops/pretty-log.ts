@@ -1,7 +1,8 @@
 /**
  * `--log-format pretty`: the relay's pino JSON lines rewritten for people, one line per event:
- *   `14:02:03.123 INFO  relay listening url=https://127.0.0.1:8443 caPin=sha256:...`
- * (local time, the level, the message, then the other fields as key=value, objects as compact JSON). Every string
+ *   `2026-11-25T14:02:03.123Z INFO  relay listening url=https://127.0.0.1:8443 caPin=sha256:...`
+ * (the time in UTC as the agent writes it, the level, the message, then the other fields as key=value, objects as
+ * compact JSON; an audit line's object shortened to who and from where, its message naming what). Every string
  * comes out through terminal-escape.ts, since log fields quote what agents and users sent (URLs, names, errors). A
  * line that is not a JSON object is written escaped as it came.
  */
@@ -19,10 +20,18 @@ const LEVELS: Readonly<Record<number, string>> = {
 /** Fields every pino line has that the pretty line shows elsewhere or not at all. */
 const HIDDEN = new Set(['level', 'time', 'msg', 'pid', 'hostname']);
 
-function clock(ms: number): string {
-  const d = new Date(ms);
-  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+/** The time as the agent writes it too (tunnel-client/cli/context.ts): ISO 8601 in UTC, to the millisecond. */
+function timeText(time: unknown): string {
+  if (typeof time === 'string') return time;
+  if (typeof time === 'number' && Number.isFinite(time)) return new Date(time).toISOString();
+  return '----------T--:--:--.---Z';
+}
+
+/** An audit line's object in short: its message names the action and target; who did it and from where. */
+function auditFields(audit: unknown): Array<[string, unknown]> {
+  if (typeof audit !== 'object' || audit === null || Array.isArray(audit)) return [['audit', audit]];
+  const a = audit as Record<string, unknown>;
+  return (['actor', 'source'] as const).filter((k) => a[k] !== undefined).map((k) => [k, a[k]]);
 }
 
 function fieldValue(value: unknown): string {
@@ -46,11 +55,14 @@ export function prettyLine(json: string): string {
   const level = get('level');
   const msg = get('msg');
   const head = [
-    typeof time === 'number' ? clock(time) : '--:--:--.---',
+    timeText(time),
     typeof level === 'number' ? (LEVELS[level] ?? `L${level}`) : 'INFO ',
     typeof msg === 'string' ? msg : '',
   ];
-  const rest = fields.filter(([k]) => !HIDDEN.has(k)).map(([k, v]) => `${k}=${fieldValue(v)}`);
+  const rest = fields
+    .filter(([k]) => !HIDDEN.has(k))
+    .flatMap(([k, v]) => (k === 'audit' ? auditFields(v) : [[k, v] as [string, unknown]]))
+    .map(([k, v]) => `${k}=${fieldValue(v)}`);
   return escapeText([...head, ...rest].filter((p) => p !== '').join(' '));
 }
 

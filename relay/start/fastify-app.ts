@@ -19,6 +19,7 @@ import { defaultMaxConnections, type HttpLimits } from '../ops/config/http-limit
 import { ConnectionGuard } from '../ops/http/connection-guard.js';
 import { answerExpectation, frameworkErrorReply } from '../ops/http/error-replies.js';
 import { httpConnectionFamilies } from '../ops/http/http-metrics.js';
+import { answerPlainHttp } from '../ops/http/plain-http-hint.js';
 import { DebugRequestLog } from '../ops/http/request-log-controller.js';
 import { addRequestChecks, nodeServerLimits } from '../ops/http/server-options.js';
 import { redactUrl } from '../ops/logger.js';
@@ -154,6 +155,7 @@ export function createRelayApp(o: AppOptions): RelayApp {
   const guard = new ConnectionGuard({ limits: o.limits, log: o.log.child({ component: 'http' }) });
   const app = createFastify(o, guard);
   const detachGuard = guard.attach(app.server);
+  const stopHints = o.tls ? answerPlainHttp(app.server) : () => undefined;
   gateProxyProtocol(app, o);
   app.server.on('checkExpectation', answerExpectation);
   o.metrics.addCollector(() => httpConnectionFamilies(guard));
@@ -177,5 +179,13 @@ export function createRelayApp(o: AppOptions): RelayApp {
   app.addHook('onRequest', async (req) => {
     if (!PROBE_PATHS.has((req.raw.url ?? '').split('?', 1)[0] ?? '')) o.drain.noteActivity();
   });
-  return { app, guard, detachGuard, closing };
+  return {
+    app,
+    guard,
+    detachGuard: () => {
+      stopHints();
+      detachGuard();
+    },
+    closing,
+  };
 }

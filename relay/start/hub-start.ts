@@ -11,12 +11,14 @@ import type { OnModeFixed } from '../../shared/kit/secret-file.js';
 import { udpSocketName } from '../../shared/net/tunnel-endpoint/udp-gso.js';
 import { defaultAead } from '../../shared/net/wireguard/crypto/aead.js';
 import type { RelayContext } from '../context/context.js';
+import { renderMetrics } from '../control/api/routes/health.js';
 import { stunFamilies } from '../data/stun/stun-metrics.js';
 import type { RelayConfig } from '../ops/config/config.js';
 import { readOpenFileLimit } from '../ops/http/open-file-limit.js';
 import { createLogger } from '../ops/logger.js';
 import { UndoStack } from '../ops/undo-stack.js';
 import { adminKeyRecovery, warnIfNoAdminKey } from './admin-key.js';
+import { logAgentChanges } from './agent-log.js';
 import { decorateClientAddress } from './client-address.js';
 import { createRelayApp, httpLimitsOf, type RelayApp } from './fastify-app.js';
 import { hubContext } from './hub-context.js';
@@ -58,6 +60,10 @@ async function announce(s: Started, openFileLimit: number | null): Promise<void>
     ctx.metrics.addCollector(() => stunFamilies(responder.stats));
     log.info({ host: config.listen.host, port: responder.port }, 'STUN responder listening (udp)');
   }
+  ports.metrics?.serve(async () => ({
+    contentType: ctx.metrics.contentType,
+    body: await renderMetrics(ctx),
+  }));
   await ctx.mesh?.start(s.boundUrl);
   const limits = httpLimitsOf(config, openFileLimit);
   log.info(
@@ -68,6 +74,7 @@ async function announce(s: Started, openFileLimit: number | null): Promise<void>
       plainHttp: config.plainHttp,
       wireguardCipher: defaultAead().name,
       udpSocket: s.udpSocket,
+      metricsUrl: ports.metrics ? `http://${config.metricsListen?.host}:${ports.metrics.port}/metrics` : null,
       http: limits,
     },
     'relay listening',
@@ -88,6 +95,7 @@ function runningHub(s: Started, hubPrivateKey: Buffer, adminKey: string | null):
     },
     after: async () => {
       relayApp.detachGuard();
+      await ports.metrics?.close();
       await ports.udp?.close();
       await ctx.store.close();
       ctx.hooks.removeAllListeners();
@@ -164,6 +172,7 @@ export async function startHub(config: RelayConfig, opts: StartOptions = {}): Pr
   const app: FastifyInstance = relayApp.app;
   decorateClientAddress(app, ctx.mesh?.key ?? null);
   await undo.guard(() => registerHubRoutes(app, ctx, opts.plugins ?? []));
+  logAgentChanges({ hooks: ctx.hooks, store: ctx.store, log });
   bound.url = await undo.guard(() => listenOn(app, config, ports.listen));
   try {
     const adminKey = await firstAdminKey(ctx);

@@ -50,6 +50,8 @@ export interface DataPlane {
   drain?(graceMs: number): Promise<number>;
   /** The effective values changed (or the data plane just started): settings it reads apply at once. */
   applyValues?(values: Values): void;
+  /** A lease renewal succeeded: the relay answers, so a relay connection waiting to retry tries now. */
+  relayAnswered?(): void;
   close(): Promise<void>;
 }
 
@@ -340,6 +342,7 @@ export class Agent {
 
   #onLease(res: LeaseReply): void {
     this.#leaseRenewedAt = new Date(this.#clock.wallNow()).toISOString();
+    this.#dataPlane?.relayAnswered?.();
     if (this.#status !== 'Accepted') this.#saveRegistration('Accepted', this.#state.tunnel);
     this.#noteSuccess();
     if (res.valuesVersion !== this.#valuesVersion) {

@@ -1,7 +1,8 @@
 /**
  * `tunnel-client egress [--check] [--relay URL] [--state-dir DIR] [--proxy URL] [--egress 443-only|auto]
  * [--output json]`: every destination the agent uses with its current settings (saved state, flags,
- * environment), and with --check whether each one works from here (exit 1 when one fails).
+ * environment), and with --check whether each one works from here (exit 1 when a TCP one fails; only UDP rows
+ * failing is `relay only`, exit 0: egress-check-run.ts).
  */
 
 import { resolve } from 'node:path';
@@ -19,10 +20,11 @@ import { relayConnectVia } from '../../shared/kit/proxy/transports.js';
 import { parseCaPin } from '../../shared/tls-pin.js';
 import type { AgentState } from '../agent/types.js';
 import { agentProxySettings, settingsFromState } from '../egress/agent-proxy.js';
-import { type CheckResult, checkDestination } from '../egress/check.js';
+import type { CheckResult } from '../egress/check.js';
 import { type Destination, type EgressMode, listDestinations } from '../egress/destinations.js';
 import { type FirewallRule, firewallRules } from '../egress/firewall-rules.js';
 import { openStateDir, stateDirOption } from './context.js';
+import { checkAll, verdictLine, verdictOf } from './egress-check-run.js';
 
 interface EgressFlags {
   check?: boolean;
@@ -52,7 +54,10 @@ export interface EgressLine {
 export function egressCommand(): Command {
   return new Command('egress')
     .description('list every outbound destination of the agent (host, port, protocol, purpose, proxy)')
-    .option('--check', 'try each destination as the agent would (through the proxy), exit 1 if one fails')
+    .option(
+      '--check',
+      'try each destination as the agent would (through the proxy), exit 1 if a TCP one fails (UDP only: relay only, exit 0)',
+    )
     .option('--relay <url>', 'relay URL (default: the one in the state dir)', (v: string) => parseRelayUrl(v))
     .addOption(stateDirOption())
     .option(
@@ -128,21 +133,23 @@ async function egress(flags: EgressFlags): Promise<void> {
     egress: mode,
     proxy,
   });
-  const checks: (CheckResult | undefined)[] = [];
-  if (flags.check) {
-    for (const d of destinations) checks.push(await checkDestination(d, { trust, proxy }));
-  }
+  const checks = flags.check
+    ? await checkAll(destinations, { trust, proxy }, (line) => process.stderr.write(`${line}\n`))
+    : [];
+  const verdict = flags.check ? verdictOf(destinations, checks) : null;
   const lines = destinations.map((d, i) => toLine(d, checks[i]));
   const out = streamPrinter();
   const rules = firewallRules(destinations);
-  if (flags.output === 'json') out.json({ destinations: lines, rules });
+  if (flags.output === 'json')
+    out.json({ destinations: lines, rules, ...(verdict ? { check: verdict } : {}) });
   else {
     out.line(render(destinations, lines, Boolean(flags.check)));
     out.line('');
     out.line(`firewall rules (${rules.length}):`);
     out.lines(rules.map(ruleLine));
+    if (verdict) out.line(verdictLine(verdict));
   }
-  if (lines.some((l) => l.check === 'failed')) process.exitCode = 1;
+  if (verdict === 'failed') process.exitCode = 1;
 }
 
 /** `GET /api/v1/network` of the relay (through the proxy that applies), or null when it does not answer it. */

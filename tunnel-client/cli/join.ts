@@ -26,8 +26,6 @@ import { trustFromFlags } from '../../shared/kit/http/trust.js';
 import { parseProxyUrl } from '../../shared/kit/proxy/proxy-config.js';
 import type { Values } from '../../shared/kit/values/deep-merge.js';
 import { readValuesFiles } from '../../shared/kit/values/values-file.js';
-import { udpSocketName } from '../../shared/net/tunnel-endpoint/udp-gso.js';
-import { defaultAead } from '../../shared/net/wireguard/crypto/aead.js';
 import { parseCaPin } from '../../shared/tls-pin.js';
 import type { Agent } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
@@ -47,6 +45,7 @@ import {
 } from './context.js';
 import type { ClientProgramOptions } from './program.js';
 import { checkStunServersWithEgress, stunServerOption } from './stun-server-option.js';
+import { transportText } from './transport-text.js';
 
 interface JoinFlags extends AgentCommandFlags {
   relay: string;
@@ -169,7 +168,7 @@ interface CheckedJoin {
 
 function checkJoinFlags(flags: JoinFlags, opts: ClientProgramOptions): CheckedJoin {
   // Bad settings stop here (BAD_CONFIG), before the single-use PSK is spent, not later in the session loop.
-  const cipher = `${defaultAead().name}, UDP via ${udpSocketName()}`;
+  const cipher = transportText(flags.egress);
   opts.dataPlane?.check?.();
   if (!flags.psk) {
     throw new TunnelError(

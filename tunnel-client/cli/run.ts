@@ -4,8 +4,6 @@ import { Command } from 'commander';
 import { trustFromFlags } from '../../shared/kit/http/trust.js';
 import { parseProxyUrl } from '../../shared/kit/proxy/proxy-config.js';
 import { readValuesFiles } from '../../shared/kit/values/values-file.js';
-import { udpSocketName } from '../../shared/net/tunnel-endpoint/udp-gso.js';
-import { defaultAead } from '../../shared/net/wireguard/crypto/aead.js';
 import { AgentApi } from '../agent/api.js';
 import type { AgentState } from '../agent/types.js';
 import { settingsFromState } from '../egress/agent-proxy.js';
@@ -20,6 +18,7 @@ import {
 } from './context.js';
 import type { ClientProgramOptions } from './program.js';
 import { checkStunServersWithEgress, stunServerOption } from './stun-server-option.js';
+import { transportText } from './transport-text.js';
 
 interface RunFlags extends AgentCommandFlags {
   proxy?: string;
@@ -56,10 +55,11 @@ function stateWithFlags(state: AgentState, flags: RunFlags): AgentState {
 
 async function runFromState(flags: RunFlags, opts: ClientProgramOptions): Promise<void> {
   // Bad settings stop here (BAD_CONFIG), not later in the session loop.
-  const cipher = `${defaultAead().name}, UDP via ${udpSocketName()}`;
+  transportText(undefined); // a bad TUNNEL_UDP_GSO fails here, before the state is read
   opts.dataPlane?.check?.();
   const stateDir = openStateDir(flags.stateDir);
   const saved = stateDir.readState();
+  const cipher = transportText(saved.egress);
   const valuesFiles = readValuesFiles(saved.valuesFiles);
   const state = stateWithFlags(saved, flags);
   checkStunServersWithEgress(state.stunServers ?? [], state.egress);

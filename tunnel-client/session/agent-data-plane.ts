@@ -87,6 +87,7 @@ export function agentDataPlane(opts: AgentDataPlaneOptions = {}): DataPlaneFacto
       stats: () => session.stats(),
       whenUp: (ms) => session.whenUp(ms),
       drain: (graceMs) => session.drain(graceMs),
+      relayAnswered: () => session.relayAnswered(),
       applyValues: (values) => {
         const next = pathPolicyOf(values, (line) => opts.log?.(line));
         if (next === policy) return;

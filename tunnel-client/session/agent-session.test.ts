@@ -53,6 +53,7 @@ function localConnector(derp: DerpServer, clock: FakeClock) {
     stats: { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, dropped: 0, connects: 0 },
     send: (dst, payload) => state === 'connected' && local!.send(dst, payload),
     whenConnected: async () => {},
+    reconnectNow: () => false,
     close: () => {
       state = 'closed';
       local?.close();

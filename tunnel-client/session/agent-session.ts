@@ -42,6 +42,7 @@ import { TRANSPORT_OVERHEAD } from '../../shared/net/wireguard/transport.js';
 import type { ConnectionStats, PathDetail, Tunnel } from '../agent/types.js';
 import { AgentDirect, directWanted } from './agent-direct.js';
 import { DEFAULT_IDLE_PROBE_INTERVAL_MS, Liveness } from './liveness.js';
+import { PathChangeLog, type PathView } from './path-change-log.js';
 import { RelayOutageLog } from './relay-outage-log.js';
 
 export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
@@ -113,6 +114,7 @@ export class AgentSession {
   #relayError: string | null = null;
   /** The path, remote and reason status.json last showed (a change is written at the next tick). */
   #reportedPath = '';
+  readonly #pathLog = new PathChangeLog();
   #closed = false;
 
   constructor(o: AgentSessionOptions) {
@@ -344,6 +346,15 @@ export class AgentSession {
     this.hub.send(this.#prober.probe());
   }
 
+  /**
+   * The relay answered the agent's lease: when the relay connection is waiting out its backoff (the relay was
+   * down), it reconnects now instead of at the end of the wait.
+   */
+  relayAnswered(): void {
+    if (this.derp.reconnectNow())
+      this.#options.log?.('the relay answers again (lease renewed): reconnecting now');
+  }
+
   /** The hub's paths: their selector's view of application traffic decides the probe pace. */
   #hubPaths(): PeerPaths | undefined {
     return this.endpoint.paths.get(this.#hubKey.toString('base64'));
@@ -362,6 +373,8 @@ export class AgentSession {
         this.hub.sendHandshakeInitiation(false);
       }
       const st = this.stats();
+      const changed = this.#pathLog.note(this.#pathView());
+      if (changed !== null) this.#options.log?.(changed);
       const path = `${st.path} ${st.pathDetail?.remote ?? '-'} ${st.pathDetail?.reason ?? '-'}`;
       if (path !== this.#reportedPath || this.#clock.now() - this.#lastRefresh >= STATUS_REFRESH_MS) {
         this.#reportedPath = path;
@@ -371,13 +384,22 @@ export class AgentSession {
     });
   }
 
+  #pathView(): PathView {
+    const paths = this.#hubPaths();
+    const direct = paths?.path?.kind === 'direct' && !paths.duplicating;
+    const detail = this.pathDetail();
+    return {
+      path: this.#connected ? (direct ? 'direct' : 'relayed') : 'none',
+      remote: detail?.remote ?? null,
+      reason: detail?.reason ?? null,
+    };
+  }
+
   #evaluate(): void {
     const up = !this.#closed && this.#relayUp() && this.hub.isSessionUp && !this.#liveness.stale;
     if (up === this.#connected) return;
     this.#connected = up;
-    this.#options.log?.(
-      up ? 'WireGuard session to the hub is up (relayed)' : 'WireGuard session to the hub is down',
-    );
+    this.#options.log?.(up ? this.#pathLog.sessionUp(this.#pathView()) : this.#pathLog.sessionDown());
     if (up) {
       for (const w of this.#waiters.splice(0)) {
         this.#clock.clearTimer(w.t);

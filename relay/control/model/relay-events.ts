@@ -28,6 +28,8 @@ export interface RelayEvents {
   'agent-unjoined': [KeyEvent];
   /** This process's session of the cluster's agent came up, went down, or changed path. */
   'connection-changed': [ConnectionChange];
+  /** An agent renewed its lease, reporting why it is relayed (null: it names no reason of its own). */
+  'agent-reason': [{ cluster: string; reason: string | null }];
   /** A stored change of the cluster (created, accepted, denied, registered, lease, values, PSK, deleted). */
   'cluster-changed': [string];
   /**

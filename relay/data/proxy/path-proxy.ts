@@ -55,6 +55,7 @@ import { endToEndHeaders } from '../../ops/http/end-to-end-headers.js';
 import { exchange } from '../../ops/http/http-exchange.js';
 import { callerIdentity, withoutClientCredentials } from './caller-identity.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
+import type { HubFailureLog } from './hub-failure-log.js';
 import type { HubStreams } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
@@ -138,6 +139,8 @@ export interface PathProxyDeps {
   stats: PathProxyStats;
   /** A fleet's mesh: a request for an agent another replica holds goes there (relay/fleet/mesh/). */
   mesh?: MeshRouting;
+  /** Logs the requests answered 502/503 (hub-failure-log.ts). */
+  failures?: HubFailureLog;
 }
 
 /** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
@@ -232,11 +235,17 @@ function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
   return [...headers, ...framingHeaders(framing)];
 }
 
-function sendError(res: ServerResponse, err: unknown, cluster: string | null, discovery = false): void {
+/** Answers the error; the status sent, or null when the answer had begun (the response is cut). */
+function sendError(
+  res: ServerResponse,
+  err: unknown,
+  cluster: string | null,
+  discovery = false,
+): number | null {
   const e = asTunnelError(err);
   if (res.headersSent) {
     res.destroy(e);
-    return;
+    return null;
   }
   const status = proxyStatus(e, false);
   const plain = discovery ? discoveryErrorAnswer(status, e.message) : null;
@@ -246,7 +255,7 @@ function sendError(res: ServerResponse, err: unknown, cluster: string | null, di
       'content-length': Buffer.byteLength(plain.body),
     });
     res.end(plain.body);
-    return;
+    return plain.status;
   }
   const body = JSON.stringify(kubeStatus(e, status, cluster));
   const headers: OutgoingHttpHeaders = {
@@ -257,6 +266,7 @@ function sendError(res: ServerResponse, err: unknown, cluster: string | null, di
   if (e.code === 'BAD_FRAMING') headers.connection = 'close';
   res.writeHead(status, headers);
   res.end(body);
+  return status;
 }
 
 /** Forwards one plain (non-Upgrade) request. */
@@ -347,6 +357,7 @@ export function handleProxyUpgrade(
     if (e.code === 'UNAUTHENTICATED') ctx.metrics?.authFailures.inc();
     if (e.code === 'INTERNAL') ctx.log.error({ err }, 'proxy upgrade failed');
     const status = proxyStatus(e, false);
+    deps.failures?.note(p.cluster, status, e);
     bump(stats.upgradeFailed, status);
     writeErrorResponse(socket, status, e, { body: kubeStatus(e, status, p.cluster) });
   });
@@ -370,7 +381,8 @@ export function registerPathProxy(app: FastifyInstance, deps: PathProxyDeps): vo
       if (code === 'INTERNAL') ctx.log.error({ err }, 'proxy request failed');
       const path = parseProxyPath(request.raw.url ?? '');
       const discovery = path !== null && isDiscoveryRequest(request.raw.method, path.upstreamPath);
-      sendError(res, err, path?.cluster ?? null, discovery);
+      const sent = sendError(res, err, path?.cluster ?? null, discovery);
+      if (sent !== null) deps.failures?.note(path?.cluster ?? null, sent, e);
     });
   };
   for (const url of ['/api/v1/clusters/:name/proxy', '/api/v1/clusters/:name/proxy/*']) {

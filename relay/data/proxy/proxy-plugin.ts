@@ -19,6 +19,7 @@ import { ARRIVAL_WAIT_MS, type MeshRouting } from '../../fleet/mesh/mesh-routing
 import { meshStatsOf } from '../../fleet/mesh/mesh-screen.js';
 import { type DataPlane, type DataPlaneOptions, mountDataPlane } from '../plane/data-plane.js';
 import { attachConnectProxy, type ConnectProxyStats } from './connect-proxy.js';
+import { HubFailureLog } from './hub-failure-log.js';
 import { HubStreams, type HubStreamsOptions } from './hub-streams.js';
 import {
   handleProxyUpgrade,
@@ -62,6 +63,7 @@ export function hubProxyPlugin(
     const offAgentRun = dp.hub.onAgentRun((agent) => streams.replaceSession(agent));
     const pathStats = newPathProxyStats();
     const pipes = new LivePipes({ ctx, credentials: ctx.store });
+    const failures = new HubFailureLog(ctx.log, ctx.clock);
     const mesh: MeshRouting = {
       node: ctx.mesh ?? null,
       stats: meshStatsOf(ctx),
@@ -79,7 +81,8 @@ export function hubProxyPlugin(
       const path = (req.url ?? '').split('?', 1)[0];
       if (path === '/derp') return;
       ctx.drain.noteActivity();
-      if (handleProxyUpgrade({ ctx, streams, pipes, stats: pathStats, mesh }, req, socket, head)) return;
+      if (handleProxyUpgrade({ ctx, streams, pipes, stats: pathStats, mesh, failures }, req, socket, head))
+        return;
       writeErrorResponse(socket, 404, new TunnelError('NOT_FOUND', `no Upgrade endpoint at ${path}`));
     };
     app.server.prependListener('upgrade', onUpgrade);
@@ -92,7 +95,7 @@ export function hubProxyPlugin(
       stats: connectStats,
       mesh,
     });
-    registerPathProxy(app, { ctx, streams, pipes, stats: pathStats, mesh });
+    registerPathProxy(app, { ctx, streams, pipes, stats: pathStats, mesh, failures });
     // A CONNECT is traffic for the drain's quiet wait (the connect proxy above answers it).
     const onConnectTraffic = (): void => ctx.drain.noteActivity();
     app.server.on('connect', onConnectTraffic);

@@ -15,6 +15,8 @@ export interface TierHealthOptions {
   drain: DrainState;
   pool: HubPool;
   metrics: Metrics;
+  /** /metrics is served on `--metrics-listen` instead (tier-start.ts hands it the exposition). */
+  metricsElsewhere: boolean;
 }
 
 export function tierFamilies(s: TierStats, pool: HubPool, agents: () => number): Family[] {
@@ -57,6 +59,7 @@ export async function registerTierHealth(app: FastifyInstance, o: TierHealthOpti
     reply.type('text/plain; charset=utf-8');
     return 'ready\n';
   });
+  if (o.metricsElsewhere) return;
   app.get('/metrics', async (_req, reply) => {
     reply.type(o.metrics.contentType);
     return o.metrics.render([]);

@@ -64,6 +64,7 @@ function running(p: TierParts, boundUrl: string): RunningRelayTier {
     },
     after: async () => {
       relayApp.detachGuard();
+      await ports.metrics?.close();
       await fleet.store.close();
     },
   });
@@ -118,7 +119,13 @@ async function tierApp(
     log,
     stats,
   });
-  await registerTierHealth(relayApp.app, { drain: p.drain, pool: p.fleet.pool, metrics });
+  await registerTierHealth(relayApp.app, {
+    drain: p.drain,
+    pool: p.fleet.pool,
+    metrics,
+    metricsElsewhere: p.ports.metrics !== null,
+  });
+  p.ports.metrics?.serve(async () => ({ contentType: metrics.contentType, body: await metrics.render([]) }));
   forwarder.attach(relayApp.app);
   metrics.addCollector(() => tierFamilies(stats, p.fleet.pool, () => forwarder.agents));
   const expiry = certificateExpiryFamilies(p.trust);

@@ -40,6 +40,11 @@ export interface RelayConfig {
   mode: RelayMode;
   /** Address the TLS port binds to. Port 0 picks a free port (tests). */
   listen: { host: string; port: number };
+  /**
+   * `--metrics-listen`: a plain-HTTP address that serves /metrics alone, which the main port then no longer
+   * serves; null = /metrics on the main port (unauthenticated, like /healthz and /readyz).
+   */
+  metricsListen: { host: string; port: number } | null;
   /** URL agents and tools use to reach the relay; null = derived from the bound address at start. */
   publicUrl: string | null;
   dataDir: string;
@@ -97,6 +102,7 @@ const MAX_CONNECTIONS_CEILING = 1_000_000;
 /** Flag / file keys in their camelCase form, with the kebab-case spelling used by flags and YAML. */
 const KEYS = {
   listen: 'listen',
+  metricsListen: 'metrics-listen',
   publicUrl: 'public-url',
   dataDir: 'data-dir',
   store: 'store',
@@ -205,13 +211,18 @@ function parsePort(value: unknown, key: string, source: string, allowOff: boolea
   return n;
 }
 
-export function parseListen(value: unknown, source = 'flag'): { host: string; port: number } {
-  if (typeof value !== 'string') bad('listen', source, 'expected HOST:PORT');
+export function parseListen(value: unknown, source = 'flag', key = 'listen'): { host: string; port: number } {
+  if (typeof value !== 'string') bad(key, source, 'expected HOST:PORT');
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(value);
-  if (!m) bad('listen', source, `expected HOST:PORT (IPv6 as [::1]:8443), got ${JSON.stringify(value)}`);
+  if (!m) bad(key, source, `expected HOST:PORT (IPv6 as [::1]:8443), got ${JSON.stringify(value)}`);
   const host = (m[1] ?? m[2])!;
-  const port = parsePort(m[3], 'listen', source, false)!;
+  const port = parsePort(m[3], key, source, false)!;
   return { host, port };
+}
+
+function parseMetricsListen(picked: [unknown, string] | undefined): RelayConfig['metricsListen'] {
+  if (!picked || picked[0] === 'off') return null;
+  return parseListen(picked[0], picked[1], 'metrics-listen');
 }
 
 function parseUrl(value: unknown, source: string): string {
@@ -480,6 +491,7 @@ export function resolveRelayConfig(input: ResolveInput = {}): RelayConfig {
   const fleet = resolveFleet(pick, { cwd, store, listen, plainHttp: tls.plainHttp });
   return {
     listen,
+    metricsListen: parseMetricsListen(pick('metricsListen')),
     publicUrl: publicV ? parseUrl(publicV[0], publicV[1]) : null,
     dataDir,
     store,

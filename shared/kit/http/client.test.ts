@@ -106,7 +106,7 @@ describe('RelayClient with a CA pin', () => {
   it('refuses the self-signed certificate without a pin (system roots)', async () => {
     const client = new RelayClient({ baseUrl: base, trust: { kind: 'system' } });
     try {
-      const err = await expectCode(client.json('GET', '/ok'), 'RELAY_UNREACHABLE');
+      const err = await expectCode(client.json('GET', '/ok'), 'RELAY_CERT_UNTRUSTED');
       expect(err.message).toMatch(/not trusted \(\w+\); pass --ca-pin/);
     } finally {
       await client.close();
@@ -127,7 +127,7 @@ describe('RelayClient with a CA pin', () => {
       writeFileSync(file, other.cert);
       const wrongCa = new RelayClient({ baseUrl: base, trust: trustFromFlags({ caFile: file }) });
       try {
-        await expectCode(wrongCa.json('GET', '/ok'), 'RELAY_UNREACHABLE');
+        await expectCode(wrongCa.json('GET', '/ok'), 'RELAY_CERT_UNTRUSTED');
       } finally {
         await wrongCa.close();
       }

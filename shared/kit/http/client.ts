@@ -2,7 +2,8 @@
  * A small JSON/YAML client for the relay API over a pinned dispatcher. Every call has a deadline,
  * response bodies are capped before they are buffered, and failures become TunnelErrors:
  *   - the relay's `{ error: { code, message } }` body  -> that code and message;
- *   - refused / reset / DNS / TLS failures              -> RELAY_UNREACHABLE naming the URL;
+ *   - refused / reset / DNS failures                    -> RELAY_UNREACHABLE naming the URL;
+ *   - a certificate the trust does not accept           -> RELAY_CERT_UNTRUSTED naming --ca-pin / --ca-file;
  *   - a pin mismatch                                    -> CA_PIN_MISMATCH (from the connector);
  *   - the deadline                                      -> TIMEOUT;
  *   - anything else unexpected                          -> RELAY_BAD_RESPONSE with the status.
@@ -205,15 +206,21 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap
   return Buffer.concat(chunks, total).toString('utf8');
 }
 
+/** OpenSSL's and Node's codes of a certificate the client's trust refused (CERT_HAS_EXPIRED, UNABLE_TO_VERIFY_...). */
+function isCertificateCode(code: string): boolean {
+  return (
+    code.includes('CERT') ||
+    code.startsWith('ERR_TLS') ||
+    code.includes('SELF_SIGNED') ||
+    code.startsWith('UNABLE_TO_')
+  );
+}
+
 function causeCode(err: unknown): string | undefined {
   let e: unknown = err;
   for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
     const code = (e as { code?: unknown }).code;
-    if (
-      typeof code === 'string' &&
-      (NETWORK_CODES.has(code) || code.startsWith('ERR_TLS') || code.includes('CERT'))
-    )
-      return code;
+    if (typeof code === 'string' && (NETWORK_CODES.has(code) || isCertificateCode(code))) return code;
     e = (e as { cause?: unknown }).cause;
   }
   return undefined;
@@ -242,9 +249,9 @@ function translateError(
     return new TunnelError('TIMEOUT', `${method} ${base}${path} did not answer within ${timeoutMs} ms`);
   }
   const code = causeCode(err);
-  if (code && (code.includes('CERT') || code.startsWith('ERR_TLS') || code.includes('SELF_SIGNED'))) {
+  if (code && isCertificateCode(code)) {
     return new TunnelError(
-      'RELAY_UNREACHABLE',
+      'RELAY_CERT_UNTRUSTED',
       `the relay at ${base} presented a certificate that is not trusted (${code}); pass --ca-pin sha256:... as printed by the relay, or --ca-file`,
       { cause: err },
     );

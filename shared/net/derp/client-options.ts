@@ -67,4 +67,6 @@ export interface DerpClient extends DerpClientLike {
   readonly stats: Readonly<DerpClientStats>;
   /** Resolves at the next (or current) 'connected'; rejects with CLOSED on close() or TIMEOUT. */
   whenConnected(timeoutMs?: number): Promise<void>;
+  /** A reconnect waiting out its backoff tries now (the relay answered elsewhere); true when one started. */
+  reconnectNow(): boolean;
 }

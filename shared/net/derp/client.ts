@@ -101,6 +101,8 @@ class WsDerpClient implements DerpClient {
   #upSince: number | null = null;
   #lastRx = 0;
   #lastError: TunnelError | undefined;
+  /** The close code of the last connection that closed (undefined: none closed yet, or it never opened). */
+  #lastCloseCode: number | undefined;
   #restart: (RestartingBody & { at: number }) | null = null;
   #timer: TimerHandle | undefined;
   #hsTimer: TimerHandle | undefined;
@@ -310,6 +312,7 @@ class WsDerpClient implements DerpClient {
         error = new TunnelError('CONFLICT', `another connection with this key replaced this one${why}`);
       else error = new TunnelError('CLOSED', `relay closed the connection (code ${code})${why}`);
     }
+    this.#lastCloseCode = code;
     const upSince = this.#upSince;
     this.#upSince = null;
     if (upSince !== null && this.#clock.now() - upSince >= STABLE_CONNECTION_MS) this.#attempt = 0;
@@ -381,6 +384,18 @@ class WsDerpClient implements DerpClient {
         reject(e);
       });
     });
+  }
+
+  /**
+   * The relay answered elsewhere (the agent's lease renewal): a reconnect waiting out its backoff tries now. Not
+   * after close code Replaced (a live twin holds the key: the long wait keeps the two from flapping). True when an
+   * attempt started.
+   */
+  reconnectNow(): boolean {
+    if (this.#state !== 'reconnecting' || this.#lastCloseCode === DerpCloseCode.Replaced) return false;
+    this.#clock.clearTimer(this.#timer);
+    this.#connect();
+    return true;
   }
 
   close(): void {

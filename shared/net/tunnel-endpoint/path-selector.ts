@@ -601,8 +601,12 @@ export class PathSelector {
     }
   }
 
+  /**
+   * A peer that wakes from idle pings its remote at once: the remote keeps its trust for trustMs after the wake
+   * so that the answer can come, or the route would go to `both` and back at every wake (a switch each time).
+   */
   #trustEndsAt(best: Candidate, now: number): number {
-    return best.lastPongAt + this.#trustWindow(now);
+    return Math.max(best.lastPongAt + this.#trustWindow(now), this.#wokeAt + this.#timers.trustMs);
   }
 
   /** No answer by then (trust over, then a ping timeout): the remote is dropped. */

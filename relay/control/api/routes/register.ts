@@ -193,6 +193,7 @@ export const registerRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = 
       });
       if (!renewed) throw new TunnelError('CONFLICT', `cluster "${c.name}" has no registered agent`);
       ctx.hooks.clusterChanged(c.name);
+      ctx.hooks.emit('agent-reason', { cluster: c.name, reason: agentReason.reason });
       ctx.metrics.leaseRenewals.inc();
       if (agentReason.ignored) ctx.metrics.leaseReasonsIgnored.inc();
       return {
