@@ -119,7 +119,9 @@ describe('relay log format', () => {
       return out.replace(/\r/g, '');
     };
     const pretty = await onPty('');
-    expect(pretty).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO {2}relay listening url=https:\/\/127\.0\.0\.1:\d+/m);
+    expect(pretty).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO {2}relay listening url=https:\/\/127\.0\.0\.1:\d+/m,
+    );
     expect(pretty).not.toMatch(/^\{"level"/m);
     const json = await onPty('--log-format json');
     expect(json).toMatch(/^\{"level":30,.*"msg":"relay listening"/m);
