@@ -78,8 +78,11 @@ export class HubStreams {
     }
   }
 
-  /** A stream to `target` on the cluster's agent (see the class comment for the errors). */
-  async open(cluster: string, target: string): Promise<MuxStream> {
+  /**
+   * A stream to `target` on the cluster's agent (see the class comment for the errors); `first` bytes travel with
+   * the open (open-target.ts) and again with its one retry.
+   */
+  async open(cluster: string, target: string, opts: { first?: Buffer } = {}): Promise<MuxStream> {
     const agent = await this.#acceptedAgent(cluster);
     const remote = parseIpv4Address(agent.address);
     await this.#drains.wait(remote);
@@ -91,7 +94,7 @@ export class HubStreams {
     }
     this.#armWatch();
     try {
-      return await this.#openOn(remote, target);
+      return await this.#openOn(remote, target, opts.first);
     } catch (err) {
       if (this.#closed) throw err;
       // The agent drains (its GoAway came with, or just before, this open's refusal): its open streams finish
@@ -102,7 +105,7 @@ export class HubStreams {
       ) {
         await this.#drains.wait(remote);
         this.#requireSession(cluster, agent);
-        return this.#openOn(remote, target);
+        return this.#openOn(remote, target, opts.first);
       }
       // The session closed under the open (the agent restarted): the next open must not find it again, so it is
       // dropped; one retry on a fresh session.
@@ -111,7 +114,7 @@ export class HubStreams {
         remote,
         new TunnelError('CLOSED', `the agent of cluster '${cluster}' ended the session`),
       );
-      return this.#openOn(remote, target);
+      return this.#openOn(remote, target, opts.first);
     }
   }
 
@@ -138,8 +141,8 @@ export class HubStreams {
   }
 
   /** A stream on the agent's session; the session's GoAway (the agent drains) is watched from then on. */
-  async #openOn(remote: number, target: string): Promise<MuxStream> {
-    const stream = await this.binding.open(remote, target, this.#options.openTimeoutMs);
+  async #openOn(remote: number, target: string, first: Buffer | undefined): Promise<MuxStream> {
+    const stream = await this.binding.open(remote, target, { timeoutMs: this.#options.openTimeoutMs, first });
     const link = this.binding.link(remote);
     if (link && !this.#watched.has(link)) {
       this.#watched.add(link);

@@ -149,8 +149,12 @@ export class StreamBinding {
     return true;
   }
 
-  /** client: a stream to `target` on `remote`, through its live link or a new one. */
-  async open(remote: number, target: string, timeoutMs = DEFAULT_OPEN_TIMEOUT_MS): Promise<MuxStream> {
+  /** client: a stream to `target` on `remote` (with `first` bytes sent along), through its live link or a new one. */
+  async open(
+    remote: number,
+    target: string,
+    opts: { timeoutMs?: number; first?: Buffer } = {},
+  ): Promise<MuxStream> {
     if (this.#closed) throw new TunnelError('CLOSED', 'stream binding is closed');
     let link = this.#links.get(remote);
     if (!link || link.closed || link.mux.closed) {
@@ -158,7 +162,8 @@ export class StreamBinding {
       link = this.#start(remote, this.#newConv());
       if (!link) throw new TunnelError('LIMIT_EXCEEDED', `stream links: ${this.#max} peers already`);
     }
-    return openTarget(link.mux, target, { clock: this.#options.clock, timeoutMs });
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;
+    return openTarget(link.mux, target, { clock: this.#options.clock, timeoutMs, first: opts.first });
   }
 
   /** The path towards a peer changed (its kind or its MTU): its live link follows. */
