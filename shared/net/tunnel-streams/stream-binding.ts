@@ -48,6 +48,11 @@ export interface StreamBindingOptions {
   roomFor?: (remote: number) => PacketRoom;
   /** The kind of path towards a peer, consulted when a link starts (its ACK policy). Default 'relayed'. */
   kindFor?: (remote: number) => StreamPathKind;
+  /**
+   * The link to `remote` has data in flight and heard nothing from the peer for half a retransmission timeout
+   * (its ARQ's 'silent'): the path below may have died. Called before that timeout's resends go out.
+   */
+  onSilent?: (remote: number) => void;
   /** server: whether datagrams from `remote` may start a session (default: any). */
   accept?: (remote: number) => boolean;
   /** server: a new inbound stream, which the handler owns (reads it or ends it). Absent: inbound streams are refused. */
@@ -216,6 +221,8 @@ export class StreamBinding {
     });
     this.#links.set(remote, link);
     this.stats.linksStarted++;
+    const onSilent = o.onSilent;
+    if (onSilent) link.arq.on('silent', () => onSilent(remote));
     link.on('close', () => {
       if (this.#links.get(remote) === link) this.#links.delete(remote);
       addLinkTotals(this.#closedTotals, link);
