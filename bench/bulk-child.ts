@@ -38,6 +38,7 @@ async function main(): Promise<void> {
     process.stderr.write(`bulk-child: ${err.message}\n`);
     process.exit(1);
   });
+  s.resume(); // a CONNECT dial hands its socket over paused
   s.write(`GET /${1024 ** 4} HTTP/1.1\r\nHost: x\r\n\r\n`);
   process.on('SIGTERM', () => {
     const mbps = t0 > 0 ? got / 1e6 / ((performance.now() - t0) / 1000) : 0;

@@ -17,6 +17,7 @@ import {
   connectVia,
   type Dial,
   firstLine,
+  pipelinedDownload,
   RELAY_BIN,
   runJson,
   start,
@@ -28,6 +29,8 @@ export interface NamespaceAgent {
   dial: Dial;
   /** bulk-child.ts arguments for a download through the same path. */
   bulkArgs: string[];
+  /** A download on a new CONNECT, resumed TLS, the GET sent with the CONNECT (tunnel-fixture.ts). */
+  pipelined: (bytes: number) => Promise<number>;
   agent: ChildProcess;
 }
 
@@ -106,7 +109,7 @@ function joinAgent(
   ns: Netns,
   relay: SiteRelay,
   o: { name: string; joinArgs: string[]; upPort: number; dir: string; extra: string[] },
-): { agent: ChildProcess; stateDir: string; bulkArgs: string[]; dial: Dial } {
+): NamespaceAgent & { stateDir: string } {
   const joinArgs = o.joinArgs;
   const stateDir = join(o.dir, o.name);
   const agent = startIn(ns, [
@@ -124,6 +127,7 @@ function joinAgent(
     agent,
     stateDir,
     dial: connectVia(relay.url, relay.ca, relay.adminKey, target),
+    pipelined: pipelinedDownload(relay.url, relay.ca, relay.adminKey, target),
     bulkArgs: ['via', relay.url, relay.caFile, relay.adminKey, target],
   };
 }
@@ -179,8 +183,8 @@ export async function startNamespaceSite(dir: string, mtu = 1_500): Promise<Name
   return {
     ns,
     relay,
-    direct: { dial: d.dial, bulkArgs: d.bulkArgs, agent: d.agent },
-    relayed: { dial: r.dial, bulkArgs: r.bulkArgs, agent: r.agent },
+    direct: d,
+    relayed: r,
     directMtu: () => agentStatus(d.stateDir).pathDetail?.mtu ?? null,
     directView: async () => {
       const c = await runJson(['cluster', 'get', 'nsdirect'], env);

@@ -1,5 +1,6 @@
 /**
- * tunnel-bench's path flips (table e): the namespace site's direct agent moves a download while its UDP goes
+ * Path flips of the namespace site's direct agent. measureStalls (bench/path-flips-bench.ts): the longest pause of
+ * one byte stream across many flips. measureFlips (tunnel-bench's table d): the namespace site's direct agent moves a download while its UDP goes
  * silent both ways (iptables raw PREROUTING drops on each end of the veth, so neither side's sends fail: the
  * datagrams just vanish, as behind a router that starts dropping UDP), then comes back. Fallback is the time
  * from the drop to the hub's switch away from the direct path, upgrade from the allow to its switch back,
@@ -8,6 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import type { NamespaceSite } from './netns-agents.js';
+import type { Dial } from './tunnel-fixture.js';
 
 export interface FlipTimes {
   fallbackMs: number;
@@ -80,4 +82,103 @@ export async function measureFlips(
     times.push({ fallbackMs: fellAt - silenced, upgradeMs: upAt - allowed });
   }
   return times;
+}
+
+/** The longest pause of a byte stream around one flip, and the switch it waited for. */
+export interface FlipStall {
+  /** 'silenced': UDP dropped both ways; 'allowed': UDP let through again. */
+  flip: 'silenced' | 'allowed';
+  /** Longest gap (ms) between two arrivals of the stream from the flip until the hub's switch + 2 s. */
+  stallMs: number;
+  /** From the flip to the hub's switch (ms). */
+  switchMs: number;
+}
+
+/**
+ * One endless download (`GET` of 1 TiB) read in this process: the gaps between its arrivals, and whether it ended
+ * or failed before stop().
+ */
+async function watchedDownload(dial: Dial): Promise<{
+  /** Longest gap (ms) since the last call, then resets. */
+  takeLongestGap(): number;
+  bytes(): number;
+  failure(): string | null;
+  stop(): void;
+}> {
+  const s = await dial();
+  let last = performance.now();
+  let longest = 0;
+  let bytes = 0;
+  let failure: string | null = null;
+  s.on('data', (d: Buffer) => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+    bytes += d.length;
+  });
+  s.on('error', (e) => {
+    failure ??= `error: ${e.message}`;
+  });
+  s.on('end', () => {
+    failure ??= 'the download ended early';
+  });
+  s.resume();
+  s.write(`GET /${1024 ** 4} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  return {
+    takeLongestGap: () => {
+      const now = performance.now();
+      const g = Math.max(longest, now - last);
+      longest = 0;
+      return g;
+    },
+    bytes: () => bytes,
+    failure: () => failure,
+    stop: () => s.destroy(),
+  };
+}
+
+/**
+ * `flips` flips during one download through the direct agent (half of them silencing UDP, half allowing it
+ * again): for each, the longest gap in the stream from the flip until 2 s after the hub's switch. Throws when the
+ * download fails or ends (a stream error or a dropped session).
+ */
+export async function measureStalls(
+  site: NamespaceSite,
+  flips: number,
+): Promise<{ stalls: FlipStall[]; bytes: number; quietMs: number }> {
+  await switchedTo(site, 'direct', 0, 60_000);
+  const dl = await watchedDownload(site.direct.dial);
+  const stalls: FlipStall[] = [];
+  try {
+    // The baseline: the longest gap in 4 s of the same download with no flip (after 2 s to reach its rate).
+    await new Promise((r) => setTimeout(r, 2_000));
+    dl.takeLongestGap();
+    await new Promise((r) => setTimeout(r, 4_000));
+    const quietMs = dl.takeLongestGap();
+    for (let i = 0; i < flips; i += 2) {
+      const silencedAt = Date.now();
+      dl.takeLongestGap();
+      const silence = silenceUdp(site);
+      let fellAt: number;
+      try {
+        fellAt = await switchedTo(site, 'relayed', silencedAt, 30_000);
+        await new Promise((r) => setTimeout(r, 2_000));
+      } finally {
+        silence.remove();
+      }
+      stalls.push({ flip: 'silenced', stallMs: dl.takeLongestGap(), switchMs: fellAt - silencedAt });
+      if (i + 1 >= flips) break;
+      const allowedAt = Date.now();
+      const upAt = await switchedTo(site, 'direct', allowedAt, 60_000);
+      await new Promise((r) => setTimeout(r, 2_000));
+      stalls.push({ flip: 'allowed', stallMs: dl.takeLongestGap(), switchMs: upAt - allowedAt });
+      const failed = dl.failure();
+      if (failed) throw new Error(`the stream failed at flip ${i + 2}: ${failed}`);
+    }
+    const failed = dl.failure();
+    if (failed) throw new Error(`the stream failed: ${failed}`);
+    return { stalls, bytes: dl.bytes(), quietMs };
+  } finally {
+    dl.stop();
+  }
 }

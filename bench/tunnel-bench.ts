@@ -32,6 +32,13 @@ import { type NamespaceSite, startNamespaceSite } from './netns-agents.js';
 import { type FlipTimes, measureFlips } from './path-flips.js';
 import { measurePrimitives } from './primitive-costs.js';
 import {
+  measureInRounds,
+  median,
+  printThroughput,
+  type RoundFigures,
+  type ThroughputPath,
+} from './throughput-rounds.js';
+import {
   children,
   connectVia,
   type Dial,
@@ -41,6 +48,7 @@ import {
   freePort,
   latency,
   latencyInTurns,
+  pipelinedDownload,
   procCpu,
   type Quantiles,
   start,
@@ -51,6 +59,8 @@ import {
 
 const MB = Number(process.argv[2] ?? '256');
 const SAMPLES = Number(process.argv[3] ?? '1000');
+/** Rounds of the throughput rows of (a). */
+const ROUNDS = Number(process.argv[4] ?? '3');
 const SSHD = '/usr/sbin/sshd';
 const BULK_CHILD = join(dirname(fileURLToPath(import.meta.url)), 'bulk-child.js');
 /** Streams of the parallel bulk download. */
@@ -61,46 +71,46 @@ const PARALLEL = 16;
  */
 const WARM_MS = 3000;
 
-/** Best of 3 single-stream downloads of MB MiB, in MB/s (10^6 B/s). */
-async function bulk(dial: Dial): Promise<{ mbps: number }> {
-  let best = 0;
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    const got = await download(dial, MB * 1024 * 1024);
-    best = Math.max(best, got / 1e6 / ((performance.now() - t0) / 1000));
-  }
-  return { mbps: best };
+/** One download of MB MiB on one stream and MB MiB over PARALLEL streams; CPU of `pids` on the first. */
+async function oneRound(dial: Dial, pids: (number | undefined)[]): Promise<RoundFigures> {
+  const c0 = pids.reduce<number>((a, p) => a + treeCpu(p), 0);
+  let t0 = performance.now();
+  const got = await download(dial, MB * 1024 * 1024);
+  const one = got / 1e6 / ((performance.now() - t0) / 1000);
+  const cpu = pids.reduce<number>((a, p) => a + treeCpu(p), 0) - c0;
+  const each = Math.floor((MB * 1024 * 1024) / PARALLEL);
+  t0 = performance.now();
+  const parts = await Promise.all(Array.from({ length: PARALLEL }, () => download(dial, each)));
+  const many = parts.reduce((a, b) => a + b, 0) / 1e6 / ((performance.now() - t0) / 1000);
+  return { one, many, cpuPerGiB: pids.length > 0 ? (cpu * 1024) / MB : Number.NaN };
 }
 
 /** A difference in ms with its sign: +0.50, -0.74. */
 const signed = (n: number): string => `${n < 0 ? '-' : '+'}${Math.abs(n).toFixed(2)}`;
 
-/** `PARALLEL` downloads of MB / PARALLEL MiB at once, best of 2, in MB/s of all of them together. */
-async function bulkParallel(dial: Dial): Promise<number> {
-  let best = 0;
-  const each = Math.floor((MB * 1024 * 1024) / PARALLEL);
-  for (let i = 0; i < 2; i++) {
-    const t0 = performance.now();
-    const got = await Promise.all(Array.from({ length: PARALLEL }, () => download(dial, each)));
-    const total = got.reduce((a, b) => a + b, 0);
-    best = Math.max(best, total / 1e6 / ((performance.now() - t0) / 1000));
-  }
-  return best;
+/**
+ * One round of the baseline wireguard-go pair (bench/baselines/wireguard-go.ts: two namespaces joined by a veth,
+ * wireguard-go in each, a Node sender and receiver, set up afresh each round) moving MB MiB over 1 and PARALLEL
+ * connections.
+ */
+async function wireguardGoRound(): Promise<RoundFigures> {
+  const r = await measureWireguardGoPair(MB * 1024 * 1024, '10.209.251.0/24', PARALLEL);
+  const mbps = (t: { bytes: number; seconds: number }): number => t.bytes / 1e6 / t.seconds;
+  return {
+    one: mbps(r.tunnel),
+    many: r.tunnelParallel ? mbps(r.tunnelParallel) : Number.NaN,
+    cpuPerGiB: Number.NaN,
+  };
 }
 
-/**
- * The baseline wireguard-go pair (bench/baselines/wireguard-go.ts: two namespaces joined by a veth, wireguard-go
- * in each, a Node sender and receiver) moving MB MiB over 1 and PARALLEL connections, in MB/s; undefined (with a
- * note) when the machine lacks root, /dev/net/tun or the tools.
- */
-async function wireguardGo(): Promise<{ one: number; many: number } | undefined> {
+/** Whether the wireguard-go pair can run here (root, /dev/net/tun, the tools); a note when not. */
+async function wireguardGoRuns(): Promise<boolean> {
   try {
-    const r = await measureWireguardGoPair(MB * 1024 * 1024, '10.209.251.0/24', PARALLEL);
-    const mbps = (t: { bytes: number; seconds: number }): number => t.bytes / 1e6 / t.seconds;
-    return { one: mbps(r.tunnel), many: r.tunnelParallel ? mbps(r.tunnelParallel) : Number.NaN };
+    await measureWireguardGoPair(8 * 1024 * 1024, '10.209.251.0/24', 1);
+    return true;
   } catch (err) {
     console.log(`(wireguard-go pair skipped: ${(err as Error).message})`);
-    return undefined;
+    return false;
   }
 }
 
@@ -222,31 +232,11 @@ async function namespaceSite(dir: string): Promise<NamespaceSite | undefined> {
   }
 }
 
-interface NsRow {
-  one: number;
-  many: number;
-  cpu: number;
-}
-
-/**
- * Table (a) figures of one namespace agent: 1 stream, PARALLEL streams, CPU of relay + agent per MB MiB. One
- * untimed download of MB MiB comes first: the agents have just started, and on the direct path the first 64 MiB
- * after the start ran at a third to a half of the later ones' rate (code not yet optimised by the JIT, so each datagram costs
- * more and the in-flight cap holds a lower rate).
- */
-async function nsBulk(site: NamespaceSite, which: 'direct' | 'relayed'): Promise<NsRow> {
-  const a = site[which];
-  await download(a.dial, MB * 1024 * 1024);
-  const one = (await bulk(a.dial)).mbps;
-  const many = await bulkParallel(a.dial);
-  const cpu = await bulkCpu(a.dial, [site.relay.pid, a.agent.pid]);
-  return { one, many, cpu };
-}
-
 /** The direct path's targets from the issue, with the figures they compare. */
 function directTargets(o: {
   wgOne: number | undefined;
-  direct: NsRow;
+  /** The direct namespace agent's one-stream MB/s (median of the rounds of (a)). */
+  directOne: number;
   /** Direct TCP's idle p99 is the base the added p99s are taken from. */
   idle: Map<string, { p50: number; p99: number }>;
   busy: Map<string, { p50: number; p99: number }>;
@@ -264,10 +254,10 @@ function directTargets(o: {
   console.log('| target | measured | |');
   console.log('|---|---|---|');
   if (o.wgOne !== undefined) {
-    const ratio = o.direct.one / o.wgOne;
+    const ratio = o.directOne / o.wgOne;
     line(
       'one stream direct >= 2x the wireguard-go pair',
-      `${o.direct.one.toFixed(1)} / ${o.wgOne.toFixed(1)} MB/s = ${ratio.toFixed(2)}x`,
+      `${o.directOne.toFixed(1)} / ${o.wgOne.toFixed(1)} MB/s = ${ratio.toFixed(2)}x (medians of (a))`,
       ratio >= 2,
     );
   }
@@ -347,10 +337,55 @@ async function namespaceLatencyInTurns(
   }
 }
 
+/** One way of opening a new connection per 100-byte request, for the in-turns table (b2). */
+interface FreshWay {
+  name: string;
+  get: () => Promise<unknown>;
+}
+
+/**
+ * (b2) A new connection per request (GET of 100 bytes), every way sampled in turns so that all meet the same
+ * machine noise: direct TCP and `ssh -R` as the baselines; CONNECT with a full TLS handshake and a GET sent after
+ * the 200 (as (b)); with a resumed TLS session; and resumed with the GET sent right behind the CONNECT head (the
+ * relay sends it with the stream open).
+ */
+async function newConnections(ways: FreshWay[]): Promise<void> {
+  console.log(
+    `\n(b2) a new connection per 100-byte GET, ${SAMPLES} samples of each way taken in turns after ${WARM_MS} ms` +
+      ` of the same (load average at the start: ${loadAverage()})`,
+  );
+  console.log('| way | p50 ms | p90 ms | p99 ms | p50 / ssh -R p50 |');
+  console.log('|---|---|---|---|---|');
+  await warmUp(async () => {
+    for (const w of ways) await w.get();
+  }, WARM_MS);
+  const q = await latencyInTurns(
+    ways.map((w) => w.get),
+    SAMPLES,
+  );
+  const ssh = ways.findIndex((w) => w.name === 'ssh -R');
+  const base = ssh >= 0 ? q[ssh]?.p50 : undefined;
+  ways.forEach((w, i) => {
+    const x = q[i];
+    if (!x) return;
+    const ratio = base ? `${(x.p50 / base).toFixed(2)}x` : '-';
+    console.log(`| ${w.name} | ${x.p50.toFixed(2)} | ${x.p90.toFixed(2)} | ${x.p99.toFixed(2)} | ${ratio} |`);
+  });
+}
+
+/** The 1-minute load average, as `uptime` prints it. */
+function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
+
 /** Path flips of the direct agent measured after the latency rows (bench/path-flips.ts). */
 const FLIP_ROUNDS = 3;
 
 const NS_DIRECT = 'CONNECT, netns agent, direct UDP (veth MTU 1,500)';
+const DIRECT_TCP = 'direct TCP';
+const VIA_RELAY = 'CONNECT via relay + agent';
+const SSH_R = 'ssh -R';
+const WG_GO = 'wireguard-go pair, two namespaces';
 const NS_RELAYED = 'CONNECT, netns agent, relayed (443-only)';
 
 async function main(): Promise<void> {
@@ -365,40 +400,42 @@ async function main(): Promise<void> {
     const ssh = canSsh ? await sshReverse(dir, upPort) : undefined;
     if (!ssh) console.log('(ssh -R skipped: needs root and openssh-server)');
 
-    const wg = await wireguardGo();
+    const wgRuns = await wireguardGoRuns();
     const site = await namespaceSite(dir);
+    const bulkPaths: ThroughputPath[] = [{ name: DIRECT_TCP, round: () => oneRound(direct(upPort), []) }];
+    if (wgRuns) bulkPaths.push({ name: WG_GO, round: wireguardGoRound });
+    if (ssh) bulkPaths.push({ name: SSH_R, round: () => oneRound(direct(ssh.port), ssh.pids) });
+    bulkPaths.push({ name: VIA_RELAY, round: () => oneRound(via, [relay.pid, agent.pid]) });
+    if (site) {
+      // The agents have just started: on the direct path the first 64 MiB after the start ran at a third to a half
+      // of the later ones' rate (code not yet optimised by the JIT, and the in-flight cap holds a lower rate).
+      await download(site.direct.dial, MB * 1024 * 1024);
+      await download(site.relayed.dial, MB * 1024 * 1024);
+      bulkPaths.push({
+        name: NS_DIRECT,
+        round: () => oneRound(site.direct.dial, [site.relay.pid, site.direct.agent.pid]),
+      });
+      bulkPaths.push({
+        name: NS_RELAYED,
+        round: () => oneRound(site.relayed.dial, [site.relay.pid, site.relayed.agent.pid]),
+      });
+    }
     console.log(
-      `\n(a) bulk download of ${MB} MiB over one stream (best of 3) and over ${PARALLEL} parallel streams` +
-        ' (best of 2), MB/s = 10^6 B/s; CPU s per GiB of the tunnel processes on one stream',
+      `\n(a) bulk download of ${MB} MiB over one stream and over ${PARALLEL} parallel streams, in ${ROUNDS} rounds` +
+        ' (every path once a round, the order reversed every other round; ratios taken within each round),' +
+        ' median (lowest-highest) over the rounds; MB/s = 10^6 B/s; CPU s per GiB of the tunnel processes on one' +
+        ` stream (load average at the start: ${loadAverage()})`,
     );
-    console.log(
-      `| path | 1 stream MB/s | vs direct | vs ssh -R | ${PARALLEL} streams MB/s | vs direct | vs ssh -R | tunnel CPU s per GiB |`,
-    );
-    console.log('|---|---|---|---|---|---|---|---|');
-    const d = await bulk(direct(upPort));
-    const dN = await bulkParallel(direct(upPort));
-    const s = ssh ? await bulk(direct(ssh.port)) : undefined;
-    const sN = ssh ? await bulkParallel(direct(ssh.port)) : undefined;
-    const sCpu = ssh ? await bulkCpu(direct(ssh.port), ssh.pids) : 0;
-    const c = await bulk(via);
-    const cN = await bulkParallel(via);
-    const cCpu = await bulkCpu(via, [relay.pid, agent.pid]);
-    const perGiB = (cpu: number): number => (cpu * 1024) / MB; // bulkCpu measured one MB-MiB download
-    const pct = (a: number, b: number | undefined): string => (b ? `${((a / b) * 100).toFixed(0)}%` : '-');
-    const row = (name: string, one: number, many: number | undefined, cpu: string): void =>
-      console.log(
-        `| ${name} | ${one.toFixed(1)} | ${pct(one, d.mbps)} | ${pct(one, s?.mbps)} | ` +
-          `${many === undefined ? '-' : many.toFixed(1)} | ${many === undefined ? '-' : pct(many, dN)} | ` +
-          `${many === undefined ? '-' : pct(many, sN)} | ${cpu} |`,
-      );
-    row('direct TCP, loopback', d.mbps, dN, '-');
-    if (wg) row('wireguard-go <-> wireguard-go, two namespaces', wg.one, wg.many, '-');
-    if (s) row('ssh -R (sshd + ssh)', s.mbps, sN, perGiB(sCpu).toFixed(2));
-    row('CONNECT via relay + agent', c.mbps, cN, perGiB(cCpu).toFixed(2));
-    const nsDirect = site ? await nsBulk(site, 'direct') : undefined;
-    const nsRelayed = site ? await nsBulk(site, 'relayed') : undefined;
-    if (nsDirect) row(NS_DIRECT, nsDirect.one, nsDirect.many, perGiB(nsDirect.cpu).toFixed(2));
-    if (nsRelayed) row(NS_RELAYED, nsRelayed.one, nsRelayed.many, perGiB(nsRelayed.cpu).toFixed(2));
+    const figs = await measureInRounds(bulkPaths, ROUNDS);
+    printThroughput(figs, { direct: DIRECT_TCP, ssh: SSH_R });
+    const medianOf = (name: string, pick: (f: RoundFigures) => number): number | undefined => {
+      const f = figs.find((x) => x.name === name);
+      return f ? median(f.rounds.map(pick)) : undefined;
+    };
+    const wgOne = medianOf(WG_GO, (f) => f.one);
+    const nsDirectOne = medianOf(NS_DIRECT, (f) => f.one);
+    const cCpu = medianOf(VIA_RELAY, (f) => f.cpuPerGiB) ?? Number.NaN;
+    const sCpu = medianOf(SSH_R, (f) => f.cpuPerGiB) ?? Number.NaN;
 
     console.log(
       `\n(b) small requests, ${SAMPLES} samples each after ${WARM_MS} ms of the same requests: a new connection` +
@@ -453,12 +490,28 @@ async function main(): Promise<void> {
           `p99 ${signed(tun.p99 - base.p99)} ms (target: p99 added <= 2 ms)`,
       );
     }
+    const target = `bench.clusters.local:${upPort}`;
+    const ways: FreshWay[] = [{ name: 'direct TCP', get: () => download(direct(upPort), 100) }];
+    if (ssh) ways.push({ name: 'ssh -R', get: () => download(direct(ssh.port), 100) });
+    const resumed = connectVia(ready.url, ca, ready.adminKey, target, { resume: true });
+    const early = pipelinedDownload(ready.url, ca, ready.adminKey, target);
+    ways.push(
+      { name: 'CONNECT, full TLS handshake, GET after the 200', get: () => download(via, 100) },
+      { name: 'CONNECT, resumed TLS, GET after the 200', get: () => download(resumed, 100) },
+      { name: 'CONNECT, resumed TLS, GET sent with the CONNECT', get: () => early(100) },
+    );
+    if (site)
+      ways.push({
+        name: `${NS_DIRECT}, resumed, GET with the CONNECT`,
+        get: () => site.direct.pipelined(100),
+      });
+    await newConnections(ways);
     const inTurns = site ? await namespaceLatencyInTurns(site) : undefined;
     const flips = site ? await measureFlips(site, FLIP_ROUNDS, saturate) : [];
-    if (site && nsDirect)
+    if (site && nsDirectOne !== undefined)
       directTargets({
-        wgOne: wg?.one,
-        direct: nsDirect,
+        wgOne,
+        directOne: nsDirectOne,
         idle,
         busy: loaded,
         inTurns,
@@ -481,8 +534,8 @@ async function main(): Promise<void> {
     console.log(
       `| floor for relay + agent (half a TCP connection, seal, 1.5 TLS connections, open) | ${g(p.tunnelFloor)} |`,
     );
-    console.log(`| relay + agent, measured in (a) | ${g(perGiB(cCpu))} |`);
-    if (ssh) console.log(`| sshd + ssh, measured in (a) | ${g(perGiB(sCpu))} |`);
+    console.log(`| relay + agent, measured in (a), median | ${g(cCpu)} |`);
+    if (ssh) console.log(`| sshd + ssh, measured in (a), median | ${g(sCpu)} |`);
   } finally {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
@@ -490,13 +543,6 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
     await cleanupAll();
   }
-}
-
-/** CPU seconds the tunnel processes (and their children) spend on one download of MB MiB. */
-async function bulkCpu(dial: Dial, pids: (number | undefined)[]): Promise<number> {
-  const c0 = pids.reduce<number>((a, p) => a + treeCpu(p), 0);
-  await download(dial, MB * 1024 * 1024);
-  return pids.reduce<number>((a, p) => a + treeCpu(p), 0) - c0;
 }
 
 main().catch((err: unknown) => {

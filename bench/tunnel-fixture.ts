@@ -100,30 +100,95 @@ export async function runJson(args: string[], env: NodeJS.ProcessEnv): Promise<R
 /** Opens a byte pipe: direct TCP, or CONNECT through the relay (TLS to the relay). */
 export type Dial = () => Promise<net.Socket>;
 
-/** CONNECT through the relay; `ca` pins its certificate (without it the certificate is not checked). */
-export function connectVia(relayUrl: string, ca: string | undefined, key: string, target: string): Dial {
-  const u = new URL(relayUrl);
+/** How a CONNECT dial talks to the relay. */
+export interface ConnectOptions {
+  /** Offer the TLS session ticket of the last connection (a resumed handshake), as a client with a session cache. */
+  resume?: boolean;
+}
+
+/** The relay's TLS connection; with a `tickets` holder, offering and keeping its session ticket. */
+function relayTls(u: URL, ca: string | undefined, tickets: { last?: Buffer } | undefined): tls.TLSSocket {
   const trust = ca ? { ca, servername: 'localhost' } : { rejectUnauthorized: false };
+  const s = tls.connect({ host: u.hostname, port: Number(u.port), ...trust, session: tickets?.last });
+  if (tickets)
+    s.on('session', (t: Buffer) => {
+      tickets.last = t;
+    });
+  return s;
+}
+
+/**
+ * Resolves with the socket once the relay's answer to the CONNECT is 200, paused with the bytes after the answer
+ * put back: whoever reads it next resumes it.
+ */
+function awaitConnectAnswer(
+  s: tls.TLSSocket,
+  resolve: (s: net.Socket) => void,
+  reject: (e: Error) => void,
+): void {
+  let buf = '';
+  const onData = (c: Buffer): void => {
+    buf += c.toString('latin1');
+    const end = buf.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    s.pause();
+    s.off('data', onData);
+    const rest = Buffer.from(buf.slice(end + 4), 'latin1');
+    if (rest.length > 0) s.unshift(rest);
+    if (buf.startsWith('HTTP/1.1 200')) resolve(s);
+    else reject(new Error(buf.split('\r\n')[0]));
+  };
+  s.on('data', onData);
+  s.once('error', reject);
+}
+
+/** CONNECT through the relay; `ca` pins its certificate (without it the certificate is not checked). */
+export function connectVia(
+  relayUrl: string,
+  ca: string | undefined,
+  key: string,
+  target: string,
+  o: ConnectOptions = {},
+): Dial {
+  const u = new URL(relayUrl);
+  const tickets = o.resume ? {} : undefined;
   return () =>
     new Promise((resolve, reject) => {
-      const s = tls.connect({ host: u.hostname, port: Number(u.port), ...trust });
-      let buf = '';
-      const onData = (c: Buffer): void => {
-        buf += c.toString('latin1');
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        s.off('data', onData);
-        if (buf.startsWith('HTTP/1.1 200')) resolve(s);
-        else reject(new Error(buf.split('\r\n')[0]));
-      };
-      s.on('data', onData);
-      s.once('error', reject);
+      const s = relayTls(u, ca, tickets);
+      awaitConnectAnswer(s, resolve, reject);
       s.once('secureConnect', () =>
         s.write(
           `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: Bearer ${key}\r\n\r\n`,
         ),
       );
     });
+}
+
+/**
+ * A download of `bytes` on a new CONNECT whose GET follows the CONNECT head in the same write (the relay sends
+ * it with the stream open), over a resumed TLS session when one is kept; resolves with the bytes of the answer.
+ */
+export function pipelinedDownload(
+  relayUrl: string,
+  ca: string | undefined,
+  key: string,
+  target: string,
+): (bytes: number) => Promise<number> {
+  const u = new URL(relayUrl);
+  const tickets = {};
+  return async (bytes) => {
+    const s = await new Promise<net.Socket>((resolve, reject) => {
+      const t = relayTls(u, ca, tickets);
+      awaitConnectAnswer(t, resolve, reject);
+      t.once('secureConnect', () =>
+        t.write(
+          `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: Bearer ${key}\r\n\r\n` +
+            `GET /${bytes} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        ),
+      );
+    });
+    return drain(s);
+  };
 }
 
 export function direct(port: number): Dial {
@@ -137,11 +202,17 @@ export function direct(port: number): Dial {
 /** Downloads `bytes` over a dialed pipe; resolves with the bytes received. */
 export async function download(dial: Dial, bytes: number): Promise<number> {
   const s = await dial();
+  s.write(`GET /${bytes} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  return drain(s);
+}
+
+/** Reads `s` to its end; resolves with the bytes it carried. */
+async function drain(s: net.Socket): Promise<number> {
   let got = 0;
   s.on('data', (d: Buffer) => {
     got += d.length;
   });
-  s.write(`GET /${bytes} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  s.resume();
   await once(s, 'end');
   s.destroy();
   return got;
@@ -170,6 +241,7 @@ export async function echoPipe(dial: Dial, size = 100): Promise<{ rtt(): Promise
     if (want <= 0) wake?.();
   });
   s.on('error', () => {});
+  s.resume();
   const arrived = (): Promise<void> => new Promise((r) => (wake = r));
   const ready = arrived();
   s.write('GET /echo HTTP/1.1\r\nHost: x\r\n\r\n');

@@ -250,6 +250,55 @@ describe('direct path flips and the relay, real processes behind a NAT', () => {
     expect(upgradeMs).toBeLessThan(13_000);
   }, 180_000);
 
+  it('a full-speed download across a silent direct path: byte-identical, no error, the session kept, no long pause', async () => {
+    await until('direct before the flip', edge, (r) => r.path === 'direct', 30_000);
+    const pid = edge.proc.pid;
+    const n = 300 * 1024 * 1024;
+    const dl = download(n);
+    // The longest time the byte count stood still, sampled every 20 ms while the flip runs.
+    let longestPauseMs = 0;
+    let lastCount = -1;
+    let lastMoveAt = Date.now();
+    const sampler = setInterval(() => {
+      const got = dl.received();
+      const now = Date.now();
+      if (got !== lastCount) {
+        lastCount = got;
+        lastMoveAt = now;
+      } else longestPauseMs = Math.max(longestPauseMs, now - lastMoveAt);
+    }, 20);
+    try {
+      await pollUntil({
+        what: 'bytes flowing',
+        read: () => dl.received(),
+        until: (b) => b > 0,
+        timeoutMs: 20_000,
+      });
+      longestPauseMs = 0;
+      const block = await addRule(t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'DROP', { insert: true });
+      await until('relayed', edge, (r) => r.path === 'relayed', 20_000);
+      const atFallback = dl.received();
+      await sleep(1_000);
+      await block.remove();
+      await until('direct again', edge, (r) => r.path === 'direct', 30_000);
+      const r = await dl.done;
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.bytes).toBe(n);
+      expect(r.sha256).toBe(sha256OfPattern(n));
+      expect(atFallback).toBeLessThan(n);
+    } finally {
+      clearInterval(sampler);
+    }
+    console.log(`direct-path flip at full speed: longest pause of the download ${longestPauseMs} ms`);
+    // The same agent process and session throughout (a dropped session would have failed the stream above).
+    expect(edge.proc.isRunning()).toBe(true);
+    expect(edge.proc.pid).toBe(pid);
+    expect((await status(edge)).connected).toBe(true);
+    // Generous: the streams switch within a few RTTs; before they waited out the ~2.5 s trust window.
+    expect(longestPauseMs).toBeLessThan(2_000);
+  }, 180_000);
+
   it("a direct download leaves the relay's DERP byte counters flat; the same download relayed moves them", async () => {
     const n = 20 * 1024 * 1024;
     await until('direct', edge, (r) => r.path === 'direct', 30_000);

@@ -6,7 +6,7 @@
  * Reference figures on the 2-vCPU build machine: veth ~28.5 Gbit/s, tunnel ~450 Mbit/s (iperf3).
  */
 import { generateKeyPair } from '../../shared/keys.js';
-import { cleanupAll } from '../../test/helpers/cleanup.js';
+import { cleanupMark, cleanupSince } from '../../test/helpers/cleanup.js';
 import { createNetns, linkNetns, type Netns } from '../../test/helpers/netns.js';
 import { integrationProblems } from '../../test/helpers/privileges.js';
 import { startWireguardGo } from '../../test/helpers/wireguard-go.js';
@@ -109,6 +109,8 @@ export async function measureWireguardGoPair(
 ): Promise<WireguardGoBaseline> {
   const problems = integrationProblems();
   if (problems.length) throw new Error(`wireguard-go baseline cannot run: ${problems.join('; ')}`);
+  // Only what this call made is torn down: a benchmark may hold namespaces of its own meanwhile.
+  const mark = cleanupMark();
   try {
     const a = await createNetns('bwg-a');
     const b = await createNetns('bwg-b');
@@ -136,6 +138,6 @@ export async function measureWireguardGoPair(
     if (streams <= 1) return { veth, tunnel };
     return { veth, tunnel, tunnelParallel: await transfer(a, b, '10.209.250.2', 5203, bytes, streams) };
   } finally {
-    await cleanupAll();
+    await cleanupSince(mark);
   }
 }

@@ -4,6 +4,8 @@
  * failure, `Cache-Control: no-store` on every API answer, and while closing `Connection: close` on answers and
  * 503 CLOSED for new requests.
  */
+
+import { Server as TlsServer } from 'node:tls';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -11,11 +13,13 @@ import Fastify, {
   type FastifyReply,
 } from 'fastify';
 import type { Logger } from 'pino';
+import { realClock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
 import type { DrainState } from '../fleet/drain.js';
 import type { RelayConfig } from '../ops/config/config.js';
 import { type TrustedCidr, trustedPeers } from '../ops/config/config-proxy-protocol.js';
 import { defaultMaxConnections, type HttpLimits } from '../ops/config/http-limits.js';
+import type { MeshKey } from '../ops/config/mesh-settings.js';
 import { ConnectionGuard } from '../ops/http/connection-guard.js';
 import { answerExpectation, frameworkErrorReply } from '../ops/http/error-replies.js';
 import { httpConnectionFamilies } from '../ops/http/http-metrics.js';
@@ -26,6 +30,7 @@ import { redactUrl } from '../ops/logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ProxyProtocolGate } from '../ops/proxy-protocol/proxy-protocol-gate.js';
 import { proxyProtocolFamilies } from '../ops/proxy-protocol/proxy-protocol-metrics.js';
+import { rotateFleetTicketKeys } from '../ops/tls/ticket-keys.js';
 import type { TlsIdentity } from './identity.js';
 import { BODY_LIMIT, NO_STORE_PREFIXES, PROBE_PATHS, TLS_HANDSHAKE_TIMEOUT_MS } from './limits.js';
 import { mapError } from './map-error.js';
@@ -46,6 +51,11 @@ export interface AppOptions {
   drain: DrainState;
   /** `--proxy-protocol` peers; empty: no PROXY header is read. */
   proxyProtocol: readonly TrustedCidr[];
+  /**
+   * The fleet's mesh key: TLS session tickets are then sealed with keys derived from it, so a ticket resumes on
+   * every replica (ticket-keys.ts); null: Node's random per-process ticket keys.
+   */
+  ticketSecret?: MeshKey | null;
 }
 
 /** Set once the relay starts closing (never unset). */
@@ -150,6 +160,13 @@ function gateProxyProtocol(app: FastifyInstance, o: AppOptions): void {
   app.addHook('preClose', async () => gate.close());
 }
 
+/** With a mesh key and TLS in the relay, every replica seals session tickets with the same keys. */
+function shareTicketKeys(app: FastifyInstance, secret: MeshKey | null): void {
+  if (secret === null || !(app.server instanceof TlsServer)) return;
+  const stop = rotateFleetTicketKeys(app.server, secret.reveal(), realClock);
+  app.addHook('onClose', async () => stop());
+}
+
 /** The relay's Fastify server, not yet listening. */
 export function createRelayApp(o: AppOptions): RelayApp {
   const guard = new ConnectionGuard({ limits: o.limits, log: o.log.child({ component: 'http' }) });
@@ -157,6 +174,7 @@ export function createRelayApp(o: AppOptions): RelayApp {
   const detachGuard = guard.attach(app.server);
   const stopHints = o.tls ? answerPlainHttp(app.server) : () => undefined;
   gateProxyProtocol(app, o);
+  shareTicketKeys(app, o.ticketSecret ?? null);
   app.server.on('checkExpectation', answerExpectation);
   o.metrics.addCollector(() => httpConnectionFamilies(guard));
   jsonBodies(app);

@@ -166,6 +166,7 @@ export async function startHub(config: RelayConfig, opts: StartOptions = {}): Pr
     metrics: ctx.metrics,
     drain: ctx.drain,
     proxyProtocol: config.proxyProtocol,
+    ticketSecret: config.mesh.key,
   });
   // Moving the agents: other replicas forget them here first, then the data plane sends them away.
   ctx.drain.onMove(() => ctx.mesh?.stop());

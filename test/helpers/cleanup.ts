@@ -48,9 +48,22 @@ export function pendingCleanups(): number {
   return entries.size;
 }
 
+/** A mark for cleanupSince(): entries registered after this call have ids at or above it. */
+export function cleanupMark(): number {
+  return nextId;
+}
+
 /** Runs every pending entry, newest first; errors are collected and thrown together at the end. */
 export async function cleanupAll(): Promise<void> {
-  const ids = [...entries.keys()].sort((a, b) => b - a);
+  await cleanupSince(0);
+}
+
+/**
+ * Runs the pending entries registered since `mark` (cleanupMark()), newest first, leaving older ones in place;
+ * errors are collected and thrown together at the end.
+ */
+export async function cleanupSince(mark: number): Promise<void> {
+  const ids = [...entries.keys()].filter((id) => id >= mark).sort((a, b) => b - a);
   const errors: string[] = [];
   for (const id of ids) {
     const e = entries.get(id);

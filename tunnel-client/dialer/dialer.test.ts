@@ -126,6 +126,42 @@ describe('Dialer', () => {
     expect(dialer.stats.dialed).toBe(1);
   });
 
+  it('delivers the bytes sent with the open to the upstream, before and in order with later ones', async () => {
+    const port = await echoServer();
+    const { hub, dialer } = hubWithDialer(new Allowlist(`http://127.0.0.1:${port}`, []));
+    const s = await openTarget(hub, '@upstream', { clock: realClock, first: Buffer.from('first,') });
+    const chunks: Buffer[] = [];
+    s.on('data', (c: Buffer) => chunks.push(c));
+    s.end('then');
+    await once(s, 'end');
+    expect(Buffer.concat(chunks).toString()).toBe('first,then|eof');
+    expect(dialer.stats.dialed).toBe(1);
+  });
+
+  it('refuses an open that carries bytes as clearly as one without, and the bytes reach no upstream', async () => {
+    let accepted = 0;
+    const srv = net.createServer((c) => {
+      accepted++;
+      c.destroy();
+    });
+    srv.listen(0, '127.0.0.1');
+    await once(srv, 'listening');
+    cleanup.push(() => srv.close());
+    const port = (srv.address() as net.AddressInfo).port;
+    const { hub, dialer } = hubWithDialer(new Allowlist(null, [`127.0.0.1:${port}`]));
+    const first = Buffer.from('GET / HTTP/1.1\r\n\r\n');
+    await expect(openTarget(hub, `127.0.0.1:${port + 1}`, { clock: realClock, first })).rejects.toMatchObject(
+      { code: 'STREAM_REFUSED', message: expect.stringContaining('not allowed') },
+    );
+    await new Promise<void>((r) => srv.close(() => r()));
+    await expect(openTarget(hub, `127.0.0.1:${port}`, { clock: realClock, first })).rejects.toMatchObject({
+      code: 'UPSTREAM_FAILED',
+      message: expect.stringContaining('ECONNREFUSED'),
+    });
+    expect(accepted).toBe(0);
+    expect(dialer.stats).toMatchObject({ refused: 1, failed: 1, dialed: 0 });
+  });
+
   it('refuses a target off the allowlist with STREAM_REFUSED, without dialing', async () => {
     const port = await echoServer();
     const { hub, dialer } = hubWithDialer(new Allowlist(`http://127.0.0.1:${port}`, []));

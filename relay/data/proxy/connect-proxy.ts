@@ -88,13 +88,13 @@ export function attachConnectProxy(o: ConnectProxyOptions): () => void {
     pipes.hold(key, socket);
     const hop = await hopFor(o.mesh, origin, c);
     if (hop && o.mesh?.node) return forwardConnect(o.mesh.node.hopTo(hop, req), req, { socket, head });
-    const stream = await streams.open(target.cluster, `@port:${target.port}`);
+    // Bytes the client sent after its CONNECT travel with the open (no round trip to the agent before they leave).
+    const stream = await streams.open(target.cluster, `@port:${target.port}`, { first: head });
     if (socket.destroyed) return void stream.destroy();
     stream.on('error', () => {});
     stats.established++;
     log.debug({ cluster: target.cluster, port: target.port, stream: stream.id }, 'CONNECT established');
     socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    if (head.length > 0) stream.write(head);
     splice(stream, socket, (e) => new TunnelError('STREAM_RESET', `client: ${e.message}`));
   };
   server.on('connect', onConnect);

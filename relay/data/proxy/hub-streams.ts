@@ -108,17 +108,26 @@ export class HubStreams {
     }
   }
 
-  /** A stream to `target` on one of the cluster's agents (see the class comment for the errors). */
-  async open(cluster: string, target: string): Promise<MuxStream> {
+  /**
+   * A stream to `target` on one of the cluster's agents (see the class comment for the errors); `first` bytes
+   * travel with the open (open-target.ts) and again with its retry.
+   */
+  async open(cluster: string, target: string, opts: { first?: Buffer } = {}): Promise<MuxStream> {
     const agents = await this.#acceptedAgents(cluster);
     const agent = this.#pick(cluster, agents);
     try {
-      return await this.#openOnAgent(cluster, agent, target, agents.length > 1);
+      return await this.#openOnAgent({
+        cluster,
+        agent,
+        target,
+        first: opts.first,
+        alternatives: agents.length > 1,
+      });
     } catch (err) {
       // One of several agents failed the open (it died, or went away under it): the stream goes to another live one.
       const other = agents.length > 1 && retryable(err) ? this.#pick(cluster, agents, agent) : null;
       if (other === null || other === agent || !this.#isReady(other)) throw err;
-      return this.#openOnAgent(cluster, other, target);
+      return this.#openOnAgent({ cluster, agent: other, target, first: opts.first, alternatives: false });
     }
   }
 
@@ -132,12 +141,14 @@ export class HubStreams {
     return this.#placementView.isLive(a) && !this.#placementView.isDraining(a);
   }
 
-  async #openOnAgent(
-    cluster: string,
-    agent: AgentTarget,
-    target: string,
-    alternatives = false,
-  ): Promise<MuxStream> {
+  async #openOnAgent(o: {
+    cluster: string;
+    agent: AgentTarget;
+    target: string;
+    first: Buffer | undefined;
+    alternatives: boolean;
+  }): Promise<MuxStream> {
+    const { cluster, agent, target, first, alternatives } = o;
     const remote = parseIpv4Address(agent.address);
     await this.#drains.wait(remote);
     this.#requireSession(cluster, agent);
@@ -148,7 +159,7 @@ export class HubStreams {
     }
     this.#armWatch();
     try {
-      return await this.#openOn(remote, target);
+      return await this.#openOn(remote, target, first);
     } catch (err) {
       if (this.#closed) throw err;
       // The agent drains (its GoAway came with, or just before, this open's refusal): its open streams finish
@@ -161,7 +172,7 @@ export class HubStreams {
         if (alternatives) throw new TunnelError('CLOSED', `the agent of cluster '${cluster}' drains`);
         await this.#drains.wait(remote);
         this.#requireSession(cluster, agent);
-        return this.#openOn(remote, target);
+        return this.#openOn(remote, target, first);
       }
       // The session closed under the open (the agent restarted): the next open must not find it again, so it is
       // dropped; one retry on a fresh session.
@@ -170,7 +181,7 @@ export class HubStreams {
         remote,
         new TunnelError('CLOSED', `the agent of cluster '${cluster}' ended the session`),
       );
-      return this.#openOn(remote, target);
+      return this.#openOn(remote, target, first);
     }
   }
 
@@ -204,8 +215,8 @@ export class HubStreams {
   }
 
   /** A stream on the agent's session; the session's GoAway (the agent drains) is watched from then on. */
-  async #openOn(remote: number, target: string): Promise<MuxStream> {
-    const stream = await this.binding.open(remote, target, this.#options.openTimeoutMs);
+  async #openOn(remote: number, target: string, first: Buffer | undefined): Promise<MuxStream> {
+    const stream = await this.binding.open(remote, target, { timeoutMs: this.#options.openTimeoutMs, first });
     const link = this.binding.link(remote);
     if (link) this.#linkOf.set(stream, link);
     if (link && !this.#watched.has(link)) {

@@ -210,13 +210,13 @@ function explainOpenError(err: unknown, cluster: string): unknown {
 }
 
 /**
- * A stream to the cluster's default upstream, with the agent's refusal explained; an agent that cannot
+ * A stream to the cluster's default upstream (`first` bytes sent with the open), with the agent's refusal explained; an agent that cannot
  * impersonate a read-only caller's write refuses it, answered as the relay's own FORBIDDEN.
  */
-async function openUpstream(streams: HubStreams, allowed: Authorized): Promise<MuxStream> {
+async function openUpstream(streams: HubStreams, allowed: Authorized, first?: Buffer): Promise<MuxStream> {
   const cluster = allowed.cluster.name;
   try {
-    return await streams.open(cluster, allowed.target);
+    return await streams.open(cluster, allowed.target, { first });
   } catch (err) {
     if (allowed.delegatedRefusal !== null && isTunnelError(err, 'STREAM_REFUSED')) {
       const reason = err.message.replace(/^@upstream(\?[^:]*)?: /, '');
@@ -337,20 +337,20 @@ export function handleProxyUpgrade(
     pipes.hold(allowed.key, socket);
     const hop = await hopFor(deps.mesh, origin, allowed.cluster);
     if (hop && deps.mesh?.node) return forwardUpgrade(deps.mesh.node.hopTo(hop, req), req, { socket, head });
-    const stream: MuxStream = await openUpstream(streams, allowed);
-    stream.on('error', () => {});
-    if (socket.destroyed) return void stream.destroy();
-    stats.upgrades++;
     const hdrs = upstreamHeaders(req, framing);
     const upgrade = req.headers.upgrade ?? '';
     let text = `${req.method ?? 'GET'} ${p.upstreamPath} HTTP/1.1\r\n`;
     for (let i = 0; i + 1 < hdrs.length; i += 2) text += `${hdrs[i]}: ${hdrs[i + 1]}\r\n`;
     text += `connection: Upgrade\r\nupgrade: ${upgrade}\r\n\r\n`;
+    // The re-written head (and what followed it) travels with the open: no round trip before it leaves.
+    const first = Buffer.concat([Buffer.from(text), head]);
+    const stream: MuxStream = await openUpstream(streams, allowed, first);
+    stream.on('error', () => {});
+    if (socket.destroyed) return void stream.destroy();
+    stats.upgrades++;
     const session = sessionTarget(p.upstreamPath);
     if (session)
       auditSession({ ctx, req, key: allowed.key, cluster: p.cluster, target: session, socket, stream });
-    stream.write(text);
-    if (head.length > 0) stream.write(head);
     splice(stream, socket, (e) => new TunnelError('STREAM_RESET', `client: ${e.message}`));
   })().catch((err: unknown) => {
     const e = asTunnelError(err);

@@ -106,6 +106,7 @@ async function tierApp(
     metrics,
     drain: p.drain,
     proxyProtocol: p.config.proxyProtocol,
+    ticketSecret: p.config.mesh.key,
   });
   // Request log lines name the client (a relay-mode replica takes no mesh requests: no key).
   decorateClientAddress(relayApp.app, null);

@@ -165,6 +165,8 @@ export interface ArqStats {
   probesSent: number;
   /** WASKs sent behind new data to ask for ACKs at once (a window too small for the peer's ACK policy). */
   ackAsks: number;
+  /** 'silent' events: a resend was due with nothing heard from the peer for half an RTO. */
+  silences: number;
 }
 
 export function newArqStats(): ArqStats {
@@ -181,5 +183,6 @@ export function newArqStats(): ArqStats {
     dropped: { duplicate: 0, window: 0, bytes: 0, reassembly: 0, reentrant: 0 },
     probesSent: 0,
     ackAsks: 0,
+    silences: 0,
   };
 }

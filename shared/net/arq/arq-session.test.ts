@@ -117,6 +117,35 @@ describe('ArqSession over a faulty path', () => {
     expect(closed).toBe(false);
   });
 
+  it("emits 'silent' once when a blackout starves its resends of answers, and not on a path that loses some", () => {
+    const lossy = setup({ latencyMs: 15, seed: 5, loss: 0.05 });
+    const lossyRx = collect(lossy.b);
+    const some = randomBytes(1_000_000);
+    pumpInto(lossy.a, some, 16_384);
+    runUntil(lossy.clock, () => lossyRx.length() >= some.length, 60_000);
+    expect(lossy.a.stats.retransmitsTimeout + lossy.a.stats.retransmitsFast).toBeGreaterThan(0);
+    expect(lossy.a.stats.silences).toBe(0);
+
+    const { clock, a, b, p } = setup({ latencyMs: 15, seed: 3 });
+    const data = randomBytes(3_000_000);
+    const rx = collect(b);
+    const silentAt: number[] = [];
+    a.on('silent', () => silentAt.push(clock.now()));
+    pumpInto(a, data, 16_384);
+    runUntil(clock, () => rx.length() > 1_000_000, 60_000);
+    expect(silentAt).toEqual([]);
+    const t = clock.now();
+    p.ab.addBlackout(t, t + 2_000);
+    p.ba.addBlackout(t, t + 2_000);
+    clock.advance(1_990);
+    expect(silentAt.length).toBe(1);
+    // Within a few RTTs (RTT 30 ms; the first resend is due an RTO after the oldest unanswered send).
+    expect((silentAt[0] ?? Number.POSITIVE_INFINITY) - t).toBeLessThanOrEqual(a.rtoMs + 60);
+    runUntil(clock, () => rx.length() >= data.length, 120_000);
+    expect(sha(rx.bytes())).toBe(sha(data));
+    expect(a.stats.silences).toBe(1);
+  });
+
   it('survives MTU changes mid-transfer (in-flight segments larger than the new MTU are fragmented)', () => {
     const { clock, a, b, p } = setup({ latencyMs: 10, seed: 9, loss: 0.02 }, { mtu: 65_000 });
     const data = randomBytes(6_000_000);

@@ -7,7 +7,10 @@
  * into buffers of their own, pooled when large: send-queue.ts); input() keeps views into the given datagram
  * (delivered data are views into it). Neither buffer may be reused by the caller. Datagrams handed to
  * output() may come from a pool (datagram-writer.ts): only the bottom of the send path gives them back.
- * Events: 'data' (Buffer, in order), 'drain', 'error' (TunnelError; only if someone listens), 'close' (err?).
+ * Events: 'data' (Buffer, in order), 'drain', 'error' (TunnelError; only if someone listens), 'close' (err?),
+ * 'silent' (a retransmission timeout came while nothing at all had arrived from the peer for half an RTO or more:
+ * the path may have died; emitted once until the next datagram arrives, before that timeout's resends go out, so a
+ * listener that moves the path moves them too).
  */
 import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -101,6 +104,8 @@ export class ArqSession extends EventEmitter {
   /** The data of the ACK segment being put (its delay), reused. */
   readonly #ackData = Buffer.alloc(ACK_DELAY_BYTES);
   #lastRecvAt: number;
+  /** 'silent' was emitted and no datagram arrived since. */
+  #silentNoted = false;
   #flushing = false;
   #reentrant: Buffer[] = [];
   readonly #header: SegmentHeader = { conv: 0, cmd: 0, inc: 0, wnd: 0, ts: 0, sn: 0, una: 0, len: 0 };
@@ -354,6 +359,7 @@ export class ArqSession extends EventEmitter {
     if (off < datagram.length && off + SEG_HEADER > datagram.length) this.stats.garbage.short++;
     if (!valid) return;
     this.#lastRecvAt = now;
+    this.#silentNoted = false;
     if (maxAck >= 0) {
       const { fastResend, fastLimit } = this.#config;
       if (this.#sendWindow.fastScan(maxAck, maxAckTs, fastResend, fastLimit, this.#fast) > 0) {
@@ -439,6 +445,7 @@ export class ArqSession extends EventEmitter {
       }
     }
     if (now >= sw.nextResendAt) {
+      this.#noteSilence(now);
       // With congestion control only the first few expired segments go now (TCP resends one); the others
       // are marked lost and resent above as acknowledgements open the window.
       const burst = this.#config.congestionControl ? TIMEOUT_BURST : Number.POSITIVE_INFINITY;
@@ -450,6 +457,15 @@ export class ArqSession extends EventEmitter {
       if (expired) this.#congestion.onTimeout(sw.inFlight, sw.sndNxt);
     }
     this.#writer.finish();
+  }
+
+  /** A resend is due and nothing arrived for half an RTO or more: 'silent', once until the next datagram. */
+  #noteSilence(now: number): void {
+    if (this.#silentNoted || this.#sendWindow.inFlight === 0) return;
+    if (now - this.#lastRecvAt < this.#rtt.rto / 2) return;
+    this.#silentNoted = true;
+    this.stats.silences++;
+    this.emit('silent');
   }
 
   /** Zero-window probing: WASK after probeWait (x1.5 each time) while the peer advertises 0 and data waits. */

@@ -10,8 +10,10 @@
  *    4   2  len     u16  bytes of UTF-8 text that follow (OPEN: target "host:port", 1..1024; REPLY: reason, 0..1024)
  *    6 len  text
  *
- * After an OK reply the stream carries the application's bytes both ways. After any other reply the
- * acceptor half-closes and the opener destroys the stream.
+ * The opener may send its first application bytes right after the OPEN, before the reply (`first`): the
+ * acceptor leaves them in the stream until its target is reached. After an OK reply the stream carries the
+ * application's bytes both ways. After any other reply the acceptor half-closes and the opener destroys the
+ * stream (bytes it sent early are dropped with it).
  */
 import type { Clock } from '../../clock.js';
 import { type ErrorCode, TunnelError } from '../../errors.js';
@@ -139,20 +141,31 @@ const REFUSAL_CODES: Record<number, ErrorCode> = {
   [OPEN_BAD_REQUEST]: 'BAD_INPUT',
 };
 
+export interface OpenTargetOptions {
+  clock: Clock;
+  timeoutMs?: number;
+  /**
+   * The opener's first bytes, sent with the OPEN in one write (no round trip before they leave): the acceptor
+   * reads them after the OPEN, passes them on once its target answered, and drops them with the stream when it
+   * refuses.
+   */
+  first?: Buffer;
+}
+
 /**
- * Opens a stream to `target` ("host:port"): sends OPEN and waits for the REPLY. Resolves with the stream
- * (bytes after the reply stay readable) or rejects with STREAM_REFUSED / UPSTREAM_FAILED / BAD_INPUT
+ * Opens a stream to `target` ("host:port"): sends OPEN (and `first`) and waits for the REPLY. Resolves with the
+ * stream (bytes after the reply stay readable) or rejects with STREAM_REFUSED / UPSTREAM_FAILED / BAD_INPUT
  * carrying the acceptor's reason, or TIMEOUT.
  */
 export async function openTarget(
   session: MuxSession,
   target: string,
-  opts: { clock: Clock; timeoutMs?: number },
+  opts: OpenTargetOptions,
 ): Promise<MuxStream> {
   const req = encodeOpenMessage(OPEN_TYPE_REQUEST, 0, target);
   if (target.length === 0) throw new TunnelError('BAD_INPUT', 'open-target: empty target');
   const s = session.open();
-  s.write(req);
+  s.write(opts.first && opts.first.length > 0 ? Buffer.concat([req, opts.first]) : req);
   try {
     const msg = await readOpenMessage(s, opts.clock, opts.timeoutMs ?? 30_000);
     if (msg.type !== OPEN_TYPE_REPLY) {

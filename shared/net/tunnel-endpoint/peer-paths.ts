@@ -114,10 +114,18 @@ export class PeerPaths implements Endpoint {
     this.#tracker = tracker;
   }
 
-  /** Endpoint.authenticated: the peer's WireGuard state accepted a datagram that came this way. */
+  /** When (monotonic ms) a datagram from the peer last authenticated on the direct path (the endpoint sets it). */
+  directHeardAt = Number.NEGATIVE_INFINITY;
+
+  /**
+   * Endpoint.authenticated: the peer's WireGuard state accepted a datagram that came this way. A transport
+   * datagram over the relay goes to the owner only while the route is `direct` (the peer may have stopped hearing
+   * the direct path); otherwise it just marks the relayed path as the way the peer speaks.
+   */
   authenticated(source: DatagramSource | null, message: AuthenticatedMessage): void {
-    if (source === null && message === 'transport') this.arrivedOn('relayed');
-    else this.#onAuthenticated(this, source, message);
+    if (source === null && message === 'transport' && this.#steering?.route !== 'direct') {
+      this.arrivedOn('relayed');
+    } else this.#onAuthenticated(this, source, message);
   }
 
   /** A datagram from the peer authenticated on its path of `kind`. */

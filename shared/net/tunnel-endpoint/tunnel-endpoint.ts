@@ -124,13 +124,25 @@ export interface DirectStats {
   opened: number;
   /** A direct path moved to a new address (roaming). */
   roamed: number;
+  /** The direct remote stopped being trusted because a peer's streams heard nothing back (their ARQ's 'silent'). */
+  silences: number;
+  /** ... because the peer's transport datagrams came over the relay while the direct path was quiet. */
+  relayedWhileDirect: number;
 }
+
+/**
+ * A transport datagram over the relay while the route is `direct` and nothing authenticated on the direct path for
+ * this long: the peer no longer hears (or uses) the direct path. Datagrams a peer copies to both paths while it
+ * confirms its remote arrive on the direct path too, well within this.
+ */
+export const DIRECT_QUIET_MS = 50;
 
 export class TunnelEndpoint {
   readonly device: Device<PeerPaths>;
   readonly paths: PathManager;
   readonly streams: StreamBinding;
-  readonly direct: DirectStats = { opened: 0, roamed: 0 };
+  readonly direct: DirectStats = { opened: 0, roamed: 0, silences: 0, relayedWhileDirect: 0 };
+  readonly #clock: Clock;
   /** Disco and path selection (the endpoint's `disco` option), else undefined. */
   readonly disco: DiscoPeers | undefined;
   /** The direct paths' MTU search (with disco and a UDP transport, unless `pmtu: false`). */
@@ -141,6 +153,7 @@ export class TunnelEndpoint {
 
   /** Throws BAD_CONFIG for bad device settings (mtu, maxPeers, timers), KEY_INVALID for a bad key. */
   constructor(o: TunnelEndpointOptions) {
+    this.#clock = o.clock;
     this.#onPacket = o.onPacket;
     this.#udp = o.udp;
     this.#directMtu = o.directMtu;
@@ -193,6 +206,7 @@ export class TunnelEndpoint {
       send: (p) => this.#sendApp(p),
       roomFor: (remote) => this.roomFor(remote),
       kindFor: (remote) => this.paths.forAddress(remote)?.path?.kind ?? 'relayed',
+      onSilent: (remote) => this.#streamsSilent(remote),
     });
   }
 
@@ -299,6 +313,18 @@ export class TunnelEndpoint {
     paths.reselect();
   }
 
+  /**
+   * The streams to a peer sent data and heard nothing back for half a retransmission timeout: while its route is
+   * `direct` the remote is no longer trusted, so the resends (and everything after) go over the relay too until
+   * the remote answers a ping again (PathSelector.distrustRemote), instead of waiting for the trust window.
+   */
+  #streamsSilent(remote: number): void {
+    const paths = this.paths.forAddress(remote);
+    if (paths?.path?.kind !== 'direct') return;
+    this.direct.silences++;
+    this.disco?.distrustRemote(paths.publicKey);
+  }
+
   /** A direct path's MTU changed: the peer's stream link follows while that path is its current one. */
   #mtuChanged(key: Buffer): void {
     const paths = this.paths.get(keyToBase64(key));
@@ -329,15 +355,24 @@ export class TunnelEndpoint {
    * Roaming: the peer is answered on the path (and UDP address) its latest authenticated datagram took. A
    * steered peer that initiates a handshake over the relay does not hear us on our direct remote (it
    * restarted, or its own route is not direct): its selector stops trusting that remote, so the response
-   * and what follows go over the relay too until the remote answers again.
+   * and what follows go over the relay too until the remote answers again. So does a transport datagram over
+   * the relay while the route is `direct` and nothing came on the direct path for DIRECT_QUIET_MS: the peer
+   * sends over the relay because its direct path went silent (its streams' 'silent'), and our answers (their
+   * ACKs) must take the relay too.
    */
   #authenticated(paths: PeerPaths, source: DatagramSource | null, message: AuthenticatedMessage): void {
+    const now = this.#clock.now();
     if (source === null) {
       if (message === 'initiation') this.disco?.distrustRemote(paths.publicKey);
+      else if (message === 'transport' && now - paths.directHeardAt >= DIRECT_QUIET_MS) {
+        this.direct.relayedWhileDirect++;
+        this.disco?.distrustRemote(paths.publicKey);
+      }
       paths.arrivedOn('relayed');
       return;
     }
     if (!this.#udp) return;
+    paths.directHeardAt = now;
     this.#directTo(paths, source);
     paths.arrivedOn('direct');
   }

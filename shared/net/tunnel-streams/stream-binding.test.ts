@@ -116,7 +116,7 @@ describe('StreamBinding', () => {
   it('a pending open fails at once with CLOSED when its session is dropped', async () => {
     const { hub, agent } = pair(() => {}); // the agent never answers the OPEN
     open.push(hub, agent);
-    const pending = hub.open(AGENT, 'svc:80', 10_000);
+    const pending = hub.open(AGENT, 'svc:80', { timeoutMs: 10_000 });
     await new Promise((r) => setTimeout(r, 50));
     const started = Date.now();
     hub.drop(AGENT);
@@ -166,7 +166,9 @@ describe('StreamBinding', () => {
       },
     });
     open.push(hub, agent);
-    await expect(hub.open(AGENT, 'svc:80', 5_000)).rejects.toMatchObject({ code: 'STREAM_RESET' });
+    await expect(hub.open(AGENT, 'svc:80', { timeoutMs: 5_000 })).rejects.toMatchObject({
+      code: 'STREAM_RESET',
+    });
     expect(agent.linkTotals().mux.refused.protocolViolation).toBe(1);
     expect(agent.streamCount).toBe(0);
   });

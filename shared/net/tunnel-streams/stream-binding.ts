@@ -48,6 +48,11 @@ export interface StreamBindingOptions {
   roomFor?: (remote: number) => PacketRoom;
   /** The kind of path towards a peer, consulted when a link starts (its ACK policy). Default 'relayed'. */
   kindFor?: (remote: number) => StreamPathKind;
+  /**
+   * The link to `remote` has data in flight and heard nothing from the peer for half a retransmission timeout
+   * (its ARQ's 'silent'): the path below may have died. Called before that timeout's resends go out.
+   */
+  onSilent?: (remote: number) => void;
   /** server: whether datagrams from `remote` may start a session (default: any). */
   accept?: (remote: number) => boolean;
   /** server: a new inbound stream, which the handler owns (reads it or ends it). Absent: inbound streams are refused. */
@@ -149,8 +154,12 @@ export class StreamBinding {
     return true;
   }
 
-  /** client: a stream to `target` on `remote`, through its live link or a new one. */
-  async open(remote: number, target: string, timeoutMs = DEFAULT_OPEN_TIMEOUT_MS): Promise<MuxStream> {
+  /** client: a stream to `target` on `remote` (with `first` bytes sent along), through its live link or a new one. */
+  async open(
+    remote: number,
+    target: string,
+    opts: { timeoutMs?: number; first?: Buffer } = {},
+  ): Promise<MuxStream> {
     if (this.#closed) throw new TunnelError('CLOSED', 'stream binding is closed');
     let link = this.#links.get(remote);
     if (!link || link.closed || link.mux.closed) {
@@ -158,7 +167,8 @@ export class StreamBinding {
       link = this.#start(remote, this.#newConv());
       if (!link) throw new TunnelError('LIMIT_EXCEEDED', `stream links: ${this.#max} peers already`);
     }
-    return openTarget(link.mux, target, { clock: this.#options.clock, timeoutMs });
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;
+    return openTarget(link.mux, target, { clock: this.#options.clock, timeoutMs, first: opts.first });
   }
 
   /** The path towards a peer changed (its kind or its MTU): its live link follows. */
@@ -211,6 +221,8 @@ export class StreamBinding {
     });
     this.#links.set(remote, link);
     this.stats.linksStarted++;
+    const onSilent = o.onSilent;
+    if (onSilent) link.arq.on('silent', () => onSilent(remote));
     link.on('close', () => {
       if (this.#links.get(remote) === link) this.#links.delete(remote);
       addLinkTotals(this.#closedTotals, link);
