@@ -92,9 +92,11 @@ describe('GET /api/v1/events', () => {
       const readyAt = await stream.waitFor((e) => e.event === 'ready', 15_000, 'ready');
       const snapshot = stream.events.slice(0, stream.events.indexOf(readyAt));
       expect(snapshot.map((e) => e.event)).toEqual(['cluster']);
-      // GET adds whether the agent impersonates there (read from the values); the feed does not carry it.
-      const { impersonation, ...got } = (await call('GET', '/api/v1/clusters/before')).body;
+      // GET adds whether the agent impersonates there (read from the values) and the list of its agents; the feed
+      // carries neither (only the agent counts).
+      const { impersonation, agents, ...got } = (await call('GET', '/api/v1/clusters/before')).body;
       expect(impersonation).toBe('on');
+      expect(agents).toEqual([]);
       expect(JSON.parse(snapshot[0]!.data)).toEqual(got);
 
       const created = await createCluster('edge');

@@ -51,9 +51,11 @@ describe('events feed on two PostgreSQL replicas', () => {
       expect((await call(a, 'POST', '/api/v1/clusters', { name: 'from-a' })).status).toBe(201);
       const seen = await stream.waitFor((e) => e.data.includes('"name":"from-a"'), 10_000, 'from-a on b');
       console.log(`events replicas: a create on a reached b's stream in ${seen.at - createdAt} ms`);
-      // The feed carries what GET /api/v1/clusters/NAME does, but for `impersonation` (that route's alone).
-      const { impersonation, ...got } = (await call(b, 'GET', '/api/v1/clusters/from-a')).body;
+      // The feed carries what GET /api/v1/clusters/NAME does, but for `impersonation` and the `agents` list (that
+      // route's alone; the feed has the agent counts).
+      const { impersonation, agents, ...got } = (await call(b, 'GET', '/api/v1/clusters/from-a')).body;
       expect(impersonation).toBe('on');
+      expect(agents).toEqual([]);
       expect(JSON.parse(seen.data)).toEqual(got);
 
       expect((await call(a, 'DELETE', '/api/v1/clusters/from-a')).status).toBe(200);

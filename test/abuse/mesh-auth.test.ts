@@ -45,7 +45,10 @@ beforeAll(async () => {
   buildIfStale();
   fleet = await startReplicaFleet('abuse-mesh');
   meshKeyText = readFileSync(fleet.files.meshKeyFile, 'utf8').trim();
-  upstream = http.createServer((_req, res) => {
+  upstream = http.createServer((req, res) => {
+    // The agent asks its upstream for the cluster's facts itself (tunnel-client/dialer/cluster-facts.ts): not
+    // a request the relay forwarded.
+    if (req.url === '/version' || req.url?.startsWith('/api/v1/nodes')) return void res.writeHead(404).end();
     upstreamHits++;
     res.end('reached the upstream');
   });
