@@ -65,6 +65,7 @@ describe('agent replicas in the console', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('#clusters-title').waitFor();
     await page.getByRole('button', { name: 'Connect cluster' }).click();
+    await page.getByLabel('Display Name').fill('Edge set');
     await page.getByLabel('Kubernetes Name (ID)').fill(NAME);
     await page.getByLabel('Agent replicas').fill('11');
     expect(await page.locator('#agent-replicas-help').textContent()).toContain('1 to 10');
