@@ -47,7 +47,7 @@ export async function pollUntil<T>(opts: PollOptions<T>): Promise<{ value: T; el
     try {
       const value = await opts.read();
       if (opts.until(value)) return { value, elapsedMs: Date.now() - start };
-      last = `last value: ${JSON.stringify(value)?.slice(0, 500)}`;
+      last = `last value: ${JSON.stringify(value)?.slice(0, 1500)}`;
     } catch (err) {
       last = `last error: ${err instanceof Error ? err.message : String(err)}`;
     }
