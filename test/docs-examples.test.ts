@@ -5,8 +5,9 @@
  * own commander trees with every action replaced by nothing. An unknown command or flag, a missing flag value or a
  * missing argument fails the test, naming the file and line. Values are not judged: the docs write placeholders
  * (`sha256:...`, `NAME`), and a lone `...` stands for more flags. A line followed by `error ...` shows a
- * mistake on purpose and is skipped, as are synopsis lines (with `[...]` optional parts) are skipped. curl examples of the hub's CONNECT
- * entry (fenced, or inline code) must tunnel (`-p`) and say how the relay's certificate is trusted (`--proxy-insecure` or `--proxy-cacert`).
+ * mistake on purpose and is skipped, as are synopsis lines (with `[...]` optional parts). curl examples of the
+ * hub's CONNECT entry (fenced, or inline code) must tunnel (`-p`) and say how the relay's certificate is trusted
+ * (`--proxy-insecure` or `--proxy-cacert`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
