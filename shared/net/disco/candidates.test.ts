@@ -106,6 +106,25 @@ describe('candidate gatherer', () => {
     g.stop();
   });
 
+  it('keeps the last reflexive address through unanswered rounds; a network change forgets it', () => {
+    let list = HOST;
+    const { g, clock, answer } = fakeGatherer({ interfaces: () => list });
+    const mapping = { host: '198.51.100.4', port: 61000 };
+    g.start();
+    answer('203.0.113.1', mapping);
+    answer('203.0.113.2', mapping);
+    expect(g.current).toMatchObject({ stun: 'ok', reflexive: mapping });
+    clock.advance(20_000 + 3_000); // the next round, unanswered (UDP dropped for a while)
+    expect(g.current.stun).toBe('no-answer');
+    expect(g.current.reflexive).toEqual(mapping);
+    expect(g.current.candidates[0]).toEqual(mapping);
+    list = { eth0: [iface('192.168.7.7')] };
+    clock.advance(5_000);
+    expect(g.current.reflexive).toBeUndefined();
+    expect(g.current.candidates).toEqual([{ host: '192.168.7.7', port: 4000 }]);
+    g.stop();
+  });
+
   it('refreshes every 20 s and at once when the interfaces change', () => {
     let list = HOST;
     const { g, sent, clock, changes, answer } = fakeGatherer({ interfaces: () => list });

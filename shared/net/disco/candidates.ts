@@ -9,7 +9,9 @@
  * calls refresh(). With two or more STUN servers (or two ports of one), answers that differ mean the NAT maps
  * the socket differently per destination: hole punching will not work with it (`varies`). A round no server
  * answered (UDP blocked) waits twice as long for the next, up to 16 x `refreshMs` (5 min 20 s by default), so
- * a network without UDP gets next to no STUN traffic; an answer or a network change ends the back-off.
+ * a network without UDP gets next to no STUN traffic; an answer or a network change ends the back-off. Such a
+ * round keeps the last reflexive address listed (the mapping did not move because STUN went unanswered); a
+ * network change forgets it.
  * `onChange` hears of every change of the candidate list or the STUN verdict.
  */
 import { randomBytes } from 'node:crypto';
@@ -175,7 +177,9 @@ export class CandidateGatherer {
     const first = answers[0];
     this.#unanswered = first ? 0 : this.#unanswered + 1;
     if (!first) this.#armRefresh();
-    this.#reflexive = first;
+    // A round nobody answered leaves the last mapping listed: a STUN outage (or UDP dropped for a while) does not
+    // move the NAT's mapping, and a peer that still knows it can reach us the moment UDP passes again.
+    if (first) this.#reflexive = first;
     this.#stun = !first ? 'no-answer' : answers.every((a) => sameAddress(a, first)) ? 'ok' : 'varies';
     this.#emit();
   }
@@ -208,6 +212,8 @@ export class CandidateGatherer {
     this.#signature = signature;
     this.#local = localCandidates(list, this.#options.bindAddress, this.#options.port);
     this.#unanswered = 0;
+    // Another network: the old mapping means nothing there.
+    this.#reflexive = undefined;
     if (first) return;
     this.#emit();
     this.refresh();

@@ -265,6 +265,58 @@ describe('path selector', () => {
     expect(noticed).toBeLessThanOrEqual(3_000);
   });
 
+  it('an idle peer that fell back retries at a back-off: a short outage is over within seconds', () => {
+    for (const outageMs of [1_000, 3_000, 8_000, 20_000]) {
+      const sim = new Sim();
+      sim.link(A, true);
+      sim.sel.setCandidates([A]);
+      sim.poll();
+      sim.clock.advance(40_000); // idle and direct
+      expect(sim.sel.route).toBe('direct');
+      sim.link(A, false);
+      expect(sim.until(60_000, () => sim.sel.route === 'relayed')).toBeDefined();
+      sim.clock.advance(outageMs);
+      sim.link(A, true);
+      const back = sim.until(30_000, () => sim.sel.route === 'direct');
+      expect(back).toBeDefined();
+      // The retries' gaps grow to half the time since the fallback: found within about half the outage again,
+      // plus the streak of 2 a path that fell back needs.
+      expect(back).toBeLessThanOrEqual(outageMs / 2 + 6_000);
+    }
+  });
+
+  it('an idle peer whose direct path stays down pings at keepalive pace after the first retries', () => {
+    const sim = new Sim();
+    sim.link(A, true);
+    sim.sel.setCandidates([A]);
+    sim.poll();
+    sim.clock.advance(40_000);
+    sim.link(A, false);
+    expect(sim.until(60_000, () => sim.sel.route === 'relayed')).toBeDefined();
+    const fellBackAt = sim.clock.now();
+    sim.clock.advance(30_000);
+    expect(sim.udpPingsTo(A, fellBackAt)).toBeLessThanOrEqual(8); // gaps of 2, 2, 2, 3, 4.5, 7, 10 s
+    const later = sim.clock.now();
+    sim.clock.advance(100_000);
+    expect(sim.udpPingsTo(A, later)).toBeLessThanOrEqual(5); // 100 s at 25 s
+  });
+
+  it('STUN answering again while not direct (UDP passes again) pings the candidates at once', () => {
+    const sim = new Sim();
+    sim.link(A, false);
+    sim.sel.setCandidates([A]);
+    sim.poll();
+    sim.clock.advance(40_000);
+    sim.sel.setConditions({ stun: 'no-answer' });
+    sim.clock.advance(5_000);
+    const from = sim.clock.now();
+    sim.link(A, true);
+    sim.sel.setConditions({ stun: 'ok' });
+    sim.poll();
+    expect(sim.udpPingsTo(A, from)).toBe(1);
+    expect(sim.until(5_000, () => sim.sel.route === 'direct')).toBeDefined();
+  });
+
   it('stays direct, recording no switch, each time an idle peer wakes and its path still answers', () => {
     const sim = new Sim();
     sim.link(A, true, 50);

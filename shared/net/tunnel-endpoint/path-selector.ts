@@ -211,7 +211,9 @@ export class PathSelector {
     const wasAllowed = this.udpAllowed;
     const stunChanged = c.stun !== undefined && c.stun !== this.#conditions.stun;
     this.#conditions = { ...this.#conditions, ...c };
-    if (stunChanged && this.#gaveUp && this.udpAllowed) this.#startConfirming();
+    // A new verdict after giving up, or STUN answering again (UDP passes again) while not direct: try now.
+    const stunBack = stunChanged && c.stun === 'ok' && this.#route !== 'direct';
+    if (stunChanged && (this.#gaveUp || stunBack) && this.udpAllowed) this.#startConfirming();
     if (wasAllowed === this.udpAllowed) return;
     if (this.udpAllowed) this.#startConfirming();
     this.#evaluate();
@@ -534,12 +536,25 @@ export class PathSelector {
   }
 
   #intervalFor(c: Candidate, now: number): number {
-    if (!this.#busy(now))
-      return this.#route !== 'direct' && c === this.#best
-        ? this.#timers.directPingMs
-        : this.#timers.idlePingMs;
+    if (!this.#busy(now)) {
+      if (this.#route !== 'direct' && c === this.#best) return this.#timers.directPingMs;
+      return this.#route === 'direct' ? this.#timers.idlePingMs : this.#retryInterval(c);
+    }
     if (c === this.#best) return this.#timers.directPingMs;
     return this.#route === 'direct' ? this.#timers.backgroundPingMs : this.#timers.candidatePingMs;
+  }
+
+  /**
+   * An idle peer off the direct path pings at keepalive pace, except after a fallback: then each candidate's
+   * next ping waits half as long as its last one came after the fallback (at least 2 s: about 2, 2, 2, 3, 4.5,
+   * 7, 10, 15, 22 s, then keepalive pace), so a path that was down for a moment is found again within half that
+   * moment again, and one that stays down costs a dozen pings more.
+   */
+  #retryInterval(c: Candidate): number {
+    const idle = this.#timers.idlePingMs;
+    if (this.#fallbacks === 0) return idle;
+    if (c.lastPingAt < this.#lastFallbackAt) return this.#timers.candidatePingMs;
+    return Math.min(idle, Math.max(this.#timers.candidatePingMs, (c.lastPingAt - this.#lastFallbackAt) / 2));
   }
 
   #answered(c: Candidate, rttMs: number, now: number): void {
