@@ -1,8 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
 // Unit tests sit beside the code (*.test.ts); integration tests (real processes, sockets and
-// network namespaces) live in test/. Integration suites touch shared host resources
-// (namespaces, wireguard-go's UAPI socket directory), so files run one at a time there.
+// network namespaces) live in test/. Integration files run one at a time within a lane: they start
+// relays, agents and routers whose timing other heavy work would disturb. A second lane runs beside
+// the first: the files that spend nearly all their time waiting on keepalive-pace timers (an idle
+// agent's 25 s probes, a fallback noticed at that pace, a log watched for 35 s) and use next to no
+// CPU meanwhile. Every name a test creates on the host is unique per process (test/helpers/names.ts),
+// and test/global-setup.ts compiles dist/ once before either lane starts.
+const WAITING_LANE = [
+  'test/idle-cost.test.ts',
+  'test/direct-path-nat.test.ts',
+  'test/direct-path-hub-nat.test.ts',
+  'test/agent-logs.test.ts',
+  'test/direct-path-cli-reason.test.ts',
+];
+
+const integration = {
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  fileParallelism: false,
+  globalSetup: ['test/global-setup.ts'],
+};
+
 export default defineConfig({
   test: {
     projects: [
@@ -20,12 +39,14 @@ export default defineConfig({
       },
       {
         test: {
+          ...integration,
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          testTimeout: 60_000,
-          hookTimeout: 60_000,
-          fileParallelism: false,
+          exclude: [...WAITING_LANE, '**/node_modules/**'],
         },
+      },
+      {
+        test: { ...integration, name: 'integration-waiting', include: WAITING_LANE },
       },
     ],
   },

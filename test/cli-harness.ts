@@ -3,44 +3,17 @@
  * binaries, start and stop `tunnel-relay serve`, and clean up every process and directory.
  */
 
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import dgram from 'node:dgram';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import { NODE_FLAGS } from '../shared/kit/node-flags.js';
+import { RELAY_BIN } from './helpers/build.js';
 import { pollUntil, sleep } from './helpers/wait.js';
 
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-export const RELAY_BIN = join(ROOT, 'dist/relay/cli/main.js');
-export const CLIENT_BIN = join(ROOT, 'dist/tunnel-client/cli/main.js');
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(p));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts'))
-      newest = Math.max(newest, statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-/** Runs `npm run build` when a binary is missing or older than any source it is built from. */
-export function buildIfStale(): void {
-  const built = Math.min(...[RELAY_BIN, CLIENT_BIN].map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)));
-  const src = Math.max(...['shared', 'relay', 'tunnel-client'].map((d) => newestMtime(join(ROOT, d))));
-  if (built >= src) return;
-  try {
-    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
-  } catch {
-    // Type errors elsewhere in the tree still emit JavaScript; the binaries' existence is what matters.
-  }
-  if (!existsSync(RELAY_BIN) || !existsSync(CLIENT_BIN))
-    throw new Error('build did not produce the binaries');
-}
+export { buildIfStale, CLIENT_BIN, RELAY_BIN, ROOT } from './helpers/build.js';
 
 export interface RunResult {
   readonly code: number | null;
