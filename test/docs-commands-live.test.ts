@@ -371,6 +371,24 @@ describe('every documented command, run against a live relay', () => {
     expect(failures).toEqual([]);
   });
 
+  it("the hub's `cluster create local-cluster --print-install-command | sh` after a failed apply: the retry says what to run, and that works", async () => {
+    // kubectl points at no cluster: the apply fails after curl spent the one-time link.
+    const toNowhere = '| KUBECONFIG=/nonexistent/kubeconfig sh';
+    const documented = 'tunnel-relay cluster create local-cluster --print-install-command | sh';
+    const first = await shell.run(documented.replace('| sh', toNowhere), { ms: 60_000 });
+    expect(first.out).toMatch(/^error: .*(?:connection refused|openapi)/m);
+    const again = await shell.run(documented.replace('| sh', toNowhere), { ms: 60_000 });
+    const hint = 'tunnel-relay cluster rotate-psk local-cluster --print-install-command | sh';
+    expect(again.out.trim()).toBe(
+      `error CONFLICT: cluster "local-cluster" already exists; for a new install command (the old link and PSK stop working) run '${hint}'`,
+    );
+    // The hint as printed, with kubectl reading the manifests locally (no Kubernetes API server here).
+    const local = "sed 's/kubectl apply -f -$/kubectl label --local -f - -o name tunnel-test=seen/' | sh";
+    const fixed = await shell.run(hint.replace('| sh', `| ${local}`), { ms: 60_000 });
+    expect(fixed.code, fixed.out).toBe(0);
+    expect(fixed.out).toContain('secret/tunnel-client-join');
+  }, 120_000);
+
   it('each other documented command exits as the docs say and prints the shape they show', async () => {
     const failures: string[] = [];
     for (const group of runOrder()) {
