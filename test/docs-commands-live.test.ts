@@ -8,9 +8,13 @@
  * replaced by the set-up's values (SUBSTITUTIONS); it must exit 0, or non-zero when the docs show an `error` under
  * it, and its output must have the shape the docs show (test/helpers/docs-output-shape.ts). Commands the set-up
  * cannot serve are in NOT_RUN with the reason; the test fails when that list names a command the docs no longer show,
- * and when a documented command is neither run nor listed.
+ * and when a documented command is neither run nor listed. The curl examples through the CONNECT entry run too, to a
+ * plain HTTP server the agent allows (`--allow`), and the `| sh` install flow's retry after a failed apply.
  */
+import { once } from 'node:events';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRelayProgram } from '../relay/cli/program.js';
@@ -22,6 +26,7 @@ import {
   DOC_FILES,
   type DocCommand,
   documentedCommands,
+  documentedConnectCurls,
   namesAFlag,
   namesOnlyACommand,
   shellWords,
@@ -140,6 +145,10 @@ let shell: UserShell;
 let api: KubeApiServer;
 let relay: ShellRun;
 let agent: ShellRun;
+/** A plain HTTP server on the agent's side, allowed with --allow, for the CONNECT examples. */
+let web: Server;
+let webPort: number;
+const WEB_ANSWER = 'hello from the agent side';
 /** What the set-up's own documented commands printed, by command line. */
 const setUpOutput = new Map<string, { code: number | null; out: string }>();
 
@@ -239,7 +248,8 @@ async function startAgent(): Promise<void> {
   setUpOutput.set(CREATE, created);
   expect(created.code, created.out).toBe(0);
   const joinLine = match(created.out, /^\s+(TUNNEL_CLIENT_PSK=\S+ tunnel-client join .*)$/m, 'join command');
-  const joined = await shell.run(`${joinLine} --upstream https://kubernetes.default.svc --wait`, {
+  const upstream = `--upstream https://kubernetes.default.svc --allow 127.0.0.1:${webPort}`;
+  const joined = await shell.run(`${joinLine} ${upstream} --wait`, {
     ms: 60_000,
   });
   expect(joined.code, joined.out).toBe(0);
@@ -276,6 +286,10 @@ beforeAll(async () => {
   buildIfStale();
   const root = tempDir('docs-commands-');
   const saDir = await startKubeApi(root);
+  web = createServer((_req, res) => res.end(WEB_ANSWER));
+  web.listen(0, '127.0.0.1');
+  await once(web, 'listening');
+  webPort = (web.address() as AddressInfo).port;
   shell = userShell(root, saDir);
   await startRelay(root);
   await startAgent();
@@ -287,6 +301,7 @@ afterAll(async () => {
   if (relay) await shell.stop(relay);
   shell?.stopAll();
   await api?.close();
+  web?.close();
   await cleanup();
 });
 
@@ -388,6 +403,24 @@ describe('every documented command, run against a live relay', () => {
     expect(fixed.code, fixed.out).toBe(0);
     expect(fixed.out).toContain('secret/tunnel-client-join');
   }, 120_000);
+
+  it('the curl examples through the CONNECT entry run as written', async () => {
+    const curls = DOC_FILES(ROOT).flatMap((f) => documentedConnectCurls(ROOT, f));
+    expect(curls.length).toBeGreaterThan(0);
+    const failures: string[] = [];
+    for (const c of curls) {
+      const line = substitute(c.line, [
+        [/https:\/\/relay:8443/g, setUp.url],
+        [/<key>/g, setUp.adminKey],
+        [/<name>/g, 'edge-1'],
+        [/<port>/g, String(webPort)],
+      ]);
+      const r = await shell.run(line);
+      if (r.code !== 0 || !r.out.includes(WEB_ANSWER))
+        failures.push(`${c.where}: ${line}\n  exit ${r.code}: ${r.out}`);
+    }
+    expect(failures).toEqual([]);
+  }, 60_000);
 
   it('each other documented command exits as the docs say and prints the shape they show', async () => {
     const failures: string[] = [];

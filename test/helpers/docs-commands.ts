@@ -130,3 +130,18 @@ export function namesAFlag(program: Command, words: string[]): boolean {
   const option = cmd.options.find((o) => o.long === last || o.short === last);
   return option === undefined || option.required || option.optional;
 }
+
+/** The curl commands through the hub's CONNECT entry (`-x` / `--proxy`) that `file` shows, inline or fenced. */
+export function documentedConnectCurls(root: string, file: string): DocCommand[] {
+  const lines = readFileSync(join(root, file), 'utf8').split('\n');
+  const out: DocCommand[] = [];
+  lines.forEach((text, i) => {
+    const spans = [...text.matchAll(/`(curl [^`]+)`/g)].map((m) => m[1] ?? '');
+    const fenced = /^\s*(?:\$ )?curl /.test(text) ? [text.replace(/^\s*(?:\$ )?/, '')] : [];
+    for (const line of [...spans, ...fenced]) {
+      if (shellWords(line).some((w) => w === '-x' || w === '--proxy'))
+        out.push({ where: `${file}:${i + 1}`, line, inline: spans.includes(line), output: [] });
+    }
+  });
+  return out;
+}
