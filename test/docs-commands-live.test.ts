@@ -35,6 +35,7 @@ import { missingShapes } from './helpers/docs-output-shape.js';
 import { requestFrom } from './helpers/from-source.js';
 import { type KubeApiServer, startKubeApiServer } from './helpers/kube-api/server.js';
 import { makeCaSignedCert } from './helpers/test-cert.js';
+import { startTinyproxy, type Tinyproxy } from './helpers/tinyproxy.js';
 import { type ShellRun, UserShell } from './helpers/user-shell.js';
 import { pollUntil } from './helpers/wait.js';
 
@@ -52,8 +53,6 @@ const NOT_RUN: Record<string, string> = {
     'applies to a Kubernetes cluster (test/manifests-cli.test.ts)',
   'tunnel-relay cluster create local-cluster --print-install-command | sh':
     'the install command it prints runs kubectl apply on the hub cluster',
-  'HTTPS_PROXY=http://proxy.corp:3128 tunnel-client egress --check':
-    'needs an HTTP CONNECT proxy (test/proxy-egress-cli.test.ts runs egress --check through tinyproxy)',
   'tunnel-relay serve --plain-http':
     'serves behind a TLS-terminating balancer, which this set-up has not (test/serve-plain-http.test.ts)',
   'tunnel-relay serve --stun-port N':
@@ -96,6 +95,7 @@ function exampleValues(): Array<[RegExp, string]> {
     [/0\.0\.0\.0:8443/g, '127.0.0.1:0'],
     [/\/var\/lib\/tunnel-relay/g, setUp.dataDir],
     [/192\.0\.2\.7/g, '127.0.0.7'],
+    [/http:\/\/proxy\.corp:3128/g, proxy.url()],
   ];
 }
 
@@ -147,6 +147,8 @@ let relay: ShellRun;
 let agent: ShellRun;
 /** A plain HTTP server on the agent's side, allowed with --allow, for the CONNECT examples. */
 let web: Server;
+/** The HTTP CONNECT proxy of the docs' proxy examples (tinyproxy, CONNECT to the relay's port only). */
+let proxy: Tinyproxy;
 let webPort: number;
 const WEB_ANSWER = 'hello from the agent side';
 /** What the set-up's own documented commands printed, by command line. */
@@ -292,6 +294,7 @@ beforeAll(async () => {
   webPort = (web.address() as AddressInfo).port;
   shell = userShell(root, saDir);
   await startRelay(root);
+  proxy = await startTinyproxy({ connectPorts: [Number(new URL(setUp.url).port)] });
   await startAgent();
   await failRegistrations();
 }, 180_000);
@@ -300,6 +303,7 @@ afterAll(async () => {
   if (agent) await shell.stop(agent);
   if (relay) await shell.stop(relay);
   shell?.stopAll();
+  await proxy?.stop();
   await api?.close();
   web?.close();
   await cleanup();
