@@ -390,6 +390,18 @@ describe('every documented command, run against a live relay', () => {
     expect(failures).toEqual([]);
   });
 
+  it('the JSON the docs show for `tunnel-client status` has the keys the running agent prints', async () => {
+    const cli = readFileSync(join(ROOT, 'docs/CLI.md'), 'utf8');
+    const section = cli.slice(cli.indexOf('\n### status\n'));
+    const block = /```json\n([\s\S]*?)\n```/.exec(section)?.[1];
+    expect(block, 'a ```json block under "### status"').toBeDefined();
+    const r = await shell.run('tunnel-client status --output json');
+    expect(r.code, r.out).toBe(0);
+    const printed = JSON.parse(r.out);
+    expect(printed.connected).toBe(true);
+    expect(Object.keys(JSON.parse(block ?? '{}')).sort()).toEqual(Object.keys(printed).sort());
+  });
+
   it("the hub's `cluster create local-cluster --print-install-command | sh` after a failed apply: the retry says what to run, and that works", async () => {
     // kubectl points at no cluster: the apply fails after curl spent the one-time link.
     const toNowhere = '| KUBECONFIG=/nonexistent/kubeconfig sh';
