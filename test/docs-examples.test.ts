@@ -9,13 +9,14 @@
  * hub's CONNECT entry (fenced, or inline code) must tunnel (`-p`) and say how the relay's certificate is trusted
  * (`--proxy-insecure` or `--proxy-cacert`).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Command, CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildRelayProgram } from '../relay/cli/program.js';
 import { buildClientProgram } from '../tunnel-client/cli/program.js';
 import { ROOT } from './cli-harness.js';
+import { DOC_FILES, shellWords } from './helpers/docs-commands.js';
 
 interface Example {
   where: string;
@@ -23,35 +24,7 @@ interface Example {
   env: Record<string, string>;
 }
 
-const FILES = [
-  'README.md',
-  ...readdirSync(join(ROOT, 'docs'))
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
-];
-
-/** Shell words of one command (quotes removed; `$VAR` and `$(...)` kept as written). */
-function shellWords(line: string): string[] {
-  const words: string[] = [];
-  let cur = '';
-  let quote: string | null = null;
-  let started = false;
-  for (const ch of line) {
-    if (quote) {
-      if (ch === quote) quote = null;
-      else cur += ch;
-    } else if (ch === "'" || ch === '"') {
-      quote = ch;
-      started = true;
-    } else if (/\s/.test(ch)) {
-      if (started || cur) words.push(cur);
-      cur = '';
-      started = false;
-    } else cur += ch;
-  }
-  if (started || cur) words.push(cur);
-  return words;
-}
+const FILES = DOC_FILES(ROOT);
 
 /** The commands of one (joined) code line that run tunnel-relay or tunnel-client. */
 function commandsOf(line: string, where: string): Example[] {

@@ -12,6 +12,7 @@ import {
   MIN_AGENT_REPLICAS,
 } from '../control/store/agent-replicas.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
+import { withClusterExistsHint } from './cluster-exists-hint.js';
 import { clusterListCommand } from './cluster-list.js';
 import { formatRtt, type PathDetail, pathCell, pathLines } from './path-text.js';
 
@@ -232,7 +233,9 @@ export function clusterCommand(): Command {
         };
         const res = await withClient(flags, (c) =>
           c.json<CreateResult>('POST', '/api/v1/clusters', { body }),
-        );
+        ).catch((err: unknown) => {
+          throw withClusterExistsHint(err, name, flags.printInstallCommand === true);
+        });
         printBootstrap(flags, res, 'created');
       },
     ),
