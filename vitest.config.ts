@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // relays, agents and routers whose timing other heavy work would disturb. A second lane runs beside
 // the first: the files that spend nearly all their time waiting on keepalive-pace timers (an idle
 // agent's 25 s probes, a fallback noticed at that pace, a log watched for 35 s) and use next to no
-// CPU meanwhile. Every name a test creates on the host is unique per process (test/helpers/names.ts),
+// CPU meanwhile, and the documented commands run one by one against a live relay (no timing asserted). Every name a test creates on the host is unique per process (test/helpers/names.ts),
 // and test/global-setup.ts compiles dist/ once before either lane starts.
 const WAITING_LANE = [
   'test/idle-cost.test.ts',
@@ -13,6 +13,7 @@ const WAITING_LANE = [
   'test/direct-path-hub-nat.test.ts',
   'test/agent-logs.test.ts',
   'test/direct-path-cli-reason.test.ts',
+  'test/docs-commands-live.test.ts',
 ];
 
 const integration = {
