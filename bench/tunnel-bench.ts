@@ -15,7 +15,8 @@
  * Real binaries (`tunnel-relay serve`, `tunnel-client join`, /usr/sbin/sshd, ssh). sshd runs with a
  * throw-away host key and a throw-away user key in a temp dir, only that key accepted, loopback only;
  * it needs root (it is skipped with a note otherwise) and `openssh-server` installed.
- * `node dist/bench/tunnel-bench.js [MiB per bulk download, default 256] [small-request samples, default 1000]`.
+ * `node dist/bench/tunnel-bench.js [MiB per bulk download, default 256] [small-request samples, default 1000]
+ * [rounds of (a), default 3] [--throughput-only]` (the last: (a) only).
  */
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -61,6 +62,8 @@ const MB = Number(process.argv[2] ?? '256');
 const SAMPLES = Number(process.argv[3] ?? '1000');
 /** Rounds of the throughput rows of (a). */
 const ROUNDS = Number(process.argv[4] ?? '3');
+/** `--throughput-only`: the rows of (a) and nothing else (an A/B of two builds, run after each other in turns). */
+const THROUGHPUT_ONLY = process.argv.includes('--throughput-only');
 const SSHD = '/usr/sbin/sshd';
 const BULK_CHILD = join(dirname(fileURLToPath(import.meta.url)), 'bulk-child.js');
 /** Streams of the parallel bulk download. */
@@ -428,6 +431,7 @@ async function main(): Promise<void> {
     );
     const figs = await measureInRounds(bulkPaths, ROUNDS);
     printThroughput(figs, { direct: DIRECT_TCP, ssh: SSH_R });
+    if (THROUGHPUT_ONLY) return;
     const medianOf = (name: string, pick: (f: RoundFigures) => number): number | undefined => {
       const f = figs.find((x) => x.name === name);
       return f ? median(f.rounds.map(pick)) : undefined;

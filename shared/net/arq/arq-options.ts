@@ -1,6 +1,7 @@
 /** Options, defaults and counters of an ArqSession. Every cap and timer is listed in docs/LIMITS.md. */
 import type { Clock } from '../../clock.js';
 import { TunnelError } from '../../errors.js';
+import type { ReceiveRun } from './receive-run.js';
 import { MAX_MTU, MIN_MTU } from './segment.js';
 
 export interface ArqOptions {
@@ -16,6 +17,11 @@ export interface ArqOptions {
    * clock timer. Pass setImmediate in production to avoid the timer's ~1 ms granularity.
    */
   defer?: (fn: () => void) => void;
+  /**
+   * The receive run a datagram may arrive in (receive-run.ts): fed inside one, the session flushes once at the
+   * run's end instead of after each datagram. Default: the process's; null: after each datagram.
+   */
+  run?: ReceiveRun | null;
   /** Send window in segments (default 2048). */
   sendWindow?: number;
   /** Receive window in segments (default 2048). */
@@ -79,7 +85,10 @@ export interface ArqOptions {
 }
 
 export type ArqConfig = Required<
-  Omit<ArqOptions, 'clock' | 'output' | 'conv' | 'mtu' | 'defer' | 'incarnation' | 'headroom' | 'tailroom'>
+  Omit<
+    ArqOptions,
+    'clock' | 'output' | 'conv' | 'mtu' | 'defer' | 'run' | 'incarnation' | 'headroom' | 'tailroom'
+  >
 >;
 
 export const ARQ_DEFAULTS: ArqConfig = {

@@ -11,6 +11,9 @@
  * 'silent' (a retransmission timeout came while nothing at all had arrived from the peer for half an RTO or more:
  * the path may have died; emitted once until the next datagram arrives, before that timeout's resends go out, so a
  * listener that moves the path moves them too).
+ * Fed inside a receive run (receive-run.ts: a GRO read's datagrams), the session flushes once at the run's end, so
+ * the run's ACKs leave together; fast retransmit counts the acknowledged segments above a hole, not the ACK
+ * datagrams, so fewer of them find a loss as soon.
  */
 import { randomInt } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -29,6 +32,7 @@ import { Congestion, RttEstimator } from './congestion.js';
 import { DatagramWriter, type SegmentFields } from './datagram-writer.js';
 import { InflightCap } from './inflight-cap.js';
 import { type AckPolicy, PendingAcks } from './pending-acks.js';
+import { type ReceiveRun, type RunFlushable, receiveRun } from './receive-run.js';
 import { RecvWindow } from './recv-window.js';
 import {
   ACK_DELAY_BYTES,
@@ -114,6 +118,11 @@ export class ArqSession extends EventEmitter {
   /** The header fields of the segment being put: one object reused for every put (no allocation per segment). */
   readonly #fields: SegmentFields = { cmd: 0, wnd: 0, ts: 0, sn: 0, una: 0, fragOffset: -1, fragTotal: 0 };
   readonly #pools: (size: number) => BufferPool;
+  readonly #run: ReceiveRun | null;
+  /** The sns acknowledged by the datagram being handled (reused). */
+  readonly #ackedSns: number[] = [];
+  /** What the receive run flushes at its end (one object per session). */
+  readonly #runFlush: RunFlushable = { flushRun: () => this.flush(false) };
 
   constructor(opts: ArqOptions & ArqPoolOptions) {
     super();
@@ -134,6 +143,7 @@ export class ArqSession extends EventEmitter {
       pools: this.#pools,
     });
     this.#defer = opts.defer;
+    this.#run = opts.run === undefined ? receiveRun : opts.run;
     this.#remoteWindow = cfg.recvWindow;
     this.#sendWindow = new SendWindow(cfg.initialSn);
     this.#recvWindow = new RecvWindow(cfg.recvWindow, cfg.recvBufferBytes, cfg.maxReassembly, cfg.initialSn);
@@ -308,7 +318,9 @@ export class ArqSession extends EventEmitter {
     const ts32 = tsAt(now);
     const unaBefore = this.#sendWindow.una;
     let valid = false;
-    let maxAck = -1;
+    const acked = this.#ackedSns;
+    acked.length = 0;
+    let maxAck = 0;
     let maxAckTs = 0;
     let off = 0;
     for (; off + SEG_HEADER <= datagram.length; off += SEG_HEADER + h.len) {
@@ -345,10 +357,11 @@ export class ArqSession extends EventEmitter {
           this.#cap.onRttSample(sample, now);
         }
         this.#sendWindow.onAck(h.sn);
-        if (maxAck < 0 || seqDiff(h.sn, maxAck) > 0) {
+        if (acked.length === 0 || seqDiff(h.sn, maxAck) > 0) {
           maxAck = h.sn;
           maxAckTs = h.ts;
         }
+        acked.push(h.sn);
       } else if (h.cmd === CMD_PUSH || h.cmd === CMD_PUSHF) {
         this.#onPush(h, datagram.subarray(off + SEG_HEADER, off + SEG_HEADER + h.len), now);
       } else if (h.cmd === CMD_WASK) {
@@ -360,9 +373,10 @@ export class ArqSession extends EventEmitter {
     if (!valid) return;
     this.#lastRecvAt = now;
     this.#silentNoted = false;
-    if (maxAck >= 0) {
+    if (acked.length > 0) {
       const { fastResend, fastLimit } = this.#config;
-      if (this.#sendWindow.fastScan(maxAck, maxAckTs, fastResend, fastLimit, this.#fast) > 0) {
+      acked.sort(seqDiff);
+      if (this.#sendWindow.fastScan(acked, maxAckTs, fastResend, fastLimit, this.#fast) > 0) {
         this.#congestion.onFastLoss(this.#sendWindow.inFlight, this.#sendWindow.sndNxt, fastResend);
       }
     }
@@ -374,7 +388,8 @@ export class ArqSession extends EventEmitter {
     // A sender held by our small window must not also wait for our ACK delay.
     const acks = this.#acks;
     if (acks.count > 0 && this.#recvWindow.advertised(this.mss) < 2 * acks.ackEvery) acks.ackNow();
-    this.flush(false);
+    // Inside a receive run (a GRO read) the run's datagrams are owed one flush, at its end.
+    if (!this.#run?.defer(this.#runFlush)) this.flush(false);
     this.#emitData();
     this.#maybeDrain();
     this.#maybeFinishEnd();
@@ -407,7 +422,7 @@ export class ArqSession extends EventEmitter {
     const acks = this.#acks;
     if (acks.due(now) || (acks.count > 0 && this.#wouldSend(tailAsked, now))) {
       this.#segmentFields(CMD_ACK, wnd, una);
-      acks.take(now, this.#putAck);
+      acks.take(now, this.#putAck, una);
     }
     this.#probe(now, wnd, una);
     // A datagram is going out anyway: let a partial last segment ride along.
@@ -573,11 +588,14 @@ export class ArqSession extends EventEmitter {
 
   #onPush(h: SegmentHeader, data: Buffer, now: number): void {
     const acks = this.#acks;
+    const rcvNxt = this.#recvWindow.rcvNxt;
     switch (this.#recvWindow.push(h.cmd, h.sn, data)) {
       case 'stored':
         // Held by the policy, a short segment's too: the sender has no more now, but this side's reply (or the
-        // next request of an exchange) usually goes within the delay and carries the ACK.
+        // next request of an exchange) usually goes within the delay and carries the ACK. One that fills a hole
+        // goes at once: the sender's window waits on it.
         acks.add(h.sn, h.ts, now);
+        if (seqDiff(this.#recvWindow.rcvNxt, rcvNxt) > 1) acks.ackNow();
         return;
       case 'stored-out-of-order':
         acks.add(h.sn, h.ts, now);

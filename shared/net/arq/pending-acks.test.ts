@@ -37,6 +37,28 @@ describe('PendingAcks', () => {
     expect(p.due(201)).toBe(false); // the request was answered by that take
   });
 
+  it('gives the ACKs below the cumulative sn as one (the highest, across the u32 wrap), the others each', () => {
+    const p = new PendingAcks({ ackEvery: 8, ackDelayMs: 1 });
+    const top = 0xffff_ffff;
+    for (const [sn, at] of [
+      [top - 1, 10],
+      [5, 11],
+      [top, 12],
+      [7, 13],
+      [0, 14],
+    ] as const) {
+      p.add(sn, sn + 1000, at);
+    }
+    const out: number[][] = [];
+    p.take(20, (sn, ts, held) => out.push([sn, ts, held]), 1); // next expected: 1 (0 and the two before it in)
+    expect(out).toEqual([
+      [5, 1005, 9],
+      [7, 1007, 7],
+      [0, 1000, 6],
+    ]);
+    expect(p.count).toBe(0);
+  });
+
   it('applies a new policy to the ACKs already pending', () => {
     const p = new PendingAcks({ ackEvery: 4, ackDelayMs: 1 });
     p.add(1, 1, 50);

@@ -1,8 +1,9 @@
 /**
  * The acknowledgements a receiver owes and when they are due: its ACK policy.
  *
- * Each data segment received is owed one ACK segment (selective: its sn and echoed ts). They go out together,
- * in one datagram, when the first of these holds:
+ * Each data segment received is owed an ACK (selective: its sn and echoed ts). Those the cumulative una covers
+ * by the time they go leave as one ACK segment (the newest, for the sender's RTT sample); those past a hole
+ * leave one segment each. They go out together, in one datagram, when the first of these holds:
  * - `ackEvery` are pending;
  * - the oldest has waited `ackDelayMs` (the session's timer);
  * - something asked for them at once (ackNow(): a gap or a duplicate, a small receive window, a window probe;
@@ -17,6 +18,7 @@
  * UDP path). setPolicy() applies a new one at once, to what is pending too.
  */
 import { TunnelError } from '../../errors.js';
+import { seqDiff } from './segment.js';
 
 export interface AckPolicy {
   /** ACKs go at once when this many are pending (1..1024). */
@@ -91,12 +93,22 @@ export class PendingAcks {
   }
 
   /**
-   * Hands every pending ACK to `put` (sn, echoed ts, ms it was held) oldest first, and clears them. The
-   * callback must not add ACKs.
+   * Hands the pending ACKs to `put` (sn, echoed ts, ms it was held) oldest first, and clears them. Those below
+   * `cumulative` (the receiver's next expected sn: the una every segment carries already covers them) go as one,
+   * the highest, for its RTT sample; those above it (past a hole) each go, so the sender sees what it may resend.
+   * The callback must not add ACKs.
    */
-  take(now: number, put: (sn: number, ts: number, heldMs: number) => void): void {
+  take(now: number, put: (sn: number, ts: number, heldMs: number) => void, cumulative?: number): void {
     const e = this.#entries;
-    for (let i = 0; i < e.length; i += STRIDE) put(e[i]!, e[i + 1]!, now - e[i + 2]!);
+    let top = -1;
+    for (let i = 0; i < e.length; i += STRIDE) {
+      if (cumulative !== undefined && seqDiff(e[i]!, cumulative) < 0) {
+        if (top < 0 || seqDiff(e[i]!, e[top]!) > 0) top = i;
+        continue;
+      }
+      put(e[i]!, e[i + 1]!, now - e[i + 2]!);
+    }
+    if (top >= 0) put(e[top]!, e[top + 1]!, now - e[top + 2]!);
     e.length = 0;
     this.#now = false;
   }

@@ -118,16 +118,22 @@ export class SendWindow {
   }
 
   /**
-   * Counts an ack for `maxAck` (whose segment was sent at `ackTs`) against every earlier unacknowledged
-   * segment sent no later; pushes those reaching `threshold` onto `out`. Returns how many were pushed.
+   * Counts the acks of one datagram (`acked`: their sns, ascending; the last is the highest, sent at `ackTs`)
+   * against every earlier unacknowledged segment sent no later: each such segment counts the acks above it, so
+   * a run acknowledged in one datagram counts as much as in several. Pushes those reaching `threshold` onto
+   * `out`. Returns how many were pushed.
    */
-  fastScan(maxAck: number, ackTs: number, threshold: number, limit: number, out: OutSeg[]): number {
+  fastScan(acked: readonly number[], ackTs: number, threshold: number, limit: number, out: OutSeg[]): number {
+    const maxAck = acked[acked.length - 1];
+    if (maxAck === undefined) return 0;
     let n = 0;
+    let below = 0;
     for (let i = this.#head; i < this.#sendBuffer.length; i++) {
       const seg = this.#sendBuffer[i]!;
       if (seqDiff(seg.sn, maxAck) >= 0) break;
+      while (below < acked.length && seqDiff(acked[below]!, seg.sn) <= 0) below++;
       if (seg.acked || seqDiff(ackTs, seg.ts) < 0) continue;
-      seg.fastack++;
+      seg.fastack += acked.length - below;
       if (seg.fastack >= threshold && seg.xmit < limit && !seg.fastQueued) {
         seg.fastQueued = true;
         out.push(seg);

@@ -1,10 +1,12 @@
 /**
  * The UDP GSO addon's socket (udp-gso.ts) behind the DatagramSocket seam: reads come as runs (UDP GRO) and
- * are handed up one datagram at a time as views of the run's fresh buffer; sends go out in runs
+ * are handed up one datagram at a time as views of the run's fresh buffer, inside one receive run
+ * (arq/receive-run.ts: the ARQ sessions they reach flush once, at the run's end); sends go out in runs
  * (gso-batch.ts). Only for an address literal: open() gives null for anything else (node:dgram resolves
  * names) and the transport falls back to node:dgram.
  */
 import { isIPv6 } from 'node:net';
+import { receiveRun } from '../arq/receive-run.js';
 import { ipToSocketBytes } from '../ip/ip-bytes.js';
 import type { DatagramEvents, DatagramSocket, DatagramSocketOptions } from './datagram-socket.js';
 import { GsoBatch, type GsoBatchStats } from './gso-batch.js';
@@ -100,7 +102,9 @@ function readRun(
     events.onDatagram(run, from);
     return;
   }
-  for (let at = 0; at < run.length; at += segmentSize) {
-    events.onDatagram(run.subarray(at, Math.min(at + segmentSize, run.length)), from);
-  }
+  receiveRun.within(() => {
+    for (let at = 0; at < run.length; at += segmentSize) {
+      events.onDatagram(run.subarray(at, Math.min(at + segmentSize, run.length)), from);
+    }
+  });
 }
