@@ -47,16 +47,17 @@ import {
   requireProxy,
 } from '../../control/model/proxy-auth.js';
 import type { ClusterRecord } from '../../control/store/types.js';
+import type { MeshOrigin } from '../../fleet/mesh/mesh-auth.js';
 import { MESH_KEY_HEADER, MESH_VIA_HEADER } from '../../fleet/mesh/mesh-auth.js';
-import { forwardRequest, forwardUpgrade } from '../../fleet/mesh/mesh-forward.js';
-import { hopFor, type MeshRouting, meshOriginOf } from '../../fleet/mesh/mesh-routing.js';
+import { forwardRequest, forwardUpgrade, type MeshHop } from '../../fleet/mesh/mesh-forward.js';
+import { hopFor, type MeshRouting, meshOriginOf, retryHopFor } from '../../fleet/mesh/mesh-routing.js';
 import { MESH_SOURCE_HEADER } from '../../fleet/mesh/mesh-source.js';
 import { endToEndHeaders } from '../../ops/http/end-to-end-headers.js';
 import { exchange } from '../../ops/http/http-exchange.js';
 import { callerIdentity, withoutClientCredentials } from './caller-identity.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 import type { HubFailureLog } from './hub-failure-log.js';
-import type { HubStreams } from './hub-streams.js';
+import { type HubStreams, retryable } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 import { auditSession, sessionTarget } from './session-audit.js';
@@ -229,6 +230,24 @@ async function openUpstream(streams: HubStreams, allowed: Authorized, first?: Bu
   }
 }
 
+/**
+ * A stream to the cluster's upstream here, or, when the open fails as another agent could take it (the agent died
+ * or went away under it) and another replica of the fleet holds a live agent of the cluster, that replica's hop.
+ */
+async function openOrHop(
+  deps: PathProxyDeps,
+  o: { allowed: Authorized; origin: MeshOrigin; req: IncomingMessage; first?: Buffer },
+): Promise<{ stream: MuxStream } | { hop: MeshHop }> {
+  try {
+    return { stream: await openUpstream(deps.streams, o.allowed, o.first) };
+  } catch (err) {
+    const node = deps.mesh?.node;
+    const other = retryable(err) ? await retryHopFor(deps.mesh, o.origin, o.allowed.cluster) : null;
+    if (other === null || !node) throw err;
+    return { hop: node.hopTo(other, o.req) };
+  }
+}
+
 /** Request headers for upstream: end-to-end ones, then the body's framing as parsed. */
 function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
   const headers = withoutClientCredentials(endToEndHeaders(req.rawHeaders, DROP_REFRAMED));
@@ -280,7 +299,9 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   pipes.hold(allowed.key, res);
   const hop = await hopFor(deps.mesh, origin, allowed.cluster);
   if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node.hopTo(hop, req), req, res);
-  const stream = await openUpstream(streams, allowed);
+  const opened = await openOrHop(deps, { allowed, origin, req });
+  if ('hop' in opened) return forwardRequest(opened.hop, req, res);
+  const { stream } = opened;
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
   const headers = [...upstreamHeaders(req, framing), 'connection', 'close'];
@@ -319,7 +340,7 @@ export function handleProxyUpgrade(
   socket: Duplex,
   head: Buffer,
 ): boolean {
-  const { ctx, streams, pipes, stats } = deps;
+  const { ctx, pipes, stats } = deps;
   const p = parseProxyPath(req.url ?? '');
   if (!p) return false;
   socket.on('error', () => {});
@@ -344,7 +365,9 @@ export function handleProxyUpgrade(
     text += `connection: Upgrade\r\nupgrade: ${upgrade}\r\n\r\n`;
     // The re-written head (and what followed it) travels with the open: no round trip before it leaves.
     const first = Buffer.concat([Buffer.from(text), head]);
-    const stream: MuxStream = await openUpstream(streams, allowed, first);
+    const opened = await openOrHop(deps, { allowed, origin, req, first });
+    if ('hop' in opened) return forwardUpgrade(opened.hop, req, { socket, head });
+    const { stream } = opened;
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();
     stats.upgrades++;
