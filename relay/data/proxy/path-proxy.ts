@@ -144,6 +144,9 @@ export interface PathProxyDeps {
   failures?: HubFailureLog;
 }
 
+/** Methods whose request, without a body, is sent again to another agent when its agent went away before answering. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
 const DROP_REFRAMED = new Set([...DROP, 'content-length']);
 
@@ -321,16 +324,30 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
         ctx.log.info({ cluster: p.cluster, resourceVersion }, 'watch reopened on a new agent stream'),
     });
   }
-  await exchange({
-    req,
-    res,
-    head: { method: req.method ?? 'GET', path: p.upstreamPath, headers },
-    transport: stream,
-    bodyFollows: framing.kind !== 'none',
-    answerHeaders: forwardHeaders,
-    what: 'upstream request',
-    onAnswer,
-  });
+  const head = { method: req.method ?? 'GET', path: p.upstreamPath, headers };
+  const bodyFollows = framing.kind !== 'none';
+  const once = (transport: Duplex) =>
+    exchange({
+      req,
+      res,
+      head,
+      transport,
+      bodyFollows,
+      answerHeaders: forwardHeaders,
+      what: 'upstream request',
+      onAnswer,
+    });
+  try {
+    await once(stream);
+  } catch (err) {
+    // The agent went away under a safe request with no body before any answer: sent again, to another agent.
+    if (!isTunnelError(err, 'STREAM_RESET') || res.headersSent || res.destroyed) throw err;
+    if (bodyFollows || !SAFE_METHODS.has(head.method)) throw err;
+    const again = await openOrHop(deps, { allowed, origin, req });
+    if ('hop' in again) return forwardRequest(again.hop, req, res);
+    again.stream.on('error', () => {});
+    await once(again.stream);
+  }
 }
 
 /** Handles an Upgrade request for the proxy path; false when the path is not the proxy's. */
