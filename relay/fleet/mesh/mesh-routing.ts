@@ -14,6 +14,7 @@
  * the request here when no other replica holds one.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { registeredAgents } from '../../control/store/agent-replicas.js';
 import type { AgentLocation } from '../../control/store/postgres-mesh.js';
 import type { ClusterRecord } from '../../control/store/types.js';
 import { type MeshOrigin, meshOrigin } from './mesh-auth.js';
@@ -64,7 +65,7 @@ export async function hopFor(
   c: ClusterRecord,
 ): Promise<AgentLocation | null> {
   const node = r?.node;
-  if (!r || !node || origin === 'mesh' || c.publicKey === null) return null;
+  if (!r || !node || origin === 'mesh' || registeredAgents(c) === 0) return null;
   const deadline = Date.now() + r.arrivalWaitMs(c);
   for (;;) {
     const local = await r.localAgents(c);
