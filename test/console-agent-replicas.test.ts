@@ -3,7 +3,7 @@
  * `tunnel-relay serve`: the connect drawer creates a cluster with 2 agent replicas, two real tunnel-client
  * processes join with the PSK its join command shows, the cluster page lists both agents; stopping one shows the
  * cluster Degraded on the clusters list (live, no reload) and that agent Disconnected on its page; starting it
- * again shows Connected.
+ * again shows Connected; a stopped agent removed from its row (Remove, then confirm) leaves one agent, Connected.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -120,4 +120,17 @@ describe('agent replicas in the console', () => {
       .toBe(1);
     expect(problems).toEqual([]);
   }, 120_000);
+
+  it('removes the stopped agent from its row (after a confirmation): one agent left, Connected', async () => {
+    const gone = page.locator('table[data-agents] tbody tr[data-state="Disconnected"]');
+    // A connected agent offers no removal.
+    expect(await page.locator('tr[data-state="Connected"] [data-action="remove-agent"]').count()).toBe(0);
+    await gone.locator('[data-action="remove-agent"]').click();
+    await gone.locator('[data-action="confirm-remove-agent"]').click();
+    await expect.poll(() => page.locator('table[data-agents] tbody tr').count(), { timeout: 15_000 }).toBe(1);
+    await expect
+      .poll(() => page.locator('[data-agents-summary]').textContent(), { timeout: 15_000 })
+      .toContain('1 of 1 agents connected');
+    expect(problems).toEqual([]);
+  }, 60_000);
 });

@@ -1,4 +1,4 @@
-/** `tunnel-relay cluster create|list|get|accept|deny|delete|rotate-psk`. */
+/** `tunnel-relay cluster create|list|get|accept|deny|delete|rotate-psk|agents`. */
 
 import { Command } from 'commander';
 import type { ClusterAgent } from '../../shared/api/cluster.js';
@@ -12,6 +12,7 @@ import {
   MIN_AGENT_REPLICAS,
 } from '../control/store/agent-replicas.js';
 import { type AdminFlags, withAdminFlags, withClient } from './admin-client.js';
+import { clusterAgentsCommand } from './cluster-agents.js';
 import { withClusterExistsHint } from './cluster-exists-hint.js';
 import { clusterListCommand } from './cluster-list.js';
 import { formatRtt, type PathDetail, pathCell, pathLines } from './path-text.js';
@@ -242,6 +243,7 @@ export function clusterCommand(): Command {
   );
 
   cluster.addCommand(clusterListCommand());
+  cluster.addCommand(clusterAgentsCommand());
 
   cluster.addCommand(
     withAdminFlags(

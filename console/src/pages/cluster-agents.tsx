@@ -1,7 +1,10 @@
 /**
  * The cluster page's agents (a cluster of agent replicas has several): each agent's state, address, path, RTT,
  * lease and version, read from GET /clusters/NAME again whenever the feed says how many are connected changed.
+ * An agent that is not connected can be removed (an agent set scaled down: DELETE /clusters/NAME/agents/KEY, after
+ * a confirmation naming its address).
  */
+import { useState } from 'preact/hooks';
 import { ErrorNote, StateBadge } from '../components/bits.js';
 import { clusterPath } from '../lib/api.js';
 import { useConsole } from '../lib/context.js';
@@ -15,6 +18,18 @@ export function ClusterAgents({ c, now }: { c: Cluster; now: number }) {
     async () => (await api.get<Cluster>(clusterPath(c.name, ''))).agents ?? [],
     [c.name, c.agentsConnected, c.agentsRegistered, c.state],
   );
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const removeAgent = async (publicKey: string) => {
+    setError(null);
+    try {
+      await api.send('DELETE', clusterPath(c.name, `/agents/${encodeURIComponent(publicKey)}`));
+      setConfirming(null);
+      detail.reload();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
   if (detail.error) return <ErrorNote error={detail.error} />;
   const agents = detail.data ?? [];
   return (
@@ -34,6 +49,9 @@ export function ClusterAgents({ c, now }: { c: Cluster; now: number }) {
                 <th scope="col">Lease renewed</th>
                 <th scope="col">Version</th>
                 <th scope="col">Public key</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -52,12 +70,44 @@ export function ClusterAgents({ c, now }: { c: Cluster; now: number }) {
                   <td data-label="Public key" class="mono">
                     {a.publicKey}
                   </td>
+                  <td data-label="Actions">
+                    {!a.connected && confirming !== a.publicKey && (
+                      <button
+                        type="button"
+                        class="secondary"
+                        data-action="remove-agent"
+                        onClick={() => setConfirming(a.publicKey)}
+                      >
+                        Remove…
+                      </button>
+                    )}
+                    {confirming === a.publicKey && (
+                      <span
+                        class="actions"
+                        role="alertdialog"
+                        aria-label={`Remove agent ${a.address ?? a.publicKey}?`}
+                      >
+                        <button
+                          type="button"
+                          class="danger"
+                          data-action="confirm-remove-agent"
+                          onClick={() => removeAgent(a.publicKey)}
+                        >
+                          Remove agent {a.address ?? ''}
+                        </button>
+                        <button type="button" class="secondary" onClick={() => setConfirming(null)}>
+                          Cancel
+                        </button>
+                      </span>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       )}
+      <ErrorNote error={error} />
     </>
   );
 }

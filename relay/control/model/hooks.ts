@@ -7,12 +7,13 @@ import { EventEmitter } from 'node:events';
 import type { ClusterRecord, Store } from '../store/types.js';
 import { Admission, type AdmittedPeer, admittedPeerOf } from './admission.js';
 import type { ConnectionStatus } from './connection-status.js';
-import { LiveConnections } from './live-connections.js';
+import { LiveConnections, type RemoteSessions } from './live-connections.js';
 import type { RelayEvents } from './relay-events.js';
 
 // The types the mesh and the path reports take from here.
 export type { ConnectionStatus } from './connection-status.js';
-export type { ConnectionChange } from './relay-events.js';
+export type { RemoteSessions } from './live-connections.js';
+export type { AgentConnectionChange, ConnectionChange } from './relay-events.js';
 
 export class RelayHooks extends EventEmitter<RelayEvents> {
   readonly #store: Store;
@@ -63,7 +64,7 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     return this.#live.local(cluster);
   }
 
-  /** The live status of each agent of the cluster whose session this process holds, by key. */
+  /** The live status of each agent of the cluster, by key: this process's session, else another replica's. */
   agentConnections(cluster: string): ReadonlyMap<string, ConnectionStatus> {
     return this.#live.agents(cluster);
   }
@@ -81,8 +82,8 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     return true;
   }
 
-  /** The sessions other replicas hold, by cluster (a fleet's mesh refreshes this about every second). */
-  setRemoteConnections(remote: ReadonlyMap<string, ConnectionStatus>): void {
+  /** The sessions other replicas hold, by cluster and agent (a fleet's mesh refreshes this about every second). */
+  setRemoteConnections(remote: RemoteSessions): void {
     this.#live.setRemote(remote);
   }
 
@@ -91,7 +92,7 @@ export class RelayHooks extends EventEmitter<RelayEvents> {
     return this.#live.get(cluster);
   }
 
-  /** Another replica of the fleet holds the cluster's agent session (false without a fleet). */
+  /** Another replica of the fleet holds a session of one of the cluster's agents (false without a fleet). */
   heldElsewhere(cluster: string): boolean {
     return this.#live.heldElsewhere(cluster);
   }

@@ -19,6 +19,12 @@ export interface ConnectionChange {
   path: ConnectionStatus['path'];
 }
 
+/** One agent's session on this process came up, went down or changed path (the cluster's agents apart). */
+export interface AgentConnectionChange extends ConnectionChange {
+  /** Base64 WireGuard public key of the agent. */
+  publicKey: string;
+}
+
 export interface RelayEvents {
   /** A key became admitted (PSK registration, or accept of a registered cluster): add it as a peer. */
   'peer-admitted': [AdmittedPeer];
@@ -28,6 +34,8 @@ export interface RelayEvents {
   'agent-unjoined': [KeyEvent];
   /** This process's session of the cluster's agent came up, went down, or changed path. */
   'connection-changed': [ConnectionChange];
+  /** This process's session of one agent of the cluster came up, went down, or changed path. */
+  'agent-connection-changed': [AgentConnectionChange];
   /** An agent renewed its lease, reporting why it is relayed (null: it names no reason of its own). */
   'agent-reason': [{ cluster: string; reason: string | null }];
   /** A stored change of the cluster (created, accepted, denied, registered, lease, values, PSK, deleted). */

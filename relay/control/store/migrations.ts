@@ -191,6 +191,20 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX cluster_agents_cluster ON cluster_agents (cluster);
   `,
+  // 13: where each agent's session is, by agent key (relay/fleet/mesh/): the agents of one cluster may be held by
+  // different replicas of a fleet. agent_locations (by cluster) is no longer written; a relay of version 12 still
+  // running during a rolling upgrade keeps its own rows there. A SQLite store (one relay) keeps the table empty.
+  `
+  CREATE TABLE agent_sessions (
+    public_key TEXT PRIMARY KEY,
+    cluster TEXT NOT NULL REFERENCES clusters (name) ON DELETE CASCADE,
+    replica TEXT NOT NULL,
+    path TEXT NOT NULL,
+    since BIGINT NOT NULL
+  );
+  CREATE INDEX agent_sessions_cluster ON agent_sessions (cluster);
+  CREATE INDEX agent_sessions_replica ON agent_sessions (replica);
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

@@ -53,16 +53,19 @@ describe('PgMeshTables', () => {
     await cluster(store, 'edge-1');
     await a.join({ id: 'ra', meshUrl: 'https://10.0.0.1:8443', mode: 'hub' }, 400);
     await b.join({ id: 'rb', meshUrl: 'https://10.0.0.2:8443', mode: 'hub' }, 400);
-    await a.setLocation('edge-1', 'ra', 'relayed');
-    expect(await b.locate('edge-1', 400)).toMatchObject({ replica: 'ra', meshUrl: 'https://10.0.0.1:8443' });
+    await a.setLocation({ cluster: 'edge-1', publicKey: 'k-edge-1', replica: 'ra', path: 'relayed' });
+    expect((await b.locate('edge-1', 400))[0]).toMatchObject({
+      replica: 'ra',
+      meshUrl: 'https://10.0.0.1:8443',
+    });
     expect((await b.remoteLocations('rb', 400)).map((l) => l.cluster)).toEqual(['edge-1']);
     expect(await a.remoteLocations('ra', 400)).toEqual([]);
     await sleep(700);
     expect(await b.heartbeat('rb')).toBe(true);
     expect((await b.liveReplicas(400)).map((r) => r.id)).toEqual(['rb']);
-    expect(await b.locate('edge-1', 400)).toBeNull();
+    expect(await b.locate('edge-1', 400)).toEqual([]);
     // A longer dead-after still counts it.
-    expect(await b.locate('edge-1', 60_000)).toMatchObject({ replica: 'ra' });
+    expect((await b.locate('edge-1', 60_000))[0]).toMatchObject({ replica: 'ra' });
   });
 
   it('the latest location wins; a replica clears a location only while it still holds it', async () => {
@@ -70,16 +73,21 @@ describe('PgMeshTables', () => {
     await cluster(store, 'edge-2');
     await a.join({ id: 'ra', meshUrl: 'https://a:1', mode: 'hub' }, 5_000);
     await b.join({ id: 'rb', meshUrl: 'https://b:1', mode: 'hub' }, 5_000);
-    await a.setLocation('edge-2', 'ra', 'relayed');
-    await b.setLocation('edge-2', 'rb', 'direct');
-    await a.clearLocation('edge-2', 'ra');
-    expect(await a.locate('edge-2', 5_000)).toMatchObject({ replica: 'rb', path: 'direct' });
-    await b.clearLocation('edge-2', 'rb');
-    expect(await a.locate('edge-2', 5_000)).toBeNull();
+    await a.setLocation({ cluster: 'edge-2', publicKey: 'k-edge-2', replica: 'ra', path: 'relayed' });
+    await b.setLocation({ cluster: 'edge-2', publicKey: 'k-edge-2', replica: 'rb', path: 'direct' });
+    await a.clearLocation('k-edge-2', 'ra');
+    expect((await a.locate('edge-2', 5_000))[0]).toMatchObject({ replica: 'rb', path: 'direct' });
+    await b.clearLocation('k-edge-2', 'rb');
+    expect(await a.locate('edge-2', 5_000)).toEqual([]);
     // Unknown clusters are not recorded; a deleted cluster takes its location with it.
-    await a.setLocation('no-such-cluster', 'ra', 'relayed');
-    expect(await b.locate('no-such-cluster', 5_000)).toBeNull();
-    await a.setLocation('edge-2', 'ra', 'relayed');
+    await a.setLocation({
+      cluster: 'no-such-cluster',
+      publicKey: 'k-no-such-cluster',
+      replica: 'ra',
+      path: 'relayed',
+    });
+    expect(await b.locate('no-such-cluster', 5_000)).toEqual([]);
+    await a.setLocation({ cluster: 'edge-2', publicKey: 'k-edge-2', replica: 'ra', path: 'relayed' });
     await store.deleteCluster('edge-2', {
       at: 2,
       actor: 'k',
@@ -88,16 +96,34 @@ describe('PgMeshTables', () => {
       source: 'l',
       detail: {},
     });
-    expect(await b.locate('edge-2', 5_000)).toBeNull();
+    expect(await b.locate('edge-2', 5_000)).toEqual([]);
+  });
+
+  it("one cluster's agents on different replicas each have their own location", async () => {
+    const [store, a, b] = await twoReplicas();
+    await cluster(store, 'edge-4');
+    await a.join({ id: 'ra', meshUrl: 'https://a:1', mode: 'hub' }, 5_000);
+    await b.join({ id: 'rb', meshUrl: 'https://b:1', mode: 'hub' }, 5_000);
+    await a.setLocation({ cluster: 'edge-4', publicKey: 'k1', replica: 'ra', path: 'relayed' });
+    await b.setLocation({ cluster: 'edge-4', publicKey: 'k2', replica: 'rb', path: 'direct' });
+    const both = await a.locate('edge-4', 5_000);
+    expect(both.map((l) => [l.publicKey, l.replica, l.path])).toEqual([
+      ['k1', 'ra', 'relayed'],
+      ['k2', 'rb', 'direct'],
+    ]);
+    expect((await a.remoteLocations('ra', 5_000)).map((l) => l.publicKey)).toEqual(['k2']);
+    // Clearing one agent leaves the other's.
+    await a.clearLocation('k1', 'ra');
+    expect((await b.locate('edge-4', 5_000)).map((l) => l.publicKey)).toEqual(['k2']);
   });
 
   it('leave removes the row and its locations; the replica cap refuses one more', async () => {
     const [store, a, b] = await twoReplicas();
     await cluster(store, 'edge-3');
     await a.join({ id: 'ra', meshUrl: 'https://a:1', mode: 'hub' }, 5_000);
-    await a.setLocation('edge-3', 'ra', 'relayed');
+    await a.setLocation({ cluster: 'edge-3', publicKey: 'k-edge-3', replica: 'ra', path: 'relayed' });
     await a.leave('ra');
-    expect(await b.locate('edge-3', 5_000)).toBeNull();
+    expect(await b.locate('edge-3', 5_000)).toEqual([]);
     expect(await a.heartbeat('ra')).toBe(false);
     for (let i = 0; i < MAX_REPLICAS; i++)
       await b.join({ id: `r${i}`, meshUrl: 'https://x:1', mode: 'hub' }, 5_000);

@@ -1,6 +1,7 @@
 /**
- * The replica mesh's tables in a PostgreSQL store (migration 4): the fleet identity (in meta), replica
- * membership rows with heartbeats, and agent locations (cluster -> replica). Every time here is the database
+ * The replica mesh's tables in a PostgreSQL store (migrations 4 and 13): the fleet identity (in meta), replica
+ * membership rows with heartbeats, and agent locations (agent key -> replica, agent_sessions: the agents of one
+ * cluster may be on different replicas). Every time here is the database
  * server's clock in milliseconds (`clock_timestamp()`), so replicas whose clocks disagree still agree on who is
  * alive. A location whose replica has no fresh heartbeat is never returned.
  */
@@ -25,6 +26,8 @@ export interface ReplicaRow {
 
 export interface AgentLocation {
   cluster: string;
+  /** Base64 WireGuard public key of the agent. */
+  publicKey: string;
   replica: string;
   meshUrl: string;
   path: string;
@@ -119,7 +122,7 @@ export class PgMeshTables {
   /** Removes the replica's row and the locations it held (clean shutdown). */
   async leave(id: string): Promise<void> {
     const db = await this.#connection();
-    await db.run('DELETE FROM agent_locations WHERE replica = $1', [id]);
+    await db.run('DELETE FROM agent_sessions WHERE replica = $1', [id]);
     await db.run('DELETE FROM replicas WHERE id = $1', [id]);
   }
 
@@ -132,29 +135,29 @@ export class PgMeshTables {
     return rows.map(toReplica);
   }
 
-  /** Records that the cluster's agent is on `replica` now (the latest writer wins). */
-  async setLocation(cluster: string, replica: string, path: string): Promise<void> {
+  /** Records that the agent `publicKey` of `cluster` is on `replica` now (the latest writer wins). */
+  async setLocation(l: { cluster: string; publicKey: string; replica: string; path: string }): Promise<void> {
     await (await this.#connection()).run(
-      `INSERT INTO agent_locations (cluster, replica, path, since) SELECT $1, $2, $3, ${NOW_MS}
-       WHERE EXISTS (SELECT 1 FROM clusters WHERE name = $1)
-       ON CONFLICT (cluster) DO UPDATE SET replica = excluded.replica, path = excluded.path,
-         since = CASE WHEN agent_locations.replica = excluded.replica THEN agent_locations.since ELSE excluded.since END`,
-      [cluster, replica, path],
+      `INSERT INTO agent_sessions (public_key, cluster, replica, path, since) SELECT $1, $2, $3, $4, ${NOW_MS}
+       WHERE EXISTS (SELECT 1 FROM clusters WHERE name = $2)
+       ON CONFLICT (public_key) DO UPDATE SET cluster = excluded.cluster, replica = excluded.replica,
+         path = excluded.path,
+         since = CASE WHEN agent_sessions.replica = excluded.replica THEN agent_sessions.since ELSE excluded.since END`,
+      [l.publicKey, l.cluster, l.replica, l.path],
     );
   }
 
-  /** Clears the cluster's location if `replica` still holds it. */
-  async clearLocation(cluster: string, replica: string): Promise<void> {
-    await (await this.#connection()).run('DELETE FROM agent_locations WHERE cluster = $1 AND replica = $2', [
-      cluster,
-      replica,
-    ]);
+  /** Clears the agent's location if `replica` still holds it. */
+  async clearLocation(publicKey: string, replica: string): Promise<void> {
+    await (await this.#connection()).run(
+      'DELETE FROM agent_sessions WHERE public_key = $1 AND replica = $2',
+      [publicKey, replica],
+    );
   }
 
-  /** Where the cluster's agent is, if on a live replica. */
-  async locate(cluster: string, deadAfterMs: number): Promise<AgentLocation | null> {
-    const rows = await this.#locations('l.cluster = $2', [deadAfterMs, cluster]);
-    return rows[0] ?? null;
+  /** Where the cluster's agents are, those on a live replica (oldest session first). */
+  async locate(cluster: string, deadAfterMs: number): Promise<AgentLocation[]> {
+    return this.#locations('l.cluster = $2', [deadAfterMs, cluster]);
   }
 
   /** Every location held by a live replica other than `self`. */
@@ -165,17 +168,20 @@ export class PgMeshTables {
   async #locations(where: string, params: unknown[]): Promise<AgentLocation[]> {
     const rows = await (await this.#connection()).all<{
       cluster: string;
+      public_key: string;
       replica: string;
       mesh_url: string;
       path: string;
       since: string;
     }>(
-      `SELECT l.cluster, l.replica, r.mesh_url, l.path, l.since FROM agent_locations l
-       JOIN replicas r ON r.id = l.replica WHERE r.heartbeat_at >= ${NOW_MS} - $1 AND ${where}`,
+      `SELECT l.cluster, l.public_key, l.replica, r.mesh_url, l.path, l.since FROM agent_sessions l
+       JOIN replicas r ON r.id = l.replica WHERE r.heartbeat_at >= ${NOW_MS} - $1 AND ${where}
+       ORDER BY l.since, l.public_key`,
       params,
     );
     return rows.map((r) => ({
       cluster: r.cluster,
+      publicKey: r.public_key,
       replica: r.replica,
       meshUrl: r.mesh_url,
       path: r.path,

@@ -8,14 +8,15 @@ import type { Server as HttpServer, IncomingMessage } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { TunnelError } from '../../../shared/errors.js';
+import type { MuxStream } from '../../../shared/net/mux/mux-stream.js';
 import { splice } from '../../../shared/net/tunnel-streams/splice.js';
 import type { RelayContext } from '../../context/context.js';
 import type { LivePipes } from '../../control/api/live-pipes.js';
 import { authenticate, canSeeCluster } from '../../control/model/auth.js';
 import { proxyToken, requireProxy } from '../../control/model/proxy-auth.js';
 import { forwardConnect } from '../../fleet/mesh/mesh-forward.js';
-import { hopFor, type MeshRouting, meshOriginOf } from '../../fleet/mesh/mesh-routing.js';
-import type { HubStreams } from './hub-streams.js';
+import { hopFor, type MeshRouting, meshOriginOf, retryHopFor } from '../../fleet/mesh/mesh-routing.js';
+import { type HubStreams, retryable } from './hub-streams.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 
 /** `<cluster>.clusters.local:<port>` (cluster: a DNS-1123 label). */
@@ -89,7 +90,15 @@ export function attachConnectProxy(o: ConnectProxyOptions): () => void {
     const hop = await hopFor(o.mesh, origin, c);
     if (hop && o.mesh?.node) return forwardConnect(o.mesh.node.hopTo(hop, req), req, { socket, head });
     // Bytes the client sent after its CONNECT travel with the open (no round trip to the agent before they leave).
-    const stream = await streams.open(target.cluster, `@port:${target.port}`, { first: head });
+    let stream: MuxStream;
+    try {
+      stream = await streams.open(target.cluster, `@port:${target.port}`, { first: head });
+    } catch (err) {
+      // The agent died or went away under the open: another replica's live agent of the cluster takes it.
+      const other = retryable(err) ? await retryHopFor(o.mesh, origin, c) : null;
+      if (other === null || !o.mesh?.node) throw err;
+      return forwardConnect(o.mesh.node.hopTo(other, req), req, { socket, head });
+    }
     if (socket.destroyed) return void stream.destroy();
     stream.on('error', () => {});
     stats.established++;

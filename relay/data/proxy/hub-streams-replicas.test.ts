@@ -1,6 +1,8 @@
 /**
  * HubStreams with a cluster of agent replicas: new streams go to the agents in turn, never to one whose session is
- * down or that drains while another is ready, and an open that fails on a dead agent goes to a live one.
+ * down or that drains while another is ready, and an open that fails on a dead agent goes to a live one. A stream on
+ * an agent whose relay connection closed fails within a watch interval while another agent is live, and waits out
+ * the disconnect grace while none is.
  */
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -53,7 +55,7 @@ function agentRun(i: number, hub: () => StreamBinding): StreamBinding {
   });
 }
 
-function world(): World {
+function world(o: { otherAgents?: boolean } = {}): World {
   const down = new Set<string>();
   const agents: ClusterAgentRecord[] = ADDRESSES.map((address, i) => ({
     cluster: 'edge',
@@ -85,10 +87,13 @@ function world(): World {
     clock: realClock,
     restartWaitMs: 5_000,
     openTimeoutMs: 1_000,
+    disconnectGraceMs: 8_000,
     dataPlane: {
       binding: hub,
       isSessionUp: (k) => !down.has(k),
       isRelayConnected: (k) => !down.has(k),
+      hasOtherLiveAgent: (_cluster, k) =>
+        o.otherAgents !== false && [0, 1].some((i) => keyOf(i) !== k && !down.has(keyOf(i))),
     },
   });
   const w: World = { streams, hub, agents: [agentRun(0, () => hub), agentRun(1, () => hub)], down };
@@ -133,4 +138,25 @@ describe('HubStreams with agent replicas', () => {
     const served = [await servedBy(w), await servedBy(w)];
     expect(served).toEqual([ADDRESSES[1], ADDRESSES[1]]);
   });
+
+  for (const otherAgents of [true, false]) {
+    it(`a stream on an agent whose relay connection closed fails ${otherAgents ? 'within a second with another live agent' : 'only after the grace with none'}`, async () => {
+      const w = world({ otherAgents });
+      const s = await w.streams.open('edge', '@upstream');
+      const opened = ADDRESSES.find(
+        (_, i) => w.streams.binding.link(parseIpv4Address(ADDRESSES[i]!)) !== undefined,
+      )!;
+      const i = ADDRESSES.indexOf(opened);
+      const failed = new Promise<number>((resolve) => {
+        s.once('error', () => resolve(Date.now()));
+        s.once('close', () => resolve(Date.now()));
+      });
+      const lost = Date.now();
+      w.down.add(keyOf(i));
+      const at = await Promise.race([failed, new Promise<null>((r) => setTimeout(() => r(null), 2_500))]);
+      if (otherAgents) expect(at! - lost).toBeLessThan(2_000);
+      else expect(at).toBeNull();
+      s.destroy();
+    });
+  }
 });

@@ -6,7 +6,9 @@
  *   STREAM_REFUSED / UPSTREAM_FAILED / BAD_INPUT (the agent's answer), TIMEOUT (no answer in time).
  * A link whose agent has had no relay connection for `disconnectGraceMs` is closed (its streams
  * error at once instead of waiting for the mux keepalive), and so is a link whose cluster is deleted,
- * denied or unjoined.
+ * denied or unjoined. While another agent of the cluster is live (here or on another replica of a fleet), the
+ * grace is not waited: the link closes at the next look (within WATCH_INTERVAL_MS of the relay connection
+ * closing), so a request in flight on a killed agent fails in about a second instead of hanging.
  * A new run of an agent's process (the hub node's `onAgentRun`, relay/data/hub/agent-runs.ts) replaces its stream
  * session at once (`replaceSession`): no new stream goes to the previous run's session. A session that still
  * closes under an open (the peer's GoAway, or its restart noticed first by the ARQ) is dropped and the open
@@ -39,6 +41,8 @@ export interface HubStreamsDataPlane {
   isSessionUp(publicKey: string): boolean;
   /** The agent's relay connection is up. */
   isRelayConnected(publicKey: string): boolean;
+  /** Another agent of the cluster than `publicKey` has a live session, here or on another replica (default: none). */
+  hasOtherLiveAgent?(cluster: string, publicKey: string): boolean;
 }
 
 export interface HubStreamsOptions {
@@ -70,7 +74,7 @@ function targetOf(publicKey: string, address: string, leaseRenewAt: number | nul
 }
 
 /** An open that another agent of the cluster may take: the session closed, timed out or is not up. */
-function retryable(err: unknown): boolean {
+export function retryable(err: unknown): boolean {
   return (
     isTunnelError(err, 'CLOSED') ||
     isTunnelError(err, 'TIMEOUT') ||
@@ -129,6 +133,17 @@ export class HubStreams {
       if (other === null || other === agent || !this.#isReady(other)) throw err;
       return this.#openOnAgent({ cluster, agent: other, target, first: opts.first, alternatives: false });
     }
+  }
+
+  /**
+   * Whether this process holds a live session of an agent of the cluster: one that takes new streams, only draining
+   * ones, or none (the mesh forwards the request to a replica that holds one: relay/fleet/mesh/mesh-routing.ts).
+   */
+  async localAgents(cluster: string): Promise<'ready' | 'draining' | 'none'> {
+    const agents = await this.#acceptedAgents(cluster).catch(() => []);
+    const live = agents.filter((a) => this.#placementView.isLive(a));
+    if (live.some((a) => !this.#placementView.isDraining(a))) return 'ready';
+    return live.length > 0 ? 'draining' : 'none';
   }
 
   /** The agent a new stream of the cluster goes to (stream-placement.ts), `not` left out when another is ready. */
@@ -292,7 +307,7 @@ export class HubStreams {
     });
   }
 
-  /** Closes links whose agent lost its relay connection for longer than the grace. */
+  /** Closes links whose agent lost its relay connection for longer than the grace (at once with another live agent). */
   #watch(): void {
     const dp = this.#options.dataPlane;
     const now = this.#options.clock.now();
@@ -307,7 +322,9 @@ export class HubStreams {
         continue;
       }
       p.downSince ??= now;
-      if (now - p.downSince >= grace) {
+      // With another live agent the cluster is served elsewhere: no request waits out the grace on this one.
+      const elsewhere = dp.hasOtherLiveAgent?.(p.cluster, p.publicKey) === true;
+      if (elsewhere || now - p.downSince >= grace) {
         this.binding.drop(
           remote,
           new TunnelError('AGENT_NOT_CONNECTED', `the agent of cluster '${p.cluster}' disconnected`),

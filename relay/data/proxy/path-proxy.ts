@@ -47,16 +47,17 @@ import {
   requireProxy,
 } from '../../control/model/proxy-auth.js';
 import type { ClusterRecord } from '../../control/store/types.js';
+import type { MeshOrigin } from '../../fleet/mesh/mesh-auth.js';
 import { MESH_KEY_HEADER, MESH_VIA_HEADER } from '../../fleet/mesh/mesh-auth.js';
-import { forwardRequest, forwardUpgrade } from '../../fleet/mesh/mesh-forward.js';
-import { hopFor, type MeshRouting, meshOriginOf } from '../../fleet/mesh/mesh-routing.js';
+import { forwardRequest, forwardUpgrade, type MeshHop } from '../../fleet/mesh/mesh-forward.js';
+import { hopFor, type MeshRouting, meshOriginOf, retryHopFor } from '../../fleet/mesh/mesh-routing.js';
 import { MESH_SOURCE_HEADER } from '../../fleet/mesh/mesh-source.js';
 import { endToEndHeaders } from '../../ops/http/end-to-end-headers.js';
 import { exchange } from '../../ops/http/http-exchange.js';
 import { callerIdentity, withoutClientCredentials } from './caller-identity.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 import type { HubFailureLog } from './hub-failure-log.js';
-import type { HubStreams } from './hub-streams.js';
+import { type HubStreams, retryable } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 import { auditSession, sessionTarget } from './session-audit.js';
@@ -142,6 +143,9 @@ export interface PathProxyDeps {
   /** Logs the requests answered 502/503 (hub-failure-log.ts). */
   failures?: HubFailureLog;
 }
+
+/** Methods whose request, without a body, is sent again to another agent when its agent went away before answering. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** Content-Length is re-sent from the parsed framing (Transfer-Encoding is already hop-by-hop). */
 const DROP_REFRAMED = new Set([...DROP, 'content-length']);
@@ -229,6 +233,24 @@ async function openUpstream(streams: HubStreams, allowed: Authorized, first?: Bu
   }
 }
 
+/**
+ * A stream to the cluster's upstream here, or, when the open fails as another agent could take it (the agent died
+ * or went away under it) and another replica of the fleet holds a live agent of the cluster, that replica's hop.
+ */
+async function openOrHop(
+  deps: PathProxyDeps,
+  o: { allowed: Authorized; origin: MeshOrigin; req: IncomingMessage; first?: Buffer },
+): Promise<{ stream: MuxStream } | { hop: MeshHop }> {
+  try {
+    return { stream: await openUpstream(deps.streams, o.allowed, o.first) };
+  } catch (err) {
+    const node = deps.mesh?.node;
+    const other = retryable(err) ? await retryHopFor(deps.mesh, o.origin, o.allowed.cluster) : null;
+    if (other === null || !node) throw err;
+    return { hop: node.hopTo(other, o.req) };
+  }
+}
+
 /** Request headers for upstream: end-to-end ones, then the body's framing as parsed. */
 function upstreamHeaders(req: IncomingMessage, framing: BodyFraming): string[] {
   const headers = withoutClientCredentials(endToEndHeaders(req.rawHeaders, DROP_REFRAMED));
@@ -280,7 +302,9 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   pipes.hold(allowed.key, res);
   const hop = await hopFor(deps.mesh, origin, allowed.cluster);
   if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node.hopTo(hop, req), req, res);
-  const stream = await openUpstream(streams, allowed);
+  const opened = await openOrHop(deps, { allowed, origin, req });
+  if ('hop' in opened) return forwardRequest(opened.hop, req, res);
+  const { stream } = opened;
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
   const headers = [...upstreamHeaders(req, framing), 'connection', 'close'];
@@ -300,16 +324,30 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
         ctx.log.info({ cluster: p.cluster, resourceVersion }, 'watch reopened on a new agent stream'),
     });
   }
-  await exchange({
-    req,
-    res,
-    head: { method: req.method ?? 'GET', path: p.upstreamPath, headers },
-    transport: stream,
-    bodyFollows: framing.kind !== 'none',
-    answerHeaders: forwardHeaders,
-    what: 'upstream request',
-    onAnswer,
-  });
+  const head = { method: req.method ?? 'GET', path: p.upstreamPath, headers };
+  const bodyFollows = framing.kind !== 'none';
+  const once = (transport: Duplex) =>
+    exchange({
+      req,
+      res,
+      head,
+      transport,
+      bodyFollows,
+      answerHeaders: forwardHeaders,
+      what: 'upstream request',
+      onAnswer,
+    });
+  try {
+    await once(stream);
+  } catch (err) {
+    // The agent went away under a safe request with no body before any answer: sent again, to another agent.
+    if (!isTunnelError(err, 'STREAM_RESET') || res.headersSent || res.destroyed) throw err;
+    if (bodyFollows || !SAFE_METHODS.has(head.method)) throw err;
+    const again = await openOrHop(deps, { allowed, origin, req });
+    if ('hop' in again) return forwardRequest(again.hop, req, res);
+    again.stream.on('error', () => {});
+    await once(again.stream);
+  }
 }
 
 /** Handles an Upgrade request for the proxy path; false when the path is not the proxy's. */
@@ -319,7 +357,7 @@ export function handleProxyUpgrade(
   socket: Duplex,
   head: Buffer,
 ): boolean {
-  const { ctx, streams, pipes, stats } = deps;
+  const { ctx, pipes, stats } = deps;
   const p = parseProxyPath(req.url ?? '');
   if (!p) return false;
   socket.on('error', () => {});
@@ -344,7 +382,9 @@ export function handleProxyUpgrade(
     text += `connection: Upgrade\r\nupgrade: ${upgrade}\r\n\r\n`;
     // The re-written head (and what followed it) travels with the open: no round trip before it leaves.
     const first = Buffer.concat([Buffer.from(text), head]);
-    const stream: MuxStream = await openUpstream(streams, allowed, first);
+    const opened = await openOrHop(deps, { allowed, origin, req, first });
+    if ('hop' in opened) return forwardUpgrade(opened.hop, req, { socket, head });
+    const { stream } = opened;
     stream.on('error', () => {});
     if (socket.destroyed) return void stream.destroy();
     stats.upgrades++;

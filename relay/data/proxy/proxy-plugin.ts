@@ -15,7 +15,7 @@ import type { RelayContext } from '../../context/context.js';
 import { LivePipes } from '../../control/api/live-pipes.js';
 import { graceMs } from '../../control/model/conditions.js';
 import { meshFamilies } from '../../fleet/mesh/mesh-metrics.js';
-import { ARRIVAL_WAIT_MS, type MeshRouting } from '../../fleet/mesh/mesh-routing.js';
+import { ARRIVAL_WAIT_MS, type MeshRouting, MeshTurns } from '../../fleet/mesh/mesh-routing.js';
 import { meshStatsOf } from '../../fleet/mesh/mesh-screen.js';
 import { type DataPlane, type DataPlaneOptions, mountDataPlane } from '../plane/data-plane.js';
 import { attachConnectProxy, type ConnectProxyStats } from './connect-proxy.js';
@@ -58,6 +58,11 @@ export function hubProxyPlugin(
         binding: dp.hub.endpoint.streams,
         isSessionUp: (k) => dp.hub.status(k)?.connected === true,
         isRelayConnected: (k) => dp.derp.isConnected(parseKey(k, 'agent key')),
+        hasOtherLiveAgent: (cluster, k) => {
+          for (const [key, s] of ctx.hooks.agentConnections(cluster))
+            if (key !== k && s.connected) return true;
+          return false;
+        },
       },
     });
     const offAgentRun = dp.hub.onAgentRun((agent) => streams.replaceSession(agent));
@@ -67,7 +72,8 @@ export function hubProxyPlugin(
     const mesh: MeshRouting = {
       node: ctx.mesh ?? null,
       stats: meshStatsOf(ctx),
-      isLocal: (k) => dp.hub.status(k)?.connected === true,
+      localAgents: (c) => streams.localAgents(c.name),
+      turns: new MeshTurns(),
       // An agent whose lease is fresh is alive: when it has a session nowhere, it is reconnecting.
       arrivalWaitMs: (c) =>
         c.leaseRenewAt !== null &&

@@ -3,6 +3,11 @@
  * (the SHA-256 of the one certificate every replica serves, as agents check it): nothing is written before the
  * pin matches. A dial that does not finish within the timeout, or a certificate with another pin, fails with
  * MESH_UNREACHABLE naming the cluster and the replica's URL.
+ *
+ * A replica's TLS session (its ticket) is kept after a dial whose certificate matched the pin, and offered on the
+ * next dial to that URL: a resumed session proves the peer holds the secret of the one that was pinned (a resumed
+ * handshake carries no certificate), and it spares both sides a full handshake per forwarded request, which under
+ * load keeps a busy replica's mesh dials within their timeout. At most MAX_MESH_SESSIONS URLs are kept.
  */
 import { isIP } from 'node:net';
 import { connect, type TLSSocket } from 'node:tls';
@@ -11,6 +16,17 @@ import { pinOfCertificate } from '../../../shared/tls-pin.js';
 
 /** A mesh dial (TCP and TLS) not finished after this long fails. */
 export const MESH_DIAL_TIMEOUT_MS = 5_000;
+/** Replica URLs whose TLS session is kept for resumption (the store holds at most MAX_REPLICAS replicas). */
+export const MAX_MESH_SESSIONS = 128;
+
+/** The last pinned TLS session per `meshUrl|caPin`. */
+const sessions = new Map<string, Buffer>();
+
+function keepSession(key: string, session: Buffer): void {
+  sessions.delete(key);
+  if (sessions.size >= MAX_MESH_SESSIONS) sessions.delete(sessions.keys().next().value!);
+  sessions.set(key, session);
+}
 
 export interface MeshDialTarget {
   /** https://HOST:PORT of the replica. */
@@ -35,8 +51,11 @@ export function dialReplica(
 ): Promise<TLSSocket> {
   const url = new URL(t.meshUrl);
   const host = url.hostname.replace(/^\[|\]$/g, '');
+  const sessionKey = `${t.meshUrl}|${caPin}`;
   return new Promise((resolve, reject) => {
+    let pinned = false;
     const socket = connect({
+      session: sessions.get(sessionKey),
       host,
       port: Number(url.port || 443),
       // Trust is the pin below, as for agents: the fleet's certificate is often self-signed.
@@ -53,14 +72,25 @@ export function dialReplica(
       clearTimeout(timer);
       reject(unreachable(t, err.code ?? err.message));
     });
+    socket.on('session', (session: Buffer) => {
+      if (pinned) keepSession(sessionKey, session);
+    });
     socket.once('secureConnect', () => {
       clearTimeout(timer);
+      // Resumed: the session was kept from a pinned handshake (the only ones kept).
+      if (socket.isSessionReused()) {
+        pinned = true;
+        resolve(socket);
+        return;
+      }
       const actual = pinOfCertificate(socket.getPeerCertificate().raw ?? Buffer.alloc(0));
       if (actual !== caPin) {
+        sessions.delete(sessionKey);
         socket.destroy();
         reject(unreachable(t, `it presented a certificate with pin ${actual}, not the fleet's ${caPin}`));
         return;
       }
+      pinned = true;
       resolve(socket);
     });
   });

@@ -1,7 +1,7 @@
 /**
  * This replica's place in a fleet's mesh: its id, the fleet's mesh key and CA pin, its membership (heartbeat and
- * agent locations, replica-membership.ts), and `locate`, which names the live replica other than this one that
- * holds a cluster's agent session. The proxies ask it only for a client's request whose agent has no session
+ * agent locations, replica-membership.ts), and `locate`, which names the sessions of a cluster's agents that live
+ * replicas other than this one hold. The proxies ask it only for a client's request whose agent has no session
  * here; a mesh request is always served locally (one hop, no loops).
  */
 import { randomBytes } from 'node:crypto';
@@ -97,10 +97,10 @@ export class MeshNode {
     return this.#membership.stop();
   }
 
-  /** The live replica other than this one that holds the cluster's agent session, or null. */
-  async locate(cluster: string): Promise<AgentLocation | null> {
-    const l = await this.#tables.locate(cluster, this.#deadAfterMs);
-    return l !== null && l.replica !== this.id ? l : null;
+  /** The sessions of the cluster's agents that live replicas other than this one hold (empty: none). */
+  async locate(cluster: string): Promise<AgentLocation[]> {
+    const all = await this.#tables.locate(cluster, this.#deadAfterMs);
+    return all.filter((l) => l.replica !== this.id);
   }
 
   /** A TLS connection to the replica at `l`, its certificate checked against the fleet pin. */

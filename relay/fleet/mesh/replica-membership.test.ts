@@ -1,6 +1,7 @@
 /**
  * ReplicaMembership against a real PostgreSQL (two replicas' memberships on one database): a session that comes up
- * on A is recorded and shows as connected through B's RelayHooks within a heartbeat or two; a change made while the
+ * on A is recorded and shows as connected through B's RelayHooks within a heartbeat or two (agent by agent: one
+ * cluster's agents held by A and B are both counted on each); a change made while the
  * database is down is written once it is back; a clean stop removes A and what it held.
  */
 import pino from 'pino';
@@ -38,7 +39,7 @@ describe('ReplicaMembership', () => {
       }
       await a.start('https://10.0.0.1:8443');
       await b.start('https://10.0.0.2:8443');
-      hooksA.updateConnection('edge-1', { connected: true, path: 'relayed' });
+      hooksA.updateConnection('edge-1', { connected: true, path: 'relayed' }, 'key-edge-1');
       await vi.waitFor(
         () => expect(hooksB.connection('edge-1')).toMatchObject({ connected: true, path: 'relayed' }),
         {
@@ -46,14 +47,38 @@ describe('ReplicaMembership', () => {
           interval: 100,
         },
       );
-      hooksA.updateConnection('edge-1', { path: 'direct' });
+      hooksA.updateConnection('edge-1', { path: 'direct' }, 'key-edge-1');
       await vi.waitFor(() => expect(hooksB.connection('edge-1').path).toBe('direct'), {
         timeout: 5_000,
         interval: 100,
       });
 
+      // A second agent of edge-1 held by B: each replica counts both.
+      hooksB.updateConnection('edge-1', { connected: true, path: 'relayed' }, 'key-edge-1-b');
+      const bothConnected = (h: RelayHooks) =>
+        [...h.agentConnections('edge-1')]
+          .filter(([, s]) => s.connected)
+          .map(([k]) => k)
+          .sort();
+      await vi.waitFor(
+        () => {
+          expect(bothConnected(hooksA)).toEqual(['key-edge-1', 'key-edge-1-b']);
+          expect(bothConnected(hooksB)).toEqual(['key-edge-1', 'key-edge-1-b']);
+        },
+        { timeout: 5_000, interval: 100 },
+      );
+      expect((await storeA.meshTables().locate('edge-1', 5_000)).map((l) => l.replica).sort()).toEqual([
+        'ra',
+        'rb',
+      ]);
+      hooksB.updateConnection('edge-1', { connected: false, path: 'none' }, 'key-edge-1-b');
+      await vi.waitFor(() => expect(bothConnected(hooksA)).toEqual(['key-edge-1']), {
+        timeout: 5_000,
+        interval: 100,
+      });
+
       await backend.server.halt();
-      hooksA.updateConnection('edge-2', { connected: true, path: 'relayed' });
+      hooksA.updateConnection('edge-2', { connected: true, path: 'relayed' }, 'key-edge-2');
       await new Promise((r) => setTimeout(r, 1_500));
       await backend.server.resume();
       await vi.waitFor(() => expect(hooksB.connection('edge-2').connected).toBe(true), {
@@ -66,7 +91,7 @@ describe('ReplicaMembership', () => {
         timeout: 5_000,
         interval: 100,
       });
-      expect(await storeB.meshTables().locate('edge-2', 5_000)).toBeNull();
+      expect(await storeB.meshTables().locate('edge-2', 5_000)).toEqual([]);
     } finally {
       await a.stop();
       await b.stop();

@@ -4,16 +4,18 @@
  * shutdown. A replica whose heartbeat is older than --mesh-dead-after is gone: the locations it held are ignored.
  *
  * Agent locations: each time this process's session of an agent comes up, goes down or changes path (RelayHooks
- * 'connection-changed'), the cluster's row is written (up: this replica, the latest writer wins) or cleared (down:
- * only while it still names this replica). Changes are coalesced per cluster and written in order by one loop,
- * so the set of pending writes is bounded by the number of clusters; a write the store refuses is kept (its latest
- * state only) and retried after the next heartbeat.
+ * 'agent-connection-changed'), the agent's row is written (up: this replica, the latest writer wins) or cleared
+ * (down: only while it still names this replica). One cluster's agents may be held by different replicas: each has
+ * its own row. Changes are coalesced per agent and written in order by one loop, so the set of pending writes is
+ * bounded by the number of agents the hub holds; a write the store refuses is kept (its latest state only) and
+ * retried after the next heartbeat.
  *
- * On every heartbeat the sessions the other live replicas hold are read back and handed to RelayHooks, so the
- * cluster object (connected, path) reads the same on every replica, a second behind at most.
+ * On every heartbeat the sessions the other live replicas hold are read back and handed to RelayHooks agent by
+ * agent, so the cluster object (connected, state, each agent's connected) reads the same on every replica, a second
+ * behind at most.
  */
 import type { Logger } from 'pino';
-import type { ConnectionChange, ConnectionStatus, RelayHooks } from '../../control/model/hooks.js';
+import type { AgentConnectionChange, ConnectionStatus, RelayHooks } from '../../control/model/hooks.js';
 import type { AgentLocation, PgMeshTables, ReplicaRow } from '../../control/store/postgres-mesh.js';
 
 export const HEARTBEAT_MS = 1_000;
@@ -42,10 +44,24 @@ function remoteStatus(l: AgentLocation): ConnectionStatus {
   return { connected: true, path, lastHandshake: null, rttMs: null, bytesIn: 0, bytesOut: 0 };
 }
 
+/** The other replicas' sessions by cluster, then agent key. */
+function remoteSessions(locations: readonly AgentLocation[]): Map<string, Map<string, ConnectionStatus>> {
+  const remote = new Map<string, Map<string, ConnectionStatus>>();
+  for (const l of locations) {
+    let agents = remote.get(l.cluster);
+    if (!agents) {
+      agents = new Map();
+      remote.set(l.cluster, agents);
+    }
+    agents.set(l.publicKey, remoteStatus(l));
+  }
+  return remote;
+}
+
 export class ReplicaMembership {
   readonly #options: MembershipOptions;
-  /** Latest unwritten state per cluster. */
-  readonly #pending = new Map<string, ConnectionChange>();
+  /** Latest unwritten state per agent key. */
+  readonly #pending = new Map<string, AgentConnectionChange>();
   #meshUrl = '';
   #timer: NodeJS.Timeout | null = null;
   #flushing: Promise<void> | null = null;
@@ -53,8 +69,8 @@ export class ReplicaMembership {
   #joined = false;
   /** The last heartbeat failed (logged once per outage). */
   #failing = false;
-  readonly #onChange = (c: ConnectionChange): void => {
-    this.#pending.set(c.cluster, c);
+  readonly #onChange = (c: AgentConnectionChange): void => {
+    this.#pending.set(c.publicKey, c);
     this.#flush();
   };
 
@@ -71,7 +87,7 @@ export class ReplicaMembership {
     );
     this.#joined = true;
     this.#options.log.info({ replica: this.#options.id, meshUrl }, 'mesh: joined the fleet');
-    this.#options.hooks?.on('connection-changed', this.#onChange);
+    this.#options.hooks?.on('agent-connection-changed', this.#onChange);
     this.#schedule();
   }
 
@@ -80,7 +96,7 @@ export class ReplicaMembership {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
-    this.#options.hooks?.off('connection-changed', this.#onChange);
+    this.#options.hooks?.off('agent-connection-changed', this.#onChange);
     await this.#flushing;
     if (this.#joined) {
       await this.#options.tables.leave(this.#options.id).catch((err: Error) => {
@@ -106,9 +122,7 @@ export class ReplicaMembership {
         await tables.join({ id, meshUrl: this.#meshUrl, mode: this.#options.mode }, deadAfterMs);
       }
       const locations = await tables.remoteLocations(id, deadAfterMs);
-      const remote = new Map<string, ConnectionStatus>();
-      for (const l of locations) remote.set(l.cluster, remoteStatus(l));
-      hooks?.setRemoteConnections(remote);
+      hooks?.setRemoteConnections(remoteSessions(locations));
       this.#options.onHeartbeat?.({ replicas: await tables.liveReplicas(deadAfterMs), locations });
       if (this.#failing) log.info({ replica: id }, 'mesh: heartbeat back');
       this.#failing = false;
@@ -135,21 +149,22 @@ export class ReplicaMembership {
     for (;;) {
       const first = this.#pending.entries().next();
       if (first.done) return;
-      const [cluster, change] = first.value;
-      this.#pending.delete(cluster);
+      const [key, change] = first.value;
+      this.#pending.delete(key);
       if (await this.#write(change)) continue;
       // Kept unless a newer change arrived meanwhile.
-      if (!this.#pending.has(cluster)) this.#pending.set(cluster, change);
+      if (!this.#pending.has(key)) this.#pending.set(key, change);
       return;
     }
   }
 
   /** Writes one change; false when the store did not take it (logged, retried later). */
-  async #write(c: ConnectionChange): Promise<boolean> {
+  async #write(c: AgentConnectionChange): Promise<boolean> {
     const { tables, id, log } = this.#options;
     try {
-      if (c.connected) await tables.setLocation(c.cluster, id, c.path);
-      else await tables.clearLocation(c.cluster, id);
+      if (c.connected)
+        await tables.setLocation({ cluster: c.cluster, publicKey: c.publicKey, replica: id, path: c.path });
+      else await tables.clearLocation(c.publicKey, id);
       return true;
     } catch (err) {
       log.warn(

@@ -2,7 +2,7 @@
  * The hub replicas a relay-mode replica forwards to. Each heartbeat (replica-membership.ts) hands it the live
  * replicas; the hub ones (mode `hub`) are probed on /readyz (readyz-probe.ts, at most one probe in flight per
  * replica) and only those that answered 200 at their last probe are picked. A replica whose dial failed during a
- * forward is left out until its next good probe. Where an agent is comes from the same heartbeat (agent_locations,
+ * forward is left out until its next good probe. Where an agent is comes from the same heartbeat (agent_sessions,
  * up to a second old); the hub replica that gets a request for an agent that moved sends it one more hop. While the
  * store does not answer, the last view and probe results stand (the hub replicas may well be serving).
  */
@@ -29,7 +29,7 @@ export class HubPool {
   readonly #probe: (meshUrl: string, caPin: string) => Promise<boolean>;
   /** By replica id; at most MAX_REPLICAS (the store's cap on replica rows). */
   #hubs = new Map<string, HubState>();
-  /** Cluster -> the hub replica its agent is on. */
+  /** Cluster -> a hub replica one of its agents is on. */
   #locations = new Map<string, AgentLocation>();
   #next = 0;
 

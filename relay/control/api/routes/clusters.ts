@@ -35,6 +35,7 @@ import { checkName } from '../../model/names.js';
 import { ERROR_REPLIES, NameParams } from '../../model/schemas.js';
 import { checkAgentReplicas } from '../../store/agent-replicas.js';
 import type { ClusterRecord, NewSecret } from '../../store/types.js';
+import { clusterAgentRoutes } from './cluster-agents.js';
 import { clusterListRoutes } from './cluster-list.js';
 import { installRoutes } from './install.js';
 import { pathHistoryRoutes } from './path-history.js';
@@ -110,6 +111,7 @@ export const clusterRoutes: FastifyPluginAsyncTypebox<{ ctx: RelayContext }> = a
   await app.register(installRoutes, { ctx });
   await app.register(pathHistoryRoutes, { ctx });
   await app.register(clusterListRoutes, { ctx });
+  await app.register(clusterAgentRoutes, { ctx });
   app.post(
     '/api/v1/clusters',
     { schema: { body: CreateClusterBody, response: { 201: ClusterWithBootstrap, ...errors } } },
