@@ -57,6 +57,8 @@ const NOT_RUN: Record<string, string> = {
     'serves behind a TLS-terminating balancer, which this set-up has not (test/serve-plain-http.test.ts)',
   'tunnel-relay serve --stun-port N':
     'names the flag; a relay with a STUN port is test/stun-responder.test.ts',
+  'tunnel-relay cluster agents remove NAME KEY':
+    "removes an agent of a set after scaling down; the set-up's one agent serves the other commands (test/cluster-agents-remove.test.ts runs it)",
   'tunnel-relay cluster create edge-1':
     "the set-up's edge-1 comes from CLI.md's `cluster create edge-1 --ca-pin ...`; a second create of the name is a conflict",
 };
