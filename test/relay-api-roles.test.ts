@@ -6,6 +6,8 @@ import { generateKeyPair, keyToBase64 } from '../shared/keys.js';
 import { startTestRelay, type TestRelay } from './helpers/test-relay.js';
 
 let t: TestRelay;
+/** A well-formed agent key that names no agent (routes that name one). */
+const HIDDEN_PROBE_KEY = keyToBase64(generateKeyPair().publicKey);
 const tok: Record<string, string> = {};
 let agentCred = '';
 let otherAgentCred = '';
@@ -133,6 +135,18 @@ describe('role table', () => {
     expectCode(await as('editorA', 'DELETE', '/api/v1/clusters/tmp-a'), 200);
   });
 
+  it('removing an agent of a set: admin, and group-editor in its group only; viewers and agents may not', async () => {
+    const key = encodeURIComponent(keyToBase64(generateKeyPair().publicKey));
+    for (const who of ['viewer', 'agent'] as const)
+      expectCode(await as(who, 'DELETE', `/api/v1/clusters/in-a/agents/${key}`), 403, 'FORBIDDEN');
+    expectCode(await as('bootstrap', 'DELETE', `/api/v1/clusters/in-a/agents/${key}`), 404, 'NOT_FOUND');
+    expectCode(await as('editorA', 'DELETE', `/api/v1/clusters/in-b/agents/${key}`), 404, 'NOT_FOUND');
+    // Allowed, and the key names no agent of the cluster: NOT_FOUND naming the key, not the cluster.
+    const r = await as('editorA', 'DELETE', `/api/v1/clusters/in-a/agents/${key}`);
+    expectCode(r, 404, 'NOT_FOUND');
+    expect(r.body.error.message).toContain(decodeURIComponent(key));
+  });
+
   it('a cluster the caller may not see answers exactly as a missing one (no group, no existence)', async () => {
     // Every route that names a cluster, for callers that may not see in-b (another group's editor, a bootstrap
     // key, another cluster's agent): the reply must equal the one for a name that does not exist, byte for
@@ -146,6 +160,7 @@ describe('role table', () => {
       ['DELETE', (n) => `/api/v1/clusters/${n}`],
       ['GET', (n) => `/api/v1/clusters/${n}/values`],
       ['PUT', (n) => `/api/v1/clusters/${n}/values`, { x: 1 }],
+      ['DELETE', (n) => `/api/v1/clusters/${n}/agents/${encodeURIComponent(HIDDEN_PROBE_KEY)}`],
       ['GET', (n) => `/clusters/${n}`],
     ];
     for (const who of ['editorA', 'bootstrap', 'agent'] as const) {
