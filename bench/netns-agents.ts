@@ -47,7 +47,7 @@ export interface NamespaceSite {
 
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
-async function freeUdpPort(host: string): Promise<number> {
+export async function freeUdpPort(host: string): Promise<number> {
   const s = createSocket('udp4');
   await new Promise<void>((r) => s.bind(0, host, () => r()));
   const port = s.address().port;
@@ -56,21 +56,27 @@ async function freeUdpPort(host: string): Promise<number> {
 }
 
 /** A Node process inside the namespace (the pid is node's: `ip netns exec` execs it). */
-function startIn(ns: Netns, args: string[]): ChildProcess {
+export function startIn(ns: Netns, args: string[]): ChildProcess {
   return start('ip', ['netns', 'exec', ns.name, process.execPath, ...NODE_ARGS, ...args]);
 }
 
-function agentStatus(stateDir: string): { path?: string; pathDetail?: { mtu?: number | null } } {
+/** The agent's status file: its path, and the direct path's MTU and remote endpoint. */
+export interface AgentPathStatus {
+  path?: string;
+  pathDetail?: { mtu?: number | null; remote?: string | null };
+}
+
+export function agentStatus(stateDir: string): AgentPathStatus {
   const out = execFileSync(
     process.execPath,
     [CLIENT_BIN, 'status', '--state-dir', stateDir, '--output', 'json'],
     // STATE_MISSING on stderr until the agent has joined
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
   );
-  return JSON.parse(out) as { path?: string; pathDetail?: { mtu?: number | null } };
+  return JSON.parse(out) as AgentPathStatus;
 }
 
-async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
+export async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
   const end = Date.now() + ms;
   for (;;) {
     try {
@@ -83,7 +89,7 @@ async function waitFor(what: string, cond: () => boolean, ms: number): Promise<v
   }
 }
 
-interface SiteRelay {
+export interface SiteRelay {
   url: string;
   adminKey: string;
   ca: string;
@@ -91,13 +97,13 @@ interface SiteRelay {
 }
 
 /** Creates the cluster and returns its join arguments (the `tunnel-client` command line less its name). */
-async function createCluster(name: string, env: NodeJS.ProcessEnv): Promise<string[]> {
+export async function createCluster(name: string, env: NodeJS.ProcessEnv): Promise<string[]> {
   const created = await runJson(['cluster', 'create', name], env);
   return joinCommandWords((created.bootstrap as { joinCommand: string }).joinCommand);
 }
 
 /** The relay's CA certificate, from a cluster's kubeconfig. */
-async function relayCa(name: string, env: NodeJS.ProcessEnv): Promise<string> {
+export async function relayCa(name: string, env: NodeJS.ProcessEnv): Promise<string> {
   const kc = await runJson(['kubeconfig', name], env);
   const data =
     (kc.clusters as Array<{ cluster: Record<string, string> }>)[0]?.cluster['certificate-authority-data'] ??
@@ -105,7 +111,7 @@ async function relayCa(name: string, env: NodeJS.ProcessEnv): Promise<string> {
   return Buffer.from(data, 'base64').toString();
 }
 
-function joinAgent(
+export function joinAgent(
   ns: Netns,
   relay: SiteRelay,
   o: { name: string; joinArgs: string[]; upPort: number; dir: string; extra: string[] },

@@ -3,7 +3,9 @@
  * PostgreSQL behind haproxy, each with its own UDP port, and a real agent in a network namespace behind a MASQUERADE
  * router (test/helpers/nat-fleet.ts).
  * - The agent goes direct to the replica its relay connection is on (that replica's UDP port), and a 20 MB
- *   download through the fleet's CONNECT proxy crosses the NAT as UDP (the router's FORWARD counter).
+ *   download through the fleet's CONNECT proxy crosses the NAT as UDP, counted per direction in the router's
+ *   FORWARD chain: the body leaves the agent as UDP (the upstream is on the host, so it reaches the agent over
+ *   TCP first), the requests and ACKs come back as UDP, and the relay's TCP connection stays small both ways.
  * - kill -9 of that replica, ten times with different timing (some during a download; three times with three
  *   replicas): the agent comes back through another replica and goes direct to that replica's port, never stays
  *   direct to the dead one, and a download after each move is byte-identical.
@@ -14,7 +16,7 @@ import { buildIfStale, cleanup, sleep } from './cli-harness.js';
 import type { AgentStatus } from './helpers/agent-status.js';
 import { cleanupAll } from './helpers/cleanup.js';
 import { connectDownload, type DownloadResult } from './helpers/connect-download.js';
-import { addRule } from './helpers/iptables.js';
+import { addRule, type IptablesRule } from './helpers/iptables.js';
 import { type FleetReplica, type NatFleet, startNatFleet } from './helpers/nat-fleet.js';
 import { requireIntegrationPrivileges } from './helpers/privileges.js';
 import { pollUntil } from './helpers/wait.js';
@@ -102,6 +104,46 @@ async function expectIdentical(n: number): Promise<void> {
   expect(r.sha256).toBe(sha256OfPattern(n));
 }
 
+interface AgentTraffic<T> {
+  udpFromAgent: T;
+  udpToAgent: T;
+  relayFromAgent: T;
+  relayToAgent: T;
+}
+
+/**
+ * Counting rules in the agent router's FORWARD chain, one per direction (FORWARD sees the agent's private address
+ * both ways: MASQUERADE rewrites after it, and its reverse before it): the agent's UDP, and the agent's TCP
+ * connection to the relay (haproxy's port).
+ */
+async function countAgentTraffic() {
+  const ns = fleet.t.agentRouter.name;
+  const agent = fleet.t.agentAddress;
+  const lbPort = String(fleet.lb.port);
+  const count = (match: string[]) => addRule(ns, 'FORWARD', match, 'ACCEPT', { insert: true });
+  const rules: AgentTraffic<IptablesRule> = {
+    udpFromAgent: await count(['-s', agent, '-p', 'udp']),
+    udpToAgent: await count(['-d', agent, '-p', 'udp']),
+    relayFromAgent: await count(['-s', agent, '-p', 'tcp', '--dport', lbPort]),
+    relayToAgent: await count(['-d', agent, '-p', 'tcp', '--sport', lbPort]),
+  };
+  const all = [rules.udpFromAgent, rules.udpToAgent, rules.relayFromAgent, rules.relayToAgent];
+  return {
+    async read(): Promise<AgentTraffic<{ packets: number; bytes: number }>> {
+      const [udpFromAgent, udpToAgent, relayFromAgent, relayToAgent] = await Promise.all(
+        all.map((r) => r.counters()),
+      );
+      return {
+        udpFromAgent: udpFromAgent!,
+        udpToAgent: udpToAgent!,
+        relayFromAgent: relayFromAgent!,
+        relayToAgent: relayToAgent!,
+      };
+    },
+    remove: () => Promise.all(all.map((r) => r.remove())),
+  };
+}
+
 async function restart(r: FleetReplica): Promise<void> {
   await fleet.startReplica(r);
   await fleet.lb.waitForUp(
@@ -126,13 +168,20 @@ describe.each(FLEETS)('direct WireGuard in a fleet of $replicas replicas', ({ re
 
   it('goes direct to the replica holding its session; a 20 MB download crosses the NAT as UDP', async () => {
     const home = await directHome({ timeoutMs: 40_000 });
-    const udp = await addRule(fleet.t.agentRouter.name, 'FORWARD', ['-p', 'udp'], 'ACCEPT', { insert: true });
+    const count = await countAgentTraffic();
     const n = 20_000_000;
     await expectIdentical(n);
-    // Both directions' UDP through the router: at least the body's bytes (plus WireGuard's and IP's headers).
-    expect((await udp.counters()).bytes).toBeGreaterThan(n);
+    const c = await count.read();
+    await count.remove();
+    // The body leaves the agent as WireGuard over UDP (at least its bytes, plus WireGuard's and IP's headers);
+    // the requests and ACKs toward the agent are UDP too, and far fewer bytes.
+    expect(c.udpFromAgent.bytes).toBeGreaterThan(n);
+    expect(c.udpToAgent.packets).toBeGreaterThan(0);
+    expect(c.udpToAgent.bytes).toBeLessThan(n / 10);
+    // The relay's TCP connection (through haproxy) carries almost nothing in either direction (under 100 kB).
+    expect(c.relayFromAgent.bytes).toBeLessThan(n / 200);
+    expect(c.relayToAgent.bytes).toBeLessThan(n / 200);
     expect(directTo(await fleet.status(), home.replica)).toBe(true);
-    await udp.remove();
   }, 120_000);
 
   it(`kill -9 of the replica holding the session, ${killRounds} times: direct to another one each time`, async () => {

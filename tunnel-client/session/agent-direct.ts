@@ -13,7 +13,6 @@ import type { Clock } from '../../shared/clock.js';
 import { CandidateGatherer, type StunServer, type StunVerdict } from '../../shared/net/disco/candidates.js';
 import type { DiscoAddress } from '../../shared/net/disco/disco-codec.js';
 import { resolveEndpoint } from '../../shared/net/disco/resolve-endpoint.js';
-import { isStunBindingSuccess } from '../../shared/net/stun/stun-codec.js';
 import type { TunnelEndpoint } from '../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
 import { UdpTransport } from '../../shared/net/tunnel-endpoint/udp-transport.js';
 import type { Tunnel } from '../agent/types.js';
@@ -98,13 +97,7 @@ export class AgentDirect {
       },
     });
     this.#gatherer = gatherer;
-    transport.listen({
-      onWireGuard: (d, from) => {
-        if (isStunBindingSuccess(d)) gatherer.receiveStun(d, from);
-        else endpoint.receiveFrom(d, from);
-      },
-      onDisco: (d, from) => endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
-    });
+    endpoint.listenUdp(transport, { stun: (d, from) => gatherer.receiveStun(d, from) });
     if (hubUdp) disco.setConfigured(this.#options.hubKey, [hubUdp]);
     gatherer.start();
   }

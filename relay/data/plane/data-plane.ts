@@ -240,15 +240,10 @@ export async function mountDataPlane(
       })
     : null;
   if (udp) {
-    udp.attach({
-      wireGuard: (d, from) => hub.endpoint.receiveFrom(d, from),
-      stun:
-        candidates && stunServers.length > 0
-          ? (d: Buffer, from: { address: string; port: number }) => candidates.receiveStun(d, from)
-          : undefined,
-      disco: (d, from) =>
-        hub.endpoint.receiveDisco(d, { via: 'udp', address: from.address, port: from.port }),
-    });
+    udp.attach(
+      hub.endpoint,
+      candidates && stunServers.length > 0 ? (d, from) => candidates.receiveStun(d, from) : undefined,
+    );
     candidates?.start();
     log.info({ host: udp.transport.address, port: udp.transport.port }, 'WireGuard UDP port listening (udp)');
   }

@@ -1,24 +1,20 @@
 /**
  * The hub's UDP port (`--udp-port`, default 51820): standard WireGuard straight to the hub node, for agents
  * with a direct path and for stock WireGuard peers. Bound before the relay issues anything, so a busy port
- * fails the start with BAD_CONFIG naming the flag. The data plane attaches the hub's endpoint
- * (`receiveFrom`, shared/net/tunnel-endpoint/tunnel-endpoint.ts); every datagram that does not authenticate is
- * dropped and counted by reason (the device's reasons; `no-hub` while nothing is attached; `no-disco` for disco
- * messages while the hub takes none; `stun-unexpected` for a STUN answer to no request of the hub's
- * `--stun-server` round). The port is
+ * fails the start with BAD_CONFIG naming the flag. The data plane attaches the hub's endpoint, which listens
+ * through its UDP edge (shared/net/tunnel-endpoint/udp-edge.ts: STUN, disco, WireGuard); every datagram that
+ * does not authenticate is dropped and counted by reason (the device's reasons; `no-hub` while nothing is
+ * attached; `no-disco` for disco messages while detached; `stun-unexpected` for a STUN answer to no request of
+ * the hub's `--stun-server` round). The port is
  * advertised to agents (`tunnel.udpEndpoint`) only while the hub listens on it.
  */
 
 import { TunnelError } from '../../../shared/errors.js';
 import type { DiscoAddress } from '../../../shared/net/disco/disco-codec.js';
 import { resolveEndpoint } from '../../../shared/net/disco/resolve-endpoint.js';
-import { isStunBindingSuccess } from '../../../shared/net/stun/stun-codec.js';
+import type { UdpEdgeOptions, UdpEdgeOutcome } from '../../../shared/net/tunnel-endpoint/udp-edge.js';
 import { UdpTransport } from '../../../shared/net/tunnel-endpoint/udp-transport.js';
-import {
-  type DatagramSource,
-  noDeviceDrops,
-  type ReceiveDrop,
-} from '../../../shared/net/wireguard/device.js';
+import { noDeviceDrops, type ReceiveDrop } from '../../../shared/net/wireguard/device.js';
 import { bindHint } from '../../ops/port-hold.js';
 
 export type HubUdpDropReason = ReceiveDrop | 'no-hub' | 'no-disco' | 'stun-unexpected';
@@ -56,17 +52,9 @@ export interface HubUdpOptions {
   publicEndpoint: string | null;
 }
 
-/** What the hub's endpoint does with the port's datagrams. */
-export interface HubUdpReceiver {
-  /** A WireGuard datagram; returns why it was dropped, null once it authenticated. */
-  wireGuard(datagram: Buffer, from: DatagramSource): ReceiveDrop | null;
-  /** A disco message; absent: dropped and counted as `no-disco`. */
-  disco?(message: Buffer, from: DatagramSource): void;
-  /**
-   * A STUN Binding success (an answer to the hub's own `--stun-server` requests): true when it answered one;
-   * anything else is dropped as `stun-unexpected`. Absent: such datagrams go to `wireGuard` like any other.
-   */
-  stun?(datagram: Buffer, from: DatagramSource): boolean;
+/** The hub's endpoint as the port needs it (TunnelEndpoint: it listens through its UDP edge). */
+export interface HubUdpEndpoint {
+  listenUdp(transport: Pick<UdpTransport, 'listen'>, o: UdpEdgeOptions): void;
 }
 
 export class HubUdp {
@@ -74,7 +62,7 @@ export class HubUdp {
   readonly #publicEndpoint: string | null;
   readonly #dropped = noDrops();
   #authenticated = 0;
-  #hub: HubUdpReceiver | null = null;
+  #hub: HubUdpEndpoint | null = null;
 
   private constructor(transport: UdpTransport, publicEndpoint: string | null) {
     this.transport = transport;
@@ -95,21 +83,13 @@ export class HubUdp {
     }
   }
 
-  /** The hub's endpoint takes the port's datagrams from now on. */
-  attach(hub: HubUdpReceiver): void {
-    this.#hub = hub;
-    this.transport.listen({
-      onWireGuard: (d, from) => {
-        if (hub.stun && isStunBindingSuccess(d)) {
-          if (!hub.stun(d, from)) this.#dropped['stun-unexpected']++;
-          return;
-        }
-        const drop = hub.wireGuard(d, from);
-        if (drop === null) this.#authenticated++;
-        else this.#dropped[drop]++;
-      },
-      onDisco: hub.disco ? (m: Buffer, from: DatagramSource) => hub.disco?.(m, from) : undefined,
-    });
+  /**
+   * The hub's endpoint takes the port's datagrams from now on; STUN Binding successes go to `stun` (the hub's
+   * `--stun-server` round) when given, to WireGuard otherwise.
+   */
+  attach(endpoint: HubUdpEndpoint, stun?: UdpEdgeOptions['stun']): void {
+    this.#hub = endpoint;
+    endpoint.listenUdp(this.transport, { stun, onOutcome: (o) => this.#count(o) });
   }
 
   /** The hub stopped: datagrams are dropped as `no-hub` and the port is no longer advertised. */
@@ -169,6 +149,11 @@ export class HubUdp {
   close(): Promise<void> {
     this.#hub = null;
     return this.transport.close();
+  }
+
+  #count(outcome: UdpEdgeOutcome): void {
+    if (outcome === null) this.#authenticated++;
+    else if (outcome !== 'stun') this.#dropped[outcome]++;
   }
 
   #detached(): void {

@@ -9,7 +9,8 @@
  *   at every step, never an exception.
  * - a path's owner hands each datagram from a peer to `receive(datagram, peerPaths)` -> device (opens)
  *   -> stream datagrams to the binding; every other inner packet (ICMP, anything else) to `onPacket`.
- * - the UDP transport (udp-transport.ts) hands each WireGuard datagram to `receiveFrom(datagram, from)`:
+ * - a UDP transport (udp-transport.ts) listens through `listenUdp` (udp-edge.ts: STUN answers to the owner's
+ *   candidate gatherer, disco to `receiveDisco`) and hands each WireGuard datagram to `receiveFrom(datagram, from)`:
  *   the device finds the peer from the datagram, and only once it authenticates (a valid handshake
  *   message, or transport data that opens and passes the replay window) does the peer's direct path
  *   (direct-path.ts) follow `from` (WireGuard roaming). Garbage, replays and spoofed sources never move it.
@@ -48,6 +49,7 @@ import { PathManager } from './path-manager.js';
 import type { Route } from './path-selector.js';
 import type { PeerPaths } from './peer-paths.js';
 import { PmtuProbes, type PmtuProbesOptions } from './pmtu-probes.js';
+import { type UdpEdgeOptions, udpEdgeReceiver } from './udp-edge.js';
 import type { UdpTransport } from './udp-transport.js';
 
 /** Largest inner packet on any path: the device's MTU (a peer's own is its path's, see roomFor). */
@@ -245,6 +247,14 @@ export class TunnelEndpoint {
     this.disco?.removePeer(publicKey);
     this.paths.remove(publicKey);
     return this.device.removePeer(publicKey);
+  }
+
+  /**
+   * Takes `transport`'s datagrams from now on, told apart by the UDP edge (udp-edge.ts): STUN answers to
+   * `o.stun`, disco to receiveDisco, the rest to receiveFrom; `o.onOutcome` is told what became of each.
+   */
+  listenUdp(transport: Pick<UdpTransport, 'listen'>, o: UdpEdgeOptions = {}): void {
+    transport.listen(udpEdgeReceiver(this, o));
   }
 
   /** A disco message (isDiscoMessage) from the relay or the UDP transport. Never throws. */
