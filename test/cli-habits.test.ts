@@ -177,7 +177,7 @@ describe('shell completion', () => {
       ]),
     ).toEqual([
       'cluster',
-      'create list get accept deny delete rotate-psk',
+      'create list get accept deny delete rotate-psk agents',
       '--display-name',
       'json text',
       '--output',

@@ -243,7 +243,6 @@ export function clusterCommand(): Command {
   );
 
   cluster.addCommand(clusterListCommand());
-  cluster.addCommand(clusterAgentsCommand());
 
   cluster.addCommand(
     withAdminFlags(
@@ -306,5 +305,6 @@ export function clusterCommand(): Command {
     }),
   );
 
+  cluster.addCommand(clusterAgentsCommand());
   return cluster;
 }
