@@ -1,10 +1,13 @@
 /**
  * The compiled binaries the integration tests run: dist/ is rebuilt (tsconfig.build.json) when a binary is missing or
- * older than any source it is built from. test/global-setup.ts calls it once before the integration lanes start, so
- * two lanes never compile at the same time; a test file run alone calls it through cli-harness.ts.
+ * older than any source it is built from. test/global-setup.ts calls it before a vitest process runs integration
+ * files, and a test file run alone calls it through cli-harness.ts. The check and the build hold a lock file, so the
+ * two lanes' processes (test/run-lanes.mjs) never compile at the same time or start a half-written binary.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, openSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,8 +26,45 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
+/** A lock file per checkout, so that processes of one checkout build one at a time. */
+const LOCK = join(
+  tmpdir(),
+  `tunnel-build-${createHash('sha256').update(ROOT).digest('hex').slice(0, 16)}.lock`,
+);
+/** A lock older than this was left by a process that died while building. */
+const LOCK_STALE_MS = 300_000;
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function withBuildLock(build: () => void): void {
+  const deadline = Date.now() + LOCK_STALE_MS;
+  for (;;) {
+    try {
+      closeSync(openSync(LOCK, 'wx'));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const age = existsSync(LOCK) ? Date.now() - statSync(LOCK).mtimeMs : 0;
+      if (age > LOCK_STALE_MS) rmSync(LOCK, { force: true });
+      else if (Date.now() > deadline) throw new Error(`build lock ${LOCK} held for over 5 min`);
+      else sleepSync(200);
+    }
+  }
+  try {
+    build();
+  } finally {
+    rmSync(LOCK, { force: true });
+  }
+}
+
 /** Compiles dist/ when a binary is missing or older than any source it is built from. */
 export function buildIfStale(): void {
+  withBuildLock(buildWhenStale);
+}
+
+function buildWhenStale(): void {
   const built = Math.min(...[RELAY_BIN, CLIENT_BIN].map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)));
   const src = Math.max(...['shared', 'relay', 'tunnel-client'].map((d) => newestMtime(join(ROOT, d))));
   if (built >= src) return;
