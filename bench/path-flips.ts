@@ -92,6 +92,11 @@ export interface FlipStall {
   stallMs: number;
   /** From the flip to the hub's switch (ms). */
   switchMs: number;
+  /**
+   * Longest gap (ms) in a stretch of the same download as long as the flip's window, right after it, on the path
+   * the flip ended on, with no flip: what the machine's own pauses give over the same time.
+   */
+  quietMs: number;
 }
 
 /**
@@ -137,47 +142,81 @@ async function watchedDownload(dial: Dial): Promise<{
   };
 }
 
+type WatchedDownload = Awaited<ReturnType<typeof watchedDownload>>;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One flip: `flip()` changes the path, the window runs until the hub shows `path` plus 2 s; then a quiet stretch as
+ * long as that window on the same path (the silenced flip's quiet stretch is relayed, UDP still dropped).
+ */
+async function timedFlip(
+  site: NamespaceSite,
+  dl: WatchedDownload,
+  o: { kind: FlipStall['flip']; path: string; flip(): void; timeoutMs: number },
+): Promise<FlipStall> {
+  const flippedAt = Date.now();
+  dl.takeLongestGap();
+  o.flip();
+  const switchedAt = await switchedTo(site, o.path, flippedAt, o.timeoutMs);
+  await sleep(2_000);
+  const stallMs = dl.takeLongestGap();
+  await sleep(Date.now() - flippedAt);
+  const quietMs = dl.takeLongestGap();
+  return { flip: o.kind, stallMs, switchMs: switchedAt - flippedAt, quietMs };
+}
+
 /**
  * `flips` flips during one download through the direct agent (half of them silencing UDP, half allowing it
- * again): for each, the longest gap in the stream from the flip until 2 s after the hub's switch. Throws when the
- * download fails or ends (a stream error or a dropped session).
+ * again): for each, the longest gap in the stream from the flip until 2 s after the hub's switch, and the longest
+ * gap of a stretch as long right after it with no flip. Throws when the download fails or ends (a stream error or
+ * a dropped session).
  */
 export async function measureStalls(
   site: NamespaceSite,
   flips: number,
-): Promise<{ stalls: FlipStall[]; bytes: number; quietMs: number }> {
+): Promise<{ stalls: FlipStall[]; bytes: number }> {
   await switchedTo(site, 'direct', 0, 60_000);
   const dl = await watchedDownload(site.direct.dial);
   const stalls: FlipStall[] = [];
   try {
-    // The baseline: the longest gap in 4 s of the same download with no flip (after 2 s to reach its rate).
-    await new Promise((r) => setTimeout(r, 2_000));
-    dl.takeLongestGap();
-    await new Promise((r) => setTimeout(r, 4_000));
-    const quietMs = dl.takeLongestGap();
+    await sleep(2_000); // the download reaches its rate
     for (let i = 0; i < flips; i += 2) {
-      const silencedAt = Date.now();
-      dl.takeLongestGap();
-      const silence = silenceUdp(site);
-      let fellAt: number;
+      let silence: { remove(): void } | undefined;
+      const silenceUdpNow = () => {
+        silence = silenceUdp(site);
+      };
+      const allowUdpNow = () => {
+        silence?.remove();
+        silence = undefined;
+      };
       try {
-        fellAt = await switchedTo(site, 'relayed', silencedAt, 30_000);
-        await new Promise((r) => setTimeout(r, 2_000));
+        stalls.push(
+          await timedFlip(site, dl, {
+            kind: 'silenced',
+            path: 'relayed',
+            flip: silenceUdpNow,
+            timeoutMs: 30_000,
+          }),
+        );
+        if (i + 1 >= flips) break;
+        stalls.push(
+          await timedFlip(site, dl, {
+            kind: 'allowed',
+            path: 'direct',
+            flip: allowUdpNow,
+            timeoutMs: 60_000,
+          }),
+        );
       } finally {
-        silence.remove();
+        silence?.remove();
       }
-      stalls.push({ flip: 'silenced', stallMs: dl.takeLongestGap(), switchMs: fellAt - silencedAt });
-      if (i + 1 >= flips) break;
-      const allowedAt = Date.now();
-      const upAt = await switchedTo(site, 'direct', allowedAt, 60_000);
-      await new Promise((r) => setTimeout(r, 2_000));
-      stalls.push({ flip: 'allowed', stallMs: dl.takeLongestGap(), switchMs: upAt - allowedAt });
       const failed = dl.failure();
       if (failed) throw new Error(`the stream failed at flip ${i + 2}: ${failed}`);
     }
     const failed = dl.failure();
     if (failed) throw new Error(`the stream failed: ${failed}`);
-    return { stalls, bytes: dl.bytes(), quietMs };
+    return { stalls, bytes: dl.bytes() };
   } finally {
     dl.stop();
   }
