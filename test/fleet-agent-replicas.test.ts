@@ -5,13 +5,16 @@
  * served (by the replica's own agent). kill -9 of agent 1 loses none sent once both replicas show it gone, and
  * the cluster reads Degraded, then Connected again after agent 1 restarts, from both replicas' APIs. A GET in
  * flight on the killed agent is sent again to the live one within a second or so (not after the 8 s disconnect
- * grace), since the cluster has another live agent.
+ * grace), since the cluster has another live agent. An agent that drains (SIGTERM, a request still in flight on it)
+ * is no hop target for the other replica: a request there waits for an agent that takes it (here the other agent's
+ * next run) instead of queueing behind the leaving one.
  */
 
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DISCONNECT_GRACE_MS } from '../relay/data/proxy/hub-streams.js';
+import { ARRIVAL_WAIT_MS } from '../relay/fleet/mesh/mesh-routing.js';
 import {
   adminEnvOf,
   buildIfStale,
@@ -32,6 +35,8 @@ import { listen } from './proxy-fixtures.js';
 const CLUSTER = 'edge-fleet-set';
 const SESSION_UP = 'WireGuard session to the hub is up';
 const SLOW_MS = 3_000;
+/** `/hold` answers after this long: a request that keeps a SIGTERM'd agent draining meanwhile. */
+const HOLD_MS = 8_000;
 
 interface ClusterJson {
   state: string;
@@ -53,6 +58,7 @@ const upstreams: Server[] = [];
 async function upstreamFor(i: number): Promise<number> {
   const server = createServer((req, res) => {
     if (req.url === '/slow') return void setTimeout(() => res.end(`slow from agent ${i}`), SLOW_MS);
+    if (req.url === '/hold') return void setTimeout(() => res.end(`held by agent ${i}`), HOLD_MS);
     res.end(`hello from agent ${i}`);
   });
   upstreams.push(server);
@@ -203,4 +209,26 @@ describe('agents of one cluster on different replicas', () => {
     expect(held).toMatchObject({ status: 200, body: 'slow from agent 0' });
     expect(held.endedAt - killedAt).toBeLessThan(SLOW_MS + DEFAULT_DISCONNECT_GRACE_MS / 2);
   }, 120_000);
+
+  it("a draining agent on B gets no hop from A: A's request waits for an agent that takes it", async () => {
+    // A holds no agent: agent 0 is killed.
+    await agents[0]!.stop('SIGKILL');
+    await waitForState('Degraded', 1);
+    // Agent 1 (B's) drains for HOLD_MS: SIGTERM with a request in flight on it.
+    const held = hubRequest(replicas[1]!, `/api/v1/clusters/${CLUSTER}/proxy/hold`);
+    await sleep(500);
+    agents[1]!.child.kill('SIGTERM');
+    await sleep(1_500);
+    // Agent 0's next run starts now; a request through A meanwhile must reach it, not wait on the leaving agent.
+    const restarted = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDirs[0]!], cleanEnv());
+    agents[0] = restarted;
+    const sentAt = Date.now();
+    const reply = await hubRequest(replicas[0]!, `/api/v1/clusters/${CLUSTER}/proxy/hello`);
+    const tookMs = Date.now() - sentAt;
+    expect(reply).toMatchObject({ status: 200, body: 'hello from agent 0' });
+    expect(tookMs).toBeLessThan(ARRIVAL_WAIT_MS);
+    // The request in flight on the draining agent was answered by it.
+    expect(await held).toMatchObject({ status: 200, body: 'held by agent 1' });
+    expect(await agents[1]!.exited).toBe(0);
+  }, 90_000);
 });

@@ -13,7 +13,7 @@ import type { RelayEvents } from './relay-events.js';
 // The types the mesh and the path reports take from here.
 export type { ConnectionStatus } from './connection-status.js';
 export type { RemoteSessions } from './live-connections.js';
-export type { AgentConnectionChange, ConnectionChange } from './relay-events.js';
+export type { AgentConnectionChange, AgentDrainChange, ConnectionChange } from './relay-events.js';
 
 export class RelayHooks extends EventEmitter<RelayEvents> {
   readonly #store: Store;

@@ -25,6 +25,11 @@ export interface AgentConnectionChange extends ConnectionChange {
   publicKey: string;
 }
 
+/** One agent's session on this process drains (its GoAway: it takes no new streams) or takes streams again. */
+export interface AgentDrainChange extends KeyEvent {
+  draining: boolean;
+}
+
 export interface RelayEvents {
   /** A key became admitted (PSK registration, or accept of a registered cluster): add it as a peer. */
   'peer-admitted': [AdmittedPeer];
@@ -36,6 +41,8 @@ export interface RelayEvents {
   'connection-changed': [ConnectionChange];
   /** This process's session of one agent of the cluster came up, went down, or changed path. */
   'agent-connection-changed': [AgentConnectionChange];
+  /** This process's session of one agent began draining, or its next run is up (or the wait for it is over). */
+  'agent-draining': [AgentDrainChange];
   /** An agent renewed its lease, reporting why it is relayed (null: it names no reason of its own). */
   'agent-reason': [{ cluster: string; reason: string | null }];
   /** A stored change of the cluster (created, accepted, denied, registered, lease, values, PSK, deleted). */

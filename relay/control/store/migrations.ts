@@ -205,6 +205,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX agent_sessions_cluster ON agent_sessions (cluster);
   CREATE INDEX agent_sessions_replica ON agent_sessions (replica);
   `,
+  // 14: when the agent of a session began draining (its GoAway: SIGTERM), null while it takes new streams; other
+  // replicas send it no request hop meanwhile (relay/fleet/mesh/mesh-routing.ts).
+  `
+  ALTER TABLE agent_sessions ADD COLUMN draining_since BIGINT;
+  `,
 ];
 
 /** Applies the missing migrations, each in its own transaction; refuses a newer schema. */

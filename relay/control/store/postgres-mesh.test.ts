@@ -1,7 +1,8 @@
 /**
  * The replica mesh's tables on a real PostgreSQL (test/helpers/postgres.ts), seen from two store instances as two
  * replicas see them: the fleet identity is first-writer-wins, a replica without a fresh heartbeat (database clock)
- * drops out and its locations with it, the latest location wins and only its writer clears it, the replica cap.
+ * drops out and its locations with it, the latest location wins and only its writer clears it, a draining agent
+ * is left out of locate, the replica cap.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../../shared/errors.js';
@@ -115,6 +116,31 @@ describe('PgMeshTables', () => {
     // Clearing one agent leaves the other's.
     await a.clearLocation('k1', 'ra');
     expect((await b.locate('edge-4', 5_000)).map((l) => l.publicKey)).toEqual(['k2']);
+  });
+
+  it('a draining agent is left out of locate until its next run, and still counted as a session', async () => {
+    const [store, a, b] = await twoReplicas();
+    await cluster(store, 'edge-5');
+    await a.join({ id: 'ra', meshUrl: 'https://a:1', mode: 'hub' }, 5_000);
+    await b.join({ id: 'rb', meshUrl: 'https://b:1', mode: 'hub' }, 5_000);
+    await a.setLocation({ cluster: 'edge-5', publicKey: 'k1', replica: 'ra', path: 'relayed' });
+    await b.setLocation({ cluster: 'edge-5', publicKey: 'k2', replica: 'rb', path: 'relayed' });
+    await a.markDraining({ publicKey: 'k1', replica: 'ra', draining: true });
+    expect((await b.locate('edge-5', 5_000)).map((l) => l.publicKey)).toEqual(['k2']);
+    expect((await b.remoteLocations('rb', 5_000)).map((l) => l.publicKey)).toEqual(['k1']);
+    // Only the replica holding the session marks it: another one's mark changes nothing.
+    await b.markDraining({ publicKey: 'k2', replica: 'ra', draining: true });
+    expect((await a.locate('edge-5', 5_000)).map((l) => l.publicKey)).toEqual(['k2']);
+    // A path change on the same replica keeps the mark; the session moving to another replica drops it.
+    await a.setLocation({ cluster: 'edge-5', publicKey: 'k1', replica: 'ra', path: 'direct' });
+    expect((await b.locate('edge-5', 5_000)).map((l) => l.publicKey)).toEqual(['k2']);
+    await b.setLocation({ cluster: 'edge-5', publicKey: 'k1', replica: 'rb', path: 'relayed' });
+    expect((await a.locate('edge-5', 5_000)).map((l) => l.publicKey).sort()).toEqual(['k1', 'k2']);
+    // Its next run on the same replica takes streams again.
+    await b.markDraining({ publicKey: 'k2', replica: 'rb', draining: true });
+    expect((await a.locate('edge-5', 5_000)).map((l) => l.publicKey)).toEqual(['k1']);
+    await b.markDraining({ publicKey: 'k2', replica: 'rb', draining: false });
+    expect((await a.locate('edge-5', 5_000)).map((l) => l.publicKey).sort()).toEqual(['k1', 'k2']);
   });
 
   it('leave removes the row and its locations; the replica cap refuses one more', async () => {

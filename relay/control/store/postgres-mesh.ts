@@ -1,7 +1,7 @@
 /**
  * The replica mesh's tables in a PostgreSQL store (migrations 4 and 13): the fleet identity (in meta), replica
  * membership rows with heartbeats, and agent locations (agent key -> replica, agent_sessions: the agents of one
- * cluster may be on different replicas). Every time here is the database
+ * cluster may be on different replicas; migration 14 marks a draining agent's). Every time here is the database
  * server's clock in milliseconds (`clock_timestamp()`), so replicas whose clocks disagree still agree on who is
  * alive. A location whose replica has no fresh heartbeat is never returned.
  */
@@ -33,6 +33,13 @@ export interface AgentLocation {
   path: string;
   since: number;
 }
+
+/**
+ * A drain mark older than this is ignored: an agent drains for 20 s at the most before its session ends and its
+ * row goes, so a mark this old was left by a replica that did not clear it (one of the previous version in a
+ * rolling upgrade, say).
+ */
+export const DRAIN_MARK_MS = 60_000;
 
 /** Most replica rows a store holds (live or not yet pruned); a replica past it is refused at start. */
 export const MAX_REPLICAS = 64;
@@ -142,8 +149,21 @@ export class PgMeshTables {
        WHERE EXISTS (SELECT 1 FROM clusters WHERE name = $2)
        ON CONFLICT (public_key) DO UPDATE SET cluster = excluded.cluster, replica = excluded.replica,
          path = excluded.path,
-         since = CASE WHEN agent_sessions.replica = excluded.replica THEN agent_sessions.since ELSE excluded.since END`,
+         since = CASE WHEN agent_sessions.replica = excluded.replica THEN agent_sessions.since ELSE excluded.since END,
+         draining_since = CASE WHEN agent_sessions.replica = excluded.replica THEN agent_sessions.draining_since END`,
       [l.publicKey, l.cluster, l.replica, l.path],
+    );
+  }
+
+  /**
+   * Marks the agent's session on `replica` draining (it takes no new streams: no replica sends it a hop) or taking
+   * streams again (its next run is up); nothing when another replica holds it now.
+   */
+  async markDraining(l: { publicKey: string; replica: string; draining: boolean }): Promise<void> {
+    await (await this.#connection()).run(
+      `UPDATE agent_sessions SET draining_since = CASE WHEN $3 THEN ${NOW_MS} END
+       WHERE public_key = $1 AND replica = $2`,
+      [l.publicKey, l.replica, l.draining],
     );
   }
 
@@ -155,12 +175,18 @@ export class PgMeshTables {
     );
   }
 
-  /** Where the cluster's agents are, those on a live replica (oldest session first). */
+  /**
+   * Where the cluster's agents that take new streams are, those on a live replica (oldest session first): an agent
+   * marked draining within DRAIN_MARK_MS is left out.
+   */
   async locate(cluster: string, deadAfterMs: number): Promise<AgentLocation[]> {
-    return this.#locations('l.cluster = $2', [deadAfterMs, cluster]);
+    return this.#locations(
+      `l.cluster = $2 AND (l.draining_since IS NULL OR l.draining_since < ${NOW_MS} - ${DRAIN_MARK_MS})`,
+      [deadAfterMs, cluster],
+    );
   }
 
-  /** Every location held by a live replica other than `self`. */
+  /** Every location held by a live replica other than `self`, draining or not (the agents' status). */
   async remoteLocations(self: string, deadAfterMs: number): Promise<AgentLocation[]> {
     return this.#locations('l.replica <> $2', [deadAfterMs, self]);
   }

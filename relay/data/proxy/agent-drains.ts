@@ -20,6 +20,8 @@ export interface AgentDrainsOptions {
   clock: Clock;
   max: number;
   waitMs?: number;
+  /** Called when the agent at `remote` starts draining (true) and when that ends (false): its next run, or the wait over. */
+  onChange?: (remote: number, draining: boolean) => void;
 }
 
 export class AgentDrains {
@@ -36,6 +38,7 @@ export class AgentDrains {
     const waitMs = this.#options.waitMs ?? AGENT_RESTART_WAIT_MS;
     const timer = this.#options.clock.setTimer(waitMs, () => this.ended(remote));
     this.#drains.set(remote, { until: this.#options.clock.now() + waitMs, waiters: [], timer });
+    this.#options.onChange?.(remote, true);
   }
 
   isDraining(remote: number): boolean {
@@ -55,6 +58,7 @@ export class AgentDrains {
     if (!d) return;
     this.#drains.delete(remote);
     this.#options.clock.clearTimer(d.timer);
+    this.#options.onChange?.(remote, false);
     for (const w of d.waiters.splice(0)) w();
   }
 

@@ -182,6 +182,8 @@ describe('HubStreams', () => {
 
   it('a draining agent (GoAway, normal code) gets no new stream: opens wait for its next run', async () => {
     const w = world({ edge: accepted });
+    const drains: unknown[] = [];
+    w.hooks.on('agent-draining', (d) => drains.push(d));
     const inFlight = await w.streams.open('edge', '@upstream');
     expect(await echoes(inFlight, 'before')).toBe('before');
     const draining = w.hub.link(parseIpv4Address(AGENT))!;
@@ -198,6 +200,11 @@ describe('HubStreams', () => {
     const s = await waiting;
     expect(await echoes(s, 'next run')).toBe('next run');
     expect(w.hub.link(parseIpv4Address(AGENT))).not.toBe(draining);
+    // The relay was told when the drain began and ended (the fleet sends no hop to it meanwhile).
+    expect(drains).toEqual([
+      { cluster: 'edge', publicKey: KEY, draining: true },
+      { cluster: 'edge', publicKey: KEY, draining: false },
+    ]);
   });
 
   it('an agent that drains and never comes back: opens fail AGENT_NOT_CONNECTED after the wait', async () => {

@@ -14,7 +14,8 @@
  * closes under an open (the peer's GoAway, or its restart noticed first by the ARQ) is dropped and the open
  * retried once on a fresh session.
  * An agent that drains (its GoAway with the normal code: SIGTERM) gets no new stream: opens for it wait for its next
- * run up to AGENT_RESTART_WAIT_MS (agent-drains.ts), then go to the new run, or fail AGENT_NOT_CONNECTED.
+ * run up to AGENT_RESTART_WAIT_MS (agent-drains.ts), then go to the new run, or fail AGENT_NOT_CONNECTED. The drain
+ * and its end are emitted ('agent-draining'), so a fleet's other replicas send it no request meanwhile.
  */
 
 import type { Clock, TimerHandle } from '../../../shared/clock.js';
@@ -106,7 +107,12 @@ export class HubStreams {
   constructor(o: HubStreamsOptions) {
     this.#options = o;
     this.binding = o.dataPlane.binding;
-    this.#drains = new AgentDrains({ clock: o.clock, max: o.maxDrains ?? 1024, waitMs: o.restartWaitMs });
+    this.#drains = new AgentDrains({
+      clock: o.clock,
+      max: o.maxDrains ?? 1024,
+      waitMs: o.restartWaitMs,
+      onChange: (remote, draining) => this.#drainChanged(remote, draining),
+    });
     for (const ev of ['cluster-deleted', 'cluster-denied', 'agent-unjoined'] as const) {
       o.ctx.hooks.on(ev, this.#onRevoked);
     }
@@ -271,8 +277,8 @@ export class HubStreams {
   replaceSession(agent: { cluster: string; address: string }): void {
     if (this.#closed) return;
     const remote = parseIpv4Address(agent.address);
-    this.#peers.delete(remote);
     this.#drains.ended(remote);
+    this.#peers.delete(remote);
     this.binding.drop(remote, new TunnelError('CLOSED', `the agent of cluster '${agent.cluster}' restarted`));
   }
 
@@ -286,6 +292,17 @@ export class HubStreams {
       this.#options.ctx.hooks.off(ev, this.#onRevoked);
     }
     this.#peers.clear();
+  }
+
+  /** Tells the relay (the fleet's other replicas: no hop to a draining agent) that an agent drains or takes streams again. */
+  #drainChanged(remote: number, draining: boolean): void {
+    const peer = this.#peers.get(remote);
+    if (peer)
+      this.#options.ctx.hooks.emit('agent-draining', {
+        cluster: peer.cluster,
+        publicKey: peer.publicKey,
+        draining,
+      });
   }
 
   /** The agent lost its key (its cluster deleted or denied, or it unjoined): its link closes; its cluster's others stay. */

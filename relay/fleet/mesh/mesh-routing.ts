@@ -11,7 +11,9 @@
  * session nowhere for a moment: hopFor waits for it, up to `arrivalWaitMs` for the cluster (the proxy plugin gives
  * ARRIVAL_WAIT_MS while its lease is fresh, 0 otherwise), looking every ARRIVAL_POLL_MS, so the request reaches it
  * where it lands instead of failing. A local agent that drains (its next run comes back here most likely) keeps
- * the request here when no other replica holds one.
+ * the request here when no other replica holds one. Another replica's agent that drains is not a hop target (its
+ * replica marks it in the store: replica-membership.ts), so a request waits for an agent that takes it rather than
+ * queueing behind one that is leaving.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { registeredAgents } from '../../control/store/agent-replicas.js';

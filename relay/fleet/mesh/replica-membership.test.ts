@@ -1,7 +1,8 @@
 /**
  * ReplicaMembership against a real PostgreSQL (two replicas' memberships on one database): a session that comes up
  * on A is recorded and shows as connected through B's RelayHooks within a heartbeat or two (agent by agent: one
- * cluster's agents held by A and B are both counted on each); a change made while the
+ * cluster's agents held by A and B are both counted on each); a draining agent is left out of the hop targets
+ * and back in after its next run; a change made while the
  * database is down is written once it is back; a clean stop removes A and what it held.
  */
 import pino from 'pino';
@@ -71,6 +72,24 @@ describe('ReplicaMembership', () => {
         'ra',
         'rb',
       ]);
+      // B's agent of edge-1 drains: it is left out of where requests hop, still shown connected; its next run
+      // takes requests again.
+      const hopTargets = async () =>
+        (await storeA.meshTables().locate('edge-1', 5_000)).map((l) => l.publicKey);
+      hooksB.emit('agent-draining', { cluster: 'edge-1', publicKey: 'key-edge-1-b', draining: true });
+      await vi.waitFor(async () => expect(await hopTargets()).toEqual(['key-edge-1']), {
+        timeout: 5_000,
+        interval: 100,
+      });
+      expect(bothConnected(hooksA)).toEqual(['key-edge-1', 'key-edge-1-b']);
+      hooksB.emit('agent-draining', { cluster: 'edge-1', publicKey: 'key-edge-1-b', draining: false });
+      await vi.waitFor(
+        async () => expect((await hopTargets()).sort()).toEqual(['key-edge-1', 'key-edge-1-b']),
+        {
+          timeout: 5_000,
+          interval: 100,
+        },
+      );
       hooksB.updateConnection('edge-1', { connected: false, path: 'none' }, 'key-edge-1-b');
       await vi.waitFor(() => expect(bothConnected(hooksA)).toEqual(['key-edge-1']), {
         timeout: 5_000,

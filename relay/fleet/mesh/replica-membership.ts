@@ -8,14 +8,20 @@
  * (down: only while it still names this replica). One cluster's agents may be held by different replicas: each has
  * its own row. Changes are coalesced per agent and written in order by one loop, so the set of pending writes is
  * bounded by the number of agents the hub holds; a write the store refuses is kept (its latest state only) and
- * retried after the next heartbeat.
+ * retried after the next heartbeat. An agent that drains ('agent-draining': its GoAway) has its row marked, so the
+ * other replicas send it no request hop until its next run is up here (mesh-routing.ts).
  *
  * On every heartbeat the sessions the other live replicas hold are read back and handed to RelayHooks agent by
  * agent, so the cluster object (connected, state, each agent's connected) reads the same on every replica, a second
  * behind at most.
  */
 import type { Logger } from 'pino';
-import type { AgentConnectionChange, ConnectionStatus, RelayHooks } from '../../control/model/hooks.js';
+import type {
+  AgentConnectionChange,
+  AgentDrainChange,
+  ConnectionStatus,
+  RelayHooks,
+} from '../../control/model/hooks.js';
 import type { AgentLocation, PgMeshTables, ReplicaRow } from '../../control/store/postgres-mesh.js';
 
 export const HEARTBEAT_MS = 1_000;
@@ -58,10 +64,16 @@ function remoteSessions(locations: readonly AgentLocation[]): Map<string, Map<st
   return remote;
 }
 
+/** What is left to write of one agent: its session's latest change, and whether it drains (undefined: no mark). */
+interface PendingWrite {
+  change: AgentConnectionChange | undefined;
+  draining: boolean | undefined;
+}
+
 export class ReplicaMembership {
   readonly #options: MembershipOptions;
-  /** Latest unwritten state per agent key. */
-  readonly #pending = new Map<string, AgentConnectionChange>();
+  /** Latest unwritten state per agent key: its session's change, then its drain mark. */
+  readonly #pending = new Map<string, PendingWrite>();
   #meshUrl = '';
   #timer: NodeJS.Timeout | null = null;
   #flushing: Promise<void> | null = null;
@@ -70,7 +82,15 @@ export class ReplicaMembership {
   /** The last heartbeat failed (logged once per outage). */
   #failing = false;
   readonly #onChange = (c: AgentConnectionChange): void => {
-    this.#pending.set(c.publicKey, c);
+    const before = this.#pending.get(c.publicKey);
+    // A session that went down takes its drain mark with its row.
+    this.#pending.set(c.publicKey, { change: c, draining: c.connected ? before?.draining : undefined });
+    this.#flush();
+  };
+  readonly #onDraining = (d: AgentDrainChange): void => {
+    const before = this.#pending.get(d.publicKey);
+    if (before?.change?.connected === false) return;
+    this.#pending.set(d.publicKey, { change: before?.change, draining: d.draining });
     this.#flush();
   };
 
@@ -88,6 +108,7 @@ export class ReplicaMembership {
     this.#joined = true;
     this.#options.log.info({ replica: this.#options.id, meshUrl }, 'mesh: joined the fleet');
     this.#options.hooks?.on('agent-connection-changed', this.#onChange);
+    this.#options.hooks?.on('agent-draining', this.#onDraining);
     this.#schedule();
   }
 
@@ -97,6 +118,7 @@ export class ReplicaMembership {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#options.hooks?.off('agent-connection-changed', this.#onChange);
+    this.#options.hooks?.off('agent-draining', this.#onDraining);
     await this.#flushing;
     if (this.#joined) {
       await this.#options.tables.leave(this.#options.id).catch((err: Error) => {
@@ -151,24 +173,27 @@ export class ReplicaMembership {
       if (first.done) return;
       const [key, change] = first.value;
       this.#pending.delete(key);
-      if (await this.#write(change)) continue;
+      if (await this.#write(key, change)) continue;
       // Kept unless a newer change arrived meanwhile.
       if (!this.#pending.has(key)) this.#pending.set(key, change);
       return;
     }
   }
 
-  /** Writes one change; false when the store did not take it (logged, retried later). */
-  async #write(c: AgentConnectionChange): Promise<boolean> {
+  /** Writes one agent's pending state; false when the store did not take it (logged, retried later). */
+  async #write(publicKey: string, w: PendingWrite): Promise<boolean> {
     const { tables, id, log } = this.#options;
+    const c = w.change;
     try {
-      if (c.connected)
-        await tables.setLocation({ cluster: c.cluster, publicKey: c.publicKey, replica: id, path: c.path });
-      else await tables.clearLocation(c.publicKey, id);
+      if (c?.connected)
+        await tables.setLocation({ cluster: c.cluster, publicKey, replica: id, path: c.path });
+      else if (c) await tables.clearLocation(publicKey, id);
+      if (w.draining !== undefined)
+        await tables.markDraining({ publicKey, replica: id, draining: w.draining });
       return true;
     } catch (err) {
       log.warn(
-        { cluster: c.cluster, err: (err as Error).message },
+        { cluster: c?.cluster, err: (err as Error).message },
         'mesh: could not record the agent location; retried after the next heartbeat',
       );
       return false;
