@@ -16,7 +16,7 @@
  * throw-away host key and a throw-away user key in a temp dir, only that key accepted, loopback only;
  * it needs root (it is skipped with a note otherwise) and `openssh-server` installed.
  * `node dist/bench/tunnel-bench.js [MiB per bulk download, default 256] [small-request samples, default 1000]
- * [rounds of (a), default 3] [--throughput-only]` (the last: (a) only).
+ * [rounds of (a), default 3] [--throughput-only | --new-connections-only]` (the last two: (a) only, (b2) only).
  */
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -49,6 +49,7 @@ import {
   freePort,
   latency,
   latencyInTurns,
+  pathProxyGet,
   pipelinedDownload,
   procCpu,
   type Quantiles,
@@ -64,6 +65,8 @@ const SAMPLES = Number(process.argv[3] ?? '1000');
 const ROUNDS = Number(process.argv[4] ?? '3');
 /** `--throughput-only`: the rows of (a) and nothing else (an A/B of two builds, run after each other in turns). */
 const THROUGHPUT_ONLY = process.argv.includes('--throughput-only');
+/** `--new-connections-only`: table (b2) and nothing else (an A/B of new-connection latency). */
+const NEW_CONNECTIONS_ONLY = process.argv.includes('--new-connections-only');
 const SSHD = '/usr/sbin/sshd';
 const BULK_CHILD = join(dirname(fileURLToPath(import.meta.url)), 'bulk-child.js');
 /** Streams of the parallel bulk download. */
@@ -376,6 +379,36 @@ async function newConnections(ways: FreshWay[]): Promise<void> {
   });
 }
 
+/** The ways of opening a new connection that (b2) samples in turns. */
+function freshWays(o: {
+  ready: { url: string; adminKey: string };
+  ca: string;
+  upPort: number;
+  ssh: { port: number } | undefined;
+  site: NamespaceSite | undefined;
+  via: Dial;
+}): FreshWay[] {
+  const { ready, ca, upPort, ssh, site, via } = o;
+  const target = `bench.clusters.local:${upPort}`;
+  const ways: FreshWay[] = [{ name: 'direct TCP', get: () => download(direct(upPort), 100) }];
+  if (ssh) ways.push({ name: 'ssh -R', get: () => download(direct(ssh.port), 100) });
+  const resumed = connectVia(ready.url, ca, ready.adminKey, target, { resume: true });
+  const early = pipelinedDownload(ready.url, ca, ready.adminKey, target);
+  const pathGet = pathProxyGet(ready.url, ca, ready.adminKey, 'bench');
+  ways.push(
+    { name: 'CONNECT, full TLS handshake, GET after the 200', get: () => download(via, 100) },
+    { name: 'CONNECT, resumed TLS, GET after the 200', get: () => download(resumed, 100) },
+    { name: 'CONNECT, resumed TLS, GET sent with the CONNECT', get: () => early(100) },
+    { name: 'path proxy GET, resumed TLS', get: () => pathGet(100) },
+  );
+  if (site)
+    ways.push({
+      name: `${NS_DIRECT}, resumed, GET with the CONNECT`,
+      get: () => site.direct.pipelined(100),
+    });
+  return ways;
+}
+
 /** The 1-minute load average, as `uptime` prints it. */
 function loadAverage(): string {
   return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
@@ -403,6 +436,10 @@ async function main(): Promise<void> {
     const ssh = canSsh ? await sshReverse(dir, upPort) : undefined;
     if (!ssh) console.log('(ssh -R skipped: needs root and openssh-server)');
 
+    if (NEW_CONNECTIONS_ONLY) {
+      const site = await namespaceSite(dir);
+      return await newConnections(freshWays({ ready, ca, upPort, ssh, site, via }));
+    }
     const wgRuns = await wireguardGoRuns();
     const site = await namespaceSite(dir);
     const bulkPaths: ThroughputPath[] = [{ name: DIRECT_TCP, round: () => oneRound(direct(upPort), []) }];
@@ -494,22 +531,7 @@ async function main(): Promise<void> {
           `p99 ${signed(tun.p99 - base.p99)} ms (target: p99 added <= 2 ms)`,
       );
     }
-    const target = `bench.clusters.local:${upPort}`;
-    const ways: FreshWay[] = [{ name: 'direct TCP', get: () => download(direct(upPort), 100) }];
-    if (ssh) ways.push({ name: 'ssh -R', get: () => download(direct(ssh.port), 100) });
-    const resumed = connectVia(ready.url, ca, ready.adminKey, target, { resume: true });
-    const early = pipelinedDownload(ready.url, ca, ready.adminKey, target);
-    ways.push(
-      { name: 'CONNECT, full TLS handshake, GET after the 200', get: () => download(via, 100) },
-      { name: 'CONNECT, resumed TLS, GET after the 200', get: () => download(resumed, 100) },
-      { name: 'CONNECT, resumed TLS, GET sent with the CONNECT', get: () => early(100) },
-    );
-    if (site)
-      ways.push({
-        name: `${NS_DIRECT}, resumed, GET with the CONNECT`,
-        get: () => site.direct.pipelined(100),
-      });
-    await newConnections(ways);
+    await newConnections(freshWays({ ready, ca, upPort, ssh, site, via }));
     const inTurns = site ? await namespaceLatencyInTurns(site) : undefined;
     const flips = site ? await measureFlips(site, FLIP_ROUNDS, saturate) : [];
     if (site && nsDirectOne !== undefined)

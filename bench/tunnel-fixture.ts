@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import https from 'node:https';
 import net from 'node:net';
 import { dirname, join } from 'node:path';
 import tls from 'node:tls';
@@ -189,6 +190,35 @@ export function pipelinedDownload(
     });
     return drain(s);
   };
+}
+
+/**
+ * A GET of `bytes` through the relay's path proxy (`/api/v1/clusters/<cluster>/proxy/<bytes>`) on a new TLS
+ * connection per request, resuming the TLS session of the last one (the agent's session cache).
+ */
+export function pathProxyGet(
+  relayUrl: string,
+  ca: string | undefined,
+  key: string,
+  cluster: string,
+): (bytes: number) => Promise<number> {
+  const agent = new https.Agent({ keepAlive: false, maxCachedSessions: 1 });
+  const trust = ca ? { ca, servername: 'localhost' } : { rejectUnauthorized: false };
+  return (bytes) =>
+    new Promise((resolve, reject) => {
+      const url = `${relayUrl}/api/v1/clusters/${cluster}/proxy/${bytes}`;
+      https
+        .get(url, { ...trust, agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
+          let got = 0;
+          res.on('data', (d: Buffer) => {
+            got += d.length;
+          });
+          res.on('end', () =>
+            res.statusCode === 200 ? resolve(got) : reject(new Error(`status ${res.statusCode}`)),
+          );
+        })
+        .on('error', reject);
+    });
 }
 
 export function direct(port: number): Dial {

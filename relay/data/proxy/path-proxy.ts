@@ -53,12 +53,13 @@ import { forwardRequest, forwardUpgrade, type MeshHop } from '../../fleet/mesh/m
 import { hopFor, type MeshRouting, meshOriginOf, retryHopFor } from '../../fleet/mesh/mesh-routing.js';
 import { MESH_SOURCE_HEADER } from '../../fleet/mesh/mesh-source.js';
 import { endToEndHeaders } from '../../ops/http/end-to-end-headers.js';
-import { exchange } from '../../ops/http/http-exchange.js';
+import { exchange, type RequestHead } from '../../ops/http/http-exchange.js';
 import { callerIdentity, withoutClientCredentials } from './caller-identity.js';
 import { discoveryErrorAnswer, isDiscoveryRequest } from './discovery-error.js';
 import type { HubFailureLog } from './hub-failure-log.js';
 import { type HubStreams, retryable } from './hub-streams.js';
 import { kubeStatus } from './kube-status.js';
+import { OpenOnFirstWrite } from './open-on-first-write.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 import { auditSession, sessionTarget } from './session-audit.js';
 import { forwardWatch, isWatchRequest } from './watch-resume.js';
@@ -302,14 +303,26 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   pipes.hold(allowed.key, res);
   const hop = await hopFor(deps.mesh, origin, allowed.cluster);
   if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node.hopTo(hop, req), req, res);
+  const headers = [...upstreamHeaders(req, framing), 'connection', 'close'];
+  const onAnswer = (status: number) => bump(deps.stats.forwarded, statusClass(status));
+  const head = { method: req.method ?? 'GET', path: p.upstreamPath, headers };
+  const plain: PlainRequest = {
+    req,
+    res,
+    allowed,
+    origin,
+    head,
+    bodyFollows: framing.kind !== 'none',
+    onAnswer,
+  };
+  const watch = framing.kind === 'none' && isWatchRequest(req.method, p.upstreamPath);
+  if (framing.kind === 'none' && !watch) return forwardWithHead(deps, plain);
   const opened = await openOrHop(deps, { allowed, origin, req });
   if ('hop' in opened) return forwardRequest(opened.hop, req, res);
   const { stream } = opened;
   stream.on('error', () => {});
   if (res.destroyed) return void stream.destroy();
-  const headers = [...upstreamHeaders(req, framing), 'connection', 'close'];
-  const onAnswer = (status: number) => bump(deps.stats.forwarded, statusClass(status));
-  if (framing.kind === 'none' && isWatchRequest(req.method, p.upstreamPath)) {
+  if (watch) {
     return forwardWatch({
       req,
       res,
@@ -324,30 +337,77 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
         ctx.log.info({ cluster: p.cluster, resourceVersion }, 'watch reopened on a new agent stream'),
     });
   }
-  const head = { method: req.method ?? 'GET', path: p.upstreamPath, headers };
-  const bodyFollows = framing.kind !== 'none';
-  const once = (transport: Duplex) =>
-    exchange({
-      req,
-      res,
-      head,
-      transport,
-      bodyFollows,
-      answerHeaders: forwardHeaders,
-      what: 'upstream request',
-      onAnswer,
-    });
   try {
-    await once(stream);
+    await exchangeOver(plain, stream);
   } catch (err) {
-    // The agent went away under a safe request with no body before any answer: sent again, to another agent.
-    if (!isTunnelError(err, 'STREAM_RESET') || res.headersSent || res.destroyed) throw err;
-    if (bodyFollows || !SAFE_METHODS.has(head.method)) throw err;
-    const again = await openOrHop(deps, { allowed, origin, req });
-    if ('hop' in again) return forwardRequest(again.hop, req, res);
-    again.stream.on('error', () => {});
-    await once(again.stream);
+    await sendAgain(deps, plain, err);
   }
+}
+
+/** One plain request on its way: the client's side, where it goes, and the head sent upstream. */
+interface PlainRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  allowed: Authorized;
+  origin: MeshOrigin;
+  head: RequestHead;
+  bodyFollows: boolean;
+  onAnswer(status: number): void;
+}
+
+function exchangeOver(r: PlainRequest, transport: Duplex): Promise<void> {
+  return exchange({
+    req: r.req,
+    res: r.res,
+    head: r.head,
+    transport,
+    bodyFollows: r.bodyFollows,
+    answerHeaders: forwardHeaders,
+    what: 'upstream request',
+    onAnswer: r.onAnswer,
+  });
+}
+
+/**
+ * A request without a body: its head, as http.request writes it, travels with the stream open (no round trip to
+ * the agent before it leaves). A refused or failed open is answered as the relay's own error, as when the open
+ * came first; nothing of the client's request was read but its head, so a hop to another replica still forwards it.
+ */
+async function forwardWithHead(deps: PathProxyDeps, r: PlainRequest): Promise<void> {
+  let hop: MeshHop | null = null;
+  const transport = new OpenOnFirstWrite(async (first) => {
+    const opened = await openOrHop(deps, { allowed: r.allowed, origin: r.origin, req: r.req, first });
+    if ('hop' in opened) {
+      hop = opened.hop;
+      throw new TunnelError('CLOSED', 'the request goes to another replica');
+    }
+    opened.stream.on('error', () => {});
+    if (!r.res.destroyed) return opened.stream;
+    opened.stream.destroy();
+    throw new TunnelError('CLOSED', 'the client went away');
+  });
+  try {
+    await exchangeOver(r, transport);
+  } catch (err) {
+    if (hop) return forwardRequest(hop, r.req, r.res);
+    if (r.res.destroyed) return;
+    if (transport.openError !== undefined) throw transport.openError;
+    await sendAgain(deps, r, err);
+  }
+}
+
+/**
+ * The exchange failed: a safe request with no body whose agent went away before any answer is sent again, to
+ * another agent (or replica); anything else is the failure answered.
+ */
+async function sendAgain(deps: PathProxyDeps, r: PlainRequest, err: unknown): Promise<void> {
+  const { req, res } = r;
+  if (!isTunnelError(err, 'STREAM_RESET') || res.headersSent || res.destroyed) throw err;
+  if (r.bodyFollows || !SAFE_METHODS.has(r.head.method)) throw err;
+  const again = await openOrHop(deps, { allowed: r.allowed, origin: r.origin, req });
+  if ('hop' in again) return forwardRequest(again.hop, req, res);
+  again.stream.on('error', () => {});
+  await exchangeOver(r, again.stream);
 }
 
 /** Handles an Upgrade request for the proxy path; false when the path is not the proxy's. */

@@ -45,6 +45,8 @@ export interface ArqOptions {
   queueTargetMs?: number;
   /** Longest delay before a pending ACK is sent (default 10 ms, at most 60,000). Changeable with setAckPolicy(). */
   ackDelayMs?: number;
+  /** A short segment's ACK waits the delay whatever ackEvery says (default false; pending-acks.ts). */
+  holdShort?: boolean;
   /**
    * Send ACKs at once when this many are pending (default 2, like TCP's every-second-segment rule).
    * Changeable with setAckPolicy() (pending-acks.ts).
@@ -99,6 +101,7 @@ export const ARQ_DEFAULTS: ArqConfig = {
   notSentLowWater: 64 * 1024,
   queueTargetMs: 0,
   ackDelayMs: 10,
+  holdShort: false,
   ackEvery: 2,
   initialRtoMs: 300,
   minRtoMs: 100,

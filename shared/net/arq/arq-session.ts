@@ -152,7 +152,11 @@ export class ArqSession extends EventEmitter {
     this.#rtt = new RttEstimator(cfg.initialRtoMs, cfg.minRtoMs, cfg.maxRtoMs, cfg.ackDelayMs);
     this.#probeWait = cfg.probeMinMs;
     this.#lastRecvAt = this.#clock.now();
-    this.#acks = new PendingAcks({ ackEvery: cfg.ackEvery, ackDelayMs: cfg.ackDelayMs });
+    this.#acks = new PendingAcks({
+      ackEvery: cfg.ackEvery,
+      ackDelayMs: cfg.ackDelayMs,
+      holdShort: cfg.holdShort,
+    });
   }
 
   get mtu(): number {
@@ -594,7 +598,7 @@ export class ArqSession extends EventEmitter {
         // Held by the policy, a short segment's too: the sender has no more now, but this side's reply (or the
         // next request of an exchange) usually goes within the delay and carries the ACK. One that fills a hole
         // goes at once: the sender's window waits on it.
-        acks.add(h.sn, h.ts, now);
+        acks.add(h.sn, h.ts, now, data.length < this.mss);
         if (seqDiff(this.#recvWindow.rcvNxt, rcvNxt) > 1) acks.ackNow();
         return;
       case 'stored-out-of-order':

@@ -59,6 +59,36 @@ describe('PendingAcks', () => {
     expect(p.count).toBe(0);
   });
 
+  it('with holdShort, holds a short segment for the delay even at ackEvery 1; a full one goes at once', () => {
+    const p = new PendingAcks({ ackEvery: 1, ackDelayMs: 2, holdShort: true });
+    p.add(1, 11, 100, true);
+    expect(p.due(100)).toBe(false);
+    expect(p.due(101.9)).toBe(false);
+    expect(p.due(102)).toBe(true);
+    p.add(2, 12, 100.5, false);
+    expect(p.due(100.5)).toBe(true);
+    expect(takeAll(p, 100.5)).toHaveLength(2);
+    expect(p.due(200)).toBe(false);
+    // Without holdShort a short one counts like any other.
+    const q = new PendingAcks({ ackEvery: 1, ackDelayMs: 2 });
+    q.add(1, 11, 100, true);
+    expect(q.due(100)).toBe(true);
+  });
+
+  it('with holdShort, lets go of 8 x ackEvery held short segments, and of what it held when the policy drops it', () => {
+    const p = new PendingAcks({ ackEvery: 1, ackDelayMs: 2, holdShort: true });
+    for (let sn = 0; sn < 7; sn++) p.add(sn, sn, 100, true);
+    expect(p.due(100)).toBe(false);
+    p.add(7, 7, 100, true);
+    expect(p.due(100)).toBe(true);
+    takeAll(p, 100);
+    p.add(8, 8, 100, true);
+    expect(p.due(100)).toBe(false);
+    p.setPolicy({ ackEvery: 1, ackDelayMs: 2 });
+    expect(p.due(100)).toBe(true);
+    expect(p.policy).toEqual({ ackEvery: 1, ackDelayMs: 2 });
+  });
+
   it('applies a new policy to the ACKs already pending', () => {
     const p = new PendingAcks({ ackEvery: 4, ackDelayMs: 1 });
     p.add(1, 1, 50);

@@ -11,6 +11,9 @@
  * - a datagram goes out anyway (the session lets them ride along).
  * A short segment (its sender has no more for now) is held like the others: in an exchange of small messages
  * this side's reply, or the next request, goes within the delay and carries the ACK, one datagram instead of two.
+ * With `holdShort` a short segment does not count towards `ackEvery` either: where full segments are acknowledged
+ * one by one (the relay), a lone request or reply still waits the delay for a datagram to ride on (up to 8 x
+ * `ackEvery` held ones: then they go).
  * Each ACK carries how long it was held (segment.ts), so the sender's RTT samples leave the delay out.
  *
  * The policy follows the path (tunnel-streams/constants.ts): every segment at once where a segment is large
@@ -25,7 +28,12 @@ export interface AckPolicy {
   ackEvery: number;
   /** Longest time (ms) an ACK waits for others to join it (0..60,000). */
   ackDelayMs: number;
+  /** A short segment's ACK waits the delay whatever `ackEvery` says (it does not count towards it). */
+  holdShort?: boolean;
 }
+
+/** With holdShort, the pending ACKs go at once when this many times ackEvery are held. */
+const SHORT_HELD_MAX = 8;
 
 /** Entries per pending ACK in the flat array: sn, ts, arrival time. */
 const STRIDE = 3;
@@ -42,6 +50,9 @@ export function checkAckPolicy(p: AckPolicy): void {
 export class PendingAcks {
   #ackEvery: number;
   #ackDelayMs: number;
+  #holdShort: boolean;
+  /** Pending ACKs that count towards ackEvery (all but the held short ones). */
+  #counted = 0;
   /** sn, ts, arrival time of each pending ACK, oldest first (one flat array, reused). */
   #entries: number[] = [];
   #now = false;
@@ -50,10 +61,13 @@ export class PendingAcks {
     checkAckPolicy(policy);
     this.#ackEvery = policy.ackEvery;
     this.#ackDelayMs = policy.ackDelayMs;
+    this.#holdShort = policy.holdShort === true;
   }
 
   get policy(): AckPolicy {
-    return { ackEvery: this.#ackEvery, ackDelayMs: this.#ackDelayMs };
+    const p: AckPolicy = { ackEvery: this.#ackEvery, ackDelayMs: this.#ackDelayMs };
+    if (this.#holdShort) p.holdShort = true;
+    return p;
   }
 
   get ackEvery(): number {
@@ -75,11 +89,14 @@ export class PendingAcks {
     checkAckPolicy(policy);
     this.#ackEvery = policy.ackEvery;
     this.#ackDelayMs = policy.ackDelayMs;
+    this.#holdShort = policy.holdShort === true;
+    if (!this.#holdShort) this.#counted = this.count;
   }
 
-  /** Owes an ACK for segment `sn` sent at `ts` (the sender's), which arrived at `at`. */
-  add(sn: number, ts: number, at: number): void {
+  /** Owes an ACK for segment `sn` sent at `ts` (the sender's), which arrived at `at`; `short`: less than a full one. */
+  add(sn: number, ts: number, at: number, short = false): void {
     this.#entries.push(sn, ts, at);
+    if (!(short && this.#holdShort)) this.#counted++;
   }
 
   /** The pending ACKs (and any added before the next take) go at the next flush. */
@@ -89,7 +106,10 @@ export class PendingAcks {
 
   /** Whether the pending ACKs must go now (with no datagram going out anyway). */
   due(now: number): boolean {
-    return this.#now || this.count >= this.#ackEvery || now >= this.dueAt;
+    if (this.#now || this.#counted >= this.#ackEvery || now >= this.dueAt) return true;
+    // Held short ones go with every SHORT_HELD_MAX: a peer sending small segments in bulk (its MTU smaller than
+    // this side's for a moment, around a path switch) is acknowledged as on a direct path, not once per delay.
+    return this.count >= SHORT_HELD_MAX * this.#ackEvery;
   }
 
   /**
@@ -110,11 +130,13 @@ export class PendingAcks {
     }
     if (top >= 0) put(e[top]!, e[top + 1]!, now - e[top + 2]!);
     e.length = 0;
+    this.#counted = 0;
     this.#now = false;
   }
 
   clear(): void {
     this.#entries.length = 0;
+    this.#counted = 0;
     this.#now = false;
   }
 }

@@ -26,7 +26,10 @@ export interface StreamPathTuning {
  * StreamLink.setPath).
  *
  * ACKs:
- * - relayed: every datagram at once. A segment is up to ~64 KB, so that is one small ACK per 64 KB.
+ * - relayed: every full segment at once. A segment is up to ~64 KB, so that is one small ACK per 64 KB. A short
+ *   one (a request, a reply, an open, a FIN) waits up to 2 ms for a datagram to ride on (holdShort): each datagram
+ *   through the relay is a TLS record and a wake-up of the other process, and a new connection's exchange (open,
+ *   reply, answer, ends) sent five ACK datagrams of its own where a reply now carries some.
  * - direct: a segment is at most the path MTU (1,420 bytes at a 1,500-byte MTU), and the cost of a datagram is
  *   per datagram, not per byte (one sealed UDP send each): every 8th data segment, or 1 ms after the first
  *   one pending, whichever comes first; at once on a gap, a duplicate or a small receive window, and when the
@@ -52,7 +55,7 @@ export interface StreamPathTuning {
  *   few datagrams in flight to fill a GSO run.
  */
 export const STREAM_PATH_TUNING: Readonly<Record<StreamPathKind, StreamPathTuning>> = {
-  relayed: { ack: { ackEvery: 1, ackDelayMs: 10 }, queueTargetMs: 1 },
+  relayed: { ack: { ackEvery: 1, ackDelayMs: 2, holdShort: true }, queueTargetMs: 1 },
   direct: { ack: { ackEvery: 8, ackDelayMs: 1 }, queueTargetMs: 0.5 },
 };
 
