@@ -5,6 +5,13 @@
  *
  *   seal(out, key, nonce, plaintext[, aad]) -> plaintext.length + 16  (out = ciphertext || 16-byte tag)
  *   open(out, key, nonce, ciphertext[, aad]) -> ciphertext.length - 16, or -1 when the tag does not verify
+ *   sealTransports(key, receiverIndex, firstCounter, datagrams) -> datagrams.length
+ *
+ * sealTransports builds a run of WireGuard transport datagrams in one call: each element of `datagrams` is a
+ * whole datagram (16-byte header, padded plaintext, 16 bytes for the tag) whose plaintext is already in
+ * place; the call writes each header (type 4, receiverIndex, counter firstCounter + i) and seals the
+ * plaintext in place under the counter's nonce (4 zero bytes, the counter little-endian). firstCounter is an
+ * integer below 2^53 (JavaScript's exact range); datagrams: 1-1024 byte arrays of 32 bytes or more.
  *
  * key: 32 bytes; nonce: 12 bytes; out: at least the returned length; out may be the input itself (in place)
  * but must not overlap it otherwise. When open returns -1 the bytes of out are unspecified (decryption runs
@@ -18,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define KEY_LEN 32
 #define NONCE_LEN 12
@@ -152,6 +160,106 @@ static napi_value open_(napi_env env, napi_callback_info info) {
   return int_value(env, ok ? n : -1);
 }
 
+#define DATA_HEADER_LEN 16
+#define MAX_RUN 1024
+
+static void put_le32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+/* One transport datagram: header at d, plaintext d[16 .. n-16) sealed in place, tag in the last 16 bytes. */
+static int seal_datagram(EVP_CIPHER_CTX *c, const uint8_t *key, uint32_t receiver, uint64_t counter, uint8_t *d,
+                         size_t n) {
+  uint8_t nonce[NONCE_LEN] = {0};
+  put_le32(nonce + 4, (uint32_t)counter);
+  put_le32(nonce + 8, (uint32_t)(counter >> 32));
+  put_le32(d, 4); /* type 4, three reserved zero bytes */
+  put_le32(d + 4, receiver);
+  memcpy(d + 8, nonce + 4, 8);
+  int body = (int)(n - DATA_HEADER_LEN - TAG_LEN);
+  int len = 0;
+  uint8_t *p = d + DATA_HEADER_LEN;
+  int ok = EVP_EncryptInit_ex(c, NULL, NULL, key, nonce) == 1;
+  if (ok && body > 0) ok = EVP_EncryptUpdate(c, p, &len, p, body) == 1;
+  if (ok) ok = EVP_EncryptFinal_ex(c, p + body, &len) == 1;
+  if (ok) ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, TAG_LEN, p + body) == 1;
+  return ok;
+}
+
+/* Reads (key, receiverIndex, firstCounter, datagrams) and checks them; 0 with a pending exception otherwise. */
+static int get_run_args(napi_env env, napi_callback_info info, contexts **ctx, bytes *key, uint32_t *receiver,
+                        uint64_t *first, napi_value *list, uint32_t *count) {
+  napi_value v[4];
+  size_t argc = 4;
+  if (napi_get_cb_info(env, info, &argc, v, NULL, (void **)ctx) != napi_ok) return 0;
+  if (argc < 4) {
+    napi_throw_type_error(env, "ERR_MISSING_ARGS", "expected (key, receiverIndex, firstCounter, datagrams)");
+    return 0;
+  }
+  if (!get_bytes(env, v[0], "key must be a byte array", key)) return 0;
+  if (key->n != KEY_LEN) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "key must be 32 bytes");
+    return 0;
+  }
+  double index, counter;
+  if (napi_get_value_double(env, v[1], &index) != napi_ok || napi_get_value_double(env, v[2], &counter) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "receiverIndex and firstCounter must be numbers");
+    return 0;
+  }
+  if (!(index >= 0 && index <= 4294967295.0 && index == (double)(uint32_t)index)) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "receiverIndex must be an integer 0..2^32-1");
+    return 0;
+  }
+  if (!(counter >= 0 && counter <= 9007199254740991.0 && counter == (double)(uint64_t)counter)) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "firstCounter must be an integer 0..2^53-1");
+    return 0;
+  }
+  bool is_array;
+  if (napi_is_array(env, v[3], &is_array) != napi_ok || !is_array) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "datagrams must be an array");
+    return 0;
+  }
+  if (napi_get_array_length(env, v[3], count) != napi_ok) return 0;
+  if (*count == 0 || *count > MAX_RUN) {
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "datagrams must hold 1-1024 byte arrays");
+    return 0;
+  }
+  *receiver = (uint32_t)index;
+  *first = (uint64_t)counter;
+  *list = v[3];
+  return 1;
+}
+
+static napi_value seal_transports(napi_env env, napi_callback_info info) {
+  contexts *ctx;
+  bytes key;
+  uint32_t receiver, count;
+  uint64_t first;
+  napi_value list;
+  if (!get_run_args(env, info, &ctx, &key, &receiver, &first, &list, &count)) return NULL;
+  /* Every element is checked before the first is written: a bad run changes nothing. */
+  bytes d[MAX_RUN];
+  for (uint32_t i = 0; i < count; i++) {
+    napi_value e;
+    if (napi_get_element(env, list, i, &e) != napi_ok) return NULL;
+    if (!get_bytes(env, e, "each datagram must be a byte array", &d[i])) return NULL;
+    if (d[i].n < DATA_HEADER_LEN + TAG_LEN || d[i].n - DATA_HEADER_LEN - TAG_LEN > (size_t)INT_MAX) {
+      napi_throw_range_error(env, "ERR_OUT_OF_RANGE", "each datagram must be 32 bytes or more");
+      return NULL;
+    }
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    if (!seal_datagram(ctx->enc, key.p, receiver, first + i, d[i].p, d[i].n)) {
+      napi_throw_error(env, "ERR_CRYPTO_OPERATION_FAILED", "ChaCha20-Poly1305 seal failed");
+      return NULL;
+    }
+  }
+  return int_value(env, (int)count);
+}
+
 static void free_contexts(napi_env env, void *data, void *hint) {
   (void)env;
   (void)hint;
@@ -182,8 +290,9 @@ NAPI_MODULE_INIT() {
   napi_property_descriptor props[] = {
       {"seal", NULL, seal, NULL, NULL, NULL, napi_enumerable, ctx},
       {"open", NULL, open_, NULL, NULL, NULL, napi_enumerable, ctx},
+      {"sealTransports", NULL, seal_transports, NULL, NULL, NULL, napi_enumerable, ctx},
   };
-  if (napi_define_properties(env, exports, 2, props) != napi_ok) {
+  if (napi_define_properties(env, exports, 3, props) != napi_ok) {
     free_contexts(env, ctx, NULL);
     return NULL;
   }

@@ -20,6 +20,7 @@ import { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../../clock.js';
 import { TunnelError } from '../../errors.js';
 import { type BufferPool, POOLED_MIN_BYTES, poolFor } from '../buffers/buffer-pool.js';
+import { sendRun } from '../buffers/send-run.js';
 import {
   type ArqConfig,
   type ArqOptions,
@@ -407,7 +408,8 @@ export class ArqSession extends EventEmitter {
     if (this.#closed || this.#flushing) return;
     this.#flushing = true;
     try {
-      this.#flushInner(tail);
+      // The datagrams of one flush leave as one send run (a WireGuard peer seals them in one call).
+      sendRun.within(() => this.#flushInner(tail));
     } finally {
       this.#flushing = false;
     }

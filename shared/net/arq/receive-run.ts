@@ -9,6 +9,7 @@
  * The reader opens the run around its loop (within()); runs nest (the outermost ends them). A flush that
  * throws does not keep the others from running; the first error is thrown once all have run.
  */
+import { sendRun } from '../buffers/send-run.js';
 
 /** What a run flushes at its end. */
 export interface RunFlushable {
@@ -50,6 +51,11 @@ export class ReceiveRun {
 
   #end(): void {
     this.stats.runs++;
+    // The flushes' datagrams leave as one send run: a peer's packets from several sessions seal together.
+    sendRun.within(() => this.#flushDeferred());
+  }
+
+  #flushDeferred(): void {
     let failure: unknown;
     let failed = false;
     // A flush may feed or defer again (a synchronous path back into input()): it flushes at once, outside the run.

@@ -10,6 +10,8 @@
  * peer is answered on the kind its latest authenticated datagram arrived on (arrivedOn), else the first
  * path added: a stock WireGuard peer that reaches the endpoint's UDP port is answered over UDP.
  */
+import { type RunFlushable, receiveRun } from '../arq/receive-run.js';
+import { type SendRunFlushable, sendRun } from '../buffers/send-run.js';
 import type { Peer } from '../wireguard/peer.js';
 import type { AuthenticatedMessage, DatagramSource, Endpoint } from '../wireguard/peer-host.js';
 import type { Path, PathBytes, PathKind } from './path.js';
@@ -104,10 +106,27 @@ export class PeerPaths implements Endpoint {
     return this.#tracker?.active ?? true;
   }
 
-  /** An application packet (not a keepalive, probe or handshake) went to or came from the peer. */
+  /**
+   * An application packet (not a keepalive, probe or handshake) went to or came from the peer. Inside a send
+   * or receive run (one ARQ flush, one GRO read: microseconds) the first packet is told and the rest are not:
+   * one clock read for the run where each packet read it.
+   */
   noteTraffic(): void {
+    if (this.#trafficNoted) return;
     this.#tracker?.noteTraffic();
+    if (sendRun.defer(this.#runEnd) || receiveRun.defer(this.#runEnd)) this.#trafficNoted = true;
   }
+
+  /** Traffic was told to the tracker in the open run (cleared at its end). */
+  #trafficNoted = false;
+  readonly #runEnd: SendRunFlushable & RunFlushable = {
+    flushSendRun: () => {
+      this.#trafficNoted = false;
+    },
+    flushRun: () => {
+      this.#trafficNoted = false;
+    },
+  };
 
   /** From now on `tracker` hears of the peer's application traffic (before, or without, steering). */
   track(tracker: TrafficTracker): void {

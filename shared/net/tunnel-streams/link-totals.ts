@@ -11,7 +11,10 @@ import type { StreamLink } from './stream-link.js';
 export interface LinkTotals {
   arq: ArqStats;
   mux: MuxStats;
-  /** Inner packets the layer below dropped at once (see StreamLink.sendErrors). */
+  /**
+   * Inner packets the layer below dropped at once (see StreamLink.sendErrors); one a WireGuard peer held for its
+   * send run and its path then refused is counted in that peer's drops (`send-failed`) instead.
+   */
   sendErrors: number;
 }
 

@@ -5,6 +5,8 @@
  */
 import { EventEmitter } from 'node:events';
 import { isTunnelError } from '../../errors.js';
+import { headroomOf } from '../buffers/packet-room.js';
+import { type SendRunFlushable, sendRun } from '../buffers/send-run.js';
 import { CookieGenerator } from './cookie.js';
 import type { PublicKeyHandle } from './crypto/x25519.js';
 import { splitInnerPacket } from './inner-packet.js';
@@ -21,7 +23,7 @@ import type {
 } from './peer-host.js';
 import { PeerTimer } from './peer-timer.js';
 import { TimestampGenerator } from './tai64n.js';
-import { openTransport, sealTransport } from './transport.js';
+import { openTransport, sealTransport, sealTransportRun, TRANSPORT_HEADROOM } from './transport.js';
 
 export type { DatagramSource, Endpoint, PeerDropReason, PeerEvents, PeerHost } from './peer-host.js';
 
@@ -29,6 +31,8 @@ export type { DatagramSource, Endpoint, PeerDropReason, PeerEvents, PeerHost } f
 export type TransportDropReason = 'expired-keypair' | 'decrypt' | 'replay';
 
 const EMPTY = Buffer.alloc(0);
+/** Packets a peer holds for one send run before it seals and sends them (a UDP GSO run's most). */
+const MAX_RUN_PACKETS = 64;
 
 export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents> {
   readonly handshake = new Handshake();
@@ -66,6 +70,9 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
   readonly #zeroKeyMaterial: PeerTimer;
   readonly #persistentKeepalive: PeerTimer;
   readonly #nonce = Buffer.alloc(12);
+  /** Packets held for the open send run (shared/net/buffers/send-run.ts), sealed together at its end. */
+  #deferred: Buffer[] = [];
+  readonly #runFlush: SendRunFlushable = { flushSendRun: () => this.#sendDeferred() };
   #handshakeIndex: number | null = null;
   #lastSentHandshake = Number.NEGATIVE_INFINITY;
   #needAnotherKeepalive = false;
@@ -112,23 +119,30 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
 
   /** True when the current keypair may be used to send. */
   get isSessionUp(): boolean {
-    return this.#usable(this.keypairs.current);
+    return this.#usable(this.keypairs.current, this.#host.clock.now());
   }
 
   /**
    * Sends an inner IP packet: at once under a usable keypair, else staged and a handshake is started.
    * False when it was dropped: closed, bad size, or refused by the transport (each counted in `drops`).
+   * Inside a send run (shared/net/buffers/send-run.ts) a packet granted room (shared/net/buffers/packet-room.ts)
+   * is held and sent at the run's end with the run's others, sealed in one call (transport.ts sealTransportRun);
+   * it then counts as sent here, and a refusal by the transport only in `drops`.
    */
   send(packet: Buffer): boolean {
     if (this.#closed) return this.#drop('closed');
     if (packet.length > this.#host.mtu || packet.length === 0) return this.#drop('bad-size');
+    if (this.#staged.length === 0 && this.endpoint && this.#mayDefer(packet)) {
+      this.#deferred.push(packet);
+      if (this.#deferred.length >= MAX_RUN_PACKETS) this.#sendDeferred();
+      return true;
+    }
+    if (this.#deferred.length > 0) this.#sendDeferred(); // what the run holds leaves first
     const kp = this.keypairs.current;
-    if (this.#staged.length === 0 && this.endpoint && this.#usable(kp) && kp) {
+    const now = this.#host.clock.now();
+    if (this.#staged.length === 0 && this.endpoint && kp && this.#usable(kp, now)) {
       const sent = this.#sendUnder(kp, packet);
-      this.timersDataSent();
-      this.timersAnyAuthenticatedPacketTraversal();
-      this.timersAnyAuthenticatedPacketSent();
-      this.#keepKeyFreshSending(kp);
+      this.#sentUnder(kp, now, true);
       return sent;
     }
     this.#stage(Buffer.from(packet));
@@ -145,7 +159,8 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
   sendStagedPackets(): void {
     if (this.#closed || this.#staged.length === 0) return;
     const kp = this.keypairs.current;
-    if (!kp || !this.#usable(kp)) {
+    const now = this.#host.clock.now();
+    if (!kp || !this.#usable(kp, now)) {
       this.sendHandshakeInitiation(false);
       return;
     }
@@ -157,10 +172,7 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
       if (p.length > 0) data = true;
       this.#sendUnder(kp, p);
     }
-    if (data) this.timersDataSent();
-    this.timersAnyAuthenticatedPacketTraversal();
-    this.timersAnyAuthenticatedPacketSent();
-    this.#keepKeyFreshSending(kp);
+    this.#sentUnder(kp, now, data);
   }
 
   /**
@@ -261,8 +273,9 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
   close(): void {
     this.#closed = true;
     for (const t of this.#allTimers()) t.stop();
-    this.drops.closed += this.#staged.length;
+    this.drops.closed += this.#staged.length + this.#deferred.length;
     this.#staged.length = 0;
+    this.#deferred = [];
     this.#host.indices.deletePeer(this);
     this.keypairs.clear();
     this.handshake.clear();
@@ -339,17 +352,50 @@ export class Peer<E extends Endpoint = Endpoint> extends EventEmitter<PeerEvents
 
   // --- internals --------------------------------------------------------------------------------
 
-  #usable(kp: Keypair | null): boolean {
+  #usable(kp: Keypair | null, now: number): boolean {
     if (!kp) return false;
     const t = this.#host.timers;
-    return (
-      kp.sendCounter < t.rejectAfterMessages && this.#host.clock.now() - kp.createdAt < t.rejectAfterTime
-    );
+    return kp.sendCounter < t.rejectAfterMessages && now - kp.createdAt < t.rejectAfterTime;
   }
 
-  #keepKeyFreshSending(kp: Keypair): void {
+  /** Held for the open send run: a packet granted room for the transport header (it is sealed in place). */
+  #mayDefer(packet: Buffer): boolean {
+    return headroomOf(packet) >= TRANSPORT_HEADROOM && sendRun.defer(this.#runFlush);
+  }
+
+  /**
+   * Seals what the send run held in one call and sends it (its end, or MAX_RUN_PACKETS held); staged instead
+   * when the keypair cannot send them all now (the staged path starts a handshake as a direct send would).
+   */
+  #sendDeferred(): void {
+    const packets = this.#deferred;
+    if (packets.length === 0 || this.#closed) return;
+    this.#deferred = [];
+    const kp = this.keypairs.current;
+    const now = this.#host.clock.now();
+    const fits = kp !== null && kp.sendCounter + packets.length <= this.#host.timers.rejectAfterMessages;
+    if (this.#staged.length > 0 || !this.endpoint || !kp || !fits || !this.#usable(kp, now)) {
+      for (const p of packets) this.#stage(Buffer.from(p));
+      this.sendStagedPackets();
+      return;
+    }
+    const sealed: Buffer[] = [];
+    sealTransportRun(this.#host.identity.aead, kp, packets, this.#host.mtu, this.#nonce, sealed);
+    for (const dg of sealed) this.#sendRaw(dg);
+    this.#sentUnder(kp, now, true);
+  }
+
+  /** The timers and the rekey check after sending under `kp` (once per send or run). */
+  #sentUnder(kp: Keypair, now: number, data: boolean): void {
+    if (data) this.timersDataSent();
+    this.timersAnyAuthenticatedPacketTraversal();
+    this.timersAnyAuthenticatedPacketSent();
+    this.#keepKeyFreshSending(kp, now);
+  }
+
+  #keepKeyFreshSending(kp: Keypair, now: number): void {
     const t = this.#host.timers;
-    const age = this.#host.clock.now() - kp.createdAt;
+    const age = now - kp.createdAt;
     if (kp.sendCounter > t.rekeyAfterMessages || (kp.isInitiator && age > t.rekeyAfterTime)) {
       this.sendHandshakeInitiation(false);
     }

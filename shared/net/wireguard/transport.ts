@@ -78,6 +78,42 @@ export function sealTransport(
 }
 
 /**
+ * Builds the transport datagrams for a run of packets to one peer under `kp`, in order, and advances its send
+ * counter by their number; appends them to `out`. The same bytes as sealTransport() for each packet in turn.
+ * Where the AEAD seals runs (`sealTransports`: the OpenSSL addon) the run takes one native call, which writes
+ * the headers and seals every datagram in place; otherwise each packet is sealed by sealTransport().
+ */
+export function sealTransportRun(
+  aead: Aead,
+  kp: Keypair,
+  packets: readonly Uint8Array[],
+  mtu: number,
+  nonce: Buffer,
+  out: Buffer[],
+): void {
+  if (aead.sealTransports === undefined || packets.length === 1) {
+    for (const packet of packets) out.push(sealTransport(aead, kp, packet, mtu, nonce));
+    return;
+  }
+  const start = out.length;
+  for (const packet of packets) out.push(framed(packet, mtu));
+  const first = kp.sendCounter;
+  aead.sealTransports(kp.sendKey, kp.remoteIndex, first, start === 0 ? out : out.slice(start));
+  kp.sendCounter = first + packets.length;
+}
+
+/** A datagram around `packet` (in place when granted room, else a copy), padded, header and tag not written. */
+function framed(packet: Uint8Array, mtu: number): Buffer {
+  const len = packet.length;
+  const padded = paddedLength(len, mtu);
+  const grown = growPacket(packet, DATA_HEADER_LEN, padded - len + AEAD_TAG_LEN);
+  const datagram = grown ?? Buffer.allocUnsafe(DATA_HEADER_LEN + padded + AEAD_TAG_LEN);
+  if (!grown) datagram.set(packet, DATA_HEADER_LEN);
+  if (padded > len) datagram.fill(0, DATA_HEADER_LEN + len, DATA_HEADER_LEN + padded);
+  return datagram;
+}
+
+/**
  * Opens a transport datagram in place. Returns the plaintext as a view into `datagram`
  * (bytes 16..), or null when it does not authenticate. Does not touch the replay filter.
  */

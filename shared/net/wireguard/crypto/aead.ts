@@ -34,6 +34,18 @@ export interface Aead {
    * then the bytes of `out` are unspecified (an implementation may decrypt while it checks the tag).
    */
   open(out: Uint8Array, key: Uint8Array, nonce: Uint8Array, ciphertext: Uint8Array, aad?: Uint8Array): number;
+  /**
+   * Present where one native call seals a run (the OpenSSL addon): builds each of `datagrams` (a whole
+   * WireGuard transport datagram: 16-byte header, padded plaintext in place, 16 bytes for the tag) by
+   * writing its header (receiverIndex, counter firstCounter + i) and sealing its plaintext in place under that
+   * counter's nonce. Returns datagrams.length. See shared/net/wireguard/transport.ts sealTransportRun.
+   */
+  sealTransports?(
+    key: Uint8Array,
+    receiverIndex: number,
+    firstCounter: number,
+    datagrams: Uint8Array[],
+  ): number;
 }
 
 /** Writes the WireGuard nonce for `counter` into a 12-byte buffer. */
@@ -150,10 +162,10 @@ class SodiumAead implements Aead {
 export const nodeAead: Aead = new NodeAead();
 
 /**
- * The addon's two functions (native/openssl-aead/src/openssl-aead.c) already have the Aead signatures (an
+ * The addon's functions (native/openssl-aead/src/openssl-aead.c) already have the Aead signatures (an
  * undefined aad is no aad) and use no `this`, so they serve as the implementation directly.
  */
-type OpensslAeadFns = Pick<Aead, 'seal' | 'open'>;
+type OpensslAeadFns = Pick<Aead, 'seal' | 'open' | 'sealTransports'>;
 
 let sodium: Aead | null | undefined;
 let openssl: Aead | null | undefined;
@@ -179,7 +191,10 @@ export function opensslAead(): Aead | null {
     try {
       const req = createRequire(import.meta.url);
       const fns = req('@wg-relay-tunnel/openssl-aead') as OpensslAeadFns;
-      openssl = { name: 'openssl', seal: fns.seal, open: fns.open };
+      // An addon built before sealTransports existed still serves: the run is then sealed one call a datagram.
+      openssl = fns.sealTransports
+        ? { name: 'openssl', seal: fns.seal, open: fns.open, sealTransports: fns.sealTransports }
+        : { name: 'openssl', seal: fns.seal, open: fns.open };
     } catch (err) {
       openssl = null;
       opensslWhy = (err as { code?: string }).code ?? 'load failed';
