@@ -7,7 +7,7 @@
  * killed (SIGKILL), stopped (SIGTERM: drain) and started again on their ports and data dirs.
  */
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { request } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -42,7 +42,13 @@ export interface NatFleet {
   readonly cluster: string;
   readonly upstreamPort: number;
   readonly agent: ProcessHandle;
+  /** `tunnel-client status --output json` (the CLI). */
   status(): Promise<AgentStatus>;
+  /**
+   * The agent's status.json as it wrote it, read without a process (cheap enough to poll every few hundred ms
+   * beside the agent); null while it is being rewritten. The CLI prints these fields while the agent runs.
+   */
+  statusFile(): AgentStatus | null;
   startReplica(r: FleetReplica): Promise<void>;
   /** The replica's /metrics as name{labels} -> value; null while it does not answer. */
   metrics(r: FleetReplica): Promise<Map<string, number> | null>;
@@ -68,6 +74,14 @@ function getText(url: string, ca: string): Promise<{ status: number; body: strin
     req.on('error', () => resolve(null));
     req.end();
   });
+}
+
+function readStatusFile(stateDir: string): AgentStatus | null {
+  try {
+    return JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as AgentStatus;
+  } catch {
+    return null;
+  }
 }
 
 /** Prometheus text as `name{labels}` (labels as written) -> value. */
@@ -157,6 +171,7 @@ export async function startNatFleet(o: {
     upstreamPort,
     agent,
     status: () => readAgentStatus(stateDir),
+    statusFile: () => readStatusFile(stateDir),
     startReplica,
     metrics,
     async agentReplicas() {
