@@ -226,15 +226,18 @@ describe.each(FLEETS)('direct WireGuard in a fleet of $replicas replicas', ({ re
     const signalledAt = Date.now();
     home.replica.proc!.child.kill('SIGTERM');
     const watch = watchDead(home.replica, signalledAt, 5_000);
+    let restarted: Promise<void> | null = null;
     try {
       expect(await home.replica.proc!.exited).toBe(0);
       const next = await directHome({ timeoutMs: MOVE_MS });
       expect(next.replica).not.toBe(home.replica);
+      restarted = restart(home.replica);
       await expectIdentical(4_000_000);
     } finally {
       watch.stop();
+      if (restarted) await Promise.allSettled([restarted]);
     }
+    await restarted;
     expect(watch.seen).toEqual([]);
-    await restart(home.replica);
   }, 120_000);
 });
