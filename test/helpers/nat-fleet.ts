@@ -125,6 +125,8 @@ export async function startNatFleet(o: {
     const started = await base.startReplica({
       listen: `${h}:${r.port}`,
       dataDir: r.dataDir,
+      // A replica may start beside a download through the others (the tests restart one meanwhile).
+      readyTimeoutMs: 60_000,
       extraArgs: [
         ...['--public-url', publicUrl, '--drain-grace', String(o.drainGraceS)],
         ...['--udp-port', String(r.udpPort), '--stun-port', String(r.stunPort)],
