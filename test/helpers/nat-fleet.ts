@@ -149,8 +149,9 @@ export async function startNatFleet(o: {
     TUNNEL_ACCESS_KEY: adminKey,
     TUNNEL_RELAY_CA_PIN: base.files.caPin,
   });
-  const created = await run(RELAY_BIN, ['cluster', 'create', o.cluster, '--output', 'json'], env);
-  if (created.code !== 0) throw new Error(`cluster create: ${created.stderr}`);
+  // Through haproxy to a replica on PostgreSQL: slow on a loaded machine, so 60 s rather than run's 20 s.
+  const created = await run(RELAY_BIN, ['cluster', 'create', o.cluster, '--output', 'json'], env, 60_000);
+  if (created.code !== 0) throw new Error(`cluster create exited ${created.code}: ${created.stderr}`);
   const { stateDir, proc: agent } = await startNamespaceAgent(t.agent, {
     joinCommand: JSON.parse(created.stdout).bootstrap.joinCommand as string,
     extraArgs: ['--upstream', `http://${h}:${upstreamPort}`],
