@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 // network namespaces) live in test/. Integration files run one at a time within a lane: they start
 // relays, agents and routers whose timing other heavy work would disturb. A second lane runs beside
 // the first (`npm test` starts one vitest process per lane: test/run-lanes.mjs): the files that spend nearly all their time waiting on keepalive-pace timers (an idle
-// agent's 25 s probes, a fallback noticed at that pace, a log watched for 35 s) and use next to no
+// agent's 25 s probes, a fallback noticed at that pace, a log watched for 35 s, a relay outage of 9 s
+// while the agent backs off) and use next to no
 // CPU meanwhile, and the documented commands run one by one against a live relay (no timing asserted). Every name a test creates on the host is unique per process (test/helpers/names.ts),
 // and test/global-setup.ts compiles dist/ under a lock before a lane starts.
 const WAITING_LANE = [
@@ -14,6 +15,7 @@ const WAITING_LANE = [
   'test/agent-logs.test.ts',
   'test/direct-path-cli-reason.test.ts',
   'test/docs-commands-live.test.ts',
+  'test/agent-outage-log.test.ts',
 ];
 
 const integration = {

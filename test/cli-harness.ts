@@ -165,7 +165,12 @@ export async function startServe(
   dataDir: string,
   listen: string,
   extra: readonly string[] = [],
-  opts: { umask?: number; env?: Record<string, string> } = {},
+  opts: {
+    umask?: number;
+    env?: Record<string, string>;
+    /** How long the ready line may take (20 s unless told). */
+    readyTimeoutMs?: number;
+  } = {},
 ) {
   const p = new Proc(
     RELAY_BIN,
@@ -186,7 +191,7 @@ export async function startServe(
     cleanEnv(opts.env),
     { umask: opts.umask },
   );
-  await p.waitFor((x) => x.stdout.includes('\n'), 20_000, 'the ready line');
+  await p.waitFor((x) => x.stdout.includes('\n'), opts.readyTimeoutMs ?? 20_000, 'the ready line');
   const ready = JSON.parse(p.stdout.split('\n')[0]!) as ReadyLine;
   return { proc: p, ready };
 }

@@ -7,7 +7,7 @@
  * killed (SIGKILL), stopped (SIGTERM: drain) and started again on their ports and data dirs.
  */
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { request } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -42,7 +42,13 @@ export interface NatFleet {
   readonly cluster: string;
   readonly upstreamPort: number;
   readonly agent: ProcessHandle;
+  /** `tunnel-client status --output json` (the CLI). */
   status(): Promise<AgentStatus>;
+  /**
+   * The agent's status.json as it wrote it, read without a process (cheap enough to poll every few hundred ms
+   * beside the agent); null while it is being rewritten. The CLI prints these fields while the agent runs.
+   */
+  statusFile(): AgentStatus | null;
   startReplica(r: FleetReplica): Promise<void>;
   /** The replica's /metrics as name{labels} -> value; null while it does not answer. */
   metrics(r: FleetReplica): Promise<Map<string, number> | null>;
@@ -68,6 +74,14 @@ function getText(url: string, ca: string): Promise<{ status: number; body: strin
     req.on('error', () => resolve(null));
     req.end();
   });
+}
+
+function readStatusFile(stateDir: string): AgentStatus | null {
+  try {
+    return JSON.parse(readFileSync(join(stateDir, 'status.json'), 'utf8')) as AgentStatus;
+  } catch {
+    return null;
+  }
 }
 
 /** Prometheus text as `name{labels}` (labels as written) -> value. */
@@ -111,6 +125,8 @@ export async function startNatFleet(o: {
     const started = await base.startReplica({
       listen: `${h}:${r.port}`,
       dataDir: r.dataDir,
+      // A replica may start beside a download through the others (the tests restart one meanwhile).
+      readyTimeoutMs: 60_000,
       extraArgs: [
         ...['--public-url', publicUrl, '--drain-grace', String(o.drainGraceS)],
         ...['--udp-port', String(r.udpPort), '--stun-port', String(r.stunPort)],
@@ -133,8 +149,9 @@ export async function startNatFleet(o: {
     TUNNEL_ACCESS_KEY: adminKey,
     TUNNEL_RELAY_CA_PIN: base.files.caPin,
   });
-  const created = await run(RELAY_BIN, ['cluster', 'create', o.cluster, '--output', 'json'], env);
-  if (created.code !== 0) throw new Error(`cluster create: ${created.stderr}`);
+  // Through haproxy to a replica on PostgreSQL: slow on a loaded machine, so 60 s rather than run's 20 s.
+  const created = await run(RELAY_BIN, ['cluster', 'create', o.cluster, '--output', 'json'], env, 60_000);
+  if (created.code !== 0) throw new Error(`cluster create exited ${created.code}: ${created.stderr}`);
   const { stateDir, proc: agent } = await startNamespaceAgent(t.agent, {
     joinCommand: JSON.parse(created.stdout).bootstrap.joinCommand as string,
     extraArgs: ['--upstream', `http://${h}:${upstreamPort}`],
@@ -157,6 +174,7 @@ export async function startNatFleet(o: {
     upstreamPort,
     agent,
     status: () => readAgentStatus(stateDir),
+    statusFile: () => readStatusFile(stateDir),
     startReplica,
     metrics,
     async agentReplicas() {

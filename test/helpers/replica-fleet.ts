@@ -25,6 +25,8 @@ export interface ReplicaOptions {
   listen?: string;
   /** --data-dir; a fresh temporary directory by default. */
   dataDir?: string;
+  /** How long its ready line may take (startServe's 20 s unless told). */
+  readyTimeoutMs?: number;
 }
 
 export interface ReplicaFleet {
@@ -77,6 +79,7 @@ export async function startReplicaFleet(
         opts.dataDir ?? tempDir(`${prefix}-replica-`),
         opts.listen ?? '127.0.0.1:0',
         [...serveArgs({ mesh: opts.mesh !== false }), ...(opts.extraArgs ?? [])],
+        { readyTimeoutMs: opts.readyTimeoutMs },
       );
       const replica = { proc, ready };
       replicas.push(replica);
