@@ -156,7 +156,7 @@ export class AgentSession {
       udp: this.#direct?.sender,
       disco: {
         conditions: { egress: egress === '443-only' ? '443-only' : 'any', policy: o.pathPolicy ?? 'auto' },
-        onObserved: (_hub, observed) => this.#direct?.observedByHub(observed, this.endpoint),
+        onObserved: (_hub, observed) => this.endpoint.candidates?.observed(observed),
         timers: o.pathTimers,
       },
       streams: {

@@ -9,8 +9,9 @@
  *   at every step, never an exception.
  * - a path's owner hands each datagram from a peer to `receive(datagram, peerPaths)` -> device (opens)
  *   -> stream datagrams to the binding; every other inner packet (ICMP, anything else) to `onPacket`.
- * - a UDP transport (udp-transport.ts) listens through `listenUdp` (udp-edge.ts: STUN answers to the owner's
- *   candidate gatherer, disco to `receiveDisco`) and hands each WireGuard datagram to `receiveFrom(datagram, from)`:
+ * - a UDP transport (udp-transport.ts) listens through `listenUdp` (udp-edge.ts: STUN answers to its candidate
+ *   source in endpoint-candidates.ts, which gathers what disco advertises; disco to `receiveDisco`) and hands each
+ *   WireGuard datagram to `receiveFrom(datagram, from)`:
  *   the device finds the peer from the datagram, and only once it authenticates (a valid handshake
  *   message, or transport data that opens and passes the replay window) does the peer's direct path
  *   (direct-path.ts) follow `from` (WireGuard roaming). Garbage, replays and spoofed sources never move it.
@@ -44,6 +45,7 @@ import {
 import { TRANSPORT_OVERHEAD, transportRoom } from '../wireguard/transport.js';
 import { DEFAULT_DIRECT_MTU, DirectPath } from './direct-path.js';
 import { DiscoPeers, type DiscoPeersOptions, type DiscoSource } from './disco-peers.js';
+import { EndpointCandidates, type UdpCandidatesOptions } from './endpoint-candidates.js';
 import { MAX_PATH_MTU, type Path } from './path.js';
 import { PathManager } from './path-manager.js';
 import type { Route } from './path-selector.js';
@@ -100,6 +102,19 @@ export interface TunnelEndpointOptions {
   onPacket(packet: Buffer, peer: Peer<PeerPaths>): void;
 }
 
+/** A UDP transport the endpoint listens on (its address and port for its candidates). */
+export type ListenableUdp = Pick<UdpTransport, 'listen' | 'send' | 'address' | 'port'>;
+
+export interface UdpListenOptions extends Pick<UdpEdgeOptions, 'onOutcome'> {
+  /** Gather and advertise this transport's candidates (needs the endpoint's `disco`). */
+  candidates?: UdpCandidatesOptions;
+}
+
+/** A transport the endpoint listens on: stop() ends its candidates (the transport's owner re-listens it). */
+export interface UdpListening {
+  stop(): void;
+}
+
 export interface TunnelPeerConfig {
   publicKey: Buffer;
   presharedKey: Uint8Array | string;
@@ -149,6 +164,8 @@ export class TunnelEndpoint {
   readonly disco: DiscoPeers | undefined;
   /** The direct paths' MTU search (with disco and a UDP transport, unless `pmtu: false`). */
   readonly pmtu: PmtuProbes | undefined;
+  /** The candidates disco advertises, gathered per listening UDP transport (with disco), else undefined. */
+  readonly candidates: EndpointCandidates | undefined;
   readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
   readonly #udp: Pick<UdpTransport, 'send' | 'dontFragment'> | undefined;
   readonly #directMtu: number | undefined;
@@ -190,6 +207,7 @@ export class TunnelEndpoint {
         })
       : undefined;
     const disco = this.disco;
+    this.candidates = disco ? new EndpointCandidates({ clock: o.clock, sink: disco }) : undefined;
     this.pmtu =
       disco && udp && o.pmtu !== false
         ? new PmtuProbes({
@@ -250,11 +268,15 @@ export class TunnelEndpoint {
   }
 
   /**
-   * Takes `transport`'s datagrams from now on, told apart by the UDP edge (udp-edge.ts): STUN answers to
-   * `o.stun`, disco to receiveDisco, the rest to receiveFrom; `o.onOutcome` is told what became of each.
+   * Takes `transport`'s datagrams from now on, told apart by the UDP edge (udp-edge.ts): STUN answers to the
+   * transport's candidate source, disco to receiveDisco, the rest to receiveFrom; `o.onOutcome` is told what became
+   * of each. With `o.candidates` (and disco) the transport's candidates are gathered (endpoint-candidates.ts) and
+   * advertised with the other transports' until the returned listening is stopped.
    */
-  listenUdp(transport: Pick<UdpTransport, 'listen'>, o: UdpEdgeOptions = {}): void {
-    transport.listen(udpEdgeReceiver(this, o));
+  listenUdp(transport: ListenableUdp, o: UdpListenOptions = {}): UdpListening {
+    const source = o.candidates ? this.candidates?.add(transport, o.candidates) : undefined;
+    transport.listen(udpEdgeReceiver(this, { stun: source?.stun, onOutcome: o.onOutcome }));
+    return { stop: () => source?.stop() };
   }
 
   /** A disco message (isDiscoMessage) from the relay or the UDP transport. Never throws. */
@@ -299,6 +321,7 @@ export class TunnelEndpoint {
 
   /** Ends every stream session, then the device (its peers' timers stop). */
   close(): void {
+    this.candidates?.close();
     this.pmtu?.close();
     this.disco?.close();
     this.streams.close();
