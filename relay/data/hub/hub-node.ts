@@ -13,12 +13,12 @@
  * - agent-runs.ts: a probe from a new run of an agent process reaches `onAgentRun` listeners before the hub
  *   answers it (the hub's streams replace that agent's stream session then).
  * Stream datagrams go to `endpoint.streams` (the proxies open streams there, relay/data/proxy/hub-streams.ts).
- * The hub answers ICMP echo to its address; other inner packets go to onInnerPacket.
+ * The hub's endpoint answers ICMP echo to its address and takes the replies to the status probes (its per-peer
+ * liveness, shared/net/tunnel-endpoint/peer-liveness.ts); other inner packets go to onInnerPacket.
  */
 import { type Clock, realClock } from '../../../shared/clock.js';
 import type { DerpClientLike } from '../../../shared/net/derp/types.js';
 import { isDiscoMessage } from '../../../shared/net/disco/disco-codec.js';
-import { echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../../shared/net/ip/echo-prober.js';
 import { parseIpv4Address } from '../../../shared/net/ip/index.js';
 import type { PeerPaths } from '../../../shared/net/tunnel-endpoint/peer-paths.js';
 import { RelayedPath } from '../../../shared/net/tunnel-endpoint/relayed-path.js';
@@ -156,6 +156,12 @@ export class HubNode {
       timers: opts.timers,
       // One stream link per agent with streams in use: as many as the hub holds sessions.
       streams: { maxLinks: maxPeers, ...opts.streams, role: 'client' },
+      // The endpoint answers ICMP echo to the hub and takes the replies to its probes (echo-answer.ts); a probe
+      // from a new run of an agent reaches onAgentRun listeners before it is answered.
+      onEcho: (e, peer) => {
+        const rec = e.kind === 'request' ? this.#peers.forPeer(peer) : undefined;
+        if (rec && this.#runs.noteProbe(rec, e.ip)) for (const l of this.#runListeners) l(rec);
+      },
       onPacket: (p, peer) => this.#onInner(p, peer),
     });
     this.publicKey = this.endpoint.publicKey;
@@ -177,7 +183,6 @@ export class HubNode {
         this.endpoint.addPeer({ ...p, paths: [new RelayedPath(this.#local, p.publicKey)], disco: true }),
       removePeer: (key) => this.endpoint.removePeer(key),
       clock,
-      hubAddr: this.#hubAddr,
       maxPeers,
       lookup: (k) => opts.lookup(k),
       deliver: (d, rec) => this.#intake.receive(d, rec.paths),
@@ -278,19 +283,9 @@ export class HubNode {
     this.#peers.close();
   }
 
-  /** Answers ICMP echo to the hub and takes the replies to its probes; the rest goes to the handler. */
+  /** Inner packets other than streams and echo to the hub go to the handler. */
   #onInner(packet: Buffer, peer: Peer<PeerPaths>): void {
     const rec = this.#peers.forPeer(peer);
-    if (!rec) return;
-    const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;
-    if (ip && ip.dst === this.#hubAddr) {
-      const reply = echoReplyFor(ip, this.#hubAddr);
-      if (reply) {
-        if (this.#runs.noteProbe(rec, ip)) for (const l of this.#runListeners) l(rec);
-        return void peer.send(reply);
-      }
-      if (rec.prober.onPacket(ip)) return;
-    }
-    this.#inner?.(packet, rec);
+    if (rec) this.#inner?.(packet, rec);
   }
 }

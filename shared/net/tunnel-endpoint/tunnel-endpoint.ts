@@ -45,10 +45,13 @@ import {
 import { TRANSPORT_OVERHEAD, transportRoom } from '../wireguard/transport.js';
 import { DEFAULT_DIRECT_MTU, DirectPath } from './direct-path.js';
 import { DiscoPeers, type DiscoPeersOptions, type DiscoSource } from './disco-peers.js';
+import { answerEcho, type EchoEvent } from './echo-answer.js';
 import { EndpointCandidates, type UdpCandidatesOptions } from './endpoint-candidates.js';
+import type { LivenessPace } from './liveness.js';
 import { MAX_PATH_MTU, type Path } from './path.js';
 import { PathManager } from './path-manager.js';
 import type { Route } from './path-selector.js';
+import { PeerLiveness } from './peer-liveness.js';
 import type { PeerPaths } from './peer-paths.js';
 import { PmtuProbes, type PmtuProbesOptions } from './pmtu-probes.js';
 import { type UdpEdgeOptions, udpEdgeReceiver } from './udp-edge.js';
@@ -96,7 +99,14 @@ export interface TunnelEndpointOptions {
    */
   pmtu?: Pick<PmtuProbesOptions, 'timers' | 'steps' | 'firstHopMtu'> | false;
   /**
-   * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
+   * Each peer's liveness probes' pace (peer-liveness.ts; default DEFAULT_LIVENESS_PACE). The endpoint answers ICMP
+   * echo to its address and takes the replies to its probes (echo-answer.ts).
+   */
+  liveness?: Partial<LivenessPace>;
+  /** An echo request from a peer (before the endpoint answers it) or a reply to one of its probes. */
+  onEcho?(event: EchoEvent, peer: Peer<PeerPaths>): void;
+  /**
+   * Inner packets that are not stream datagrams nor echo to the endpoint (ICMP, other UDP). `packet` is a view into the
    * decrypted datagram, the receiver's to keep (the receive rule, shared/net/buffers/received.ts).
    */
   onPacket(packet: Buffer, peer: Peer<PeerPaths>): void;
@@ -133,7 +143,12 @@ export interface TunnelPeerConfig {
 export interface TunnelPeer {
   readonly peer: Peer<PeerPaths>;
   readonly paths: PeerPaths;
+  /** Its echo probes and whether it answers them (peer-liveness.ts). */
+  readonly liveness: PeerLiveness;
 }
+
+/** The liveness pace by default: probes every 2 s under traffic, 25 s idle; dead after 6 s unanswered. */
+export const DEFAULT_LIVENESS_PACE: LivenessPace = { probeMs: 2_000, idleProbeMs: 25_000, deadMs: 6_000 };
 
 /** What the direct paths of an endpoint did. */
 export interface DirectStats {
@@ -167,6 +182,10 @@ export class TunnelEndpoint {
   /** The candidates disco advertises, gathered per listening UDP transport (with disco), else undefined. */
   readonly candidates: EndpointCandidates | undefined;
   readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
+  readonly #onEcho: TunnelEndpointOptions['onEcho'];
+  readonly #address: number;
+  readonly #pace: LivenessPace;
+  readonly #liveness = new WeakMap<Peer<PeerPaths>, PeerLiveness>();
   readonly #udp: Pick<UdpTransport, 'send' | 'dontFragment'> | undefined;
   readonly #directMtu: number | undefined;
 
@@ -174,6 +193,9 @@ export class TunnelEndpoint {
   constructor(o: TunnelEndpointOptions) {
     this.#clock = o.clock;
     this.#onPacket = o.onPacket;
+    this.#onEcho = o.onEcho;
+    this.#address = o.address;
+    this.#pace = { ...DEFAULT_LIVENESS_PACE, ...o.liveness };
     this.#udp = o.udp;
     this.#directMtu = o.directMtu;
     this.device = new Device<PeerPaths>({
@@ -257,7 +279,15 @@ export class TunnelEndpoint {
     // Its selector hears of its traffic at once (its pacing), and steers it once it speaks disco.
     const selector = cfg.disco ? this.disco?.addPeer(cfg.publicKey) : undefined;
     if (selector) paths.track(selector);
-    return { peer, paths };
+    const liveness = new PeerLiveness({
+      clock: this.#clock,
+      src: this.#address,
+      dst: address,
+      pace: this.#pace,
+      send: (p) => peer.send(p),
+    });
+    this.#liveness.set(peer, liveness);
+    return { peer, paths, liveness };
   }
 
   removePeer(publicKey: Buffer): boolean {
@@ -411,11 +441,21 @@ export class TunnelEndpoint {
   }
 
   /**
-   * Application traffic (anything but ICMP: the sessions' liveness probes are ICMP echo) marks the peer
-   * active, so its paths are probed at the fast pace; an idle peer is probed at keepalive pace.
+   * ICMP echo to the endpoint is answered or taken here (echo-answer.ts). Application traffic (anything but ICMP:
+   * the liveness probes are ICMP echo) marks the peer active, so its paths are probed at the fast pace; an idle peer
+   * is probed at keepalive pace.
    */
   #deliver(packet: Buffer, peer: Peer<PeerPaths>): void {
-    if (isIcmpv4(packet)) return void this.#onPacket(packet, peer);
+    if (isIcmpv4(packet)) {
+      const echo = {
+        self: this.#address,
+        liveness: this.#liveness.get(peer),
+        reply: (p: Buffer) => void peer.send(p),
+        onEcho: (e: EchoEvent) => this.#onEcho?.(e, peer),
+      };
+      if (!answerEcho(packet, echo)) this.#onPacket(packet, peer);
+      return;
+    }
     peer.endpoint?.noteTraffic();
     if (!this.streams.input(packet)) this.#onPacket(packet, peer);
   }
