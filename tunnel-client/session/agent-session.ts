@@ -29,7 +29,6 @@ import { TunnelError } from '../../shared/errors.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/net/derp/client.js';
 import { DerpCloseCode } from '../../shared/net/derp/close-codes.js';
-import { isDiscoMessage } from '../../shared/net/disco/disco-codec.js';
 import { parseIpv4Address } from '../../shared/net/ip/index.js';
 import type { MuxStream } from '../../shared/net/mux/mux-stream.js';
 import type { PathTimers } from '../../shared/net/tunnel-endpoint/path-timers.js';
@@ -164,6 +163,8 @@ export class AgentSession {
         onStream: onStream ? (s: MuxStream) => onStream(s) : undefined,
       },
       onPacket: (p) => this.#options.onInnerPacket?.(p),
+      // The relay's datagrams come from the hub only (checked below): its paths, straight to the device.
+      intake: { peerOf: () => this.endpoint.paths.get(this.#hubKey.toString('base64')) },
     });
     const hub = this.endpoint.addPeer({
       publicKey: this.#hubKey,
@@ -190,9 +191,7 @@ export class AgentSession {
       ca: o.ca || o.derp?.ca,
       clock: this.#clock,
       onPacket: (src, payload) => {
-        if (!src.equals(this.#hubKey)) return;
-        if (isDiscoMessage(payload)) this.endpoint.receiveDisco(payload, { via: 'relay', key: src });
-        else this.endpoint.receive(payload, hub.paths);
+        if (src.equals(this.#hubKey)) this.endpoint.receiveRelayed(src, payload);
       },
       onState: (e) => {
         this.#relayConnected = e.state === 'connected';

@@ -9,6 +9,8 @@
  *   does not know yet, the cap;
  * - packet-intake.ts: datagrams from a known agent go to the endpoint (transport data at once,
  *   handshake messages through the bounded handshake queue, handshake-queue.ts);
+ *   the directory and the queue are the endpoint's intake (shared/net/tunnel-endpoint/relay-intake.ts), which takes
+ *   the relay's datagrams (`receiveRelayed`);
  * - hub-status.ts: per-agent status (onStatus) every statusIntervalMs, and the RTT probes;
  * - agent-runs.ts: a probe from a new run of an agent process reaches `onAgentRun` listeners before the hub
  *   answers it (the hub's streams replace that agent's stream session then).
@@ -18,7 +20,6 @@
  */
 import { type Clock, realClock } from '../../../shared/clock.js';
 import type { DerpClientLike } from '../../../shared/net/derp/types.js';
-import { isDiscoMessage } from '../../../shared/net/disco/disco-codec.js';
 import { parseIpv4Address } from '../../../shared/net/ip/index.js';
 import type { PeerPaths } from '../../../shared/net/tunnel-endpoint/peer-paths.js';
 import { RelayedPath } from '../../../shared/net/tunnel-endpoint/relayed-path.js';
@@ -163,6 +164,12 @@ export class HubNode {
         if (rec && this.#runs.noteProbe(rec, e.ip)) for (const l of this.#runListeners) l(rec);
       },
       onPacket: (p, peer) => this.#onInner(p, peer),
+      // The relay's datagrams: the agent found in the peer directory (looked up in the store the first time), then
+      // through the handshake queue (packet-intake.ts) to the device.
+      intake: {
+        peerOf: (src, d) => this.#peers.peerOf(src, d)?.paths,
+        handshakes: { receive: (d, from) => this.#intake.receive(d, from) },
+      },
     });
     this.publicKey = this.endpoint.publicKey;
     this.#intake = new PacketIntake({
@@ -185,18 +192,15 @@ export class HubNode {
       clock,
       maxPeers,
       lookup: (k) => opts.lookup(k),
-      deliver: (d, rec) => this.#intake.receive(d, rec.paths),
+      deliver: (d, rec) => this.endpoint.admit(d, rec.paths),
       onHandshake: (rec) => this.#status.onHandshake(rec),
       log: opts.log,
     });
     this.#local = opts.derp.connectLocal(
       { publicKey: this.publicKey },
       {
-        onPacket: (src, payload) => {
-          // Disco from an agent (the relay forwards it like any payload): to the disco side, not WireGuard.
-          if (isDiscoMessage(payload)) this.endpoint.receiveDisco(payload, { via: 'relay', key: src });
-          else this.#peers.fromSource(src, payload);
-        },
+        // Disco from an agent (the relay forwards it like any payload) to the disco side, WireGuard to the intake.
+        onPacket: this.endpoint.receiveRelayed,
         onPeerGone: (key) => {
           const a = this.#peers.get(key.toString('base64'));
           // A replica of a fleet holds the agent's session no more: its direct path here ends with it.

@@ -175,19 +175,29 @@ export class PeerDirectory {
    * the store is asked about the key, or dropped and counted when the caps are reached.
    */
   fromSource(src: Buffer, payload: Buffer): void {
+    const rec = this.peerOf(src, payload);
+    if (rec) this.#options.deliver(payload, rec);
+  }
+
+  /**
+   * The agent that DERP key `src` is, for a datagram (the hub endpoint's intake); undefined while the datagram is
+   * held for the key's lookup (then it goes to `deliver`) or dropped as fromSource says.
+   */
+  peerOf(src: Buffer, payload: Buffer): AgentRecord | undefined {
     const cached = this.#bySrcBuffer.get(src);
-    if (cached && this.#byPeer.has(cached.peer)) {
-      this.#options.deliver(payload, cached);
-      return;
-    }
+    if (cached && this.#byPeer.has(cached.peer)) return cached;
     const id = src.toString('base64');
     const rec = this.#agents.get(id);
     if (rec) {
       this.#bySrcBuffer.set(src, rec);
-      this.#options.deliver(payload, rec);
-      return;
+      return rec;
     }
-    // First datagram from an admitted key the hub does not know yet: ask the store, hold a few.
+    this.#hold(id, src, payload);
+    return undefined;
+  }
+
+  /** First datagram from an admitted key the hub does not know yet: ask the store, hold a few. */
+  #hold(id: string, src: Buffer, payload: Buffer): void {
     const held = this.#pending.get(id);
     if (held) {
       if (held.length >= MAX_PENDING_PER_KEY) this.dropped.pendingOverflow++;

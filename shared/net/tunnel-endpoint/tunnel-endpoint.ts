@@ -7,6 +7,8 @@
  * - streams -> `send(innerPacket): boolean` -> device (routes by destination address to a peer, seals)
  *   -> the peer's PeerPaths -> its current Path `send(datagram): boolean`. A dropped packet is `false`
  *   at every step, never an exception.
+ * - the relay's datagrams come to `receiveRelayed(src, datagram)`: disco to `receiveDisco`, WireGuard through the
+ *   owner's intake (relay-intake.ts: its peer directory and handshake queue) to `receive`;
  * - a path's owner hands each datagram from a peer to `receive(datagram, peerPaths)` -> device (opens)
  *   -> stream datagrams to the binding; every other inner packet (ICMP, anything else) to `onPacket`.
  * - a UDP transport (udp-transport.ts) listens through `listenUdp` (udp-edge.ts: STUN answers to its candidate
@@ -30,6 +32,7 @@ import { keyToBase64 } from '../../keys.js';
 import type { PacketRoom } from '../buffers/packet-room.js';
 import type { Received } from '../buffers/received.js';
 import type { DiscoAddress } from '../disco/disco-codec.js';
+import { isDiscoMessage } from '../disco/disco-codec.js';
 import { isIcmpv4 } from '../ip/echo-prober.js';
 import { parseIpv4Address } from '../ip/index.js';
 import { StreamBinding, type StreamBindingOptions } from '../tunnel-streams/stream-binding.js';
@@ -54,6 +57,7 @@ import type { Route } from './path-selector.js';
 import { PeerLiveness } from './peer-liveness.js';
 import type { PeerPaths } from './peer-paths.js';
 import { PmtuProbes, type PmtuProbesOptions } from './pmtu-probes.js';
+import type { EndpointIntake } from './relay-intake.js';
 import { type UdpEdgeOptions, udpEdgeReceiver } from './udp-edge.js';
 import type { UdpTransport } from './udp-transport.js';
 
@@ -103,6 +107,8 @@ export interface TunnelEndpointOptions {
    * echo to its address and takes the replies to its probes (echo-answer.ts).
    */
   liveness?: Partial<LivenessPace>;
+  /** How datagrams over the relay find their peer and wait their turn (relay-intake.ts). */
+  intake?: EndpointIntake;
   /** An echo request from a peer (before the endpoint answers it) or a reply to one of its probes. */
   onEcho?(event: EchoEvent, peer: Peer<PeerPaths>): void;
   /**
@@ -183,6 +189,7 @@ export class TunnelEndpoint {
   readonly candidates: EndpointCandidates | undefined;
   readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
   readonly #onEcho: TunnelEndpointOptions['onEcho'];
+  readonly #intake: EndpointIntake | undefined;
   readonly #address: number;
   readonly #pace: LivenessPace;
   readonly #liveness = new WeakMap<Peer<PeerPaths>, PeerLiveness>();
@@ -194,6 +201,7 @@ export class TunnelEndpoint {
     this.#clock = o.clock;
     this.#onPacket = o.onPacket;
     this.#onEcho = o.onEcho;
+    this.#intake = o.intake;
     this.#address = o.address;
     this.#pace = { ...DEFAULT_LIVENESS_PACE, ...o.liveness };
     this.#udp = o.udp;
@@ -312,6 +320,26 @@ export class TunnelEndpoint {
   /** A disco message (isDiscoMessage) from the relay or the UDP transport. Never throws. */
   receiveDisco(datagram: Buffer, from: DiscoSource): void {
     this.disco?.receive(datagram, from);
+  }
+
+  /**
+   * A datagram over the relay from relay key `src`: disco to receiveDisco, WireGuard through the owner's intake
+   * (relay-intake.ts) to receive. Never throws. A bound function: a relay client may hold it as its handler.
+   */
+  readonly receiveRelayed = (src: Buffer, datagram: Buffer): void => {
+    if (isDiscoMessage(datagram)) {
+      this.receiveDisco(datagram, { via: 'relay', key: src });
+      return;
+    }
+    const paths = this.#intake ? this.#intake.peerOf(src, datagram) : this.paths.get(keyToBase64(src));
+    if (paths) this.admit(datagram, paths);
+  };
+
+  /** A WireGuard datagram over the relay whose peer is known: through the intake's handshake queue to receive. */
+  admit(datagram: Buffer, from: PeerPaths): void {
+    const handshakes = this.#intake?.handshakes;
+    if (handshakes) handshakes.receive(datagram, from);
+    else this.receive(datagram, from);
   }
 
   /** Sends an inner IP packet, routed by its destination address; false when it was dropped. */
