@@ -138,6 +138,7 @@ export class AgentSession {
           log: o.log,
         })
       : undefined;
+    let hubPaths: PeerPaths | undefined;
     this.endpoint = new TunnelEndpoint({
       privateKey: priv,
       address: parseIpv4Address(addr ?? ''),
@@ -164,7 +165,7 @@ export class AgentSession {
       },
       onPacket: (p) => this.#options.onInnerPacket?.(p),
       // The relay's datagrams come from the hub only (checked below): its paths, straight to the device.
-      intake: { peerOf: () => this.endpoint.paths.get(this.#hubKey.toString('base64')) },
+      intake: { peerOf: () => hubPaths },
     });
     const hub = this.endpoint.addPeer({
       publicKey: this.#hubKey,
@@ -173,6 +174,7 @@ export class AgentSession {
       disco: true,
     });
     this.hub = hub.peer;
+    hubPaths = hub.paths;
     this.#liveness = hub.liveness;
     this.hub.on('session', () => {
       // The hub may have restarted: it hears our candidates again.

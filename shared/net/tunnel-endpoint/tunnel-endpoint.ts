@@ -195,6 +195,9 @@ export class TunnelEndpoint {
   readonly #liveness = new WeakMap<Peer<PeerPaths>, PeerLiveness>();
   readonly #udp: Pick<UdpTransport, 'send' | 'dontFragment'> | undefined;
   readonly #directMtu: number | undefined;
+  /** The transports listened on (listenUdp), and the one the datagram in receiveFrom now came through. */
+  readonly #listened = new Set<Pick<UdpTransport, 'send'>>();
+  #arrival: Pick<UdpTransport, 'send'> | undefined;
 
   /** Throws BAD_CONFIG for bad device settings (mtu, maxPeers, timers), KEY_INVALID for a bad key. */
   constructor(o: TunnelEndpointOptions) {
@@ -215,7 +218,7 @@ export class TunnelEndpoint {
       authenticatedSources: o.authenticatedSources,
       onPacket: (p, peer) => this.#deliver(p, peer),
       answersUdp: o.answersUdp ? (peer) => o.answersUdp?.(peer.publicKey) !== false : undefined,
-      sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
+      sendToSource: (d, to) => (this.#arrival ?? this.#udp)?.send(d, to.address, to.port) ?? false,
     });
     this.paths = new PathManager({
       onPathChange: (p) => this.#streamPathChanged(p),
@@ -313,8 +316,14 @@ export class TunnelEndpoint {
    */
   listenUdp(transport: ListenableUdp, o: UdpListenOptions = {}): UdpListening {
     const source = o.candidates ? this.candidates?.add(transport, o.candidates) : undefined;
-    transport.listen(udpEdgeReceiver(this, { stun: source?.stun, onOutcome: o.onOutcome }));
-    return { stop: () => source?.stop() };
+    this.#listened.add(transport);
+    transport.listen(udpEdgeReceiver(this, { stun: source?.stun, onOutcome: o.onOutcome, via: transport }));
+    return {
+      stop: () => {
+        this.#listened.delete(transport);
+        source?.stop();
+      },
+    };
   }
 
   /** A disco message (isDiscoMessage) from the relay or the UDP transport. Never throws. */
@@ -359,12 +368,19 @@ export class TunnelEndpoint {
   };
 
   /**
-   * A WireGuard datagram from UDP address `from` (see the top of this file). Returns why it was dropped,
-   * or null once it authenticated. Never throws.
+   * A WireGuard datagram from UDP address `from` (see the top of this file), through transport `via` (absent: the
+   * endpoint's `udp`): the answers to it and the peer's direct path go back through that transport. Returns why it
+   * was dropped, or null once it authenticated. Never throws.
    */
-  receiveFrom(datagram: Received, from: DatagramSource): ReceiveDrop | null {
+  receiveFrom(
+    datagram: Received,
+    from: DatagramSource,
+    via?: Pick<UdpTransport, 'send'>,
+  ): ReceiveDrop | null {
     const length = datagram.length;
+    this.#arrival = via;
     const drop = this.device.receiveFrom(datagram, from);
+    this.#arrival = undefined;
     if (drop === null) this.paths.bytes.direct.in += length;
     return drop;
   }
@@ -428,18 +444,28 @@ export class TunnelEndpoint {
     this.streams.setPath(paths.address, { kind, mtu: this.roomFor(paths.address).mtu });
   }
 
-  /** The peer's direct path, made or moved to `to` (nothing without a UDP transport). */
+  /**
+   * The peer's direct path, made or moved to `to` (nothing without a UDP transport): through the transport the
+   * datagram came on; a path on another listened transport moves to this one (a second UDP port of the endpoint).
+   */
   #directTo(paths: PeerPaths, to: DatagramSource): void {
-    if (!this.#udp) return;
+    const via = this.#arrival ?? this.#udp;
+    if (!via) return;
     const direct = paths.get('direct');
-    if (direct instanceof DirectPath) {
-      if (!direct.setRemote(to)) return;
+    const current = direct instanceof DirectPath ? direct : undefined;
+    const moves = current !== undefined && this.#arrival !== undefined && current.transport !== via;
+    if (current && !(moves && this.#listened.has(current.transport))) {
+      if (!current.setRemote(to)) return;
       this.direct.roamed++;
-      this.pmtu?.moved(paths.publicKey, direct);
+      this.pmtu?.moved(paths.publicKey, current);
       return;
     }
-    paths.add(new DirectPath({ transport: this.#udp, remote: to, mtu: this.#directMtu }));
-    this.direct.opened++;
+    const path = new DirectPath({ transport: via, remote: to, mtu: this.#directMtu });
+    paths.add(path);
+    if (current) {
+      this.direct.roamed++;
+      this.pmtu?.moved(paths.publicKey, path);
+    } else this.direct.opened++;
   }
 
   /**
@@ -462,7 +488,7 @@ export class TunnelEndpoint {
       paths.arrivedOn('relayed');
       return;
     }
-    if (!this.#udp) return;
+    if (!this.#udp && !this.#arrival) return;
     paths.directHeardAt = now;
     this.#directTo(paths, source);
     paths.arrivedOn('direct');
