@@ -10,10 +10,9 @@
  * opened) sends are refused, which the selector sees as unanswered probes.
  */
 import type { Clock } from '../../shared/clock.js';
-import { CandidateGatherer, type StunServer, type StunVerdict } from '../../shared/net/disco/candidates.js';
-import type { DiscoAddress } from '../../shared/net/disco/disco-codec.js';
+import type { StunServer } from '../../shared/net/disco/candidates.js';
 import { resolveEndpoint } from '../../shared/net/disco/resolve-endpoint.js';
-import type { TunnelEndpoint } from '../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import type { TunnelEndpoint, UdpListening } from '../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
 import { UdpTransport } from '../../shared/net/tunnel-endpoint/udp-transport.js';
 import type { Tunnel } from '../agent/types.js';
 
@@ -39,9 +38,7 @@ export class AgentDirect {
   readonly sender: Pick<UdpTransport, 'send' | 'dontFragment'>;
   readonly #options: AgentDirectOptions;
   #transport: UdpTransport | undefined;
-  #gatherer: CandidateGatherer | undefined;
-  /** Our mapping as the hub's UDP port saw it (its pongs), to compare with STUN's. */
-  #seenByHub: DiscoAddress | undefined;
+  #listening: UdpListening | undefined;
   #closed = false;
 
   constructor(o: AgentDirectOptions) {
@@ -85,48 +82,15 @@ export class AgentDirect {
     const unresolved = (this.#options.stunServers ?? []).filter((_, i) => stun[i + 1] === null);
     if (unresolved.length > 0)
       this.#options.log?.(`--stun-server ${unresolved.join(', ')} does not resolve; not asked`);
-    const gatherer = new CandidateGatherer({
-      clock: this.#options.clock,
-      send: (d, host, port) => transport.send(d, host, port),
-      bindAddress: BIND_HOST,
-      port: transport.port,
-      stunServers,
-      onChange: (g) => {
-        disco.setConditions({ stun: this.#verdict() });
-        disco.setLocalCandidates(g.candidates);
-      },
-    });
-    this.#gatherer = gatherer;
-    endpoint.listenUdp(transport, { stun: (d, from) => gatherer.receiveStun(d, from) });
+    // The endpoint gathers our candidates through the socket and advertises them (endpoint-candidates.ts); the
+    // hub's pongs over UDP (the endpoint's disco `onObserved`) tell it where the hub saw our mapping.
+    this.#listening = endpoint.listenUdp(transport, { candidates: { stunServers } });
     if (hubUdp) disco.setConfigured(this.#options.hubKey, [hubUdp]);
-    gatherer.start();
-  }
-
-  /** A pong from the hub over UDP said where our ping came from. */
-  observedByHub(observed: DiscoAddress, endpoint: TunnelEndpoint): void {
-    const was = this.#seenByHub;
-    this.#seenByHub = observed;
-    if (was?.host !== observed.host || was.port !== observed.port)
-      endpoint.disco?.setConditions({ stun: this.#verdict() });
-  }
-
-  /**
-   * STUN's verdict, except that a mapping the hub saw that differs from STUN's reflexive address (two
-   * destinations, two mappings) means the NAT maps per destination.
-   */
-  #verdict(): StunVerdict {
-    const g = this.#gatherer?.current;
-    if (!g) return 'unknown';
-    const seen = this.#seenByHub;
-    const stun = g.reflexive;
-    if (g.stun === 'ok' && seen && stun && (seen.host !== stun.host || seen.port !== stun.port))
-      return 'varies';
-    return g.stun;
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.#gatherer?.stop();
+    this.#listening?.stop();
     await this.#transport?.close();
   }
 }

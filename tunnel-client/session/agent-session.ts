@@ -14,8 +14,9 @@
  * path is dropped (it may be on another replica of a relay fleet, which answers only on its own UDP
  * endpoints) and found again from the hub's call-me-maybe over the new connection.
  *
- * Timers (liveness.ts): an ICMP echo to the hub (RTT, liveness) every probeIntervalMs (2 s) while the tunnel
- * carries application traffic, every idleProbeIntervalMs (25 s) while idle; an unanswered probe is retried
+ * Timers (the hub's liveness in the endpoint, shared/net/tunnel-endpoint/peer-liveness.ts): an ICMP echo to the
+ * hub (RTT, liveness) every probeIntervalMs (2 s) while the tunnel carries application traffic, every
+ * idleProbeIntervalMs (25 s) while idle; an unanswered probe is retried
  * every 2 s and wakes the path selector (the path in use may have gone silent). The session counts as
  * connected while the relay is connected, a handshake completed and no probe stayed unanswered for
  * deadAfterMs (6 s). When that lapses, or whenever the relay connection comes (back) up, a new
@@ -28,25 +29,23 @@ import { TunnelError } from '../../shared/errors.js';
 import { parseKey, publicKeyFromPrivate } from '../../shared/keys.js';
 import { connectDerp, type DerpClient, type DerpClientOptions } from '../../shared/net/derp/client.js';
 import { DerpCloseCode } from '../../shared/net/derp/close-codes.js';
-import { isDiscoMessage } from '../../shared/net/disco/disco-codec.js';
-import { EchoProber, echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../shared/net/ip/echo-prober.js';
 import { parseIpv4Address } from '../../shared/net/ip/index.js';
 import type { MuxStream } from '../../shared/net/mux/mux-stream.js';
 import type { PathTimers } from '../../shared/net/tunnel-endpoint/path-timers.js';
+import type { PeerLiveness } from '../../shared/net/tunnel-endpoint/peer-liveness.js';
 import type { PeerPaths } from '../../shared/net/tunnel-endpoint/peer-paths.js';
 import { RelayedPath } from '../../shared/net/tunnel-endpoint/relayed-path.js';
-import { TunnelEndpoint } from '../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import { DEFAULT_LIVENESS_PACE, TunnelEndpoint } from '../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
 import type { WireGuardTimers } from '../../shared/net/wireguard/constants.js';
 import type { Peer } from '../../shared/net/wireguard/device.js';
 import { TRANSPORT_OVERHEAD } from '../../shared/net/wireguard/transport.js';
 import type { ConnectionStats, PathDetail, Tunnel } from '../agent/types.js';
 import { AgentDirect, directWanted } from './agent-direct.js';
-import { DEFAULT_IDLE_PROBE_INTERVAL_MS, Liveness } from './liveness.js';
 import { PathChangeLog, type PathView } from './path-change-log.js';
 import { RelayOutageLog } from './relay-outage-log.js';
 
-export const DEFAULT_PROBE_INTERVAL_MS = 2_000;
-export const DEFAULT_DEAD_AFTER_MS = 6_000;
+export const DEFAULT_PROBE_INTERVAL_MS = DEFAULT_LIVENESS_PACE.probeMs;
+export const DEFAULT_DEAD_AFTER_MS = DEFAULT_LIVENESS_PACE.deadMs;
 /** While draining, the open streams are counted this often. */
 const DRAIN_CHECK_MS = 100;
 /** status.json is refreshed at least this often while running (bytes, RTT). */
@@ -97,11 +96,10 @@ export class AgentSession {
   readonly #options: AgentSessionOptions;
   readonly #clock: Clock;
   readonly #hubKey: Buffer;
-  readonly #self: number;
   readonly #hubAddr: number;
-  readonly #prober: EchoProber;
   readonly #probeMs: number;
-  readonly #liveness: Liveness;
+  /** The hub's echo probes (the endpoint answers and takes ICMP echo, shared/net/tunnel-endpoint/echo-answer.ts). */
+  readonly #liveness: PeerLiveness;
   readonly #direct: AgentDirect | undefined;
   readonly #outage: RelayOutageLog;
   #timer: TimerHandle | undefined;
@@ -121,22 +119,14 @@ export class AgentSession {
     this.#options = o;
     this.#clock = o.clock ?? realClock;
     this.#probeMs = o.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
-    this.#liveness = new Liveness({
-      clock: this.#clock,
-      probeMs: this.#probeMs,
-      idleProbeMs: o.idleProbeIntervalMs ?? DEFAULT_IDLE_PROBE_INTERVAL_MS,
-      deadMs: o.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
-    });
     this.#lastRefresh = this.#clock.now();
     const t = o.tunnel;
     const priv =
       typeof o.privateKey === 'string' ? parseKey(o.privateKey, 'agent private key') : o.privateKey;
     this.#hubKey = parseKey(t.hubPublicKey, 'hub public key');
     const [addr] = t.address.split('/');
-    this.#self = parseIpv4Address(addr ?? '');
     const hubAddr = parseIpv4Address(t.hubAddress);
     this.#hubAddr = hubAddr;
-    this.#prober = new EchoProber({ clock: this.#clock, src: this.#self, dst: hubAddr });
     const onStream = o.onStream;
     const egress = o.egress ?? 'auto';
     this.#direct = directWanted(t, egress)
@@ -148,15 +138,24 @@ export class AgentSession {
           log: o.log,
         })
       : undefined;
+    let hubPaths: PeerPaths | undefined;
     this.endpoint = new TunnelEndpoint({
       privateKey: priv,
-      address: this.#self,
+      address: parseIpv4Address(addr ?? ''),
       clock: this.#clock,
       timers: o.timers,
+      liveness: {
+        probeMs: this.#probeMs,
+        idleProbeMs: o.idleProbeIntervalMs ?? DEFAULT_LIVENESS_PACE.idleProbeMs,
+        deadMs: o.deadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
+      },
+      onEcho: (e) => {
+        if (e.kind === 'answered') this.#evaluate();
+      },
       udp: this.#direct?.sender,
       disco: {
         conditions: { egress: egress === '443-only' ? '443-only' : 'any', policy: o.pathPolicy ?? 'auto' },
-        onObserved: (_hub, observed) => this.#direct?.observedByHub(observed, this.endpoint),
+        onObserved: (_hub, observed) => this.endpoint.candidates?.observed(observed),
         timers: o.pathTimers,
       },
       streams: {
@@ -164,7 +163,9 @@ export class AgentSession {
         accept: (remote) => remote === hubAddr,
         onStream: onStream ? (s: MuxStream) => onStream(s) : undefined,
       },
-      onPacket: (p) => this.#onInner(p),
+      onPacket: (p) => this.#options.onInnerPacket?.(p),
+      // The relay's datagrams come from the hub only (checked below): its paths, straight to the device.
+      intake: { peerOf: () => hubPaths },
     });
     const hub = this.endpoint.addPeer({
       publicKey: this.#hubKey,
@@ -173,6 +174,8 @@ export class AgentSession {
       disco: true,
     });
     this.hub = hub.peer;
+    hubPaths = hub.paths;
+    this.#liveness = hub.liveness;
     this.hub.on('session', () => {
       // The hub may have restarted: it hears our candidates again.
       this.endpoint.disco?.announce(this.#hubKey);
@@ -190,9 +193,7 @@ export class AgentSession {
       ca: o.ca || o.derp?.ca,
       clock: this.#clock,
       onPacket: (src, payload) => {
-        if (!src.equals(this.#hubKey)) return;
-        if (isDiscoMessage(payload)) this.endpoint.receiveDisco(payload, { via: 'relay', key: src });
-        else this.endpoint.receive(payload, hub.paths);
+        if (src.equals(this.#hubKey)) this.endpoint.receiveRelayed(src, payload);
       },
       onState: (e) => {
         this.#relayConnected = e.state === 'connected';
@@ -255,7 +256,7 @@ export class AgentSession {
       connected: this.#connected,
       path: this.#connected ? kind : 'none',
       pathDetail: this.pathDetail(),
-      rttMs: this.#connected ? this.#prober.roundedRttMs : null,
+      rttMs: this.#connected ? this.#liveness.prober.roundedRttMs : null,
       lastHandshake: at === null ? null : new Date(at).toISOString(),
       bytesIn: this.hub.rxBytes,
       bytesOut: this.hub.txBytes,
@@ -323,27 +324,13 @@ export class AgentSession {
     }
   }
 
-  #onInner(packet: Buffer): void {
-    const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;
-    if (ip && ip.dst === this.#self) {
-      if (this.#prober.onPacket(ip)) {
-        this.#liveness.answered();
-        return void this.#evaluate();
-      }
-      const reply = echoReplyFor(ip, this.#self);
-      if (reply) return void this.hub.send(reply);
-    }
-    this.#options.onInnerPacket?.(packet);
-  }
-
   #relayUp(): boolean {
     return this.#relayConnected;
   }
 
   #probe(): void {
     if (!this.#relayUp() || !this.hub.isSessionUp) return;
-    this.#liveness.sent();
-    this.hub.send(this.#prober.probe());
+    this.#liveness.probe();
   }
 
   /**

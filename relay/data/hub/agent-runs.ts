@@ -3,7 +3,7 @@
  * identifier drawn once per process (shared/net/ip/echo-prober.ts), sequence numbers from 1. A probe under
  * another identifier than the last one the hub answered, or sequence 1 after a later one, starts a new run: the
  * agent's side of the previous run's stream session is gone, so the hub must not open a stream on it. The
- * agent counts its session up only once the hub answered such a probe (tunnel-client/session/liveness.ts), so
+ * agent counts its session up only once the hub answered such a probe (shared/net/tunnel-endpoint/peer-liveness.ts), so
  * the hub learns of the new run before the agent says "session up".
  * One entry per agent record (a WeakMap: the peer directory's cap bounds it).
  */

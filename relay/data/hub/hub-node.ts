@@ -9,16 +9,17 @@
  *   does not know yet, the cap;
  * - packet-intake.ts: datagrams from a known agent go to the endpoint (transport data at once,
  *   handshake messages through the bounded handshake queue, handshake-queue.ts);
+ *   the directory and the queue are the endpoint's intake (shared/net/tunnel-endpoint/relay-intake.ts), which takes
+ *   the relay's datagrams (`receiveRelayed`);
  * - hub-status.ts: per-agent status (onStatus) every statusIntervalMs, and the RTT probes;
  * - agent-runs.ts: a probe from a new run of an agent process reaches `onAgentRun` listeners before the hub
  *   answers it (the hub's streams replace that agent's stream session then).
  * Stream datagrams go to `endpoint.streams` (the proxies open streams there, relay/data/proxy/hub-streams.ts).
- * The hub answers ICMP echo to its address; other inner packets go to onInnerPacket.
+ * The hub's endpoint answers ICMP echo to its address and takes the replies to the status probes (its per-peer
+ * liveness, shared/net/tunnel-endpoint/peer-liveness.ts); other inner packets go to onInnerPacket.
  */
 import { type Clock, realClock } from '../../../shared/clock.js';
 import type { DerpClientLike } from '../../../shared/net/derp/types.js';
-import { isDiscoMessage } from '../../../shared/net/disco/disco-codec.js';
-import { echoReplyFor, isIcmpv4, tryParseIpv4 } from '../../../shared/net/ip/echo-prober.js';
 import { parseIpv4Address } from '../../../shared/net/ip/index.js';
 import type { PeerPaths } from '../../../shared/net/tunnel-endpoint/peer-paths.js';
 import { RelayedPath } from '../../../shared/net/tunnel-endpoint/relayed-path.js';
@@ -156,7 +157,19 @@ export class HubNode {
       timers: opts.timers,
       // One stream link per agent with streams in use: as many as the hub holds sessions.
       streams: { maxLinks: maxPeers, ...opts.streams, role: 'client' },
+      // The endpoint answers ICMP echo to the hub and takes the replies to its probes (echo-answer.ts); a probe
+      // from a new run of an agent reaches onAgentRun listeners before it is answered.
+      onEcho: (e, peer) => {
+        const rec = e.kind === 'request' ? this.#peers.forPeer(peer) : undefined;
+        if (rec && this.#runs.noteProbe(rec, e.ip)) for (const l of this.#runListeners) l(rec);
+      },
       onPacket: (p, peer) => this.#onInner(p, peer),
+      // The relay's datagrams: the agent found in the peer directory (looked up in the store the first time), then
+      // through the handshake queue (packet-intake.ts) to the device.
+      intake: {
+        peerOf: (src, d) => this.#peers.peerOf(src, d)?.paths,
+        handshakes: { receive: (d, from) => this.#intake.receive(d, from) },
+      },
     });
     this.publicKey = this.endpoint.publicKey;
     this.#intake = new PacketIntake({
@@ -177,21 +190,17 @@ export class HubNode {
         this.endpoint.addPeer({ ...p, paths: [new RelayedPath(this.#local, p.publicKey)], disco: true }),
       removePeer: (key) => this.endpoint.removePeer(key),
       clock,
-      hubAddr: this.#hubAddr,
       maxPeers,
       lookup: (k) => opts.lookup(k),
-      deliver: (d, rec) => this.#intake.receive(d, rec.paths),
+      deliver: (d, rec) => this.endpoint.admit(d, rec.paths),
       onHandshake: (rec) => this.#status.onHandshake(rec),
       log: opts.log,
     });
     this.#local = opts.derp.connectLocal(
       { publicKey: this.publicKey },
       {
-        onPacket: (src, payload) => {
-          // Disco from an agent (the relay forwards it like any payload): to the disco side, not WireGuard.
-          if (isDiscoMessage(payload)) this.endpoint.receiveDisco(payload, { via: 'relay', key: src });
-          else this.#peers.fromSource(src, payload);
-        },
+        // Disco from an agent (the relay forwards it like any payload) to the disco side, WireGuard to the intake.
+        onPacket: this.endpoint.receiveRelayed,
         onPeerGone: (key) => {
           const a = this.#peers.get(key.toString('base64'));
           // A replica of a fleet holds the agent's session no more: its direct path here ends with it.
@@ -278,19 +287,9 @@ export class HubNode {
     this.#peers.close();
   }
 
-  /** Answers ICMP echo to the hub and takes the replies to its probes; the rest goes to the handler. */
+  /** Inner packets other than streams and echo to the hub go to the handler. */
   #onInner(packet: Buffer, peer: Peer<PeerPaths>): void {
     const rec = this.#peers.forPeer(peer);
-    if (!rec) return;
-    const ip = isIcmpv4(packet) ? tryParseIpv4(packet) : null;
-    if (ip && ip.dst === this.#hubAddr) {
-      const reply = echoReplyFor(ip, this.#hubAddr);
-      if (reply) {
-        if (this.#runs.noteProbe(rec, ip)) for (const l of this.#runListeners) l(rec);
-        return void peer.send(reply);
-      }
-      if (rec.prober.onPacket(ip)) return;
-    }
-    this.#inner?.(packet, rec);
+    if (rec) this.#inner?.(packet, rec);
   }
 }

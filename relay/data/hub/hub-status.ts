@@ -22,7 +22,7 @@ export const DEFAULT_STATUS_INTERVAL_MS = 2_000;
 export const DEFAULT_HUB_PROBE_INTERVAL_MS = 5_000;
 /** No authenticated datagram from an agent for this long: not connected (idle: idleProbeMs longer). */
 export const DEFAULT_HUB_DEAD_AFTER_MS = 15_000;
-/** An idle agent probes the hub this often (tunnel-client/session/liveness.ts). */
+/** An idle agent probes the hub this often (its liveness pace, shared/net/tunnel-endpoint/liveness.ts). */
 export const DEFAULT_HUB_IDLE_PROBE_MS = 25_000;
 /** After its relay connection closed, a direct agent must answer within this long to stay connected. */
 export const RELAY_LOSS_CONFIRM_MS = 2_000;

@@ -43,7 +43,6 @@ function rig(maxPeers = 16) {
     addPeer: (p) => endpoint.addPeer(p),
     removePeer: (k) => endpoint.removePeer(k),
     clock,
-    hubAddr: 0x64400001,
     maxPeers,
     lookup: (k) => new Promise((resolve, reject) => lookups.push({ key: keyToBase64(k), resolve, reject })),
     deliver: (d, rec) => got.push({ d, rec }),

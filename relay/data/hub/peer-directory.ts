@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../../../shared/clock.js';
 import { keyToBase64, parseKey } from '../../../shared/keys.js';
-import { EchoProber } from '../../../shared/net/ip/echo-prober.js';
+import type { EchoProber } from '../../../shared/net/ip/echo-prober.js';
 import { parseIpv4Address } from '../../../shared/net/ip/index.js';
 import type { PeerPaths } from '../../../shared/net/tunnel-endpoint/peer-paths.js';
 import type { TunnelPeer } from '../../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
@@ -41,8 +41,6 @@ export interface PeerDirectoryOptions {
   addPeer(p: { publicKey: Buffer; presharedKey: Buffer; address: string }): TunnelPeer;
   removePeer(publicKey: Buffer): boolean;
   clock: Clock;
-  /** The hub's own inner address (the probes' source). */
-  hubAddr: number;
   /** Agents held at most (the device's maxPeers). */
   maxPeers: number;
   /** Whether a key may be a peer, and its parameters (the store: registered and Accepted). */
@@ -115,11 +113,10 @@ export class PeerDirectory {
     if (this.#closed) return false;
     let key: Buffer;
     let psk: Buffer;
-    let dst: number;
     try {
       key = parseKey(p.publicKey, 'agent public key');
       psk = parseKey(p.presharedKey, 'preshared key');
-      dst = parseIpv4Address(p.address);
+      parseIpv4Address(p.address);
     } catch (err) {
       this.#options.log?.({ cluster: p.cluster, err }, 'hub: agent record unusable');
       return false;
@@ -143,7 +140,8 @@ export class PeerDirectory {
       peer: added.peer,
       key,
       paths: added.paths,
-      prober: new EchoProber({ clock: this.#options.clock, src: this.#options.hubAddr, dst }),
+      // The endpoint's per-peer liveness probes the agent and takes the replies (peer-liveness.ts).
+      prober: added.liveness.prober,
       lastRxBytes: 0,
       lastRxAt: null,
       lastProbeAt: Number.NEGATIVE_INFINITY,
@@ -177,19 +175,29 @@ export class PeerDirectory {
    * the store is asked about the key, or dropped and counted when the caps are reached.
    */
   fromSource(src: Buffer, payload: Buffer): void {
+    const rec = this.peerOf(src, payload);
+    if (rec) this.#options.deliver(payload, rec);
+  }
+
+  /**
+   * The agent that DERP key `src` is, for a datagram (the hub endpoint's intake); undefined while the datagram is
+   * held for the key's lookup (then it goes to `deliver`) or dropped as fromSource says.
+   */
+  peerOf(src: Buffer, payload: Buffer): AgentRecord | undefined {
     const cached = this.#bySrcBuffer.get(src);
-    if (cached && this.#byPeer.has(cached.peer)) {
-      this.#options.deliver(payload, cached);
-      return;
-    }
+    if (cached && this.#byPeer.has(cached.peer)) return cached;
     const id = src.toString('base64');
     const rec = this.#agents.get(id);
     if (rec) {
       this.#bySrcBuffer.set(src, rec);
-      this.#options.deliver(payload, rec);
-      return;
+      return rec;
     }
-    // First datagram from an admitted key the hub does not know yet: ask the store, hold a few.
+    this.#hold(id, src, payload);
+    return undefined;
+  }
+
+  /** First datagram from an admitted key the hub does not know yet: ask the store, hold a few. */
+  #hold(id: string, src: Buffer, payload: Buffer): void {
     const held = this.#pending.get(id);
     if (held) {
       if (held.length >= MAX_PENDING_PER_KEY) this.dropped.pendingOverflow++;

@@ -10,9 +10,10 @@
  *   every agent admitted later (peer-admitted), so that a stock WireGuard peer on the UDP port, which sends
  *   no DERP datagram the hub could look its key up by, is known.
  * - UDP: the hub's endpoint takes the datagrams of the hub's UDP port (relay/data/udp/hub-udp.ts) while mounted.
- * - Candidates: the hub's interface addresses with the UDP port, and with `--stun-server` its mapped address
- *   behind NAT (asked through the UDP port, whose STUN answers go to the gatherer), offered to the agents in
- *   call-me-maybe; STUN's verdict (a mapping that varies per destination) is the hub's condition for every peer.
+ * - Candidates: the hub's endpoint gathers them for the UDP port (shared/net/tunnel-endpoint/endpoint-candidates.ts):
+ *   `--udp-public-endpoint`, the hub's interface addresses with the port, and with `--stun-server` its mapped address
+ *   behind NAT (asked through the UDP port), offered to the agents in call-me-maybe; STUN's verdict (a mapping that
+ *   varies per destination) is the hub's condition for every peer.
  * - Drain (SIGTERM, RunningRelay.drain): no new agent is admitted (503 CLOSED) while the connected ones stay
  *   until the hub's streams are done; then the drain closes the data plane as below (the HTTP server stays).
  * - Close (fastify preClose, i.e. RunningRelay.close and the end of a drain): clients get the Restarting
@@ -25,8 +26,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import { keyToBase64 } from '../../../shared/keys.js';
-import { CandidateGatherer, type StunServer } from '../../../shared/net/disco/candidates.js';
-import type { DiscoAddress } from '../../../shared/net/disco/disco-codec.js';
+import type { StunServer } from '../../../shared/net/disco/candidates.js';
 import { resolveEndpoint } from '../../../shared/net/disco/resolve-endpoint.js';
 import type { RelayContext } from '../../context/context.js';
 import type { AdmittedPeer } from '../../control/model/admission.js';
@@ -212,39 +212,20 @@ export async function mountDataPlane(
   const offDrain = ctx.drain.onStart(() => derp.stopAdmitting());
   const offMove = ctx.drain.onMove(() => dp.close());
   const udp = ctx.udp ?? null;
-  // The hub's own candidates (its interface addresses with the UDP port) for the agents' probes; agents also
-  // try the advertised endpoint (tunnel.udpEndpoint).
-  const stunServers = udp ? await resolveStunServers(ctx.config.stunServers, log) : [];
-  // Never probed when an agent names them (shared/net/disco/candidate-address.ts): the port's own addresses, and
-  // below, the hub's candidates.
-  const ownUdp = udp ? await udp.ownAddresses(ctx.publicUrl()) : [];
-  hub.endpoint.disco?.setOwnAddresses(ownUdp);
-  // `--udp-public-endpoint` is offered in call-me-maybe too: in a fleet each replica names only its own.
-  const told = udp ? await udp.publicCandidate() : null;
-  const withTold = (list: readonly DiscoAddress[]): DiscoAddress[] =>
-    told && !list.some((a) => a.host === told.host && a.port === told.port) ? [told, ...list] : [...list];
-  const candidates = udp
-    ? new CandidateGatherer({
-        clock: ctx.clock,
-        send: (d, host, port) => udp.transport.send(d, host, port),
-        bindAddress: udp.transport.address,
-        port: udp.transport.port,
-        stunServers,
-        onChange: (g) => {
-          hub.endpoint.disco?.setConditions({ stun: g.stun });
-          hub.endpoint.disco?.setOwnAddresses([...ownUdp, ...g.candidates]);
-          hub.endpoint.disco?.setLocalCandidates(withTold(g.candidates));
-          if (stunServers.length > 0)
-            log.info({ stun: g.stun, reflexive: g.reflexive }, 'hub: address from STUN changed');
-        },
-      })
-    : null;
   if (udp) {
-    udp.attach(
-      hub.endpoint,
-      candidates && stunServers.length > 0 ? (d, from) => candidates.receiveStun(d, from) : undefined,
-    );
-    candidates?.start();
+    const stunServers = await resolveStunServers(ctx.config.stunServers, log);
+    // The hub's endpoint gathers the port's candidates (shared/net/tunnel-endpoint/endpoint-candidates.ts): its
+    // interface addresses, `--udp-public-endpoint` (in a fleet each replica names only its own) and with
+    // `--stun-server` its mapped address; never probed when an agent names them: the port's own addresses.
+    udp.attach(hub.endpoint, {
+      stunServers,
+      publicCandidate: await udp.publicCandidate(),
+      ownAddresses: await udp.ownAddresses(ctx.publicUrl()),
+      onChange: (g) => {
+        if (stunServers.length > 0)
+          log.info({ stun: g.stun, reflexive: g.reflexive }, 'hub: address from STUN changed');
+      },
+    });
     log.info({ host: udp.transport.address, port: udp.transport.port }, 'WireGuard UDP port listening (udp)');
   }
   const removeCollector = ctx.metrics.addCollector(() => [
@@ -267,7 +248,6 @@ export async function mountDataPlane(
         offDrain();
         offMove();
         udp?.detach();
-        candidates?.stop();
         removeCollector();
         await derp.shutdown();
         hub.close();

@@ -12,7 +12,13 @@
 import { TunnelError } from '../../../shared/errors.js';
 import type { DiscoAddress } from '../../../shared/net/disco/disco-codec.js';
 import { resolveEndpoint } from '../../../shared/net/disco/resolve-endpoint.js';
-import type { UdpEdgeOptions, UdpEdgeOutcome } from '../../../shared/net/tunnel-endpoint/udp-edge.js';
+import type { UdpCandidatesOptions } from '../../../shared/net/tunnel-endpoint/endpoint-candidates.js';
+import type {
+  ListenableUdp,
+  UdpListening,
+  UdpListenOptions,
+} from '../../../shared/net/tunnel-endpoint/tunnel-endpoint.js';
+import type { UdpEdgeOutcome } from '../../../shared/net/tunnel-endpoint/udp-edge.js';
 import { UdpTransport } from '../../../shared/net/tunnel-endpoint/udp-transport.js';
 import { noDeviceDrops, type ReceiveDrop } from '../../../shared/net/wireguard/device.js';
 import { bindHint } from '../../ops/port-hold.js';
@@ -54,7 +60,7 @@ export interface HubUdpOptions {
 
 /** The hub's endpoint as the port needs it (TunnelEndpoint: it listens through its UDP edge). */
 export interface HubUdpEndpoint {
-  listenUdp(transport: Pick<UdpTransport, 'listen'>, o: UdpEdgeOptions): void;
+  listenUdp(transport: ListenableUdp, o: UdpListenOptions): UdpListening;
 }
 
 export class HubUdp {
@@ -62,7 +68,7 @@ export class HubUdp {
   readonly #publicEndpoint: string | null;
   readonly #dropped = noDrops();
   #authenticated = 0;
-  #hub: HubUdpEndpoint | null = null;
+  #hub: UdpListening | null = null;
 
   private constructor(transport: UdpTransport, publicEndpoint: string | null) {
     this.transport = transport;
@@ -84,16 +90,17 @@ export class HubUdp {
   }
 
   /**
-   * The hub's endpoint takes the port's datagrams from now on; STUN Binding successes go to `stun` (the hub's
-   * `--stun-server` round) when given, to WireGuard otherwise.
+   * The hub's endpoint takes the port's datagrams from now on and, with `candidates`, gathers and advertises the
+   * port's candidates (STUN Binding successes go to its `--stun-server` round then, to WireGuard otherwise).
    */
-  attach(endpoint: HubUdpEndpoint, stun?: UdpEdgeOptions['stun']): void {
-    this.#hub = endpoint;
-    endpoint.listenUdp(this.transport, { stun, onOutcome: (o) => this.#count(o) });
+  attach(endpoint: HubUdpEndpoint, candidates?: UdpCandidatesOptions): void {
+    this.#hub?.stop();
+    this.#hub = endpoint.listenUdp(this.transport, { candidates, onOutcome: (o) => this.#count(o) });
   }
 
-  /** The hub stopped: datagrams are dropped as `no-hub` and the port is no longer advertised. */
+  /** The hub stopped: datagrams are dropped as `no-hub`, the port is no longer advertised nor gathered for. */
   detach(): void {
+    this.#hub?.stop();
     this.#hub = null;
     this.#detached();
   }
@@ -147,6 +154,7 @@ export class HubUdp {
   }
 
   close(): Promise<void> {
+    this.#hub?.stop();
     this.#hub = null;
     return this.transport.close();
   }

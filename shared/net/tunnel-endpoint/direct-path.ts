@@ -42,6 +42,11 @@ export class DirectPath implements Path {
     return this.#mtu;
   }
 
+  /** The UDP transport the path sends through. */
+  get transport(): Pick<UdpTransport, 'send'> {
+    return this.#transport;
+  }
+
   /** Datagrams handed to the transport so far (whether the path carries traffic). */
   get sent(): number {
     return this.#sent;

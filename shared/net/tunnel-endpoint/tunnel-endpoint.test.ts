@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/helpers/wait.js';
 import { realClock } from '../../clock.js';
 import { generateKeyPair, generatePresharedKey } from '../../keys.js';
-import { buildIcmpEchoPacket, buildUdpPacket, ICMP_ECHO_REQUEST, parseIpv4Address } from '../ip/index.js';
+import { buildIcmpEchoPacket, buildUdpPacket, ICMP_ECHO_REPLY, parseIpv4Address } from '../ip/index.js';
 import type { MuxStream } from '../mux/mux-stream.js';
 import { OPEN_OK, readOpenRequest, replyOpen } from '../mux/open-target.js';
 import { MAX_PATH_MTU, type Path, type PathKind } from './path.js';
@@ -95,7 +95,7 @@ async function echo(s: MuxStream, text: string): Promise<string> {
 }
 
 describe('TunnelEndpoint', () => {
-  it('carries streams hub -> agent; other inner packets (UDP, ICMP) go to onPacket on either side', async () => {
+  it('carries streams hub -> agent; other inner packets (UDP, ICMP but echo to the endpoint) go to onPacket', async () => {
     const w = pair();
     const s = await w.hub.streams.open(parseIpv4Address(AGENT), 'svc:1');
     expect(await echo(s, 'hello')).toBe('hello');
@@ -103,7 +103,7 @@ describe('TunnelEndpoint', () => {
     const agent = parseIpv4Address(AGENT);
     const udp = buildUdpPacket({ src: agent, dst: hub, srcPort: 53, dstPort: 53 }, Buffer.from('dns'));
     const ping = buildIcmpEchoPacket(
-      { src: hub, dst: agent, type: ICMP_ECHO_REQUEST, identifier: 1, sequence: 1 },
+      { src: hub, dst: agent, type: ICMP_ECHO_REPLY, identifier: 1, sequence: 1 },
       Buffer.from('ping'),
     );
     expect(w.agent.send(udp)).toBe(true);

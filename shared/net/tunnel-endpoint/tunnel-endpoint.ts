@@ -7,10 +7,13 @@
  * - streams -> `send(innerPacket): boolean` -> device (routes by destination address to a peer, seals)
  *   -> the peer's PeerPaths -> its current Path `send(datagram): boolean`. A dropped packet is `false`
  *   at every step, never an exception.
+ * - the relay's datagrams come to `receiveRelayed(src, datagram)`: disco to `receiveDisco`, WireGuard through the
+ *   owner's intake (relay-intake.ts: its peer directory and handshake queue) to `receive`;
  * - a path's owner hands each datagram from a peer to `receive(datagram, peerPaths)` -> device (opens)
  *   -> stream datagrams to the binding; every other inner packet (ICMP, anything else) to `onPacket`.
- * - a UDP transport (udp-transport.ts) listens through `listenUdp` (udp-edge.ts: STUN answers to the owner's
- *   candidate gatherer, disco to `receiveDisco`) and hands each WireGuard datagram to `receiveFrom(datagram, from)`:
+ * - a UDP transport (udp-transport.ts) listens through `listenUdp` (udp-edge.ts: STUN answers to its candidate
+ *   source in endpoint-candidates.ts, which gathers what disco advertises; disco to `receiveDisco`) and hands each
+ *   WireGuard datagram to `receiveFrom(datagram, from)`:
  *   the device finds the peer from the datagram, and only once it authenticates (a valid handshake
  *   message, or transport data that opens and passes the replay window) does the peer's direct path
  *   (direct-path.ts) follow `from` (WireGuard roaming). Garbage, replays and spoofed sources never move it.
@@ -29,6 +32,7 @@ import { keyToBase64 } from '../../keys.js';
 import type { PacketRoom } from '../buffers/packet-room.js';
 import type { Received } from '../buffers/received.js';
 import type { DiscoAddress } from '../disco/disco-codec.js';
+import { isDiscoMessage } from '../disco/disco-codec.js';
 import { isIcmpv4 } from '../ip/echo-prober.js';
 import { parseIpv4Address } from '../ip/index.js';
 import { StreamBinding, type StreamBindingOptions } from '../tunnel-streams/stream-binding.js';
@@ -44,11 +48,16 @@ import {
 import { TRANSPORT_OVERHEAD, transportRoom } from '../wireguard/transport.js';
 import { DEFAULT_DIRECT_MTU, DirectPath } from './direct-path.js';
 import { DiscoPeers, type DiscoPeersOptions, type DiscoSource } from './disco-peers.js';
+import { answerEcho, type EchoEvent } from './echo-answer.js';
+import { EndpointCandidates, type UdpCandidatesOptions } from './endpoint-candidates.js';
+import type { LivenessPace } from './liveness.js';
 import { MAX_PATH_MTU, type Path } from './path.js';
 import { PathManager } from './path-manager.js';
 import type { Route } from './path-selector.js';
+import { PeerLiveness } from './peer-liveness.js';
 import type { PeerPaths } from './peer-paths.js';
 import { PmtuProbes, type PmtuProbesOptions } from './pmtu-probes.js';
+import type { EndpointIntake } from './relay-intake.js';
 import { type UdpEdgeOptions, udpEdgeReceiver } from './udp-edge.js';
 import type { UdpTransport } from './udp-transport.js';
 
@@ -94,10 +103,32 @@ export interface TunnelEndpointOptions {
    */
   pmtu?: Pick<PmtuProbesOptions, 'timers' | 'steps' | 'firstHopMtu'> | false;
   /**
-   * Inner packets that are not stream datagrams (ICMP, other UDP). `packet` is a view into the
+   * Each peer's liveness probes' pace (peer-liveness.ts; default DEFAULT_LIVENESS_PACE). The endpoint answers ICMP
+   * echo to its address and takes the replies to its probes (echo-answer.ts).
+   */
+  liveness?: Partial<LivenessPace>;
+  /** How datagrams over the relay find their peer and wait their turn (relay-intake.ts). */
+  intake?: EndpointIntake;
+  /** An echo request from a peer (before the endpoint answers it) or a reply to one of its probes. */
+  onEcho?(event: EchoEvent, peer: Peer<PeerPaths>): void;
+  /**
+   * Inner packets that are not stream datagrams nor echo to the endpoint (ICMP, other UDP). `packet` is a view into the
    * decrypted datagram, the receiver's to keep (the receive rule, shared/net/buffers/received.ts).
    */
   onPacket(packet: Buffer, peer: Peer<PeerPaths>): void;
+}
+
+/** A UDP transport the endpoint listens on (its address and port for its candidates). */
+export type ListenableUdp = Pick<UdpTransport, 'listen' | 'send' | 'address' | 'port'>;
+
+export interface UdpListenOptions extends Pick<UdpEdgeOptions, 'onOutcome'> {
+  /** Gather and advertise this transport's candidates (needs the endpoint's `disco`). */
+  candidates?: UdpCandidatesOptions;
+}
+
+/** A transport the endpoint listens on: stop() ends its candidates (the transport's owner re-listens it). */
+export interface UdpListening {
+  stop(): void;
 }
 
 export interface TunnelPeerConfig {
@@ -118,7 +149,12 @@ export interface TunnelPeerConfig {
 export interface TunnelPeer {
   readonly peer: Peer<PeerPaths>;
   readonly paths: PeerPaths;
+  /** Its echo probes and whether it answers them (peer-liveness.ts). */
+  readonly liveness: PeerLiveness;
 }
+
+/** The liveness pace by default: probes every 2 s under traffic, 25 s idle; dead after 6 s unanswered. */
+export const DEFAULT_LIVENESS_PACE: LivenessPace = { probeMs: 2_000, idleProbeMs: 25_000, deadMs: 6_000 };
 
 /** What the direct paths of an endpoint did. */
 export interface DirectStats {
@@ -149,14 +185,28 @@ export class TunnelEndpoint {
   readonly disco: DiscoPeers | undefined;
   /** The direct paths' MTU search (with disco and a UDP transport, unless `pmtu: false`). */
   readonly pmtu: PmtuProbes | undefined;
+  /** The candidates disco advertises, gathered per listening UDP transport (with disco), else undefined. */
+  readonly candidates: EndpointCandidates | undefined;
   readonly #onPacket: (packet: Buffer, peer: Peer<PeerPaths>) => void;
+  readonly #onEcho: TunnelEndpointOptions['onEcho'];
+  readonly #intake: EndpointIntake | undefined;
+  readonly #address: number;
+  readonly #pace: LivenessPace;
+  readonly #liveness = new WeakMap<Peer<PeerPaths>, PeerLiveness>();
   readonly #udp: Pick<UdpTransport, 'send' | 'dontFragment'> | undefined;
   readonly #directMtu: number | undefined;
+  /** The transports listened on (listenUdp), and the one the datagram in receiveFrom now came through. */
+  readonly #listened = new Set<Pick<UdpTransport, 'send'>>();
+  #arrival: Pick<UdpTransport, 'send'> | undefined;
 
   /** Throws BAD_CONFIG for bad device settings (mtu, maxPeers, timers), KEY_INVALID for a bad key. */
   constructor(o: TunnelEndpointOptions) {
     this.#clock = o.clock;
     this.#onPacket = o.onPacket;
+    this.#onEcho = o.onEcho;
+    this.#intake = o.intake;
+    this.#address = o.address;
+    this.#pace = { ...DEFAULT_LIVENESS_PACE, ...o.liveness };
     this.#udp = o.udp;
     this.#directMtu = o.directMtu;
     this.device = new Device<PeerPaths>({
@@ -168,7 +218,7 @@ export class TunnelEndpoint {
       authenticatedSources: o.authenticatedSources,
       onPacket: (p, peer) => this.#deliver(p, peer),
       answersUdp: o.answersUdp ? (peer) => o.answersUdp?.(peer.publicKey) !== false : undefined,
-      sendToSource: (d, to) => this.#udp?.send(d, to.address, to.port) ?? false,
+      sendToSource: (d, to) => (this.#arrival ?? this.#udp)?.send(d, to.address, to.port) ?? false,
     });
     this.paths = new PathManager({
       onPathChange: (p) => this.#streamPathChanged(p),
@@ -190,6 +240,7 @@ export class TunnelEndpoint {
         })
       : undefined;
     const disco = this.disco;
+    this.candidates = disco ? new EndpointCandidates({ clock: o.clock, sink: disco }) : undefined;
     this.pmtu =
       disco && udp && o.pmtu !== false
         ? new PmtuProbes({
@@ -239,7 +290,15 @@ export class TunnelEndpoint {
     // Its selector hears of its traffic at once (its pacing), and steers it once it speaks disco.
     const selector = cfg.disco ? this.disco?.addPeer(cfg.publicKey) : undefined;
     if (selector) paths.track(selector);
-    return { peer, paths };
+    const liveness = new PeerLiveness({
+      clock: this.#clock,
+      src: this.#address,
+      dst: address,
+      pace: this.#pace,
+      send: (p) => peer.send(p),
+    });
+    this.#liveness.set(peer, liveness);
+    return { peer, paths, liveness };
   }
 
   removePeer(publicKey: Buffer): boolean {
@@ -250,16 +309,46 @@ export class TunnelEndpoint {
   }
 
   /**
-   * Takes `transport`'s datagrams from now on, told apart by the UDP edge (udp-edge.ts): STUN answers to
-   * `o.stun`, disco to receiveDisco, the rest to receiveFrom; `o.onOutcome` is told what became of each.
+   * Takes `transport`'s datagrams from now on, told apart by the UDP edge (udp-edge.ts): STUN answers to the
+   * transport's candidate source, disco to receiveDisco, the rest to receiveFrom; `o.onOutcome` is told what became
+   * of each. With `o.candidates` (and disco) the transport's candidates are gathered (endpoint-candidates.ts) and
+   * advertised with the other transports' until the returned listening is stopped.
    */
-  listenUdp(transport: Pick<UdpTransport, 'listen'>, o: UdpEdgeOptions = {}): void {
-    transport.listen(udpEdgeReceiver(this, o));
+  listenUdp(transport: ListenableUdp, o: UdpListenOptions = {}): UdpListening {
+    const source = o.candidates ? this.candidates?.add(transport, o.candidates) : undefined;
+    this.#listened.add(transport);
+    transport.listen(udpEdgeReceiver(this, { stun: source?.stun, onOutcome: o.onOutcome, via: transport }));
+    return {
+      stop: () => {
+        this.#listened.delete(transport);
+        source?.stop();
+      },
+    };
   }
 
   /** A disco message (isDiscoMessage) from the relay or the UDP transport. Never throws. */
   receiveDisco(datagram: Buffer, from: DiscoSource): void {
     this.disco?.receive(datagram, from);
+  }
+
+  /**
+   * A datagram over the relay from relay key `src`: disco to receiveDisco, WireGuard through the owner's intake
+   * (relay-intake.ts) to receive. Never throws. A bound function: a relay client may hold it as its handler.
+   */
+  readonly receiveRelayed = (src: Buffer, datagram: Buffer): void => {
+    if (isDiscoMessage(datagram)) {
+      this.receiveDisco(datagram, { via: 'relay', key: src });
+      return;
+    }
+    const paths = this.#intake ? this.#intake.peerOf(src, datagram) : this.paths.get(keyToBase64(src));
+    if (paths) this.admit(datagram, paths);
+  };
+
+  /** A WireGuard datagram over the relay whose peer is known: through the intake's handshake queue to receive. */
+  admit(datagram: Buffer, from: PeerPaths): void {
+    const handshakes = this.#intake?.handshakes;
+    if (handshakes) handshakes.receive(datagram, from);
+    else this.receive(datagram, from);
   }
 
   /** Sends an inner IP packet, routed by its destination address; false when it was dropped. */
@@ -279,12 +368,19 @@ export class TunnelEndpoint {
   };
 
   /**
-   * A WireGuard datagram from UDP address `from` (see the top of this file). Returns why it was dropped,
-   * or null once it authenticated. Never throws.
+   * A WireGuard datagram from UDP address `from` (see the top of this file), through transport `via` (absent: the
+   * endpoint's `udp`): the answers to it and the peer's direct path go back through that transport. Returns why it
+   * was dropped, or null once it authenticated. Never throws.
    */
-  receiveFrom(datagram: Received, from: DatagramSource): ReceiveDrop | null {
+  receiveFrom(
+    datagram: Received,
+    from: DatagramSource,
+    via?: Pick<UdpTransport, 'send'>,
+  ): ReceiveDrop | null {
     const length = datagram.length;
+    this.#arrival = via;
     const drop = this.device.receiveFrom(datagram, from);
+    this.#arrival = undefined;
     if (drop === null) this.paths.bytes.direct.in += length;
     return drop;
   }
@@ -299,6 +395,7 @@ export class TunnelEndpoint {
 
   /** Ends every stream session, then the device (its peers' timers stop). */
   close(): void {
+    this.candidates?.close();
     this.pmtu?.close();
     this.disco?.close();
     this.streams.close();
@@ -347,18 +444,28 @@ export class TunnelEndpoint {
     this.streams.setPath(paths.address, { kind, mtu: this.roomFor(paths.address).mtu });
   }
 
-  /** The peer's direct path, made or moved to `to` (nothing without a UDP transport). */
+  /**
+   * The peer's direct path, made or moved to `to` (nothing without a UDP transport): through the transport the
+   * datagram came on; a path on another listened transport moves to this one (a second UDP port of the endpoint).
+   */
   #directTo(paths: PeerPaths, to: DatagramSource): void {
-    if (!this.#udp) return;
+    const via = this.#arrival ?? this.#udp;
+    if (!via) return;
     const direct = paths.get('direct');
-    if (direct instanceof DirectPath) {
-      if (!direct.setRemote(to)) return;
+    const current = direct instanceof DirectPath ? direct : undefined;
+    const moves = current !== undefined && this.#arrival !== undefined && current.transport !== via;
+    if (current && !(moves && this.#listened.has(current.transport))) {
+      if (!current.setRemote(to)) return;
       this.direct.roamed++;
-      this.pmtu?.moved(paths.publicKey, direct);
+      this.pmtu?.moved(paths.publicKey, current);
       return;
     }
-    paths.add(new DirectPath({ transport: this.#udp, remote: to, mtu: this.#directMtu }));
-    this.direct.opened++;
+    const path = new DirectPath({ transport: via, remote: to, mtu: this.#directMtu });
+    paths.add(path);
+    if (current) {
+      this.direct.roamed++;
+      this.pmtu?.moved(paths.publicKey, path);
+    } else this.direct.opened++;
   }
 
   /**
@@ -381,18 +488,28 @@ export class TunnelEndpoint {
       paths.arrivedOn('relayed');
       return;
     }
-    if (!this.#udp) return;
+    if (!this.#udp && !this.#arrival) return;
     paths.directHeardAt = now;
     this.#directTo(paths, source);
     paths.arrivedOn('direct');
   }
 
   /**
-   * Application traffic (anything but ICMP: the sessions' liveness probes are ICMP echo) marks the peer
-   * active, so its paths are probed at the fast pace; an idle peer is probed at keepalive pace.
+   * ICMP echo to the endpoint is answered or taken here (echo-answer.ts). Application traffic (anything but ICMP:
+   * the liveness probes are ICMP echo) marks the peer active, so its paths are probed at the fast pace; an idle peer
+   * is probed at keepalive pace.
    */
   #deliver(packet: Buffer, peer: Peer<PeerPaths>): void {
-    if (isIcmpv4(packet)) return void this.#onPacket(packet, peer);
+    if (isIcmpv4(packet)) {
+      const echo = {
+        self: this.#address,
+        liveness: this.#liveness.get(peer),
+        reply: (p: Buffer) => void peer.send(p),
+        onEcho: (e: EchoEvent) => this.#onEcho?.(e, peer),
+      };
+      if (!answerEcho(packet, echo)) this.#onPacket(packet, peer);
+      return;
+    }
     peer.endpoint?.noteTraffic();
     if (!this.streams.input(packet)) this.#onPacket(packet, peer);
   }

@@ -13,11 +13,11 @@ import type { Received } from '../buffers/received.js';
 import { isStunBindingSuccess } from '../stun/stun-codec.js';
 import type { DatagramSource, ReceiveDrop } from '../wireguard/device.js';
 import type { DiscoSource } from './disco-peers.js';
-import type { UdpReceiver } from './udp-transport.js';
+import type { UdpReceiver, UdpTransport } from './udp-transport.js';
 
 /** The endpoint's side of the edge (TunnelEndpoint). */
 export interface UdpEdgeEndpoint {
-  receiveFrom(datagram: Received, from: DatagramSource): ReceiveDrop | null;
+  receiveFrom(datagram: Received, from: DatagramSource, via?: Pick<UdpTransport, 'send'>): ReceiveDrop | null;
   receiveDisco(datagram: Buffer, from: DiscoSource): void;
 }
 
@@ -29,6 +29,8 @@ export interface UdpEdgeOptions {
   stun?(datagram: Buffer, from: DatagramSource): boolean;
   /** Told the outcome of every datagram that was not disco (the owner's counters). */
   onOutcome?(outcome: UdpEdgeOutcome): void;
+  /** The transport the datagrams come through (WireGuard's answers and the direct path go back through it). */
+  via?: Pick<UdpTransport, 'send'>;
 }
 
 /** The receiver a transport listens with: datagrams told apart and handed to `endpoint` and `o.stun`. */
@@ -42,7 +44,7 @@ export function udpEdgeReceiver(endpoint: UdpEdgeEndpoint, o: UdpEdgeOptions = {
         o.onOutcome?.(answered ? 'stun' : 'stun-unexpected');
         return;
       }
-      const drop = endpoint.receiveFrom(datagram, from);
+      const drop = endpoint.receiveFrom(datagram, from, o.via);
       o.onOutcome?.(drop);
     },
     onDisco: (message, from) =>

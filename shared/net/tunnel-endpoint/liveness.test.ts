@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../shared/clock.js';
+import { FakeClock } from '../../clock.js';
 import { Liveness } from './liveness.js';
 
 function liveness() {

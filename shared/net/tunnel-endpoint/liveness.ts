@@ -1,23 +1,27 @@
 /**
- * When the agent session probes the hub (ICMP echo inside the WireGuard session), and whether the hub still
- * answers. While the tunnel carries application traffic the session probes every `probeMs` (2 s); idle, at
+ * When a tunnel endpoint probes a peer (ICMP echo inside the WireGuard session, peer-liveness.ts), and whether the
+ * peer still answers; the agent session paces its probes of the hub with it. While the tunnel carries application traffic the session probes every `probeMs` (2 s); idle, at
  * keepalive pace (`idleProbeMs`, 25 s), so an idle agent costs the relay a few packets a minute. A probe
  * left unanswered for `probeMs` is retried every `probeMs` whatever the pace (the caller also wakes the
  * path selector then: the path in use may have gone silent), and the hub counts as gone once a probe stayed
  * unanswered for `deadMs` (6 s). State only: the session sends the probes and calls in.
  */
-import type { Clock } from '../../shared/clock.js';
+import type { Clock } from '../../clock.js';
 
 export const DEFAULT_IDLE_PROBE_INTERVAL_MS = 25_000;
 
-export interface LivenessOptions {
-  readonly clock: Clock;
+/** The probe pace and the dead interval (the endpoint's `liveness` option). */
+export interface LivenessPace {
   /** Probe pace while the tunnel carries traffic, and the retry pace of an unanswered probe. */
   readonly probeMs: number;
   /** Probe pace while idle. */
   readonly idleProbeMs: number;
   /** A probe unanswered this long: the hub is gone. */
   readonly deadMs: number;
+}
+
+export interface LivenessOptions extends LivenessPace {
+  readonly clock: Clock;
 }
 
 export class Liveness {
