@@ -50,7 +50,12 @@ function rig(maxPeers = 16) {
     log: (_o, m) => logs.push(m),
   });
   closers.push(() => endpoint.close());
-  return { device, dir, lookups, got, logs };
+  /** A datagram from DERP key `src` as the hub endpoint's intake takes it: delivered when known, else held. */
+  const fromSource = (src: Buffer, payload: Buffer): void => {
+    const rec = dir.peerOf(src, payload);
+    if (rec) got.push({ d: payload, rec });
+  };
+  return { device, dir, lookups, got, logs, fromSource };
 }
 
 function admitted(n: number): AdmittedPeer & { key: Buffer } {
@@ -76,8 +81,8 @@ describe('PeerDirectory', () => {
     expect(r.dir.forCluster('edge-2')).toBe(rec);
     expect(r.dir.forPeer(rec!.peer)).toBe(rec);
     const src = Buffer.from(a.key);
-    r.dir.fromSource(src, Buffer.from('one'));
-    r.dir.fromSource(src, Buffer.from('two'));
+    r.fromSource(src, Buffer.from('one'));
+    r.fromSource(src, Buffer.from('two'));
     expect(r.got.map((g) => [g.d.toString(), g.rec])).toEqual([
       ['one', rec],
       ['two', rec],
@@ -111,7 +116,7 @@ describe('PeerDirectory', () => {
     for (let i = 0; i < MAX_PENDING_PER_KEY + 2; i++) {
       const d = Buffer.alloc(8, i);
       sent.push(Buffer.from(d));
-      r.dir.fromSource(Buffer.from(a.key), d);
+      r.fromSource(Buffer.from(a.key), d);
       d.fill(0xff); // the sender's buffer is reused: the held datagram is a copy
     }
     expect(r.lookups.map((l) => l.key)).toEqual([a.publicKey]);
@@ -131,8 +136,8 @@ describe('PeerDirectory', () => {
     const r = rig();
     const [a, b, c] = [admitted(4), admitted(5), admitted(6)];
     for (const x of [a, b, c]) {
-      r.dir.fromSource(x.key, Buffer.from('init'));
-      r.dir.fromSource(x.key, Buffer.from('retry'));
+      r.fromSource(x.key, Buffer.from('init'));
+      r.fromSource(x.key, Buffer.from('retry'));
     }
     r.lookups[0]?.resolve(null);
     r.lookups[1]?.resolve(c); // a record for another key is not taken for this one
@@ -142,20 +147,20 @@ describe('PeerDirectory', () => {
     expect(r.dir.size).toBe(0);
     expect(r.got).toEqual([]);
     // Refused keys are asked about again on their next datagram.
-    r.dir.fromSource(a.key, Buffer.from('again'));
+    r.fromSource(a.key, Buffer.from('again'));
     expect(r.lookups.length).toBe(4);
   });
 
   it('runs at most MAX_PENDING_LOOKUPS lookups at once; datagrams of further unknown keys are dropped', async () => {
     const r = rig();
     const keys = Array.from({ length: MAX_PENDING_LOOKUPS + 3 }, () => generateKeyPair().publicKey);
-    for (const k of keys) r.dir.fromSource(k, Buffer.from('init'));
+    for (const k of keys) r.fromSource(k, Buffer.from('init'));
     expect(r.lookups.length).toBe(MAX_PENDING_LOOKUPS);
     expect(r.dir.pendingLookups).toBe(MAX_PENDING_LOOKUPS);
     expect(r.dir.dropped.lookupFull).toBe(3);
     r.lookups[0]?.resolve(null);
     await settle();
-    r.dir.fromSource(keys.at(-1)!, Buffer.from('init'));
+    r.fromSource(keys.at(-1)!, Buffer.from('init'));
     expect(r.lookups.length).toBe(MAX_PENDING_LOOKUPS + 1);
     expect(r.dir.dropped.lookupFull).toBe(3);
   });
@@ -163,7 +168,7 @@ describe('PeerDirectory', () => {
   it('remove forgets held datagrams and the cached source; a later datagram from that key is looked up again', async () => {
     const r = rig();
     const [a, b] = [admitted(7), admitted(8)];
-    r.dir.fromSource(a.key, Buffer.from('held'));
+    r.fromSource(a.key, Buffer.from('held'));
     expect(r.dir.remove(a.publicKey)).toBe(false);
     r.lookups[0]?.resolve(a);
     await settle();
@@ -172,12 +177,12 @@ describe('PeerDirectory', () => {
 
     r.dir.add(b);
     const src = Buffer.from(b.key);
-    r.dir.fromSource(src, Buffer.from('x'));
+    r.fromSource(src, Buffer.from('x'));
     expect(r.got.length).toBe(1);
     expect(r.dir.remove(b.key)).toBe(true);
     expect(r.device.getPeer(b.key)).toBeUndefined();
     expect(r.dir.forCluster('edge-8')).toBeUndefined();
-    r.dir.fromSource(src, Buffer.from('y'));
+    r.fromSource(src, Buffer.from('y'));
     expect(r.got.length).toBe(1);
     expect(r.lookups.map((l) => l.key)).toEqual([a.publicKey, b.publicKey]);
   });
@@ -208,7 +213,7 @@ describe('PeerDirectory', () => {
   it('after close nothing is added, not even by a lookup that answers late', async () => {
     const r = rig();
     const [a, b] = [admitted(12), admitted(13)];
-    r.dir.fromSource(a.key, Buffer.from('held'));
+    r.fromSource(a.key, Buffer.from('held'));
     r.dir.close();
     r.lookups[0]?.resolve(a);
     await settle();

@@ -171,17 +171,9 @@ export class PeerDirectory {
   }
 
   /**
-   * A datagram from DERP key `src`: to `deliver` when the agent is known; otherwise held (a copy) while
-   * the store is asked about the key, or dropped and counted when the caps are reached.
-   */
-  fromSource(src: Buffer, payload: Buffer): void {
-    const rec = this.peerOf(src, payload);
-    if (rec) this.#options.deliver(payload, rec);
-  }
-
-  /**
    * The agent that DERP key `src` is, for a datagram (the hub endpoint's intake); undefined while the datagram is
-   * held for the key's lookup (then it goes to `deliver`) or dropped as fromSource says.
+   * held (a copy) for the store's answer about the key (then it goes to `deliver`), or dropped and counted when the
+   * caps are reached.
    */
   peerOf(src: Buffer, payload: Buffer): AgentRecord | undefined {
     const cached = this.#bySrcBuffer.get(src);

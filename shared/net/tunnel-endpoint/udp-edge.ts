@@ -1,7 +1,8 @@
 /**
  * A tunnel endpoint's UDP edge: what each datagram of one UDP transport (udp-transport.ts) is and who takes it.
- * - a STUN Binding success goes to `stun` (the candidate gatherer, shared/net/disco/candidates.ts) when the owner
- *   asks STUN servers through this socket; one that answers none of its requests is `stun-unexpected`;
+ * - a STUN Binding success goes to `stun` (the transport's candidate gatherer: endpoint-candidates.ts, on
+ *   shared/net/disco/candidates.ts) when the owner asks STUN servers through this socket; one that answers none
+ *   of its requests is `stun-unexpected`;
  * - a disco message goes to the endpoint's disco, as from `udp` at the datagram's source;
  * - anything else goes to the endpoint's WireGuard device (`receiveFrom`), which says why it was dropped or
  *   null once it authenticated.
