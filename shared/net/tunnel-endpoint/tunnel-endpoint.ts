@@ -231,7 +231,9 @@ export class TunnelEndpoint {
           clock: o.clock,
           privateKey: o.privateKey,
           sendRelay: (peer, d) => this.paths.get(keyToBase64(peer))?.get('relayed')?.send(d) === true,
-          sendUdp: udp ? (d: Buffer, host: string, port: number) => udp.send(d, host, port) : undefined,
+          sendUdp: udp
+            ? (d: Buffer, host: string, port: number) => (this.#arrival ?? udp).send(d, host, port)
+            : undefined,
           onRouteChange: (peer, route, remote) => this.#routeChanged(peer, route, remote),
           onHeard: (peer) => this.#heard(peer),
           onProbeAck: (peer, txid, size) => this.pmtu?.ack(peer, txid, size) ?? false,
@@ -326,9 +328,18 @@ export class TunnelEndpoint {
     };
   }
 
-  /** A disco message (isDiscoMessage) from the relay or the UDP transport. Never throws. */
-  receiveDisco(datagram: Buffer, from: DiscoSource): void {
-    this.disco?.receive(datagram, from);
+  /**
+   * A disco message (isDiscoMessage) from the relay or a UDP transport, `via` the one it came through (absent: the
+   * endpoint's `udp`): its answers (pong, probe ack) and the pings it sets off go back through that transport.
+   * Never throws.
+   */
+  receiveDisco(datagram: Buffer, from: DiscoSource, via?: Pick<UdpTransport, 'send'>): void {
+    this.#arrival = via;
+    try {
+      this.disco?.receive(datagram, from);
+    } finally {
+      this.#arrival = undefined;
+    }
   }
 
   /**

@@ -2,7 +2,8 @@
  * Two UDP transports on one tunnel endpoint, each attached with one listenUdp call: stock WireGuard peers (UdpBind, a
  * bare device on its own socket) on loopback, one pointed at each transport, are both answered (the endpoint answers
  * their ICMP echo), each from the transport its datagrams came through (its direct path sends there); a peer that
- * moves to the other transport moves its direct path with it; and the candidates of both are advertised.
+ * moves to the other transport moves its direct path with it; and the candidates of both are advertised. A disco
+ * peer that pings the second transport is answered from it, the first one sending nothing.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { UdpBind } from '../../../test/helpers/udp-bind.js';
@@ -113,5 +114,40 @@ describe('a tunnel endpoint on two UDP transports', () => {
     expect(directVia(two.paths)).toBe(a);
     expect(directVia(one.paths)).toBe(a);
     expect(a.stats.sent).toBeGreaterThan(sentByA);
+  });
+
+  it('answers a disco ping through the transport it came on', async () => {
+    const [a, b, agentUdp] = [await transport(), await transport(), await transport()];
+    const [hubKeys, agentKeys] = [generateKeyPair(), generateKeyPair()];
+    const endpoint = (keys: KeyPair, address: string, udp: UdpTransport) => {
+      const e = new TunnelEndpoint({
+        privateKey: keys.privateKey,
+        address: parseIpv4Address(address),
+        clock: realClock,
+        udp,
+        disco: {},
+        streams: { role: address === HUB ? 'client' : 'server' },
+        onPacket: () => {},
+      });
+      closers.push(() => e.close());
+      return e;
+    };
+    const hub = endpoint(hubKeys, HUB, a);
+    hub.listenUdp(a);
+    hub.listenUdp(b);
+    const agent = endpoint(agentKeys, '100.64.0.2', agentUdp);
+    agent.listenUdp(agentUdp);
+    const psk = generatePresharedKey();
+    hub.addPeer({ publicKey: agentKeys.publicKey, presharedKey: psk, address: '100.64.0.2', disco: true });
+    agent.addPeer({ publicKey: hubKeys.publicKey, presharedKey: psk, address: HUB, disco: true });
+    // The agent knows the hub at the second transport only: its pings go there.
+    agent.disco?.setConfigured(hubKeys.publicKey, [{ host: LO, port: b.port }]);
+    await waitFor(
+      () => (hub.disco?.stats.pings ?? 0) > 0 && (agent.disco?.stats.pongs ?? 0) > 0,
+      5_000,
+      'a pong',
+    );
+    expect(b.stats.sent).toBeGreaterThan(0);
+    expect(a.stats.sent).toBe(0);
   });
 });

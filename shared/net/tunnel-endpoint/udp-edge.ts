@@ -19,7 +19,7 @@ import type { UdpReceiver, UdpTransport } from './udp-transport.js';
 /** The endpoint's side of the edge (TunnelEndpoint). */
 export interface UdpEdgeEndpoint {
   receiveFrom(datagram: Received, from: DatagramSource, via?: Pick<UdpTransport, 'send'>): ReceiveDrop | null;
-  receiveDisco(datagram: Buffer, from: DiscoSource): void;
+  receiveDisco(datagram: Buffer, from: DiscoSource, via?: Pick<UdpTransport, 'send'>): void;
 }
 
 /** What became of a datagram that was not disco: a WireGuard drop, null (authenticated), or a STUN verdict. */
@@ -30,7 +30,7 @@ export interface UdpEdgeOptions {
   stun?(datagram: Buffer, from: DatagramSource): boolean;
   /** Told the outcome of every datagram that was not disco (the owner's counters). */
   onOutcome?(outcome: UdpEdgeOutcome): void;
-  /** The transport the datagrams come through (WireGuard's answers and the direct path go back through it). */
+  /** The transport the datagrams come through (WireGuard's and disco's answers and the direct path go back through it). */
   via?: Pick<UdpTransport, 'send'>;
 }
 
@@ -49,6 +49,6 @@ export function udpEdgeReceiver(endpoint: UdpEdgeEndpoint, o: UdpEdgeOptions = {
       o.onOutcome?.(drop);
     },
     onDisco: (message, from) =>
-      endpoint.receiveDisco(message, { via: 'udp', address: from.address, port: from.port }),
+      endpoint.receiveDisco(message, { via: 'udp', address: from.address, port: from.port }, o.via),
   };
 }
