@@ -7,10 +7,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { joinCommandWords } from '../shared/kit/cli/join-command-words.js';
-import { CLIENT_BIN, cleanEnv, Proc, RELAY_BIN, run, tempDir, waitConnected } from './cli-harness.js';
+import { type Proc, RELAY_BIN, run, waitConnected } from './cli-harness.js';
+import { startAgentFromJoinCommand } from './helpers/joined-agent.js';
 import { serveForFile } from './helpers/served-relay.js';
 import { listen } from './proxy-fixtures.js';
 
@@ -28,16 +27,11 @@ beforeAll(async () => {
   const upPort = await listen(upstream);
   const created = await run(RELAY_BIN, ['cluster', 'create', 'edge', '--output', 'json'], relay.adminEnv);
   expect(created.code, created.stderr).toBe(0);
-  const words = joinCommandWords(JSON.parse(created.stdout).bootstrap.joinCommand);
-  const stateDir = join(tempDir('path-first-agent-'), 'state');
-  const joined = await run(
-    CLIENT_BIN,
-    [...words, '--state-dir', stateDir, '--upstream', `http://127.0.0.1:${upPort}`, '--wait'],
-    cleanEnv(),
-    40_000,
-  );
-  expect(joined.code, joined.stderr).toBe(0);
-  agent = new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
+  agent = await startAgentFromJoinCommand({
+    joinCommand: JSON.parse(created.stdout).bootstrap.joinCommand,
+    upstream: `http://127.0.0.1:${upPort}`,
+    prefix: 'path-first-agent',
+  });
   await waitConnected(relay.adminEnv, 'edge');
 }, 180_000);
 

@@ -3,6 +3,7 @@
  * `tunnel-client run` on the state it wrote. Throws with the join's stderr when the join fails.
  */
 import { join } from 'node:path';
+import { joinCommandWords } from '../../shared/kit/cli/join-command-words.js';
 import { CLIENT_BIN, cleanEnv, Proc, run, tempDir } from '../cli-harness.js';
 
 export interface JoinedAgentOptions {
@@ -52,4 +53,25 @@ export async function joinAgent(o: JoinedAgentOptions): Promise<string> {
   );
   if (joined.code !== 0) throw new Error(`join exited ${joined.code}: ${joined.stderr}`);
   return stateDir;
+}
+
+/**
+ * Runs `cluster create`'s printed join command (its words, as a user pastes it) with `--upstream` and a state
+ * directory, then starts the agent; the caller stops the returned process.
+ */
+export async function startAgentFromJoinCommand(o: {
+  joinCommand: string;
+  upstream: string;
+  prefix: string;
+}): Promise<Proc> {
+  const stateDir = join(tempDir(`${o.prefix}-`), 'state');
+  const words = joinCommandWords(o.joinCommand);
+  const joined = await run(
+    CLIENT_BIN,
+    [...words, '--state-dir', stateDir, '--upstream', o.upstream, '--wait'],
+    cleanEnv(),
+    40_000,
+  );
+  if (joined.code !== 0) throw new Error(`join exited ${joined.code}: ${joined.stderr}`);
+  return new Proc(CLIENT_BIN, ['run', '--state-dir', stateDir], cleanEnv());
 }
