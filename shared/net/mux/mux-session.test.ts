@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { duplexPair, type PairOptions } from '../../../test/helpers/duplex-pair.js';
 import { FakeClock, realClock } from '../../clock.js';
 import { isTunnelError, TunnelError } from '../../errors.js';
-import { encodeHeader, FLAG_SYN, TYPE_DATA, TYPE_WINDOW_UPDATE } from './frame.js';
+import { encodeHeader, FLAG_ACK, FLAG_SYN, TYPE_DATA, TYPE_WINDOW_UPDATE } from './frame.js';
 import { MuxSession } from './mux-session.js';
 import type { MuxStream } from './mux-stream.js';
 import { type MuxBindingOptions, muxOverDuplex } from './transport.js';
@@ -270,6 +270,53 @@ describe('MuxSession over an in-memory byte stream', () => {
     const back = readAll(s);
     await writeAll(r, Buffer.from('still here'));
     expect((await back).toString()).toBe('still here');
+  });
+});
+
+describe('MuxSession stream answers', () => {
+  /** An acceptor fed one opener's SYN with data; returns the frame headers it writes (type, flags, id, length). */
+  function acceptor(initialWindow?: number) {
+    const frames: { type: number; flags: number; id: number; length: number }[] = [];
+    let partial = 0; // bytes of a Data payload still to skip
+    const mux = new MuxSession({
+      role: 'server',
+      clock: new FakeClock(0),
+      keepAliveMs: 0,
+      ...(initialWindow === undefined ? {} : { initialWindow }),
+      write: (b) => {
+        if (partial > 0) {
+          partial -= b.length;
+          return true;
+        }
+        const f = { type: b[1]!, flags: b.readUInt16BE(2), id: b.readUInt32BE(4), length: b.readUInt32BE(8) };
+        frames.push(f);
+        if (f.type === TYPE_DATA) partial = f.length;
+        return true;
+      },
+    });
+    const inbound: MuxStream[] = [];
+    mux.on('stream', (st: MuxStream) => inbound.push(st));
+    mux.input(encodeHeader(TYPE_WINDOW_UPDATE, FLAG_SYN, 1, 0));
+    mux.input(Buffer.concat([encodeHeader(TYPE_DATA, 0, 1, 2), Buffer.from('hi')]));
+    return { mux, frames, inbound };
+  }
+
+  it('with the base window an accepted stream sends nothing until it writes; its first frame is the answer', async () => {
+    const { mux, frames, inbound } = acceptor();
+    expect(inbound).toHaveLength(1);
+    await new Promise((r) => setImmediate(r));
+    expect(frames).toEqual([]);
+    inbound[0]!.write(Buffer.from('yo'));
+    await new Promise((r) => setImmediate(r));
+    expect(frames).toEqual([{ type: TYPE_DATA, flags: 0, id: 1, length: 2 }]);
+    mux.close();
+  });
+
+  it('an acceptor with more than the base window grants it at once with ACK', () => {
+    const { mux, frames, inbound } = acceptor(1024 * 1024);
+    expect(inbound).toHaveLength(1);
+    expect(frames).toEqual([{ type: TYPE_WINDOW_UPDATE, flags: FLAG_ACK, id: 1, length: 1024 * 1024 - 256 * 1024 }]);
+    mux.close();
   });
 });
 

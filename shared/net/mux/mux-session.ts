@@ -272,7 +272,10 @@ export class MuxSession extends EventEmitter {
       }
       s = this.#newStream(id);
       this.stats.streamsAccepted++;
-      this.#send(encodeHeader(TYPE_WINDOW_UPDATE, FLAG_ACK, id, this.#cfg.initialWindow - BASE_WINDOW), null);
+      // The answer is needed only to grant window beyond the base: with the base window (the default) the
+      // stream's first frame answers, so a new connection's reply carries it instead of a datagram of its own.
+      const extra = this.#cfg.initialWindow - BASE_WINDOW;
+      if (extra > 0) this.#send(encodeHeader(TYPE_WINDOW_UPDATE, FLAG_ACK, id, extra), null);
     }
     if (!s) {
       if (h.type === TYPE_DATA) {
