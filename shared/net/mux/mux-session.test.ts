@@ -315,7 +315,9 @@ describe('MuxSession stream answers', () => {
   it('an acceptor with more than the base window grants it at once with ACK', () => {
     const { mux, frames, inbound } = acceptor(1024 * 1024);
     expect(inbound).toHaveLength(1);
-    expect(frames).toEqual([{ type: TYPE_WINDOW_UPDATE, flags: FLAG_ACK, id: 1, length: 1024 * 1024 - 256 * 1024 }]);
+    expect(frames).toEqual([
+      { type: TYPE_WINDOW_UPDATE, flags: FLAG_ACK, id: 1, length: 1024 * 1024 - 256 * 1024 },
+    ]);
     mux.close();
   });
 });
