@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import net from 'node:net';
+import tls from 'node:tls';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../../shared/clock.js';
@@ -7,6 +8,7 @@ import type { MuxSession } from '../../shared/net/mux/mux-session.js';
 import { openTarget } from '../../shared/net/mux/open-target.js';
 import { muxOverDuplex } from '../../shared/net/mux/transport.js';
 import { duplexPair } from '../../test/helpers/duplex-pair.js';
+import { makeCaSignedCert, makeSelfSignedCert } from '../../test/helpers/test-cert.js';
 import { Allowlist, formatHostPort, parseHostPort } from './allowlist.js';
 import { Dialer } from './dialer.js';
 
@@ -26,11 +28,15 @@ async function echoServer(): Promise<number> {
   return (srv.address() as net.AddressInfo).port;
 }
 
-function hubWithDialer(allow: Allowlist, dialTimeoutMs = 2_000): { hub: MuxSession; dialer: Dialer } {
+function hubWithDialer(
+  allow: Allowlist,
+  dialTimeoutMs = 2_000,
+  upstreamCa?: string,
+): { hub: MuxSession; dialer: Dialer } {
   const [a, b] = duplexPair();
   const hub = muxOverDuplex(a, { role: 'client', clock: realClock });
   const agent = muxOverDuplex(b, { role: 'server', clock: realClock });
-  const dialer = new Dialer({ allowlist: allow, clock: realClock, dialTimeoutMs });
+  const dialer = new Dialer({ allowlist: allow, clock: realClock, dialTimeoutMs, upstreamCa });
   agent.on('stream', (s) => dialer.handle(s));
   cleanup.push(() => {
     hub.close();
@@ -124,6 +130,36 @@ describe('Dialer', () => {
     await once(s, 'end');
     expect(Buffer.concat(chunks).toString()).toBe('ping|eof');
     expect(dialer.stats.dialed).toBe(1);
+  });
+
+  it('resumes the TLS session of an https upstream on its next connections; a bad one is forgotten', async () => {
+    const { caCert, key, cert } = makeCaSignedCert('DNS:localhost,IP:127.0.0.1');
+    const resumed: boolean[] = [];
+    const srv = tls.createServer({ key, cert }, (c) => {
+      resumed.push(c.isSessionReused());
+      c.on('data', (d) => c.write(d));
+      c.on('end', () => c.end('|eof'));
+    });
+    srv.listen(0, '127.0.0.1');
+    await once(srv, 'listening');
+    cleanup.push(() => srv.close());
+    const port = (srv.address() as net.AddressInfo).port;
+    const { hub, dialer } = hubWithDialer(new Allowlist(`https://127.0.0.1:${port}`, []), 2_000, caCert);
+    for (let i = 0; i < 3; i++) {
+      const s = await openTarget(hub, '@upstream', { clock: realClock });
+      const chunks: Buffer[] = [];
+      s.on('data', (c: Buffer) => chunks.push(c));
+      s.end(`ping${i}`);
+      await once(s, 'end');
+      expect(Buffer.concat(chunks).toString()).toBe(`ping${i}|eof`);
+    }
+    expect(resumed).toEqual([false, true, true]);
+    expect(dialer.tlsSessionsKept).toBe(1);
+    // The upstream's certificate changes to one the agent does not trust: the dial fails, the session is dropped.
+    srv.setSecureContext({ ...makeSelfSignedCert(), sessionIdContext: 'other' });
+    const failed = await openTarget(hub, '@upstream', { clock: realClock }).catch((e: Error) => e);
+    expect(failed).toBeInstanceOf(Error);
+    expect(dialer.tlsSessionsKept).toBe(0);
   });
 
   it('delivers the bytes sent with the open to the upstream, before and in order with later ones', async () => {

@@ -20,6 +20,7 @@ import {
 } from '../../shared/net/mux/open-target.js';
 import { splice } from '../../shared/net/tunnel-streams/splice.js';
 import { type Allowlist, formatHostPort, type HostPort } from './allowlist.js';
+import { TlsSessionCache } from './tls-session-cache.js';
 import { serveWithToken } from './token-injector.js';
 
 export const DEFAULT_DIAL_TIMEOUT_MS = 10_000;
@@ -56,9 +57,16 @@ export interface DialerStats {
 export class Dialer {
   readonly stats: DialerStats = { streams: 0, dialed: 0, refused: 0, failed: 0, bad: 0, active: 0 };
   readonly #options: DialerOptions;
+  /** TLS sessions of https upstreams, so a new upstream connection resumes instead of a full handshake. */
+  readonly #tlsSessions = new TlsSessionCache();
 
   constructor(o: DialerOptions) {
     this.#options = o;
+  }
+
+  /** Upstreams with a TLS session kept for resumption. */
+  get tlsSessionsKept(): number {
+    return this.#tlsSessions.size;
   }
 
   /** Handles one inbound stream; never throws (failures reset or refuse the stream). */
@@ -127,16 +135,10 @@ export class Dialer {
     const ms = this.#options.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
     const { addr, servername } = to;
     const where = formatHostPort(addr);
+    const sessionKey = `${where} ${servername}`;
     return new Promise((resolve, reject) => {
       const socket = useTls
-        ? tls.connect({
-            host: addr.host,
-            port: addr.port,
-            servername: net.isIP(servername) ? undefined : servername,
-            ca: this.#options.upstreamCa,
-            rejectUnauthorized: this.#options.upstreamInsecure !== true,
-            ALPNProtocols: ['http/1.1'],
-          })
+        ? this.#tlsConnect(addr, servername, sessionKey)
         : net.connect({ host: addr.host, port: addr.port, allowHalfOpen: true });
       let settled = false;
       const finish = (err: Error | null): void => {
@@ -145,6 +147,7 @@ export class Dialer {
         this.#options.clock.clearTimer(timer);
         stream.off('close', onStreamClose);
         if (err) {
+          if (useTls) this.#tlsSessions.forget(sessionKey);
           socket.destroy();
           reject(err);
         } else {
@@ -162,5 +165,20 @@ export class Dialer {
       socket.once(useTls ? 'secureConnect' : 'connect', () => finish(null));
       stream.once('close', onStreamClose);
     });
+  }
+
+  /** A TLS client to an https upstream, offering the session kept from the last connection to it. */
+  #tlsConnect(addr: HostPort, servername: string, sessionKey: string): tls.TLSSocket {
+    const socket = tls.connect({
+      host: addr.host,
+      port: addr.port,
+      servername: net.isIP(servername) ? undefined : servername,
+      ca: this.#options.upstreamCa,
+      rejectUnauthorized: this.#options.upstreamInsecure !== true,
+      ALPNProtocols: ['http/1.1'],
+      session: this.#tlsSessions.get(sessionKey),
+    });
+    this.#tlsSessions.keepFrom(sessionKey, socket);
+    return socket;
   }
 }
