@@ -13,7 +13,6 @@ import { type OutputFormat, outputOption, streamPrinter } from '../../shared/kit
 import { type RelayConfig, resolveRelayConfig } from '../ops/config/config.js';
 import { describeTarget } from '../ops/config/postgres-url.js';
 import { mintAdminKey } from '../start/admin-key.js';
-import { openStore } from '../start/server.js';
 
 interface AdminKeyFlags {
   dataDir?: string;
@@ -66,6 +65,8 @@ async function createAdminKey(flags: AdminKeyFlags): Promise<void> {
       configFile: flags.config ?? null,
     }),
   );
+  // The store's modules load only here: the other commands start without them.
+  const { openStore } = await import('../start/server.js');
   const store = await openStore(config, { existingOnly: true });
   let minted: { id: string; token: string };
   try {

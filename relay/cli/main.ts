@@ -4,7 +4,13 @@
  * proxies (CONNECT, /api/v1/clusters/:name/proxy) mounted.
  */
 import { main } from '../../shared/kit/cli/run-cli.js';
-import { hubProxyPlugin } from '../data/proxy/proxy-plugin.js';
 import { buildRelayProgram } from './program.js';
 
-main(buildRelayProgram({ startOptions: { plugins: [hubProxyPlugin()] } }));
+main(
+  buildRelayProgram({
+    loadStartOptions: async () => {
+      const { hubProxyPlugin } = await import('../data/proxy/proxy-plugin.js');
+      return { plugins: [hubProxyPlugin()] };
+    },
+  }),
+);

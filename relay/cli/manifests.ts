@@ -12,17 +12,16 @@ import {
 } from '../../shared/kit/cli/parsers.js';
 import { packageVersion } from '../../shared/kit/cli/version.js';
 import { parseCaPin } from '../../shared/tls-pin.js';
+import type { AgentFlags } from '../control/manifests/agent-flags.js';
 import {
-  type AgentFlags,
-  agentOptions,
+  JOIN_SECRET,
   parseClusterRoleFlag,
+  parseImage,
+  parseNamespace,
   parseNoProxy,
-} from '../control/manifests/agent-flags.js';
-import { agentManifests, JOIN_SECRET } from '../control/manifests/agent-manifests.js';
-import { parseImage, parseNamespace } from '../control/manifests/common.js';
-import { type RelayFlags, relayOptions } from '../control/manifests/relay-flags.js';
-import { relayManifests, SERVICE_TYPES } from '../control/manifests/relay-manifests.js';
-import { renderManifests } from '../control/manifests/render.js';
+  SERVICE_TYPES,
+} from '../control/manifests/flag-values.js';
+import type { RelayFlags } from '../control/manifests/relay-flags.js';
 import { parseQosClass } from '../control/manifests/resources.js';
 
 function udpPort(flag: string) {
@@ -118,7 +117,13 @@ function relaySub(): Command {
           oneOf('--service-type', SERVICE_TYPES),
         ),
       ),
-  ).action((flags: RelayFlags) => {
+  ).action(async (flags: RelayFlags) => {
+    // The object models (kubernetes-models) load only here: the rest of the command tree starts without them.
+    const [{ relayOptions }, { relayManifests }, { renderManifests }] = await Promise.all([
+      import('../control/manifests/relay-flags.js'),
+      import('../control/manifests/relay-manifests.js'),
+      import('../control/manifests/render.js'),
+    ]);
     process.stdout.write(renderManifests(relayManifests(relayOptions(flags)), header('tunnel-relay')));
   });
 }
@@ -173,7 +178,12 @@ function agentSub(): Command {
         'ClusterRole bound to group tunnel-relay:group-editor:GROUP (default edit; none: no binding)',
         parseClusterRoleFlag('--group-editor-cluster-role'),
       ),
-  ).action((flags: AgentFlags) => {
+  ).action(async (flags: AgentFlags) => {
+    const [{ agentOptions }, { agentManifests }, { renderManifests }] = await Promise.all([
+      import('../control/manifests/agent-flags.js'),
+      import('../control/manifests/agent-manifests.js'),
+      import('../control/manifests/render.js'),
+    ]);
     const options = agentOptions(flags);
     process.stdout.write(
       renderManifests(agentManifests(options), header(`tunnel-client for cluster ${flags.cluster}`)),

@@ -13,10 +13,15 @@ import { serveCommand } from './serve.js';
 import { tokenCommand } from './token.js';
 import { valuesCommand } from './values.js';
 
-export function buildRelayProgram(opts: { startOptions?: StartOptions } = {}): Command {
+export interface RelayProgramOptions {
+  /** The relay's start options (its plugins), loaded when `serve` runs and not before. */
+  readonly loadStartOptions?: () => Promise<StartOptions>;
+}
+
+export function buildRelayProgram(opts: RelayProgramOptions = {}): Command {
   const program = new Command('tunnel-relay')
     .description('relay for the secure tunnel: control-plane API, packet relay and hub node on one TLS port')
-    .addCommand(serveCommand(opts.startOptions))
+    .addCommand(serveCommand(opts.loadStartOptions))
     .addCommand(clusterCommand())
     .addCommand(tokenCommand())
     .addCommand(valuesCommand())

@@ -27,7 +27,7 @@ import { parseProxyUrl } from '../../shared/kit/proxy/proxy-config.js';
 import type { Values } from '../../shared/kit/values/deep-merge.js';
 import { readValuesFiles } from '../../shared/kit/values/values-file.js';
 import { parseCaPin } from '../../shared/tls-pin.js';
-import type { Agent } from '../agent/agent.js';
+import type { Agent, DataPlaneFactory } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import { register } from '../agent/registration.js';
 import type { StateDir } from '../agent/state-dir.js';
@@ -121,7 +121,7 @@ Examples:
     )
     .action(async (flags: JoinFlags) => {
       useLogFormat(flags.logFormat);
-      await join(flags, opts);
+      await join(flags, await opts.loadDataPlane?.());
     });
 }
 
@@ -166,10 +166,10 @@ interface CheckedJoin {
   trust: Trust;
 }
 
-function checkJoinFlags(flags: JoinFlags, opts: ClientProgramOptions): CheckedJoin {
+function checkJoinFlags(flags: JoinFlags, dataPlane: DataPlaneFactory | undefined): CheckedJoin {
   // Bad settings stop here (BAD_CONFIG), before the single-use PSK is spent, not later in the session loop.
   const cipher = transportText(flags.egress);
-  opts.dataPlane?.check?.();
+  dataPlane?.check?.();
   if (!flags.psk) {
     throw new TunnelError(
       'BAD_INPUT',
@@ -277,8 +277,8 @@ function printAccepted(output: OutputFormat, cluster: string, stateDir: string):
     );
 }
 
-async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void> {
-  const checked = checkJoinFlags(flags, opts);
+async function join(flags: JoinFlags, dataPlane: DataPlaneFactory | undefined): Promise<void> {
+  const checked = checkJoinFlags(flags, dataPlane);
   const stateDir = openStateDir(flags.stateDir);
   const { upstream, note: upstreamNote } = defaultUpstream(flags.upstream, flags.cluster, process.env);
   const proxyCaFile = flags.proxyCaFile ? resolve(flags.proxyCaFile) : undefined;
@@ -305,7 +305,7 @@ async function join(flags: JoinFlags, opts: ClientProgramOptions): Promise<void>
       api: bootstrapApi.withCredential(stateDir.readCredential()),
       valuesFiles: checked.fileValues,
       proxy,
-      dataPlane: opts.dataPlane,
+      dataPlane,
     });
     run.agent = agent;
     agent.start();

@@ -4,8 +4,14 @@
  * relay (its tunnel endpoint carries the hub's streams) and the allowlist dialer (tunnel-client/dialer).
  */
 import { main } from '../../shared/kit/cli/run-cli.js';
-import { agentDataPlane } from '../session/agent-data-plane.js';
 import { stderrLog } from './context.js';
 import { buildClientProgram } from './program.js';
 
-main(buildClientProgram({ dataPlane: agentDataPlane({ log: stderrLog }) }));
+main(
+  buildClientProgram({
+    loadDataPlane: async () => {
+      const { agentDataPlane } = await import('../session/agent-data-plane.js');
+      return agentDataPlane({ log: stderrLog });
+    },
+  }),
+);

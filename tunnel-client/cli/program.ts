@@ -10,8 +10,11 @@ import { statusCommand } from './status.js';
 import { unjoinCommand } from './unjoin.js';
 
 export interface ClientProgramOptions {
-  /** Started once the cluster is Accepted; its stats() feed `status`. */
-  readonly dataPlane?: DataPlaneFactory;
+  /**
+   * The data plane, started once the cluster is Accepted (its stats() feed `status`). Loaded when `join` or `run`
+   * starts and not before, so `status`, `unjoin` and `egress` start without the WireGuard and stream modules.
+   */
+  readonly loadDataPlane?: () => Promise<DataPlaneFactory>;
 }
 
 export function buildClientProgram(opts: ClientProgramOptions = {}): Command {

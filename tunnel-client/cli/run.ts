@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { trustFromFlags } from '../../shared/kit/http/trust.js';
 import { parseProxyUrl } from '../../shared/kit/proxy/proxy-config.js';
 import { readValuesFiles } from '../../shared/kit/values/values-file.js';
+import type { DataPlaneFactory } from '../agent/agent.js';
 import { AgentApi } from '../agent/api.js';
 import type { AgentState } from '../agent/types.js';
 import { settingsFromState } from '../egress/agent-proxy.js';
@@ -40,7 +41,7 @@ export function runCommand(opts: ClientProgramOptions = {}): Command {
     .addOption(logFormatOption())
     .action(async (flags: RunFlags) => {
       useLogFormat(flags.logFormat);
-      await runFromState(flags, opts);
+      await runFromState(flags, await opts.loadDataPlane?.());
     });
 }
 
@@ -53,10 +54,10 @@ function stateWithFlags(state: AgentState, flags: RunFlags): AgentState {
   return merged;
 }
 
-async function runFromState(flags: RunFlags, opts: ClientProgramOptions): Promise<void> {
+async function runFromState(flags: RunFlags, dataPlane: DataPlaneFactory | undefined): Promise<void> {
   // Bad settings stop here (BAD_CONFIG), not later in the session loop.
   transportText(undefined); // a bad TUNNEL_UDP_GSO fails here, before the state is read
-  opts.dataPlane?.check?.();
+  dataPlane?.check?.();
   const stateDir = openStateDir(flags.stateDir);
   const saved = stateDir.readState();
   const cipher = transportText(saved.egress);
@@ -75,7 +76,7 @@ async function runFromState(flags: RunFlags, opts: ClientProgramOptions): Promis
     await client.close();
     throw err;
   }
-  const agent = newAgent({ stateDir, api, valuesFiles, proxy, dataPlane: opts.dataPlane });
+  const agent = newAgent({ stateDir, api, valuesFiles, proxy, dataPlane });
   try {
     stderrLog(
       `running cluster ${state.cluster} against ${state.relay} (${state.status}); WireGuard cipher ${cipher}`,

@@ -6,7 +6,7 @@ import { parseProxyUrl } from '../../../shared/kit/proxy/proxy-config.js';
 import { checkAgentReplicas } from '../store/agent-replicas.js';
 import { AGENT_DEFAULT_RESOURCES, type AgentManifestOptions, DEFAULT_UPSTREAM } from './agent-manifests.js';
 import { DEFAULT_GROUP_BINDINGS } from './agent-rbac.js';
-import { DEFAULT_NAMESPACE, defaultImage } from './common.js';
+import { DEFAULT_NAMESPACE, defaultImage } from './flag-values.js';
 import { parseQuantity } from './quantity.js';
 import { type ResourceFlags, resolveResources } from './resources.js';
 
@@ -31,28 +31,6 @@ export interface AgentFlags extends ResourceFlags {
   adminClusterRole?: string | null;
   viewerClusterRole?: string | null;
   groupEditorClusterRole?: string | null;
-}
-
-/** A `--*-cluster-role` value: a ClusterRole name, or `none` (null) to leave the binding out. */
-export function parseClusterRoleFlag(flag: string): (value: string) => string | null {
-  return (value) => {
-    if (value === 'none') return null;
-    if (value.length <= 253 && /^[A-Za-z0-9][A-Za-z0-9:._-]*$/.test(value)) return value;
-    throw new TunnelError(
-      'BAD_INPUT',
-      `${flag} ${JSON.stringify(value.slice(0, 80))} is not a ClusterRole name (or none to leave the binding out)`,
-    );
-  };
-}
-
-const NO_PROXY = /^[A-Za-z0-9.*:/[\]_-]+(,[A-Za-z0-9.*:/[\]_-]+)*$/;
-
-export function parseNoProxy(value: string): string {
-  if (value.length <= 4096 && NO_PROXY.test(value)) return value;
-  throw new TunnelError(
-    'BAD_INPUT',
-    `--no-proxy ${JSON.stringify(value.slice(0, 80))} is not a comma-separated list of hosts, domains or CIDRs`,
-  );
 }
 
 function readProxyCa(file: string): string {

@@ -22,6 +22,7 @@ import {
   selector,
   serviceAccountObject,
 } from './common.js';
+import { JOIN_SECRET } from './flag-values.js';
 import type { ManifestObject } from './render.js';
 import type { Resources } from './resources.js';
 
@@ -32,7 +33,6 @@ import type { Resources } from './resources.js';
 export const AGENT_TERMINATION_GRACE_SECONDS = 30;
 
 export const AGENT_APP = 'tunnel-client';
-export const JOIN_SECRET = 'tunnel-client-join';
 const PROXY_CA_DIR = '/etc/tunnel-client/proxy-ca';
 /**
  * A directory the agent creates (0700, its own) inside the volume: the volume's root belongs to root on

@@ -3,32 +3,12 @@ import { Namespace } from 'kubernetes-models/v1/Namespace';
 import type { IPodSecurityContext } from 'kubernetes-models/v1/PodSecurityContext';
 import type { ISecurityContext } from 'kubernetes-models/v1/SecurityContext';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
-import { TunnelError } from '../../../shared/errors.js';
-import { parseClusterName } from '../../../shared/kit/cli/parsers.js';
 import { packageVersion } from '../../../shared/kit/cli/version.js';
 
-export const DEFAULT_NAMESPACE = 'tunnel-system';
 /** The uid of the `node` user in the image (deploy/Dockerfile). */
 export const IMAGE_UID = 1000;
 /** The Node flags the binaries' shebang carries (shared/kit/node-flags.ts); `node` in the image needs them too. */
 export const NODE_COMMAND = ['node', '--initial-old-space-size=64', '--heap-growing-percent=200'];
-
-export function defaultImage(): string {
-  return `wg-relay-tunnel:${packageVersion()}`;
-}
-
-export function parseNamespace(value: string): string {
-  return parseClusterName(value, '--namespace');
-}
-
-/** An image reference: no spaces or control characters, at most 255 characters. */
-export function parseImage(value: string): string {
-  if (value.length > 0 && value.length <= 255 && /^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/.test(value)) return value;
-  throw new TunnelError(
-    'BAD_INPUT',
-    `--image ${JSON.stringify(value.slice(0, 80))} is not an image reference (e.g. registry.example/wg-relay-tunnel:0.1.0)`,
-  );
-}
 
 export function labels(app: string): Record<string, string> {
   return {

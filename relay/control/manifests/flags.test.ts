@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isTunnelError } from '../../../shared/errors.js';
 import { validateYamlStream } from '../../../test/helpers/kubernetes-schema.js';
-import { agentOptions, parseNoProxy } from './agent-flags.js';
+import { agentOptions } from './agent-flags.js';
 import { agentManifests } from './agent-manifests.js';
-import { parseImage, parseNamespace } from './common.js';
+import { parseImage, parseNamespace, parseNoProxy } from './flag-values.js';
 import { MAX_REPLICAS, parseReplicas } from './relay-flags.js';
 import { renderManifests } from './render.js';
 

@@ -3,9 +3,9 @@
 import { TunnelError } from '../../../shared/errors.js';
 import { shown } from '../../../shared/kit/cli/parsers.js';
 import { DRAIN_GRACE_RANGE_S } from '../../ops/config/config.js';
-import { DEFAULT_NAMESPACE, defaultImage } from './common.js';
+import { DEFAULT_NAMESPACE, defaultImage, type SERVICE_TYPES } from './flag-values.js';
 import { parseQuantity } from './quantity.js';
-import { RELAY_DEFAULT_RESOURCES, type RelayManifestOptions, type SERVICE_TYPES } from './relay-manifests.js';
+import { RELAY_DEFAULT_RESOURCES, type RelayManifestOptions } from './relay-manifests.js';
 import { type ResourceFlags, resolveResources } from './resources.js';
 
 export const MAX_REPLICAS = 20;

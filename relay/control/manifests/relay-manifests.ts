@@ -31,6 +31,7 @@ import {
   selector,
   serviceAccountObject,
 } from './common.js';
+import type { SERVICE_TYPES } from './flag-values.js';
 import {
   checkSingleUdpEndpoint,
   type FleetUdpOptions,
@@ -44,7 +45,6 @@ import type { Resources } from './resources.js';
 
 export const RELAY_APP = 'tunnel-relay';
 export const RELAY_PORT = 8443;
-export const SERVICE_TYPES = ['LoadBalancer', 'NodePort', 'ClusterIP'] as const;
 const CONFIG_DIR = '/etc/tunnel-relay';
 const TLS_DIR = '/etc/tunnel-relay/tls';
 const STORE_DIR = '/etc/tunnel-relay/store';

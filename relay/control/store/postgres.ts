@@ -9,11 +9,11 @@
 import pg from 'pg';
 import type { Clock } from '../../../shared/clock.js';
 import { TunnelError } from '../../../shared/errors.js';
+import { DEFAULT_POOL_SIZE } from '../../ops/config/config-store.js';
 import {
   CONNECT_TIMEOUT_MS,
   clientConfig,
   connectError,
-  DEFAULT_POOL_SIZE,
   type PostgresConnection,
   poolConfig,
   scrub,

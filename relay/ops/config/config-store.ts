@@ -7,11 +7,13 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { TunnelError } from '../../../shared/errors.js';
-import { DEFAULT_POOL_SIZE, MAX_POOL_SIZE } from './postgres-connection.js';
 import { type PostgresTarget, parsePostgresUrl } from './postgres-url.js';
 
 /** The environment variable that may hold the PostgreSQL password (after --store-password-file). */
 export const STORE_PASSWORD_ENV = 'TUNNEL_RELAY_STORE_PASSWORD';
+/** PostgreSQL connections a relay holds (`--store-pool-size`): the default and the most. */
+export const DEFAULT_POOL_SIZE = 10;
+export const MAX_POOL_SIZE = 100;
 
 /** A password kept out of logs: JSON.stringify gives {}, util.inspect shows no value. */
 export class StorePassword {

@@ -8,8 +8,6 @@ import pg from 'pg';
 import { TunnelError } from '../../../shared/errors.js';
 import { describeTarget, type PostgresTarget, type SslMode } from './postgres-url.js';
 
-export const DEFAULT_POOL_SIZE = 10;
-export const MAX_POOL_SIZE = 100;
 /** Connecting (TCP, TLS, authentication) and waiting for a free pool connection give up after this. */
 export const CONNECT_TIMEOUT_MS = 10_000;
 /** A statement (lock waits included) is cancelled by the server after this; the client gives up a bit later. */

@@ -19,7 +19,7 @@ import {
   DEFAULT_UPSTREAM,
 } from '../../manifests/agent-manifests.js';
 import { DEFAULT_GROUP_BINDINGS } from '../../manifests/agent-rbac.js';
-import { DEFAULT_NAMESPACE, defaultImage } from '../../manifests/common.js';
+import { DEFAULT_NAMESPACE, defaultImage } from '../../manifests/flag-values.js';
 import { renderManifests } from '../../manifests/render.js';
 import { openInstallLink } from '../../model/install-link.js';
 import { InstallParams } from '../../model/schemas.js';
