@@ -42,12 +42,18 @@ export class UserShell {
     proc.stdout?.on('data', add);
     proc.stderr?.on('data', add);
     Object.assign(run, {
-      exited: new Promise<number | null>((r) =>
+      exited: new Promise<number | null>((r) => {
         proc.on('close', (code) => {
           this.#running.delete(proc);
           r(code);
-        }),
-      ),
+        });
+        // A shell that cannot start (not installed) ends the run at once, saying so, instead of never closing.
+        proc.on('error', (err: NodeJS.ErrnoException) => {
+          this.#running.delete(proc);
+          run.out += `cannot start ${file}: ${err.code ?? err.message}\n`;
+          r(null);
+        });
+      }),
     });
     return run;
   }
