@@ -9,6 +9,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Clock } from '../../shared/clock.js';
 import { TunnelError } from '../../shared/errors.js';
+import { TlsSessionCache } from '../../shared/kit/http/tls-session-cache.js';
 import type { MuxStream } from '../../shared/net/mux/mux-stream.js';
 import {
   OPEN_BAD_REQUEST,
@@ -20,10 +21,11 @@ import {
 } from '../../shared/net/mux/open-target.js';
 import { splice } from '../../shared/net/tunnel-streams/splice.js';
 import { type Allowlist, formatHostPort, type HostPort } from './allowlist.js';
-import { TlsSessionCache } from './tls-session-cache.js';
 import { serveWithToken } from './token-injector.js';
 
 export const DEFAULT_DIAL_TIMEOUT_MS = 10_000;
+/** https upstreams whose TLS session the dialer keeps for resumption. */
+export const MAX_UPSTREAM_TLS_SESSIONS = 64;
 const NO_IMPERSONATION =
   'no service-account token to act as the caller with (impersonation), and the caller may only read';
 
@@ -58,7 +60,7 @@ export class Dialer {
   readonly stats: DialerStats = { streams: 0, dialed: 0, refused: 0, failed: 0, bad: 0, active: 0 };
   readonly #options: DialerOptions;
   /** TLS sessions of https upstreams, so a new upstream connection resumes instead of a full handshake. */
-  readonly #tlsSessions = new TlsSessionCache();
+  readonly #tlsSessions = new TlsSessionCache(MAX_UPSTREAM_TLS_SESSIONS);
 
   constructor(o: DialerOptions) {
     this.#options = o;
@@ -178,7 +180,8 @@ export class Dialer {
       ALPNProtocols: ['http/1.1'],
       session: this.#tlsSessions.get(sessionKey),
     });
-    this.#tlsSessions.keepFrom(sessionKey, socket);
+    // TLS 1.3 sends its tickets after the handshake; a dial that fails forgets what it kept (finish above).
+    socket.on('session', (session: Buffer) => this.#tlsSessions.keep(sessionKey, session));
     return socket;
   }
 }

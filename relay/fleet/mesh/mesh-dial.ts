@@ -12,6 +12,7 @@
 import { isIP } from 'node:net';
 import { connect, type TLSSocket } from 'node:tls';
 import { TunnelError } from '../../../shared/errors.js';
+import { TlsSessionCache } from '../../../shared/kit/http/tls-session-cache.js';
 import { pinOfCertificate } from '../../../shared/tls-pin.js';
 
 /** A mesh dial (TCP and TLS) not finished after this long fails. */
@@ -20,13 +21,7 @@ export const MESH_DIAL_TIMEOUT_MS = 5_000;
 export const MAX_MESH_SESSIONS = 128;
 
 /** The last pinned TLS session per `meshUrl|caPin`. */
-const sessions = new Map<string, Buffer>();
-
-function keepSession(key: string, session: Buffer): void {
-  sessions.delete(key);
-  if (sessions.size >= MAX_MESH_SESSIONS) sessions.delete(sessions.keys().next().value!);
-  sessions.set(key, session);
-}
+const sessions = new TlsSessionCache(MAX_MESH_SESSIONS);
 
 export interface MeshDialTarget {
   /** https://HOST:PORT of the replica. */
@@ -73,7 +68,7 @@ export function dialReplica(
       reject(unreachable(t, err.code ?? err.message));
     });
     socket.on('session', (session: Buffer) => {
-      if (pinned) keepSession(sessionKey, session);
+      if (pinned) sessions.keep(sessionKey, session);
     });
     socket.once('secureConnect', () => {
       clearTimeout(timer);
@@ -85,7 +80,7 @@ export function dialReplica(
       }
       const actual = pinOfCertificate(socket.getPeerCertificate().raw ?? Buffer.alloc(0));
       if (actual !== caPin) {
-        sessions.delete(sessionKey);
+        sessions.forget(sessionKey);
         socket.destroy();
         reject(unreachable(t, `it presented a certificate with pin ${actual}, not the fleet's ${caPin}`));
         return;

@@ -1,18 +1,14 @@
 /**
- * TLS sessions of the agent's upstream dials, kept for resumption: a request through the path proxy opens a new
- * upstream connection, and against an https API server each would otherwise pay a full handshake. One session per
- * upstream (address and server name), the newest kept; at most `maxEntries` upstreams (the oldest one dropped).
- * A session is only ever offered to the upstream it came from, with the same trust options (one cache per dialer).
+ * TLS sessions kept for resumption, one per key (a peer and the trust it was checked with), the newest kept: a
+ * client that dials the same server again offers it, and both sides skip a full handshake. At most `maxEntries`
+ * keys; the oldest is dropped first. The caller decides which sessions are worth keeping (only those of a
+ * connection it trusted) and keys them so a session is offered only to the server, and under the trust, it came from.
  */
-import type tls from 'node:tls';
-
-export const DEFAULT_TLS_SESSIONS = 64;
-
 export class TlsSessionCache {
   readonly #sessions = new Map<string, Buffer>();
   readonly #maxEntries: number;
 
-  constructor(maxEntries = DEFAULT_TLS_SESSIONS) {
+  constructor(maxEntries: number) {
     this.#maxEntries = maxEntries;
   }
 
@@ -25,19 +21,17 @@ export class TlsSessionCache {
     return this.#sessions.get(key);
   }
 
-  /** Keeps the sessions `socket` receives (TLS 1.3 sends them after the handshake) for later dials to `key`. */
-  keepFrom(key: string, socket: tls.TLSSocket): void {
-    socket.on('session', (session: Buffer) => {
-      this.#sessions.delete(key);
-      if (this.#sessions.size >= this.#maxEntries) {
-        const oldest = this.#sessions.keys().next().value;
-        if (oldest !== undefined) this.#sessions.delete(oldest);
-      }
-      this.#sessions.set(key, session);
-    });
+  /** Keeps `session` (a TLSSocket's 'session' event) for the next connection to `key`. */
+  keep(key: string, session: Buffer): void {
+    this.#sessions.delete(key);
+    if (this.#sessions.size >= this.#maxEntries) {
+      const oldest = this.#sessions.keys().next().value;
+      if (oldest !== undefined) this.#sessions.delete(oldest);
+    }
+    this.#sessions.set(key, session);
   }
 
-  /** Forgets `key`'s session (a dial that failed with it should not offer it again). */
+  /** Forgets `key`'s session (a connection that failed with it should not offer it again). */
   forget(key: string): void {
     this.#sessions.delete(key);
   }
