@@ -27,7 +27,9 @@ import { fileURLToPath } from 'node:url';
 import { createSelfSignedCert } from '../relay/ops/tls/self-signed.js';
 import { defaultAead } from '../shared/net/wireguard/crypto/aead.js';
 import { cleanupAll } from '../test/helpers/cleanup.js';
+import { type NodeConnectProxy, startNodeConnectProxy } from './baselines/node-connect-proxy.js';
 import { measureWireguardGoPair } from './baselines/wireguard-go.js';
+import { stopChildren } from './bench-child.js';
 import { describeMachine } from './machine.js';
 import { type NamespaceSite, startNamespaceSite } from './netns-agents.js';
 import { type FlipTimes, measureFlips } from './path-flips.js';
@@ -347,6 +349,37 @@ async function namespaceLatencyInTurns(
 interface FreshWay {
   name: string;
   get: () => Promise<unknown>;
+  /** The tunnel's two processes (relay and agent, or sshd and ssh) whose CPU (b3) charges to the way. */
+  pids?: readonly [number | undefined, number | undefined];
+}
+
+/** Connections per way in (b3): at 2-6 ms of CPU each, 300 give 0.6-1.8 s, against /proc's 10 ms ticks. */
+const CPU_SAMPLES = 300;
+
+/**
+ * (b3) CPU per new connection of the tunnel's two processes, one way after the other (CPU_SAMPLES connections
+ * each, after (b2)'s warm-up): what a new connection costs the relay and the agent, against sshd and ssh.
+ */
+async function newConnectionCpu(ways: FreshWay[]): Promise<void> {
+  console.log(
+    `\n(b3) CPU ms per new connection of the tunnel's two processes, ${CPU_SAMPLES} connections of each way` +
+      ` one after the other (load average at the start: ${loadAverage()})`,
+  );
+  console.log('| way | relay (sshd; floor proxy) ms | agent (ssh) ms | both ms | wall ms per connection |');
+  console.log('|---|---|---|---|---|');
+  for (const w of ways) {
+    if (!w.pids) continue;
+    const [server, agent] = w.pids;
+    // Trees: sshd forks a process per ssh connection, which does the forwarding.
+    const cpu = () => [server, agent].map((pid) => treeCpu(pid) * 1000);
+    const before = cpu();
+    const started = performance.now();
+    for (let i = 0; i < CPU_SAMPLES; i++) await w.get();
+    const wall = (performance.now() - started) / CPU_SAMPLES;
+    const [s, a] = cpu().map((after, i) => (after - (before[i] ?? 0)) / CPU_SAMPLES);
+    const f = (x: number | undefined) => (x ?? 0).toFixed(2);
+    console.log(`| ${w.name} | ${f(s)} | ${f(a)} | ${f((s ?? 0) + (a ?? 0))} | ${wall.toFixed(2)} |`);
+  }
 }
 
 /**
@@ -384,27 +417,39 @@ function freshWays(o: {
   ready: { url: string; adminKey: string };
   ca: string;
   upPort: number;
-  ssh: { port: number } | undefined;
+  ssh: { port: number; pids: (number | undefined)[] } | undefined;
   site: NamespaceSite | undefined;
   via: Dial;
+  /** The relay's and the agent's pids. */
+  tunnel: readonly [number | undefined, number | undefined];
+  /** The floor: a CONNECT proxy on Node's own TLS and HTTP, without a tunnel. */
+  floor: NodeConnectProxy;
 }): FreshWay[] {
-  const { ready, ca, upPort, ssh, site, via } = o;
+  const { ready, ca, upPort, ssh, site, via, tunnel, floor } = o;
   const target = `bench.clusters.local:${upPort}`;
   const ways: FreshWay[] = [{ name: 'direct TCP', get: () => download(direct(upPort), 100) }];
-  if (ssh) ways.push({ name: 'ssh -R', get: () => download(direct(ssh.port), 100) });
+  if (ssh)
+    ways.push({
+      name: 'ssh -R',
+      get: () => download(direct(ssh.port), 100),
+      pids: [ssh.pids[0], ssh.pids[1]],
+    });
+  const floorGet = pipelinedDownload(floor.url, floor.ca, floor.token, target);
+  ways.push({ name: NODE_PROXY_FLOOR, get: () => floorGet(100), pids: [floor.process.pid, undefined] });
   const resumed = connectVia(ready.url, ca, ready.adminKey, target, { resume: true });
   const early = pipelinedDownload(ready.url, ca, ready.adminKey, target);
   const pathGet = pathProxyGet(ready.url, ca, ready.adminKey, 'bench');
   ways.push(
-    { name: 'CONNECT, full TLS handshake, GET after the 200', get: () => download(via, 100) },
-    { name: 'CONNECT, resumed TLS, GET after the 200', get: () => download(resumed, 100) },
-    { name: 'CONNECT, resumed TLS, GET sent with the CONNECT', get: () => early(100) },
-    { name: 'path proxy GET, resumed TLS', get: () => pathGet(100) },
+    { name: 'CONNECT, full TLS handshake, GET after the 200', get: () => download(via, 100), pids: tunnel },
+    { name: 'CONNECT, resumed TLS, GET after the 200', get: () => download(resumed, 100), pids: tunnel },
+    { name: 'CONNECT, resumed TLS, GET sent with the CONNECT', get: () => early(100), pids: tunnel },
+    { name: 'path proxy GET, resumed TLS', get: () => pathGet(100), pids: tunnel },
   );
   if (site)
     ways.push({
       name: `${NS_DIRECT}, resumed, GET with the CONNECT`,
       get: () => site.direct.pipelined(100),
+      pids: [site.relay.pid, site.direct.agent.pid],
     });
   return ways;
 }
@@ -418,6 +463,7 @@ function loadAverage(): string {
 const FLIP_ROUNDS = 3;
 
 const NS_DIRECT = 'CONNECT, netns agent, direct UDP (veth MTU 1,500)';
+const NODE_PROXY_FLOOR = 'Node https CONNECT proxy, no tunnel (the floor), resumed TLS, GET with the CONNECT';
 const DIRECT_TCP = 'direct TCP';
 const VIA_RELAY = 'CONNECT via relay + agent';
 const SSH_R = 'ssh -R';
@@ -438,7 +484,18 @@ async function main(): Promise<void> {
 
     if (NEW_CONNECTIONS_ONLY) {
       const site = await namespaceSite(dir);
-      return await newConnections(freshWays({ ready, ca, upPort, ssh, site, via }));
+      const ways = freshWays({
+        ready,
+        ca,
+        upPort,
+        ssh,
+        site,
+        via,
+        tunnel: [relay.pid, agent.pid],
+        floor: await startNodeConnectProxy(dir, upPort),
+      });
+      await newConnections(ways);
+      return await newConnectionCpu(ways);
     }
     const wgRuns = await wireguardGoRuns();
     const site = await namespaceSite(dir);
@@ -531,7 +588,18 @@ async function main(): Promise<void> {
           `p99 ${signed(tun.p99 - base.p99)} ms (target: p99 added <= 2 ms)`,
       );
     }
-    await newConnections(freshWays({ ready, ca, upPort, ssh, site, via }));
+    const ways = freshWays({
+      ready,
+      ca,
+      upPort,
+      ssh,
+      site,
+      via,
+      tunnel: [relay.pid, agent.pid],
+      floor: await startNodeConnectProxy(dir, upPort),
+    });
+    await newConnections(ways);
+    await newConnectionCpu(ways);
     const inTurns = site ? await namespaceLatencyInTurns(site) : undefined;
     const flips = site ? await measureFlips(site, FLIP_ROUNDS, saturate) : [];
     if (site && nsDirectOne !== undefined)
@@ -563,9 +631,7 @@ async function main(): Promise<void> {
     console.log(`| relay + agent, measured in (a), median | ${g(cCpu)} |`);
     if (ssh) console.log(`| sshd + ssh, measured in (a), median | ${g(sCpu)} |`);
   } finally {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await stopChildren(children);
     rmSync(dir, { recursive: true, force: true });
     await cleanupAll();
   }
