@@ -413,7 +413,7 @@ async function newConnections(ways: FreshWay[]): Promise<void> {
 }
 
 /** The ways of opening a new connection that (b2) samples in turns. */
-function freshWays(o: {
+interface FreshWaysOptions {
   ready: { url: string; adminKey: string };
   ca: string;
   upPort: number;
@@ -422,9 +422,21 @@ function freshWays(o: {
   via: Dial;
   /** The relay's and the agent's pids. */
   tunnel: readonly [number | undefined, number | undefined];
-  /** The floor: a CONNECT proxy on Node's own TLS and HTTP, without a tunnel. */
-  floor: NodeConnectProxy;
-}): FreshWay[] {
+}
+
+/** Tables (b2) and (b3), with the floor's proxy started for them in `dir`. */
+async function newConnectionTables(o: FreshWaysOptions, dir: string): Promise<void> {
+  const ways = freshWays({ ...o, floor: await startNodeConnectProxy(dir, o.upPort) });
+  await newConnections(ways);
+  await newConnectionCpu(ways);
+}
+
+function freshWays(
+  o: FreshWaysOptions & {
+    /** The floor: a CONNECT proxy on Node's own TLS and HTTP, without a tunnel. */
+    floor: NodeConnectProxy;
+  },
+): FreshWay[] {
   const { ready, ca, upPort, ssh, site, via, tunnel, floor } = o;
   const target = `bench.clusters.local:${upPort}`;
   const ways: FreshWay[] = [{ name: 'direct TCP', get: () => download(direct(upPort), 100) }];
@@ -484,18 +496,10 @@ async function main(): Promise<void> {
 
     if (NEW_CONNECTIONS_ONLY) {
       const site = await namespaceSite(dir);
-      const ways = freshWays({
-        ready,
-        ca,
-        upPort,
-        ssh,
-        site,
-        via,
-        tunnel: [relay.pid, agent.pid],
-        floor: await startNodeConnectProxy(dir, upPort),
-      });
-      await newConnections(ways);
-      return await newConnectionCpu(ways);
+      return await newConnectionTables(
+        { ready, ca, upPort, ssh, site, via, tunnel: [relay.pid, agent.pid] },
+        dir,
+      );
     }
     const wgRuns = await wireguardGoRuns();
     const site = await namespaceSite(dir);
@@ -588,18 +592,7 @@ async function main(): Promise<void> {
           `p99 ${signed(tun.p99 - base.p99)} ms (target: p99 added <= 2 ms)`,
       );
     }
-    const ways = freshWays({
-      ready,
-      ca,
-      upPort,
-      ssh,
-      site,
-      via,
-      tunnel: [relay.pid, agent.pid],
-      floor: await startNodeConnectProxy(dir, upPort),
-    });
-    await newConnections(ways);
-    await newConnectionCpu(ways);
+    await newConnectionTables({ ready, ca, upPort, ssh, site, via, tunnel: [relay.pid, agent.pid] }, dir);
     const inTurns = site ? await namespaceLatencyInTurns(site) : undefined;
     const flips = site ? await measureFlips(site, FLIP_ROUNDS, saturate) : [];
     if (site && nsDirectOne !== undefined)

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { realClock } from '../../shared/clock.js';
 import type { MuxSession } from '../../shared/net/mux/mux-session.js';
 import { openTarget } from '../../shared/net/mux/open-target.js';
@@ -145,6 +145,9 @@ describe('Dialer', () => {
     cleanup.push(() => srv.close());
     const port = (srv.address() as net.AddressInfo).port;
     const { hub, dialer } = hubWithDialer(new Allowlist(`https://127.0.0.1:${port}`, []), 2_000, caCert);
+    // Watched, not replaced: tls.connect builds a context through it for every dial that brings none of its own.
+    const contexts = vi.spyOn(tls, 'createSecureContext');
+    cleanup.push(() => contexts.mockRestore());
     for (let i = 0; i < 3; i++) {
       const s = await openTarget(hub, '@upstream', { clock: realClock });
       const chunks: Buffer[] = [];
@@ -154,6 +157,8 @@ describe('Dialer', () => {
       expect(Buffer.concat(chunks).toString()).toBe(`ping${i}|eof`);
     }
     expect(resumed).toEqual([false, true, true]);
+    // One OpenSSL context (with the CA) for all three dials, not one per dial.
+    expect(contexts).toHaveBeenCalledTimes(1);
     expect(dialer.tlsSessionsKept).toBe(1);
     // The upstream's certificate changes to one the agent does not trust: the dial fails, the session is dropped.
     srv.setSecureContext({ ...makeSelfSignedCert(), sessionIdContext: 'other' });

@@ -61,6 +61,11 @@ export class Dialer {
   readonly #options: DialerOptions;
   /** TLS sessions of https upstreams, so a new upstream connection resumes instead of a full handshake. */
   readonly #tlsSessions = new TlsSessionCache(MAX_UPSTREAM_TLS_SESSIONS);
+  /**
+   * The OpenSSL context of every https upstream dial, built at the first: one per dial cost the agent 0.35 ms
+   * of CPU per new upstream connection, 0.65 ms with a CA to parse (docs/BENCHMARKS.md, (b3)).
+   */
+  #tlsContext: tls.SecureContext | undefined;
 
   constructor(o: DialerOptions) {
     this.#options = o;
@@ -171,11 +176,13 @@ export class Dialer {
 
   /** A TLS client to an https upstream, offering the session kept from the last connection to it. */
   #tlsConnect(addr: HostPort, servername: string, sessionKey: string): tls.TLSSocket {
+    const ca = this.#options.upstreamCa;
+    this.#tlsContext ??= tls.createSecureContext(ca === undefined ? {} : { ca });
     const socket = tls.connect({
       host: addr.host,
       port: addr.port,
       servername: net.isIP(servername) ? undefined : servername,
-      ca: this.#options.upstreamCa,
+      secureContext: this.#tlsContext,
       rejectUnauthorized: this.#options.upstreamInsecure !== true,
       ALPNProtocols: ['http/1.1'],
       session: this.#tlsSessions.get(sessionKey),

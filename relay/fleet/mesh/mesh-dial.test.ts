@@ -1,11 +1,11 @@
 /**
  * dialReplica against a real TLS server: the first dial checks the pin; the next dial to the same URL resumes the
  * pinned session (no certificate sent, no full handshake); a wrong pin is refused MESH_UNREACHABLE naming it, and
- * a session kept under the right pin is never offered for another pin.
+ * a session kept under the right pin is never offered for another pin. Every dial shares one OpenSSL context.
  */
 import type { AddressInfo } from 'node:net';
-import { createServer, type Server, type TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import tls, { createServer, type Server, type TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isTunnelError } from '../../../shared/errors.js';
 import { pinOfCertificate } from '../../../shared/tls-pin.js';
 import { makeSelfSignedCert } from '../../../test/helpers/test-cert.js';
@@ -39,10 +39,17 @@ async function dialOnce(caPin: string): Promise<boolean> {
 }
 
 describe('dialReplica', () => {
-  it('checks the pin first, then resumes the pinned session', async () => {
-    expect(await dialOnce(pin)).toBe(false);
-    expect(await dialOnce(pin)).toBe(true);
-    expect(await dialOnce(pin)).toBe(true);
+  it('checks the pin first, then resumes the pinned session, all on one OpenSSL context', async () => {
+    // Watched, not replaced: tls.connect builds a context through it for every dial that brings none of its own.
+    const contexts = vi.spyOn(tls, 'createSecureContext');
+    try {
+      expect(await dialOnce(pin)).toBe(false);
+      expect(await dialOnce(pin)).toBe(true);
+      expect(await dialOnce(pin)).toBe(true);
+      expect(contexts).not.toHaveBeenCalled();
+    } finally {
+      contexts.mockRestore();
+    }
   });
 
   it('refuses another pin, with no session kept for it', async () => {
