@@ -426,15 +426,19 @@ interface FreshWaysOptions {
 
 /** Tables (b2) and (b3), with the floor's proxy started for them in `dir`. */
 async function newConnectionTables(o: FreshWaysOptions, dir: string): Promise<void> {
-  const ways = freshWays({ ...o, floor: await startNodeConnectProxy(dir, o.upPort) });
+  const floor = {
+    tls: await startNodeConnectProxy(dir, o.upPort),
+    plain: await startNodeConnectProxy(dir, o.upPort, { plain: true }),
+  };
+  const ways = freshWays({ ...o, floor });
   await newConnections(ways);
   await newConnectionCpu(ways);
 }
 
 function freshWays(
   o: FreshWaysOptions & {
-    /** The floor: a CONNECT proxy on Node's own TLS and HTTP, without a tunnel. */
-    floor: NodeConnectProxy;
+    /** The floor: a CONNECT proxy on Node's own TLS and HTTP, without a tunnel; and the same on plain http. */
+    floor: { tls: NodeConnectProxy; plain: NodeConnectProxy };
   },
 ): FreshWay[] {
   const { ready, ca, upPort, ssh, site, via, tunnel, floor } = o;
@@ -446,8 +450,13 @@ function freshWays(
       get: () => download(direct(ssh.port), 100),
       pids: [ssh.pids[0], ssh.pids[1]],
     });
-  const floorGet = pipelinedDownload(floor.url, floor.ca, floor.token, target);
-  ways.push({ name: NODE_PROXY_FLOOR, get: () => floorGet(100), pids: [floor.process.pid, undefined] });
+  for (const [name, proxy] of [
+    [NODE_PROXY_PLAIN, floor.plain],
+    [NODE_PROXY_FLOOR, floor.tls],
+  ] as const) {
+    const get = pipelinedDownload(proxy.url, proxy.ca, proxy.token, target);
+    ways.push({ name, get: () => get(100), pids: [proxy.process.pid, undefined] });
+  }
   const resumed = connectVia(ready.url, ca, ready.adminKey, target, { resume: true });
   const early = pipelinedDownload(ready.url, ca, ready.adminKey, target);
   const pathGet = pathProxyGet(ready.url, ca, ready.adminKey, 'bench');
@@ -476,6 +485,7 @@ const FLIP_ROUNDS = 3;
 
 const NS_DIRECT = 'CONNECT, netns agent, direct UDP (veth MTU 1,500)';
 const NODE_PROXY_FLOOR = 'Node https CONNECT proxy, no tunnel (the floor), resumed TLS, GET with the CONNECT';
+const NODE_PROXY_PLAIN = 'Node http CONNECT proxy, no tunnel, no TLS, GET with the CONNECT';
 const DIRECT_TCP = 'direct TCP';
 const VIA_RELAY = 'CONNECT via relay + agent';
 const SSH_R = 'ssh -R';
