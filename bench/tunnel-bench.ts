@@ -8,7 +8,11 @@
  *      on the direct path (WireGuard over UDP), one `--egress 443-only` (relayed);
  *  (b) latency and fairness: p50/p99 of small requests (a new connection each, 100-byte answer) and of
  *      100-byte round trips on one established connection, directly, through the relay (and the namespace
- *      agents) and through ssh -R, each with and without one bulk stream saturating the same path.
+ *      agents) and through ssh -R, each with and without one bulk stream saturating the same path;
+ *  (b2) a new connection per request, every way sampled in turns, beside two baselines of what any Node proxy
+ *      pays: a CONNECT proxy on Node's https server with no tunnel (bench/baselines/node-connect-proxy.ts) and
+ *      the same on plain http;
+ *  (b3) the CPU each of those ways costs the tunnel's two processes (relay and agent; sshd and ssh) per connection.
  * Then the namespace direct agent's path flips (bench/path-flips.ts: its UDP silenced and allowed again during
  * a download) and the direct path's targets: one stream >= 2x the wireguard-go pair, added p99 <= relayed,
  * fallback <= 3 s and upgrade <= 10 s.
@@ -16,7 +20,8 @@
  * throw-away host key and a throw-away user key in a temp dir, only that key accepted, loopback only;
  * it needs root (it is skipped with a note otherwise) and `openssh-server` installed.
  * `node dist/bench/tunnel-bench.js [MiB per bulk download, default 256] [small-request samples, default 1000]
- * [rounds of (a), default 3] [--throughput-only | --new-connections-only]` (the last two: (a) only, (b2) only).
+ * [rounds of (a), default 3] [--throughput-only | --new-connections-only]` (the last two: (a) only, (b2) and
+ * (b3) only).
  */
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -412,7 +417,7 @@ async function newConnections(ways: FreshWay[]): Promise<void> {
   });
 }
 
-/** The ways of opening a new connection that (b2) samples in turns. */
+/** What the ways of opening a new connection go through. */
 interface FreshWaysOptions {
   ready: { url: string; adminKey: string };
   ca: string;
@@ -435,6 +440,7 @@ async function newConnectionTables(o: FreshWaysOptions, dir: string): Promise<vo
   await newConnectionCpu(ways);
 }
 
+/** The ways of opening a new connection that (b2) samples in turns and (b3) one after the other. */
 function freshWays(
   o: FreshWaysOptions & {
     /** The floor: a CONNECT proxy on Node's own TLS and HTTP, without a tunnel; and the same on plain http. */
