@@ -15,7 +15,7 @@ import type { LivePipes } from '../../control/api/live-pipes.js';
 import { authenticate, canSeeCluster } from '../../control/model/auth.js';
 import { proxyToken, requireProxy } from '../../control/model/proxy-auth.js';
 import { forwardConnect } from '../../fleet/mesh/mesh-forward.js';
-import { hopFor, type MeshRouting, meshOriginOf, retryHopFor } from '../../fleet/mesh/mesh-routing.js';
+import { type MeshRouting, meshOriginOf, reachableHop, retryHopFor } from '../../fleet/mesh/mesh-routing.js';
 import { type HubStreams, retryable } from './hub-streams.js';
 import { asTunnelError, proxyStatus, writeErrorResponse } from './raw-response.js';
 
@@ -87,8 +87,8 @@ export function attachConnectProxy(o: ConnectProxyOptions): () => void {
     const key = requireProxy(who, c, 'connect');
     // Registered before the stream opens: a key that ends while it opens ends the tunnel too.
     pipes.hold(key, socket);
-    const hop = await hopFor(o.mesh, origin, c);
-    if (hop && o.mesh?.node) return forwardConnect(o.mesh.node.hopTo(hop, req), req, { socket, head });
+    const hop = await reachableHop(o.mesh, origin, c, req);
+    if (hop) return forwardConnect(hop, req, { socket, head });
     // Bytes the client sent after its CONNECT travel with the open (no round trip to the agent before they leave).
     let stream: MuxStream;
     try {

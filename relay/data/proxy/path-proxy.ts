@@ -50,7 +50,7 @@ import type { ClusterRecord } from '../../control/store/types.js';
 import type { MeshOrigin } from '../../fleet/mesh/mesh-auth.js';
 import { MESH_KEY_HEADER, MESH_VIA_HEADER } from '../../fleet/mesh/mesh-auth.js';
 import { forwardRequest, forwardUpgrade, type MeshHop } from '../../fleet/mesh/mesh-forward.js';
-import { hopFor, type MeshRouting, meshOriginOf, retryHopFor } from '../../fleet/mesh/mesh-routing.js';
+import { type MeshRouting, meshOriginOf, reachableHop, retryHopFor } from '../../fleet/mesh/mesh-routing.js';
 import { MESH_SOURCE_HEADER } from '../../fleet/mesh/mesh-source.js';
 import { endToEndHeaders } from '../../ops/http/end-to-end-headers.js';
 import { exchange, type RequestHead } from '../../ops/http/http-exchange.js';
@@ -301,8 +301,8 @@ async function forward(deps: PathProxyDeps, req: IncomingMessage, res: ServerRes
   if (!p) throw new TunnelError('NOT_FOUND', 'no such proxy path');
   const allowed = await authorize(ctx, req, p.cluster, false);
   pipes.hold(allowed.key, res);
-  const hop = await hopFor(deps.mesh, origin, allowed.cluster);
-  if (hop && deps.mesh?.node) return forwardRequest(deps.mesh.node.hopTo(hop, req), req, res);
+  const hop = await reachableHop(deps.mesh, origin, allowed.cluster, req);
+  if (hop) return forwardRequest(hop, req, res);
   const headers = [...upstreamHeaders(req, framing), 'connection', 'close'];
   const onAnswer = (status: number) => bump(deps.stats.forwarded, statusClass(status));
   const head = { method: req.method ?? 'GET', path: p.upstreamPath, headers };
@@ -433,8 +433,8 @@ export function handleProxyUpgrade(
     }
     const allowed = await authorize(ctx, req, p.cluster, true);
     pipes.hold(allowed.key, socket);
-    const hop = await hopFor(deps.mesh, origin, allowed.cluster);
-    if (hop && deps.mesh?.node) return forwardUpgrade(deps.mesh.node.hopTo(hop, req), req, { socket, head });
+    const hop = await reachableHop(deps.mesh, origin, allowed.cluster, req);
+    if (hop) return forwardUpgrade(hop, req, { socket, head });
     const hdrs = upstreamHeaders(req, framing);
     const upgrade = req.headers.upgrade ?? '';
     let text = `${req.method ?? 'GET'} ${p.upstreamPath} HTTP/1.1\r\n`;

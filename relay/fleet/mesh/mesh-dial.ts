@@ -11,7 +11,7 @@
  */
 import { isIP } from 'node:net';
 import { connect, createSecureContext, type TLSSocket } from 'node:tls';
-import { TunnelError } from '../../../shared/errors.js';
+import { isTunnelError, TunnelError } from '../../../shared/errors.js';
 import { TlsSessionCache } from '../../../shared/kit/http/tls-session-cache.js';
 import { pinOfCertificate } from '../../../shared/tls-pin.js';
 
@@ -36,13 +36,24 @@ export interface MeshDialTarget {
   cluster: string | null;
 }
 
-function unreachable(t: MeshDialTarget, why: string): TunnelError {
+function unreachable(t: MeshDialTarget, why: string, cause?: Error): TunnelError {
   return new TunnelError(
     'MESH_UNREACHABLE',
     t.cluster === null
       ? `hub replica ${t.meshUrl} cannot be reached: ${why}`
       : `the agent of cluster ${t.cluster} is connected to replica ${t.meshUrl}, which cannot be reached: ${why}`,
+    cause === undefined ? undefined : { cause },
   );
+}
+
+/**
+ * Whether a dial failed because nothing listens at the replica's URL (the connection was refused): the replica
+ * died, and its heartbeat has not aged out of the store yet.
+ */
+export function isRefusal(err: unknown): boolean {
+  if (!isTunnelError(err, 'MESH_UNREACHABLE')) return false;
+  const cause = err.cause;
+  return typeof cause === 'object' && cause !== null && 'code' in cause && cause.code === 'ECONNREFUSED';
 }
 
 export function dialReplica(
@@ -72,7 +83,7 @@ export function dialReplica(
     }, timeoutMs);
     socket.once('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(unreachable(t, err.code ?? err.message));
+      reject(unreachable(t, err.code ?? err.message, err));
     });
     socket.on('session', (session: Buffer) => {
       if (pinned) sessions.keep(sessionKey, session);

@@ -9,10 +9,10 @@ import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { RelayHooks } from '../../control/model/hooks.js';
-import type { AgentLocation, PgMeshTables } from '../../control/store/postgres-mesh.js';
+import { type AgentLocation, MAX_REPLICAS, type PgMeshTables } from '../../control/store/postgres-mesh.js';
 import type { MeshConfig, MeshKey } from '../../ops/config/mesh-settings.js';
 import type { MeshAuthStats } from './mesh-auth.js';
-import { dialReplica } from './mesh-dial.js';
+import { dialReplica, isRefusal } from './mesh-dial.js';
 import type { ForwardKind, MeshHop } from './mesh-forward.js';
 import { meshHeaders, requestSource } from './mesh-source.js';
 import { ReplicaMembership } from './replica-membership.js';
@@ -61,6 +61,11 @@ export class MeshNode {
   readonly #deadAfterMs: number;
   readonly #url: string | null;
   readonly #membership: ReplicaMembership;
+  /**
+   * Replicas a dial found not listening, by id, with when (Date.now()): locate leaves them out for dead-after,
+   * by when the store has dropped a dead one. At most MAX_REPLICAS (the store holds no more).
+   */
+  readonly #refused = new Map<string, number>();
   #meshUrl: string | null = null;
 
   constructor(o: MeshNodeOptions) {
@@ -100,15 +105,35 @@ export class MeshNode {
   /** The sessions of the cluster's agents that live replicas other than this one hold (empty: none). */
   async locate(cluster: string): Promise<AgentLocation[]> {
     const all = await this.#tables.locate(cluster, this.#deadAfterMs);
-    return all.filter((l) => l.replica !== this.id);
+    return all.filter((l) => l.replica !== this.id && !this.#isRefused(l.replica));
   }
 
-  /** A TLS connection to the replica at `l`, its certificate checked against the fleet pin. */
+  /**
+   * A TLS connection to the replica at `l`, its certificate checked against the fleet pin. A replica that refuses
+   * the connection is left out of locate from then on (isRefusal).
+   */
   dial(l: AgentLocation): Promise<TLSSocket> {
     return dialReplica({ meshUrl: l.meshUrl, cluster: l.cluster }, this.caPin).catch((err: unknown) => {
       this.stats.failed++;
+      if (isRefusal(err)) this.#markRefused(l.replica);
       throw err;
     });
+  }
+
+  #isRefused(replica: string): boolean {
+    const at = this.#refused.get(replica);
+    if (at === undefined) return false;
+    if (Date.now() - at < this.#deadAfterMs) return true;
+    this.#refused.delete(replica);
+    return false;
+  }
+
+  #markRefused(replica: string): void {
+    if (!this.#refused.has(replica) && this.#refused.size >= MAX_REPLICAS) {
+      for (const id of this.#refused.keys()) if (!this.#isRefused(id)) this.#refused.delete(id);
+      if (this.#refused.size >= MAX_REPLICAS) this.#refused.delete(this.#refused.keys().next().value ?? '');
+    }
+    this.#refused.set(replica, Date.now());
   }
 
   /** The hop of a client's request `req` to the replica at `l`, naming the client's address. */

@@ -15,11 +15,13 @@
  * replica marks it in the store: replica-membership.ts), so a request waits for an agent that takes it rather than
  * queueing behind one that is leaving.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { registeredAgents } from '../../control/store/agent-replicas.js';
 import type { AgentLocation } from '../../control/store/postgres-mesh.js';
 import type { ClusterRecord } from '../../control/store/types.js';
 import { type MeshOrigin, meshOrigin } from './mesh-auth.js';
+import { isRefusal } from './mesh-dial.js';
+import type { MeshHop } from './mesh-forward.js';
 import type { MeshNode, MeshStats } from './mesh-node.js';
 
 /** How long a request waits for an agent with a fresh lease that has a session on no replica. */
@@ -76,6 +78,34 @@ export async function hopFor(
     if (remote.length > 0) return r.turns.pick(c.name, remote);
     if (local === 'draining' || Date.now() >= deadline) return null;
     await new Promise((resolve) => setTimeout(resolve, ARRIVAL_POLL_MS));
+  }
+}
+
+/** Replicas found not listening that one request moves past before its dial's error is the answer. */
+const MAX_REFUSED_HOPS = 2;
+
+/**
+ * The hop for a client's request for `c`, dialed; null to serve it here. The replica hopFor names may have died
+ * since its last heartbeat (its agent is reconnecting through the balancer): when it refuses the connection,
+ * the mesh leaves it out (MeshNode.dial) and hopFor chooses again, waiting for the agent where it lands (here,
+ * too), so a request made right after a replica dies reaches the agent instead of failing MESH_UNREACHABLE.
+ */
+export async function reachableHop(
+  r: MeshRouting | undefined,
+  origin: MeshOrigin,
+  c: ClusterRecord,
+  req: IncomingMessage,
+): Promise<MeshHop | null> {
+  for (let refused = 0; ; refused++) {
+    const node = r?.node;
+    const location = await hopFor(r, origin, c);
+    if (location === null || !node) return null;
+    try {
+      const peer = await node.dial(location);
+      return { ...node.hopTo(location, req), dial: () => Promise.resolve(peer) };
+    } catch (err) {
+      if (refused >= MAX_REFUSED_HOPS || !isRefusal(err)) throw err;
+    }
   }
 }
 
