@@ -128,11 +128,10 @@ export class MeshNode {
     return false;
   }
 
+  /** Marks `replica` refused now; the map keeps marks oldest first, so past the cap the oldest goes. */
   #markRefused(replica: string): void {
-    if (!this.#refused.has(replica) && this.#refused.size >= MAX_REPLICAS) {
-      for (const id of this.#refused.keys()) if (!this.#isRefused(id)) this.#refused.delete(id);
-      if (this.#refused.size >= MAX_REPLICAS) this.#refused.delete(this.#refused.keys().next().value ?? '');
-    }
+    this.#refused.delete(replica);
+    if (this.#refused.size >= MAX_REPLICAS) this.#refused.delete(this.#refused.keys().next().value ?? '');
     this.#refused.set(replica, Date.now());
   }
 
